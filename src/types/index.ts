@@ -1,0 +1,4 @@
+export * from "./errors.js";
+export * from "./wire.js";
+export * from "./trajectory.js";
+export * from "./losses.js";

@@ -1,0 +1,139 @@
+import { NexrlError } from "./errors.js";
+
+/** The plain object a {@link Trajectory} is built from. */
+export interface TrajectoryInit {
+  /** Prompt and response token ids, the full sequence. */
+  tokens: number[];
+  /** 1 where a token is trained on (sampled response), 0 elsewhere (prompt, tool output). */
+  lossMask: number[];
+  /** Scalar reward of the whole trajectory. */
+  reward: number;
+  /** True for validation rollouts, which are scored but never trained on. */
+  isVal?: boolean;
+  /** Sampler logprob of each token (same length as `tokens`; prompt positions are 0). */
+  logprobs?: number[];
+  /** Scalar advantage, applied to every loss-mask position. */
+  advantage?: number;
+  /** Per-token advantages (same length as `tokens`). */
+  advantages?: number[];
+  /** Rollouts of the same task share a group id (GRPO groups). */
+  groupId?: string;
+  /** Index of this rollout within its group. */
+  runId?: number;
+  /** Version of the policy (training step) whose weights sampled this trajectory. */
+  policyVersion?: number;
+  /** Anything else the worker wants to carry (scores, the response text, …). */
+  extraFields?: Record<string, unknown>;
+}
+
+/** Thrown by {@link Trajectory.validate}; `field` names the offending field. */
+export class TrajectoryError extends NexrlError {
+  /** @param field the field that is wrong, e.g. `"lossMask"`. */
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One sampled sequence with what training needs: tokens, which of them to train on, and the
+ * reward. Workers build them from plain objects; trainers add advantages.
+ *
+ * @example
+ * ```ts
+ * const t = new Trajectory({ tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 1 });
+ * t.validate();
+ * ```
+ */
+export class Trajectory {
+  /** Prompt and response token ids. */
+  tokens: number[];
+  /** 1 where a token is trained on, 0 elsewhere. */
+  lossMask: number[];
+  /** Scalar reward. */
+  reward: number;
+  /** True for validation rollouts. */
+  isVal: boolean;
+  /** Sampler logprobs, one per token, when the worker has them. */
+  logprobs?: number[];
+  /** Scalar advantage. */
+  advantage?: number;
+  /** Per-token advantages. */
+  advantages?: number[];
+  /** Group id shared by rollouts of the same task. */
+  groupId?: string;
+  /** Index within the group. */
+  runId?: number;
+  /** Policy version that sampled it. */
+  policyVersion?: number;
+  /** Extra fields carried along for metrics and samples. */
+  extraFields: Record<string, unknown>;
+
+  /** Copies the given fields; arrays are used as they are (not copied). */
+  constructor(init: TrajectoryInit) {
+    this.tokens = init.tokens;
+    this.lossMask = init.lossMask;
+    this.reward = init.reward;
+    this.isVal = init.isVal ?? false;
+    this.extraFields = init.extraFields ?? {};
+    if (init.logprobs !== undefined) this.logprobs = init.logprobs;
+    if (init.advantage !== undefined) this.advantage = init.advantage;
+    if (init.advantages !== undefined) this.advantages = init.advantages;
+    if (init.groupId !== undefined) this.groupId = init.groupId;
+    if (init.runId !== undefined) this.runId = init.runId;
+    if (init.policyVersion !== undefined) this.policyVersion = init.policyVersion;
+  }
+
+  /** Number of positions trained on (sum of the loss mask). */
+  get numLossTokens(): number {
+    let n = 0;
+    for (const m of this.lossMask) n += m;
+    return n;
+  }
+
+  /**
+   * Checks the invariants every consumer relies on.
+   * @throws {@link TrajectoryError} naming the first bad field: empty or invalid `tokens`,
+   *   `lossMask` / `logprobs` / `advantages` of the wrong length, mask values other than 0/1,
+   *   non-finite `reward`, `logprobs`, `advantage` or `advantages`.
+   */
+  validate(): this {
+    const where = this.describe();
+    const fail = (field: string, what: string): never => {
+      throw new TrajectoryError(field, `Trajectory${where}: ${field} ${what}`);
+    };
+    if (!Array.isArray(this.tokens) || this.tokens.length === 0) fail("tokens", "is empty; a trajectory needs at least one token");
+    const n = this.tokens.length;
+    this.tokens.forEach((t, i) => {
+      if (!Number.isInteger(t) || t < 0) fail("tokens", `[${i}] is ${t}; token ids are non-negative integers`);
+    });
+    const sameLength = (field: string, values: unknown) => {
+      if (!Array.isArray(values)) fail(field, "must be an array");
+      else if (values.length !== n) fail(field, `has length ${values.length} but tokens has length ${n}; they must match`);
+    };
+    sameLength("lossMask", this.lossMask);
+    this.lossMask.forEach((m, i) => {
+      if (m !== 0 && m !== 1) fail("lossMask", `[${i}] is ${m}; mask values are 0 or 1`);
+    });
+    if (typeof this.reward !== "number" || !Number.isFinite(this.reward)) fail("reward", `is ${this.reward}; it must be a finite number`);
+    for (const field of ["logprobs", "advantages"] as const) {
+      const values = this[field];
+      if (values === undefined) continue;
+      sameLength(field, values);
+      values.forEach((v, i) => {
+        if (typeof v !== "number" || !Number.isFinite(v)) fail(field, `[${i}] is ${v}; it must be a finite number`);
+      });
+    }
+    if (this.advantage !== undefined && !Number.isFinite(this.advantage)) fail("advantage", `is ${this.advantage}; it must be a finite number`);
+    return this;
+  }
+
+  private describe(): string {
+    const parts: string[] = [];
+    if (this.groupId !== undefined) parts.push(`group ${this.groupId}`);
+    if (this.runId !== undefined) parts.push(`run ${this.runId}`);
+    return parts.length ? ` (${parts.join(", ")})` : "";
+  }
+}

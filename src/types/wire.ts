@@ -1,0 +1,208 @@
+/**
+ * Wire types of the training-service protocols (Tinker JSON generation, reused by Weaver with
+ * small differences handled in its client). Field names are snake_case because these objects go
+ * on the wire as they are.
+ *
+ * @module
+ */
+import { NexrlError } from "./errors.js";
+
+/** Element type of a {@link TensorData}. The Tinker public wire knows only these two. */
+export type TensorDtype = "int64" | "float32";
+
+/** A tensor on the wire: `data` is flattened row-major; `shape` omitted means 1-D. */
+export interface TensorData {
+  /** The values, flattened row-major. */
+  data: number[];
+  /** Element type. */
+  dtype: TensorDtype;
+  /** Shape; omitted means `[data.length]`. */
+  shape?: number[];
+  /** CSR row offsets; set together with `sparse_col_indices`, and then `shape` is required. */
+  sparse_crow_indices?: number[];
+  /** CSR column indices; set together with `sparse_crow_indices`. */
+  sparse_col_indices?: number[];
+}
+
+/** A run of token ids inside a {@link ModelInput}. */
+export interface EncodedTextChunk {
+  /** Discriminator. */
+  type: "encoded_text";
+  /** Token ids. */
+  tokens: number[];
+}
+
+/** An inline image inside a {@link ModelInput}. */
+export interface ImageChunk {
+  /** Discriminator. */
+  type: "image";
+  /** Base64-encoded image bytes. */
+  data: string;
+  /** Image encoding. */
+  format: "png" | "jpeg";
+  /** Number of model positions the image occupies, when known. */
+  expected_tokens?: number;
+}
+
+/** An image referenced by location inside a {@link ModelInput}. */
+export interface ImageAssetPointerChunk {
+  /** Discriminator. */
+  type: "image_asset_pointer";
+  /** Where the server finds the image. */
+  location: string;
+  /** Image encoding. */
+  format: "png" | "jpeg";
+  /** Number of model positions the image occupies, when known. */
+  expected_tokens?: number;
+}
+
+/** One chunk of a {@link ModelInput}. */
+export type ModelInputChunk = EncodedTextChunk | ImageChunk | ImageAssetPointerChunk;
+
+/** The input sequence of a datum or a sampling request, as a list of chunks. */
+export interface ModelInput {
+  /** The chunks, in order. */
+  chunks: ModelInputChunk[];
+}
+
+/** One training example: the input sequence and the named tensors its loss function reads. */
+export interface Datum {
+  /** The input positions. */
+  model_input: ModelInput;
+  /** Loss inputs by name (`target_tokens`, `weights`, `logprobs`, `advantages`, …). */
+  loss_fn_inputs: Record<string, TensorData>;
+}
+
+/** Optimizer hyper-parameters of one `optim_step` (AdamW with decoupled weight decay). */
+export interface AdamParams {
+  /** Step size. */
+  learning_rate: number;
+  /** First-moment decay. */
+  beta1: number;
+  /** Second-moment decay. */
+  beta2: number;
+  /** Denominator epsilon. */
+  eps: number;
+  /** Decoupled weight decay (AdamW). */
+  weight_decay: number;
+  /** Global-norm gradient clipping; 0 disables it. */
+  grad_clip_norm: number;
+}
+
+/** Thrown when a wire object is built from values that cannot be sent. */
+export class WireFormatError extends NexrlError {}
+
+/** Tinker's defaults for {@link AdamParams}. */
+export const DEFAULT_ADAM_PARAMS: Readonly<AdamParams> = Object.freeze({
+  learning_rate: 1e-4,
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-12,
+  weight_decay: 0,
+  grad_clip_norm: 0,
+});
+
+/**
+ * Builds {@link AdamParams} from a partial object, filling Tinker's defaults.
+ * @throws {@link WireFormatError} when a value is not a finite number or out of range.
+ */
+export function adamParams(params: Partial<AdamParams> = {}): AdamParams {
+  const out: AdamParams = { ...DEFAULT_ADAM_PARAMS, ...params };
+  for (const [key, value] of Object.entries(out)) {
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      throw new WireFormatError(`AdamParams.${key} must be a finite number, got ${String(value)}`);
+    }
+  }
+  if (out.learning_rate < 0) throw new WireFormatError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
+  for (const key of ["beta1", "beta2"] as const) {
+    if (out[key] < 0 || out[key] >= 1) throw new WireFormatError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
+  }
+  if (out.eps <= 0) throw new WireFormatError(`AdamParams.eps must be > 0, got ${out.eps}`);
+  if (out.weight_decay < 0) throw new WireFormatError(`AdamParams.weight_decay must be >= 0, got ${out.weight_decay}`);
+  if (out.grad_clip_norm < 0) throw new WireFormatError(`AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`);
+  return out;
+}
+
+/** Loss-input names that the Tinker SDK coerces to int64; every other name is float32. */
+const INT64_KEYS = new Set(["target_tokens"]);
+
+/** The dtype the Tinker SDK gives a raw list passed under `key`. */
+export function dtypeForKey(key: string): TensorDtype {
+  return INT64_KEYS.has(key) ? "int64" : "float32";
+}
+
+/**
+ * Builds a 1-D {@link TensorData} from a plain array.
+ * @throws {@link WireFormatError} on non-finite values, or non-integers for `int64`.
+ */
+export function tensorData(values: ArrayLike<number>, dtype: TensorDtype): TensorData {
+  const data = Array.from(values);
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    if (!Number.isFinite(v)) throw new WireFormatError(`tensor value at index ${i} is ${v}; only finite numbers can be sent`);
+    if (dtype === "int64" && !Number.isInteger(v)) {
+      throw new WireFormatError(`int64 tensor value at index ${i} is ${v}; expected an integer`);
+    }
+  }
+  return { data, dtype };
+}
+
+/** Number of elements a {@link TensorData} holds (the product of its shape, or `data.length`). */
+export function tensorSize(tensor: TensorData): number {
+  return tensor.shape ? tensor.shape.reduce((a, b) => a * b, 1) : tensor.data.length;
+}
+
+/** The dense values of a {@link TensorData} (expands CSR tensors). */
+export function tensorValues(tensor: TensorData): number[] {
+  if (!tensor.sparse_crow_indices || !tensor.sparse_col_indices) return tensor.data;
+  const [rows, cols] = tensor.shape ?? [];
+  if (rows === undefined || cols === undefined) {
+    throw new WireFormatError("a sparse (CSR) tensor needs a 2-D shape");
+  }
+  const dense = new Array<number>(rows * cols).fill(0);
+  for (let r = 0; r < rows; r++) {
+    for (let k = tensor.sparse_crow_indices[r]!; k < tensor.sparse_crow_indices[r + 1]!; k++) {
+      dense[r * cols + tensor.sparse_col_indices[k]!] = tensor.data[k]!;
+    }
+  }
+  return dense;
+}
+
+/** A {@link ModelInput} holding one `encoded_text` chunk. */
+export function modelInputFromTokens(tokens: ArrayLike<number>): ModelInput {
+  return { chunks: [{ type: "encoded_text", tokens: tensorData(tokens, "int64").data }] };
+}
+
+/** Number of positions of a {@link ModelInput}; images count their `expected_tokens`. */
+export function modelInputLength(input: ModelInput): number {
+  let n = 0;
+  for (const chunk of input.chunks) {
+    if (chunk.type === "encoded_text") n += chunk.tokens.length;
+    else if (chunk.expected_tokens !== undefined) n += chunk.expected_tokens;
+    else throw new WireFormatError(`an ${chunk.type} chunk without expected_tokens has no known length`);
+  }
+  return n;
+}
+
+/** The token ids of a {@link ModelInput} made only of `encoded_text` chunks. */
+export function modelInputTokens(input: ModelInput): number[] {
+  const tokens: number[] = [];
+  for (const chunk of input.chunks) {
+    if (chunk.type !== "encoded_text") throw new WireFormatError(`a ${chunk.type} chunk has no token ids`);
+    tokens.push(...chunk.tokens);
+  }
+  return tokens;
+}
+
+/**
+ * Builds a {@link Datum} from plain arrays: `inputTokens` become the model input and each
+ * entry of `lossFnInputs` a 1-D tensor with the dtype the Tinker SDK would give it
+ * (`target_tokens` int64, everything else float32).
+ */
+export function datum(inputTokens: ArrayLike<number>, lossFnInputs: Record<string, ArrayLike<number>>): Datum {
+  const loss_fn_inputs: Record<string, TensorData> = {};
+  for (const [key, values] of Object.entries(lossFnInputs)) {
+    loss_fn_inputs[key] = tensorData(values, dtypeForKey(key));
+  }
+  return { model_input: modelInputFromTokens(inputTokens), loss_fn_inputs };
+}
