@@ -71,19 +71,19 @@ export class Trajectory {
   /** Extra fields carried along for metrics and samples. */
   extraFields: Record<string, unknown>;
 
-  /** Copies the given fields; arrays are used as they are (not copied). */
+  /** Takes the given fields; arrays are used as they are (not copied). */
   constructor(init: TrajectoryInit) {
     this.tokens = init.tokens;
     this.lossMask = init.lossMask;
     this.reward = init.reward;
     this.isVal = init.isVal ?? false;
     this.extraFields = init.extraFields ?? {};
-    if (init.logprobs !== undefined) this.logprobs = init.logprobs;
-    if (init.advantage !== undefined) this.advantage = init.advantage;
-    if (init.advantages !== undefined) this.advantages = init.advantages;
-    if (init.groupId !== undefined) this.groupId = init.groupId;
-    if (init.runId !== undefined) this.runId = init.runId;
-    if (init.policyVersion !== undefined) this.policyVersion = init.policyVersion;
+    this.logprobs = init.logprobs;
+    this.advantage = init.advantage;
+    this.advantages = init.advantages;
+    this.groupId = init.groupId;
+    this.runId = init.runId;
+    this.policyVersion = init.policyVersion;
   }
 
   /** Number of positions trained on (sum of the loss mask). */

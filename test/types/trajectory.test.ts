@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../src/types/index.js";
+
+const good: TrajectoryInit = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5 };
+
+function errorOf(init: Partial<TrajectoryInit> & Record<string, unknown>): TrajectoryError {
+  try {
+    new Trajectory({ ...good, ...init } as TrajectoryInit).validate();
+  } catch (e) {
+    if (e instanceof TrajectoryError) return e;
+    throw e;
+  }
+  throw new Error("validate() accepted a bad trajectory");
+}
+
+describe("Trajectory", () => {
+  it("is built from a plain object with defaults", () => {
+    const t = new Trajectory({ ...good, extraFields: { response: "ay" }, groupId: "g1", runId: 2, policyVersion: 4 });
+    expect(t.validate()).toBe(t);
+    expect(t.isVal).toBe(false);
+    expect(t.extraFields).toEqual({ response: "ay" });
+    expect(t.numLossTokens).toBe(2);
+    expect([t.groupId, t.runId, t.policyVersion]).toEqual(["g1", 2, 4]);
+    expect(t.logprobs).toBeUndefined();
+    expect(new Trajectory(good).extraFields).toEqual({});
+  });
+
+  it.each([
+    ["tokens", { tokens: [] }, "tokens is empty"],
+    ["tokens", { tokens: [1, 2.5, 3] }, "tokens [1] is 2.5; token ids are non-negative integers"],
+    ["tokens", { tokens: [1, -1, 3] }, "tokens [1] is -1"],
+    ["lossMask", { lossMask: [0, 1] }, "lossMask has length 2 but tokens has length 3"],
+    ["lossMask", { lossMask: [0, 2, 1] }, "lossMask [1] is 2; mask values are 0 or 1"],
+    ["reward", { reward: Number.NaN }, "reward is NaN"],
+    ["reward", { reward: Number.POSITIVE_INFINITY }, "reward is Infinity"],
+    ["logprobs", { logprobs: [0, -1] }, "logprobs has length 2 but tokens has length 3"],
+    ["logprobs", { logprobs: [0, -1, Number.NaN] }, "logprobs [2] is NaN"],
+    ["advantages", { advantages: [0, 1, 1, 1] }, "advantages has length 4 but tokens has length 3"],
+    ["advantage", { advantage: Number.NaN }, "advantage is NaN"],
+  ])("validate() names the bad field %s", (field, init, message) => {
+    const err = errorOf(init);
+    expect(err.field).toBe(field);
+    expect(err.message).toContain(message);
+    expect(err.name).toBe("TrajectoryError");
+  });
+
+  it("names the group and run in the message", () => {
+    expect(errorOf({ reward: Number.NaN, groupId: "task-7", runId: 3 }).message).toBe("Trajectory (group task-7, run 3): reward is NaN; it must be a finite number");
+  });
+});
