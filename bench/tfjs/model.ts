@@ -1,0 +1,206 @@
+/**
+ * The engine benchmark's reference: the same decoder-only transformer as nexrl's embedded engine,
+ * written in TensorFlow.js. Token and learned positional embeddings, pre-LayerNorm blocks with
+ * causal multi-head self-attention and a 4×-wide GELU MLP, a final LayerNorm and an output
+ * projection. Training is cross-entropy summed over tokens with per-token weights, backward and
+ * Adam; sampling re-runs the full forward on the growing sequences for every token (no KV cache).
+ */
+import type { Optimizer, Tensor, Tf, Variable } from "./tf.js";
+
+export interface ModelShape {
+  vocabSize: number;
+  dModel: number;
+  nLayers: number;
+  nHeads: number;
+  contextLength: number;
+}
+
+export interface AdamConfig {
+  learningRate: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+}
+
+interface Block {
+  ln1Gain: Variable;
+  ln1Bias: Variable;
+  wQkv: Variable;
+  bQkv: Variable;
+  wOut: Variable;
+  bOut: Variable;
+  ln2Gain: Variable;
+  ln2Bias: Variable;
+  wUp: Variable;
+  bUp: Variable;
+  wDown: Variable;
+  bDown: Variable;
+}
+
+const INIT_STD = 0.02;
+const LN_EPS = 1e-5;
+
+export class TfjsTransformer {
+  private readonly tokenEmbedding: Variable;
+  private readonly positionEmbedding: Variable;
+  private readonly blocks: Block[] = [];
+  private readonly lnfGain: Variable;
+  private readonly lnfBias: Variable;
+  private readonly wLogits: Variable;
+  private readonly params: Variable[] = [];
+  private readonly masks = new Map<number, Tensor>();
+  private readonly optimizer: Optimizer;
+
+  constructor(
+    private readonly tf: Tf,
+    private readonly shape: ModelShape,
+    adam: AdamConfig,
+    seed: number,
+  ) {
+    const { vocabSize: v, dModel: d, contextLength: ctx } = shape;
+    let nextSeed = seed;
+    const normal = (dims: number[]) => this.param(tf.randomNormal(dims, 0, INIT_STD, "float32", nextSeed++));
+    const zeros = (dims: number[]) => this.param(tf.zeros(dims));
+    const ones = (dims: number[]) => this.param(tf.ones(dims));
+    this.tokenEmbedding = normal([v, d]);
+    this.positionEmbedding = normal([ctx, d]);
+    for (let l = 0; l < shape.nLayers; l++) {
+      this.blocks.push({
+        ln1Gain: ones([d]),
+        ln1Bias: zeros([d]),
+        wQkv: normal([d, 3 * d]),
+        bQkv: zeros([3 * d]),
+        wOut: normal([d, d]),
+        bOut: zeros([d]),
+        ln2Gain: ones([d]),
+        ln2Bias: zeros([d]),
+        wUp: normal([d, 4 * d]),
+        bUp: zeros([4 * d]),
+        wDown: normal([4 * d, d]),
+        bDown: zeros([d]),
+      });
+    }
+    this.lnfGain = ones([d]);
+    this.lnfBias = zeros([d]);
+    this.wLogits = normal([d, v]);
+    this.optimizer = tf.train.adam(adam.learningRate, adam.beta1, adam.beta2, adam.eps);
+  }
+
+  /**
+   * One optimizer step on a batch of `batch` sequences of `seqLen` tokens (row-major ids).
+   * @returns the summed weighted cross-entropy before the update.
+   */
+  trainStep(inputs: Int32Array, targets: Int32Array, weights: Float32Array, batch: number, seqLen: number): number {
+    const { tf } = this;
+    const ids = tf.tensor2d(inputs, [batch, seqLen], "int32");
+    const targetIds = tf.tensor1d(targets, "int32");
+    const w = tf.tensor1d(weights, "float32");
+    const cost = this.optimizer.minimize(
+      () => {
+        const logits = tf.matMul(this.finalNorm(this.hidden(ids, batch, seqLen)), this.wLogits);
+        const targetLogprobs = tf.sum(tf.mul(tf.logSoftmax(logits), tf.cast(tf.oneHot(targetIds, this.shape.vocabSize), "float32")), 1);
+        return tf.neg(tf.sum(tf.mul(targetLogprobs, w)));
+      },
+      true,
+      this.params,
+    );
+    const loss = cost.dataSync()[0]!;
+    for (const t of [cost, ids, targetIds, w]) t.dispose();
+    return loss;
+  }
+
+  /**
+   * Samples `maxTokens` tokens at temperature 1 for `numSamples` copies of `prompt`, re-running the
+   * full forward every token. @returns the number of tokens generated.
+   */
+  sample(prompt: readonly number[], maxTokens: number, numSamples: number, seed: number): number {
+    const { tf } = this;
+    if (prompt.length + maxTokens > this.shape.contextLength) throw new Error("prompt + maxTokens exceeds the context length");
+    const d = this.shape.dModel;
+    const sequences = Array.from({ length: numSamples }, () => [...prompt]);
+    for (let step = 0; step < maxTokens; step++) {
+      const len = prompt.length + step;
+      const next = tf.tidy(() => {
+        const ids = tf.tensor2d(sequences.flat(), [numSamples, len], "int32");
+        const h = tf.reshape(this.hidden(ids, numSamples, len), [numSamples, len, d]);
+        // Only the last position is sampled from: skip the output projection elsewhere.
+        const last = tf.reshape(tf.slice(h, [0, len - 1, 0], [numSamples, 1, d]), [numSamples, d]);
+        return tf.multinomial(tf.matMul(this.finalNorm(last), this.wLogits), 1, seed + step);
+      });
+      const tokens = next.dataSync();
+      next.dispose();
+      sequences.forEach((s, i) => s.push(tokens[i]!));
+    }
+    return numSamples * maxTokens;
+  }
+
+  dispose(): void {
+    for (const t of [...this.params, ...this.masks.values()]) t.dispose();
+    this.optimizer.dispose();
+  }
+
+  private param(initial: Tensor): Variable {
+    const v = this.tf.variable(initial);
+    initial.dispose();
+    this.params.push(v);
+    return v;
+  }
+
+  /** Residual stream after the last block, `[batch·seqLen, d]`. */
+  private hidden(ids: Tensor, batch: number, seqLen: number): Tensor {
+    const { tf } = this;
+    const { vocabSize: v, dModel: d } = this.shape;
+    // tfjs-wasm has no UnsortedSegmentSum, the gradient of gather: look embeddings up as one-hot × matrix.
+    const oneHot = tf.cast(tf.oneHot(tf.reshape(ids, [batch * seqLen]), v), "float32");
+    const tokens = tf.reshape(tf.matMul(oneHot, this.tokenEmbedding), [batch, seqLen, d]);
+    let x = tf.reshape(tf.add(tokens, tf.slice(this.positionEmbedding, [0, 0], [seqLen, d])), [batch * seqLen, d]);
+    for (const block of this.blocks) {
+      x = tf.add(x, this.attention(layerNorm(tf, x, block.ln1Gain, block.ln1Bias), block, batch, seqLen));
+      const up = tf.add(tf.matMul(layerNorm(tf, x, block.ln2Gain, block.ln2Bias), block.wUp), block.bUp);
+      x = tf.add(x, tf.add(tf.matMul(gelu(tf, up), block.wDown), block.bDown));
+    }
+    return x;
+  }
+
+  private finalNorm(x: Tensor): Tensor {
+    return layerNorm(this.tf, x, this.lnfGain, this.lnfBias);
+  }
+
+  private attention(x: Tensor, block: Block, batch: number, seqLen: number): Tensor {
+    const { tf } = this;
+    const { dModel: d, nHeads: h } = this.shape;
+    const dh = d / h;
+    const qkv = tf.add(tf.matMul(x, block.wQkv), block.bQkv);
+    // [b·t, 3d] → [b, 3h, t, dh], then q, k, v as [b·h, t, dh] each.
+    const heads = tf.transpose(tf.reshape(qkv, [batch, seqLen, 3 * h, dh]), [0, 2, 1, 3]);
+    const [q, k, v] = tf.split(heads, 3, 1).map((t) => tf.reshape(t, [batch * h, seqLen, dh])) as [Tensor, Tensor, Tensor];
+    const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(dh)), this.causalMask(seqLen));
+    const context = tf.matMul(tf.softmax(scores), v);
+    const merged = tf.reshape(tf.transpose(tf.reshape(context, [batch, h, seqLen, dh]), [0, 2, 1, 3]), [batch * seqLen, d]);
+    return tf.add(tf.matMul(merged, block.wOut), block.bOut);
+  }
+
+  /** `[t, t]`: 0 where a position may attend, a large negative number above the diagonal. */
+  private causalMask(seqLen: number): Tensor {
+    let mask = this.masks.get(seqLen);
+    if (mask === undefined) {
+      const values = new Float32Array(seqLen * seqLen);
+      for (let i = 0; i < seqLen; i++) values.fill(-1e9, i * seqLen + i + 1, (i + 1) * seqLen);
+      // Kept across steps: created inside tidy() or minimize(), it would otherwise be disposed with them.
+      mask = this.tf.keep(this.tf.tensor2d(values, [seqLen, seqLen]));
+      this.masks.set(seqLen, mask);
+    }
+    return mask;
+  }
+}
+
+function layerNorm(tf: Tf, x: Tensor, gain: Tensor, bias: Tensor): Tensor {
+  const centered = tf.sub(x, tf.mean(x, -1, true));
+  const variance = tf.mean(tf.square(centered), -1, true);
+  return tf.add(tf.mul(tf.mul(centered, tf.rsqrt(tf.add(variance, LN_EPS))), gain), bias);
+}
+
+/** Exact GELU, x·Φ(x), through erf (a single wasm kernel). */
+function gelu(tf: Tf, x: Tensor): Tensor {
+  return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.erf(tf.mul(x, Math.SQRT1_2))));
+}
