@@ -1,8 +1,9 @@
 /**
  * The engine benchmark's reference: the same decoder-only transformer as nexrl's embedded engine,
  * written in TensorFlow.js. Token and learned positional embeddings, pre-LayerNorm blocks with
- * causal multi-head self-attention and a 4×-wide GELU MLP, a final LayerNorm and an output
- * projection. Training is cross-entropy summed over tokens with per-token weights, backward and
+ * causal multi-head self-attention and a 4×-wide GELU MLP (tanh approximation), a final
+ * LayerNorm and an output projection tied to the token embeddings, with GPT-2 initialisation as
+ * in src/engine/params.ts. Training is cross-entropy summed over tokens with per-token weights, backward and
  * Adam; sampling re-runs the full forward on the growing sequences for every token (no KV cache).
  */
 import type { Optimizer, Tensor, Tf, Variable } from "./tf.js";
@@ -39,6 +40,8 @@ interface Block {
 
 const INIT_STD = 0.02;
 const LN_EPS = 1e-5;
+const GELU_C = Math.sqrt(2 / Math.PI);
+const GELU_K = 0.044715;
 
 export class TfjsTransformer {
   private readonly tokenEmbedding: Variable;
@@ -46,7 +49,6 @@ export class TfjsTransformer {
   private readonly blocks: Block[] = [];
   private readonly lnfGain: Variable;
   private readonly lnfBias: Variable;
-  private readonly wLogits: Variable;
   private readonly params: Variable[] = [];
   private readonly masks = new Map<number, Tensor>();
   private readonly optimizer: Optimizer;
@@ -59,7 +61,9 @@ export class TfjsTransformer {
   ) {
     const { vocabSize: v, dModel: d, contextLength: ctx } = shape;
     let nextSeed = seed;
-    const normal = (dims: number[]) => this.param(tf.randomNormal(dims, 0, INIT_STD, "float32", nextSeed++));
+    const normal = (dims: number[], std = INIT_STD) => this.param(tf.randomNormal(dims, 0, std, "float32", nextSeed++));
+    // Projections that write into the residual stream start smaller, so its variance does not grow with depth.
+    const residual = (dims: number[]) => normal(dims, INIT_STD / Math.sqrt(2 * shape.nLayers));
     const zeros = (dims: number[]) => this.param(tf.zeros(dims));
     const ones = (dims: number[]) => this.param(tf.ones(dims));
     this.tokenEmbedding = normal([v, d]);
@@ -70,19 +74,18 @@ export class TfjsTransformer {
         ln1Bias: zeros([d]),
         wQkv: normal([d, 3 * d]),
         bQkv: zeros([3 * d]),
-        wOut: normal([d, d]),
+        wOut: residual([d, d]),
         bOut: zeros([d]),
         ln2Gain: ones([d]),
         ln2Bias: zeros([d]),
         wUp: normal([d, 4 * d]),
         bUp: zeros([4 * d]),
-        wDown: normal([4 * d, d]),
+        wDown: residual([4 * d, d]),
         bDown: zeros([d]),
       });
     }
     this.lnfGain = ones([d]);
     this.lnfBias = zeros([d]);
-    this.wLogits = normal([d, v]);
     this.optimizer = tf.train.adam(adam.learningRate, adam.beta1, adam.beta2, adam.eps);
   }
 
@@ -97,7 +100,7 @@ export class TfjsTransformer {
     const w = tf.tensor1d(weights, "float32");
     const cost = this.optimizer.minimize(
       () => {
-        const logits = tf.matMul(this.finalNorm(this.hidden(ids, batch, seqLen)), this.wLogits);
+        const logits = this.logits(this.finalNorm(this.hidden(ids, batch, seqLen)));
         const targetLogprobs = tf.sum(tf.mul(tf.logSoftmax(logits), tf.cast(tf.oneHot(targetIds, this.shape.vocabSize), "float32")), 1);
         return tf.neg(tf.sum(tf.mul(targetLogprobs, w)));
       },
@@ -125,7 +128,7 @@ export class TfjsTransformer {
         const h = tf.reshape(this.hidden(ids, numSamples, len), [numSamples, len, d]);
         // Only the last position is sampled from: skip the output projection elsewhere.
         const last = tf.reshape(tf.slice(h, [0, len - 1, 0], [numSamples, 1, d]), [numSamples, d]);
-        return tf.multinomial(tf.matMul(this.finalNorm(last), this.wLogits), 1, seed + step);
+        return tf.multinomial(this.logits(this.finalNorm(last)), 1, seed + step);
       });
       const tokens = next.dataSync();
       next.dispose();
@@ -166,6 +169,11 @@ export class TfjsTransformer {
     return layerNorm(this.tf, x, this.lnfGain, this.lnfBias);
   }
 
+  /** Output projection, tied to the token embeddings: `h · wteᵀ`. */
+  private logits(h: Tensor): Tensor {
+    return this.tf.matMul(h, this.tokenEmbedding, false, true);
+  }
+
   private attention(x: Tensor, block: Block, batch: number, seqLen: number): Tensor {
     const { tf } = this;
     const { dModel: d, nHeads: h } = this.shape;
@@ -200,7 +208,8 @@ function layerNorm(tf: Tf, x: Tensor, gain: Tensor, bias: Tensor): Tensor {
   return tf.add(tf.mul(tf.mul(centered, tf.rsqrt(tf.add(variance, LN_EPS))), gain), bias);
 }
 
-/** Exact GELU, x·Φ(x), through erf (a single wasm kernel). */
+/** GELU, tanh approximation (as GPT-2 and the engine): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
 function gelu(tf: Tf, x: Tensor): Tensor {
-  return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.erf(tf.mul(x, Math.SQRT1_2))));
+  const inner = tf.mul(tf.add(x, tf.mul(tf.mul(tf.mul(x, x), x), GELU_K)), GELU_C);
+  return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(inner)));
 }

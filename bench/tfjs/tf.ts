@@ -49,7 +49,7 @@ export interface Tf {
   neg(x: Tensor): Tensor;
   square(x: Tensor): Tensor;
   rsqrt(x: Tensor): Tensor;
-  erf(x: Tensor): Tensor;
+  tanh(x: Tensor): Tensor;
   cast(x: Tensor, dtype: DType): Tensor;
   sum(x: Tensor, axis?: number, keepDims?: boolean): Tensor;
   mean(x: Tensor, axis?: number, keepDims?: boolean): Tensor;
