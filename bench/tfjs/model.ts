@@ -113,28 +113,33 @@ export class TfjsTransformer {
   }
 
   /**
-   * Samples `maxTokens` tokens at temperature 1 for `numSamples` copies of `prompt`, re-running the
-   * full forward every token. @returns the number of tokens generated.
+   * Samples up to `maxTokens` tokens at temperature 1 for `numSamples` copies of `prompt`,
+   * re-running the full forward every token. A sequence ends at `stopId` (kept, as the engine
+   * keeps EOS) and leaves the batch. @returns the number of tokens generated.
    */
-  sample(prompt: readonly number[], maxTokens: number, numSamples: number, seed: number): number {
+  sample(prompt: readonly number[], maxTokens: number, numSamples: number, seed: number, stopId: number): number {
     const { tf } = this;
     if (prompt.length + maxTokens > this.shape.contextLength) throw new Error("prompt + maxTokens exceeds the context length");
     const d = this.shape.dModel;
-    const sequences = Array.from({ length: numSamples }, () => [...prompt]);
-    for (let step = 0; step < maxTokens; step++) {
+    let active = Array.from({ length: numSamples }, () => [...prompt]);
+    let generated = 0;
+    for (let step = 0; step < maxTokens && active.length > 0; step++) {
+      const rows = active.length;
       const len = prompt.length + step;
       const next = tf.tidy(() => {
-        const ids = tf.tensor2d(sequences.flat(), [numSamples, len], "int32");
-        const h = tf.reshape(this.hidden(ids, numSamples, len), [numSamples, len, d]);
-        // Only the last position is sampled from: skip the output projection elsewhere.
-        const last = tf.reshape(tf.slice(h, [0, len - 1, 0], [numSamples, 1, d]), [numSamples, d]);
+        const ids = tf.tensor2d(active.flat(), [rows, len], "int32");
+        const h = tf.reshape(this.hidden(ids, rows, len), [rows, len, d]);
+        // Only the last position is sampled from: skip the final norm and projection elsewhere.
+        const last = tf.reshape(tf.slice(h, [0, len - 1, 0], [rows, 1, d]), [rows, d]);
         return tf.multinomial(this.logits(this.finalNorm(last)), 1, seed + step);
       });
       const tokens = next.dataSync();
       next.dispose();
-      sequences.forEach((s, i) => s.push(tokens[i]!));
+      active.forEach((s, i) => s.push(tokens[i]!));
+      generated += rows;
+      active = active.filter((s) => s[s.length - 1] !== stopId);
     }
-    return numSamples * maxTokens;
+    return generated;
   }
 
   dispose(): void {
