@@ -1,0 +1,72 @@
+/**
+ * Model configurations of the local engine and the named presets recipes select with
+ * `service.*.model`.
+ *
+ * @module
+ */
+import { ModelConfigError } from "./errors.js";
+
+/** Shape of the local engine's decoder-only transformer. */
+export interface ModelConfig {
+  /** Width of the residual stream; a multiple of `nHeads`. */
+  dModel: number;
+  /** Number of transformer blocks. */
+  nLayers: number;
+  /** Attention heads per block. */
+  nHeads: number;
+  /** Maximum number of positions of a sequence (learned positional embeddings). */
+  contextLength: number;
+  /** Vocabulary size; defaults to the tokenizer's and may not be smaller than it. */
+  vocabSize?: number;
+}
+
+/** A {@link ModelConfig} with every field set. */
+export type ResolvedModelConfig = Required<ModelConfig>;
+
+/**
+ * Named model shapes. `tiny` trains in milliseconds and is meant for tests; `small` is the
+ * laptop default for recipes (about 0.8 M parameters with the byte tokenizer).
+ */
+export const MODEL_PRESETS = {
+  tiny: { dModel: 32, nLayers: 2, nHeads: 2, contextLength: 128 },
+  small: { dModel: 128, nLayers: 4, nHeads: 4, contextLength: 256 },
+} as const satisfies Record<string, ModelConfig>;
+
+/** Names of {@link MODEL_PRESETS}. */
+export type ModelPresetName = keyof typeof MODEL_PRESETS;
+
+/**
+ * Resolves a preset name or a config into a validated {@link ResolvedModelConfig}.
+ * @param tokenizerVocabSize the tokenizer's vocabulary size (the default and minimum `vocabSize`).
+ * @throws {@link ModelConfigError} for an unknown preset or invalid sizes.
+ */
+export function resolveModelConfig(model: ModelPresetName | ModelConfig, tokenizerVocabSize: number): ResolvedModelConfig {
+  let config: ModelConfig;
+  if (typeof model === "string") {
+    if (!Object.hasOwn(MODEL_PRESETS, model)) {
+      throw new ModelConfigError(`unknown model preset "${model}"; use one of ${Object.keys(MODEL_PRESETS).join(", ")} or give { dModel, nLayers, nHeads, contextLength }`);
+    }
+    config = MODEL_PRESETS[model];
+  } else {
+    config = model;
+  }
+  const resolved: ResolvedModelConfig = {
+    dModel: config.dModel,
+    nLayers: config.nLayers,
+    nHeads: config.nHeads,
+    contextLength: config.contextLength,
+    vocabSize: config.vocabSize ?? tokenizerVocabSize,
+  };
+  for (const [key, value] of Object.entries(resolved)) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new ModelConfigError(`model config ${key} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  if (resolved.dModel % resolved.nHeads !== 0) {
+    throw new ModelConfigError(`model config dModel (${resolved.dModel}) must be a multiple of nHeads (${resolved.nHeads})`);
+  }
+  if (resolved.vocabSize < tokenizerVocabSize) {
+    throw new ModelConfigError(`model config vocabSize (${resolved.vocabSize}) is smaller than the tokenizer's vocabulary (${tokenizerVocabSize}); omit it to use the tokenizer's`);
+  }
+  return resolved;
+}

@@ -1,0 +1,215 @@
+/**
+ * {@link LocalEngine}: the embedded CPU model that plays both the training service and the
+ * sampling service for `backend: local`.
+ *
+ * @module
+ */
+import type { AdamParams, Datum } from "../types/wire.js";
+import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
+import { ModelConfigError, StateFileError } from "./errors.js";
+import { parameterCount, tensorViews } from "./params.js";
+import { LocalSampler, type SampleOptions, type SampleResult } from "./sampler.js";
+import { encodeStateFile, type StateFileContents } from "./state-file.js";
+import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
+import { ByteTokenizer, type Tokenizer } from "./tokenizer.js";
+import { TrainingCore, type ForwardBackwardResult, type OptimStepResult } from "./training.js";
+
+/** Options of {@link LocalEngine.create}. */
+export interface LocalEngineOptions {
+  /** A preset name (`tiny`, `small`) or an explicit shape. */
+  model: ModelPresetName | ModelConfig;
+  /** Seed of the initial weights (default 0): the same seed gives the same model. */
+  seed?: number;
+  /** Folder for checkpoints (`checkpoints/<name>.nxs`) and snapshots (`sampler_weights/<name>.nxw`). */
+  outputDir: string;
+}
+
+/** Options of {@link LocalEngine.saveState} and {@link LocalEngine.loadState}. */
+export interface StateOptions {
+  /** Include (or restore) the Adam moments and step count, not only the weights. */
+  optimizer: boolean;
+}
+
+/**
+ * A small decoder-only transformer trained and sampled on the CPU: pre-LayerNorm blocks with
+ * causal multi-head attention and a GELU MLP (4× width), learned positional embeddings, a final
+ * LayerNorm and an output projection tied to the token embeddings; byte-level tokenizer.
+ *
+ * Training follows Tinker's contract: `forwardBackward` adds gradients of the summed loss until
+ * `optimStep` applies AdamW and clears them. Sampling uses a key/value cache.
+ *
+ * @example
+ * ```ts
+ * const engine = LocalEngine.create({ model: "tiny", outputDir: "out" });
+ * const tokens = engine.tokenizer.encode("hello", { addBos: true });
+ * engine.forwardBackward([datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), weights: [1, 1, 1, 1, 1] })], "cross_entropy");
+ * engine.optimStep(adamParams({ learning_rate: 1e-3 }));
+ * const path = await engine.saveWeightsForSampler("step_000001");
+ * ```
+ */
+export class LocalEngine {
+  /** The byte-level tokenizer the model reads and writes. */
+  readonly tokenizer: Tokenizer;
+  private readonly core: TrainingCore;
+  private readonly sampler: LocalSampler;
+
+  private constructor(
+    /** The model's resolved shape. */
+    readonly config: ResolvedModelConfig,
+    /** Folder of the engine's checkpoint and snapshot files. */
+    readonly outputDir: string,
+    seed: number,
+    tokenizer: Tokenizer,
+  ) {
+    this.tokenizer = tokenizer;
+    this.core = new TrainingCore(config, seed);
+    this.sampler = new LocalSampler(this.core.weights, config, tokenizer);
+  }
+
+  /**
+   * Builds an engine with freshly initialised weights.
+   * @throws {@link ModelConfigError} for an unknown preset or an invalid shape.
+   */
+  static create(options: LocalEngineOptions): LocalEngine {
+    const tokenizer = new ByteTokenizer();
+    const seed = options.seed ?? 0;
+    if (!Number.isFinite(seed)) throw new ModelConfigError(`seed must be a finite number, got ${seed}`);
+    if (typeof options.outputDir !== "string" || options.outputDir === "") throw new ModelConfigError("outputDir must be a non-empty path");
+    return new LocalEngine(resolveModelConfig(options.model, tokenizer.vocabSize), options.outputDir, seed, tokenizer);
+  }
+
+  /**
+   * A sampler serving the weights of a snapshot (or training-state) file; it is independent of
+   * any engine, so it keeps serving those weights while training continues.
+   * @throws StateFileError when the file is missing, foreign, truncated or corrupt.
+   */
+  static async samplerFromSnapshot(path: string): Promise<LocalSampler> {
+    const contents = await readStateFile(path);
+    const tokenizer = new ByteTokenizer();
+    let config: ResolvedModelConfig;
+    try {
+      config = resolveModelConfig(contents.config, tokenizer.vocabSize);
+    } catch (err) {
+      throw new StateFileError(path, "corrupt", `its model config is invalid: ${(err as Error).message}`);
+    }
+    if (parameterCount(config) !== contents.weights.length) {
+      throw new StateFileError(path, "corrupt", `its config needs ${parameterCount(config)} parameters but it holds ${contents.weights.length}`);
+    }
+    return new LocalSampler(tensorViews(contents.weights, config), config, tokenizer);
+  }
+
+  /** Number of optimizer steps taken (restored by {@link LocalEngine.loadState} with the optimizer). */
+  get step(): number {
+    return this.core.adam.step;
+  }
+
+  /** A copy of all weights as one flat array (layout: see the engine's parameter module). */
+  getWeights(): Float32Array {
+    return this.core.weights.flat.slice();
+  }
+
+  /**
+   * Target logprobs and loss of each datum; touches no gradients.
+   * @param lossFn a loss of `lossFunctions` that the local backend offers.
+   * @param lossFnConfig overrides of the loss's config defaults.
+   * @throws LossInputError for inputs that break the loss contract, {@link ContextLengthError}
+   * for a datum longer than the context, {@link TokenIdError} for ids outside the vocabulary.
+   */
+  forward(datums: readonly Datum[], lossFn: string, lossFnConfig?: Readonly<Record<string, number>>): ForwardBackwardResult {
+    return this.core.run(datums, lossFn, lossFnConfig, false);
+  }
+
+  /** Like {@link LocalEngine.forward}, and adds the gradients of the summed loss to the accumulated ones. */
+  forwardBackward(datums: readonly Datum[], lossFn: string, lossFnConfig?: Readonly<Record<string, number>>): ForwardBackwardResult {
+    return this.core.run(datums, lossFn, lossFnConfig, true);
+  }
+
+  /**
+   * Applies AdamW (decoupled weight decay, bias correction, global-norm clipping) to the
+   * accumulated gradients and clears them.
+   * @throws WireFormatError for invalid `adam` values, {@link NonFiniteGradientError} when the
+   * gradient is not finite (the step is skipped).
+   */
+  optimStep(adam: AdamParams): OptimStepResult {
+    return this.core.optimStep(adam);
+  }
+
+  /** Samples from the current weights; see {@link LocalSampler.sample}. */
+  sample(promptTokens: readonly number[], options: SampleOptions, numSamples = 1): SampleResult {
+    return this.sampler.sample(promptTokens, options, numSamples);
+  }
+
+  /** Logprobs of `tokens` under the current weights; see {@link LocalSampler.computeLogprobs}. */
+  computeLogprobs(tokens: readonly number[]): (number | null)[] {
+    return this.sampler.computeLogprobs(tokens);
+  }
+
+  /**
+   * Writes the weights (and with `optimizer`, the Adam moments and step count) to
+   * `outputDir/checkpoints/<name>.nxs`, replacing an older file of that name atomically.
+   * Accumulated gradients are not saved. Returns the absolute path.
+   * @throws {@link CheckpointNameError} for a name that is not a plain file-name stem.
+   */
+  async saveState(name: string, options: StateOptions): Promise<string> {
+    const path = filePath(this.outputDir, "checkpoints", name, ".nxs");
+    const { adam } = this.core;
+    await writeFileAtomic(
+      path,
+      encodeStateFile({
+        kind: "training_state",
+        config: this.config,
+        weights: this.core.weights.flat,
+        optimizer: options.optimizer ? { m: adam.m, v: adam.v, step: adam.step } : null,
+      }),
+      false,
+    );
+    return path;
+  }
+
+  /**
+   * Restores weights from a file written by {@link LocalEngine.saveState} (or a sampler snapshot,
+   * weights only) exactly, bit for bit. With `optimizer`, the Adam moments and step count are
+   * restored too; without, they are reset as for a fresh optimizer. Accumulated gradients are
+   * cleared either way.
+   * @throws StateFileError when the file is missing, foreign, truncated, corrupt, made for another
+   * model shape, or lacks the optimizer state that was asked for.
+   */
+  async loadState(path: string, options: StateOptions): Promise<void> {
+    const contents = await readStateFile(path);
+    this.checkConfig(path, contents);
+    if (options.optimizer && !contents.optimizer) {
+      throw new StateFileError(path, "missing_optimizer", "it holds weights only (saved with optimizer: false, or a sampler snapshot); load it with { optimizer: false }");
+    }
+    this.core.weights.flat.set(contents.weights);
+    const { adam } = this.core;
+    if (options.optimizer && contents.optimizer) {
+      adam.m.set(contents.optimizer.m);
+      adam.v.set(contents.optimizer.v);
+      adam.step = contents.optimizer.step;
+    } else {
+      adam.reset();
+    }
+    this.core.grads.flat.fill(0);
+  }
+
+  /**
+   * Writes an immutable snapshot of the current weights to
+   * `outputDir/sampler_weights/<name>.nxw` for {@link LocalEngine.samplerFromSnapshot}, and
+   * returns its absolute path.
+   * @throws {@link SnapshotExistsError} when the name is taken, {@link CheckpointNameError} for
+   * an invalid name.
+   */
+  async saveWeightsForSampler(name: string): Promise<string> {
+    const path = filePath(this.outputDir, "sampler_weights", name, ".nxw");
+    await writeFileAtomic(path, encodeStateFile({ kind: "sampler_weights", config: this.config, weights: this.core.weights.flat, optimizer: null }), true);
+    return path;
+  }
+
+  private checkConfig(path: string, contents: StateFileContents): void {
+    const keys = Object.keys(this.config) as Array<keyof ResolvedModelConfig>;
+    const diffs = keys.filter((k) => contents.config[k] !== this.config[k]).map((k) => `${k} ${String(contents.config[k])} (engine: ${this.config[k]})`);
+    if (diffs.length > 0 || contents.weights.length !== this.core.weights.flat.length) {
+      throw new StateFileError(path, "config_mismatch", `it was saved from a different model shape: ${diffs.join(", ") || "parameter count differs"}; create the engine with the same model config`);
+    }
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The embedded local engine: a small decoder-only transformer trained and sampled on the CPU in
+ * TypeScript, playing both the training and the sampling service for `backend: local`.
+ *
+ * @module
+ */
+export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
+export { LocalSampler, type SampleOptions, type SampleResult, type SampledSequence } from "./sampler.js";
+export type { ForwardBackwardResult, OptimStepResult } from "./training.js";
+export { MODEL_PRESETS, resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
+export { ByteTokenizer, type ChatMessage, type ChatTemplateOptions, type EncodeOptions, type Tokenizer } from "./tokenizer.js";
+export {
+  CheckpointNameError,
+  ContextLengthError,
+  ModelConfigError,
+  NonFiniteGradientError,
+  SamplingParamsError,
+  SnapshotExistsError,
+  StateFileError,
+  TokenIdError,
+  type StateFileProblem,
+} from "./errors.js";

@@ -1,0 +1,244 @@
+/**
+ * Row-wise layers of the transformer (layer norm, GELU, causal attention, log-softmax) with their
+ * backward passes. The batched forward pass and the single-token decode step call the same
+ * row functions, so training and sampling compute identical numbers.
+ *
+ * @module
+ * @internal
+ */
+
+/** Layer-norm epsilon. */
+const LN_EPS = 1e-5;
+/** √(2/π), of the tanh approximation of GELU. */
+const GELU_C = Math.sqrt(2 / Math.PI);
+const GELU_K = 0.044715;
+
+/**
+ * Layer norm of one row: y = x̂·gain + bias with x̂ = (x − mean)·rstd. Writes x̂ to `xhat` when
+ * given (training keeps it for the backward pass) and returns rstd.
+ */
+export function layerNormRow(
+  y: Float32Array,
+  xhat: Float32Array | null,
+  x: Float32Array,
+  off: number,
+  gain: Float32Array,
+  bias: Float32Array,
+  d: number,
+): number {
+  let mean = 0;
+  for (let j = 0; j < d; j++) mean += x[off + j]!;
+  mean /= d;
+  let variance = 0;
+  for (let j = 0; j < d; j++) {
+    const c = x[off + j]! - mean;
+    variance += c * c;
+  }
+  const rstd = 1 / Math.sqrt(variance / d + LN_EPS);
+  for (let j = 0; j < d; j++) {
+    const h = (x[off + j]! - mean) * rstd;
+    if (xhat) xhat[off + j] = h;
+    y[off + j] = h * gain[j]! + bias[j]!;
+  }
+  return rstd;
+}
+
+/** Layer norm of every row of x[rows×d], keeping x̂ and rstd for {@link layerNormBackward}. */
+export function layerNormForward(
+  y: Float32Array,
+  xhat: Float32Array,
+  rstd: Float32Array,
+  x: Float32Array,
+  gain: Float32Array,
+  bias: Float32Array,
+  rows: number,
+  d: number,
+): void {
+  for (let r = 0; r < rows; r++) rstd[r] = layerNormRow(y, xhat, x, r * d, gain, bias, d);
+}
+
+/**
+ * Backward of {@link layerNormForward}: accumulates dgain and dbias, and adds (or writes, when
+ * `accumulate` is false) dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) with dx̂ = dy·gain.
+ * `acc` is scratch of at least 2·d doubles.
+ */
+export function layerNormBackward(
+  dx: Float32Array,
+  dy: Float32Array,
+  xhat: Float32Array,
+  rstd: Float32Array,
+  gain: Float32Array,
+  dGain: Float32Array,
+  dBias: Float32Array,
+  rows: number,
+  d: number,
+  accumulate: boolean,
+  acc: Float64Array,
+): void {
+  acc.fill(0, 0, 2 * d);
+  for (let r = 0; r < rows; r++) {
+    const o = r * d;
+    let m1 = 0;
+    let m2 = 0;
+    for (let j = 0; j < d; j++) {
+      const g = dy[o + j]!;
+      const h = xhat[o + j]!;
+      acc[j] = acc[j]! + g * h;
+      acc[d + j] = acc[d + j]! + g;
+      const dh = g * gain[j]!;
+      m1 += dh;
+      m2 += dh * h;
+    }
+    m1 /= d;
+    m2 /= d;
+    const s = rstd[r]!;
+    for (let j = 0; j < d; j++) {
+      const v = s * (dy[o + j]! * gain[j]! - m1 - xhat[o + j]! * m2);
+      dx[o + j] = accumulate ? dx[o + j]! + v : v;
+    }
+  }
+  for (let j = 0; j < d; j++) {
+    dGain[j] = dGain[j]! + acc[j]!;
+    dBias[j] = dBias[j]! + acc[d + j]!;
+  }
+}
+
+/** out[i] = GELU(x[i]) for i < n (tanh approximation, as in GPT-2). */
+export function geluForward(out: Float32Array, x: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const v = x[i]!;
+    out[i] = 0.5 * v * (1 + Math.tanh(GELU_C * (v + GELU_K * v * v * v)));
+  }
+}
+
+/** grad[i] *= GELU′(x[i]) for i < n. */
+export function geluBackward(grad: Float32Array, x: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const v = x[i]!;
+    const t = Math.tanh(GELU_C * (v + GELU_K * v * v * v));
+    const dt = (1 - t * t) * GELU_C * (1 + 3 * GELU_K * v * v);
+    grad[i] = grad[i]! * (0.5 * (1 + t) + 0.5 * v * dt);
+  }
+}
+
+/**
+ * Softmax attention weights of one query row of one head over `count` keys.
+ *
+ * The query is q[qOff..qOff+dh); the first key is at keys[kOff..], successive keys `stride`
+ * apart. Writes the weights to probs[pOff..pOff+count).
+ */
+export function attentionWeights(
+  q: Float32Array,
+  qOff: number,
+  keys: Float32Array,
+  kOff: number,
+  stride: number,
+  count: number,
+  dh: number,
+  scale: number,
+  probs: Float32Array,
+  pOff: number,
+): void {
+  let max = -Infinity;
+  for (let j = 0; j < count; j++) {
+    const k = kOff + j * stride;
+    let s = 0;
+    for (let c = 0; c < dh; c++) s += q[qOff + c]! * keys[k + c]!;
+    s *= scale;
+    probs[pOff + j] = s;
+    if (s > max) max = s;
+  }
+  let sum = 0;
+  for (let j = 0; j < count; j++) {
+    const e = Math.exp(probs[pOff + j]! - max);
+    probs[pOff + j] = e;
+    sum += e;
+  }
+  const inv = 1 / sum;
+  for (let j = 0; j < count; j++) probs[pOff + j] = probs[pOff + j]! * inv;
+}
+
+/**
+ * Causal attention of one query row of one head: {@link attentionWeights}, then the weighted sum
+ * of values into out[outOff..outOff+dh). Keys and values live in rows of [query | key | value]
+ * (each d wide): the key of row j at kOff + j·stride and its value d further. `probs` is scratch
+ * of at least `count` floats.
+ */
+export function attendRow(
+  q: Float32Array,
+  qOff: number,
+  keys: Float32Array,
+  kOff: number,
+  stride: number,
+  count: number,
+  dh: number,
+  d: number,
+  scale: number,
+  probs: Float32Array,
+  out: Float32Array,
+  outOff: number,
+): void {
+  attentionWeights(q, qOff, keys, kOff, stride, count, dh, scale, probs, 0);
+  out.fill(0, outOff, outOff + dh);
+  for (let j = 0; j < count; j++) {
+    const p = probs[j]!;
+    const v = kOff + j * stride + d;
+    for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + (p * keys[v + c]!);
+  }
+}
+
+/**
+ * Backward of causal attention for one sequence of `len` rows starting at row `start`, one head.
+ * The attention weights are recomputed row by row instead of being stored, so memory stays
+ * linear in the sequence length. dOut rows are d wide, qkv and dqkv rows 3d wide. Adds into dqkv
+ * (zero it first). `probs` and `tmp` are scratch of at least `len` entries.
+ */
+export function attentionBackwardHead(
+  dqkv: Float32Array,
+  dOut: Float32Array,
+  qkv: Float32Array,
+  start: number,
+  len: number,
+  head: number,
+  dh: number,
+  d: number,
+  scale: number,
+  probs: Float32Array,
+  tmp: Float64Array,
+): void {
+  const w = 3 * d;
+  const hOff = head * dh;
+  for (let i = 0; i < len; i++) {
+    const oRow = (start + i) * d + hOff;
+    const qRow = (start + i) * w + hOff;
+    attentionWeights(qkv, qRow, qkv, start * w + d + hOff, w, i + 1, dh, scale, probs, 0);
+    let rowDot = 0;
+    for (let j = 0; j <= i; j++) {
+      const v = (start + j) * w + 2 * d + hOff;
+      let dp = 0;
+      for (let c = 0; c < dh; c++) dp += dOut[oRow + c]! * qkv[v + c]!;
+      tmp[j] = dp;
+      rowDot += probs[j]! * dp;
+    }
+    for (let j = 0; j <= i; j++) {
+      const p = probs[j]!;
+      const ds = p * (tmp[j]! - rowDot) * scale;
+      const k = (start + j) * w + d + hOff;
+      const v = k + d;
+      for (let c = 0; c < dh; c++) {
+        dqkv[qRow + c] = dqkv[qRow + c]! + (ds * qkv[k + c]!);
+        dqkv[k + c] = dqkv[k + c]! + (ds * qkv[qRow + c]!);
+        dqkv[v + c] = dqkv[v + c]! + (p * dOut[oRow + c]!);
+      }
+    }
+  }
+}
+
+/** log Σ exp(x[off..off+n)), computed in double precision. */
+export function logSumExp(x: Float32Array, off: number, n: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) if (x[off + i]! > max) max = x[off + i]!;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += Math.exp(x[off + i]! - max);
+  return max + Math.log(sum);
+}

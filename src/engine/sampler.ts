@@ -1,0 +1,180 @@
+/**
+ * The sampling half of the local engine: `sample` and `computeLogprobs` over one set of weights,
+ * with a key/value cache.
+ *
+ * @module
+ */
+import type { ResolvedModelConfig } from "./config.js";
+import { KvDecoder } from "./decoder.js";
+import { ContextLengthError, SamplingParamsError, TokenIdError } from "./errors.js";
+import { logSumExp } from "./layers.js";
+import type { ModelTensors } from "./params.js";
+import { Rng } from "./prng.js";
+import { TokenChooser, type ChoiceParams } from "./token-choice.js";
+import type { Tokenizer } from "./tokenizer.js";
+
+/** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
+export interface SampleOptions {
+  /** Maximum number of tokens to generate (≥ 1). */
+  maxTokens: number;
+  /** Softmax temperature; 0 is greedy. Default 1. */
+  temperature?: number;
+  /** Nucleus sampling mass in (0, 1]; default 1 (off). */
+  topP?: number;
+  /** Keep the k most likely tokens; −1 or 0 (default) keeps all. */
+  topK?: number;
+  /**
+   * Stop strings (matched on the decoded text of the generated tokens) and stop token ids. EOS
+   * always stops. The tokens that complete a stop string, or the stop token, are kept in the
+   * output.
+   */
+  stop?: Array<string | number>;
+  /** Seed of the random stream; the same seed gives the same samples. Default: random. */
+  seed?: number;
+}
+
+/** One generated sequence. */
+export interface SampledSequence {
+  /** Generated token ids (the prompt excluded). */
+  tokens: number[];
+  /** Logprob of each generated token under the model at temperature 1, before top-k/top-p. */
+  logprobs: number[];
+  /** `stop`: a stop token or string ended it; `length`: maxTokens or the context was reached. */
+  stopReason: "stop" | "length";
+}
+
+/** Result of {@link LocalSampler.sample}. */
+export interface SampleResult {
+  /** One entry per requested sample. */
+  sequences: SampledSequence[];
+}
+
+interface ResolvedSampling extends ChoiceParams {
+  maxTokens: number;
+  stopIds: Set<number>;
+  stopStrings: string[];
+  seed: number;
+}
+
+/**
+ * Samples from, and scores tokens with, one set of weights. The engine's own sampler reads its
+ * live weights; a sampler made from a snapshot file keeps serving that snapshot while training
+ * continues.
+ *
+ * Context limit: prompt plus generated tokens never exceed `contextLength`. A prompt that leaves
+ * no free position is an error ({@link ContextLengthError}); otherwise generation stops at the
+ * context limit with stop reason `length`, even if `maxTokens` is larger.
+ */
+export class LocalSampler {
+  private readonly decoder: KvDecoder;
+  private readonly chooser: TokenChooser;
+
+  /** @internal */
+  constructor(
+    weights: ModelTensors,
+    /** The model's configuration. */
+    readonly config: ResolvedModelConfig,
+    /** The tokenizer used to decode text for stop strings. */
+    readonly tokenizer: Tokenizer,
+  ) {
+    this.decoder = new KvDecoder(weights, config);
+    this.chooser = new TokenChooser(config.vocabSize);
+  }
+
+  /**
+   * Generates `numSamples` continuations of `promptTokens`, drawn one after another from one
+   * random stream seeded by `options.seed`.
+   * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
+   */
+  sample(promptTokens: readonly number[], options: SampleOptions, numSamples = 1): SampleResult {
+    const params = this.resolve(options, numSamples);
+    const C = this.config.contextLength;
+    this.checkTokens(promptTokens, "prompt");
+    if (promptTokens.length === 0) throw new SamplingParamsError("the prompt is empty; start it with at least one token (for example the tokenizer's BOS)");
+    if (promptTokens.length >= C) {
+      throw new ContextLengthError("the prompt", promptTokens.length, C, "shorten it so that at least one position is left for generation");
+    }
+    const P = promptTokens.length;
+    const budget = Math.min(params.maxTokens, C - P);
+    let logits = this.decoder.logits;
+    promptTokens.forEach((t, pos) => (logits = this.decoder.step(t, pos)));
+    const promptLogits = Float32Array.from(logits);
+    const rng = new Rng(params.seed);
+    const sequences: SampledSequence[] = [];
+    for (let s = 0; s < numSamples; s++) {
+      logits = this.decoder.logits;
+      logits.set(promptLogits);
+      const tokens: number[] = [];
+      const logprobs: number[] = [];
+      let stopReason: SampledSequence["stopReason"] = "length";
+      for (let n = 0; n < budget; n++) {
+        const token = this.chooser.choose(logits, params, rng);
+        tokens.push(token);
+        logprobs.push(logits[token]! - logSumExp(logits, 0, logits.length));
+        if (params.stopIds.has(token) || this.endsWithStopString(tokens, params.stopStrings)) {
+          stopReason = "stop";
+          break;
+        }
+        if (n + 1 < budget) logits = this.decoder.step(token, P + n);
+      }
+      sequences.push({ tokens, logprobs, stopReason });
+    }
+    return { sequences };
+  }
+
+  /**
+   * Logprob of each token given the ones before it; index 0 is null (Tinker's
+   * `compute_logprobs`).
+   * @throws {@link TokenIdError}, {@link ContextLengthError}.
+   */
+  computeLogprobs(tokens: readonly number[]): (number | null)[] {
+    this.checkTokens(tokens, "tokens");
+    if (tokens.length > this.config.contextLength) {
+      throw new ContextLengthError("the sequence", tokens.length, this.config.contextLength, "score at most contextLength tokens at a time");
+    }
+    const out: (number | null)[] = tokens.length > 0 ? [null] : [];
+    for (let pos = 0; pos + 1 < tokens.length; pos++) {
+      const logits = this.decoder.step(tokens[pos]!, pos);
+      out.push(logits[tokens[pos + 1]!]! - logSumExp(logits, 0, logits.length));
+    }
+    return out;
+  }
+
+  private endsWithStopString(tokens: number[], stopStrings: string[]): boolean {
+    if (stopStrings.length === 0) return false;
+    const text = this.tokenizer.decode(tokens);
+    return stopStrings.some((s) => text.includes(s));
+  }
+
+  private checkTokens(tokens: readonly number[], what: string): void {
+    const V = this.config.vocabSize;
+    tokens.forEach((t, i) => {
+      if (!Number.isInteger(t) || t < 0 || t >= V) throw new TokenIdError(`${what}[${i}] is ${t}, outside the model's vocabulary 0..${V - 1}`);
+    });
+  }
+
+  private resolve(options: SampleOptions, numSamples: number): ResolvedSampling {
+    const { maxTokens, temperature = 1, topP = 1, topK = -1, stop = [], seed = Math.floor(Math.random() * 2 ** 32) } = options;
+    const bad = (msg: string): never => {
+      throw new SamplingParamsError(msg);
+    };
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) bad(`maxTokens must be an integer >= 1, got ${maxTokens}`);
+    if (!Number.isFinite(temperature) || temperature < 0) bad(`temperature must be a finite number >= 0 (0 is greedy), got ${temperature}`);
+    if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1] (1 disables it), got ${topP}`);
+    if (!Number.isInteger(topK) || topK < -1) bad(`topK must be an integer >= 1, or -1 / 0 to disable it, got ${topK}`);
+    if (!Number.isFinite(seed)) bad(`seed must be a finite number, got ${seed}`);
+    if (!Number.isInteger(numSamples) || numSamples < 1) bad(`numSamples must be an integer >= 1, got ${numSamples}`);
+    const stopIds = new Set<number>([this.tokenizer.eosId]);
+    const stopStrings: string[] = [];
+    for (const s of stop) {
+      if (typeof s === "string") {
+        if (s.length === 0) bad("stop strings must not be empty");
+        stopStrings.push(s);
+      } else {
+        if (!Number.isInteger(s) || s < 0 || s >= this.config.vocabSize) bad(`stop token id ${s} is outside the vocabulary 0..${this.config.vocabSize - 1}`);
+        stopIds.add(s);
+      }
+    }
+    return { maxTokens, temperature, topP, topK, stopIds, stopStrings, seed };
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Where the engine keeps its files and how it writes them: checkpoint names are validated,
+ * files are written to a temporary name and then moved into place, so a reader never sees a
+ * half-written file, and sampler snapshots are never overwritten.
+ *
+ * @module
+ * @internal
+ */
+import { randomBytes } from "node:crypto";
+import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { CheckpointNameError, SnapshotExistsError, StateFileError } from "./errors.js";
+import { decodeStateFile, type StateFileContents } from "./state-file.js";
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
+
+/** Absolute path of the file named `name` in `outputDir/<folder>` with extension `ext`. */
+export function filePath(outputDir: string, folder: "checkpoints" | "sampler_weights", name: string, ext: ".nxs" | ".nxw"): string {
+  if (!NAME.test(name)) {
+    throw new CheckpointNameError(
+      `checkpoint name ${JSON.stringify(name)} is not allowed; use 1–200 letters, digits, "_", "-" or ".", not starting with "." or "-" (for example "step_000010")`,
+    );
+  }
+  return resolve(outputDir, folder, name + ext);
+}
+
+/**
+ * Writes `bytes` to `path` through a temporary file in the same folder. With `exclusive`, an
+ * existing file is never replaced.
+ * @throws {@link SnapshotExistsError} when `exclusive` and `path` exists.
+ */
+export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive: boolean): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = join(dirname(path), `.${randomBytes(6).toString("hex")}.tmp`);
+  await writeFile(tmp, bytes);
+  try {
+    if (exclusive) {
+      await link(tmp, path).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === "EEXIST") {
+          throw new SnapshotExistsError(`${path} already exists and sampler snapshots are immutable; save under a new name (for example with the step number)`);
+        }
+        throw err;
+      });
+    } else {
+      await rename(tmp, path);
+    }
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
+ * Reads and verifies a state or snapshot file.
+ * @throws {@link StateFileError} when it is missing, foreign, truncated or corrupt.
+ */
+export async function readStateFile(path: string): Promise<StateFileContents> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new StateFileError(path, "not_found", "no such file; check the path returned by saveState or saveWeightsForSampler");
+    throw err;
+  }
+  return decodeStateFile(bytes, path);
+}

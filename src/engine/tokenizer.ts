@@ -1,0 +1,98 @@
+/**
+ * Tokenizers: the {@link Tokenizer} interface every tokenizer of nexrl satisfies, and the
+ * byte-level tokenizer of the local engine.
+ *
+ * @module
+ */
+import { TokenIdError } from "./errors.js";
+
+/** One chat message, as given to {@link Tokenizer.applyChatTemplate}. */
+export interface ChatMessage {
+  /** Speaker: `system`, `user`, `assistant`, `tool`, … */
+  role: string;
+  /** Text of the message. */
+  content: string;
+}
+
+/** Options of {@link Tokenizer.applyChatTemplate}. */
+export interface ChatTemplateOptions {
+  /** Append the header of an assistant turn, so that sampling continues as the assistant. */
+  addGenerationPrompt?: boolean;
+}
+
+/** Options of {@link Tokenizer.encode}. */
+export interface EncodeOptions {
+  /** Prepend the BOS token (default false). */
+  addBos?: boolean;
+}
+
+/** Text ↔ token ids, plus the special ids and chat template a model was trained with. */
+export interface Tokenizer {
+  /** Number of token ids (the model's vocabulary must be at least this large). */
+  readonly vocabSize: number;
+  /** Beginning-of-sequence id. */
+  readonly bosId: number;
+  /** End-of-sequence id; it also ends a chat turn and stops sampling. */
+  readonly eosId: number;
+  /** Padding id. */
+  readonly padId: number;
+  /** Token ids of `text`. */
+  encode(text: string, options?: EncodeOptions): number[];
+  /**
+   * Text of `ids`, with special tokens left out. Never throws on byte sequences that are not
+   * valid UTF-8 (such as a sequence cut inside a character): they decode to U+FFFD.
+   * @throws {@link TokenIdError} for ids outside the vocabulary.
+   */
+  decode(ids: ArrayLike<number>): string;
+  /** Token ids of a conversation in the model's chat format, starting with BOS. */
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): number[];
+}
+
+const BYTE_COUNT = 256;
+
+/**
+ * Byte-level tokenizer: ids 0–255 are the UTF-8 bytes of the text, then BOS (256), EOS (257) and
+ * PAD (258), 259 ids in all.
+ *
+ * Chat template: `BOS`, then for each message the bytes of `<|role|>\n` and the content followed
+ * by `EOS`; with `addGenerationPrompt`, the bytes of `<|assistant|>\n` at the end. An assistant
+ * reply therefore ends with EOS, which stops sampling, and the template of a longer conversation
+ * extends the tokens of a shorter one exactly (prompt + sampled reply is a prefix of the next
+ * turn's prompt).
+ */
+export class ByteTokenizer implements Tokenizer {
+  readonly vocabSize = BYTE_COUNT + 3;
+  readonly bosId = BYTE_COUNT;
+  readonly eosId = BYTE_COUNT + 1;
+  readonly padId = BYTE_COUNT + 2;
+  private readonly encoder = new TextEncoder();
+  private readonly decoder = new TextDecoder("utf-8", { fatal: false });
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    const ids = Array.from(this.encoder.encode(text));
+    if (options.addBos) ids.unshift(this.bosId);
+    return ids;
+  }
+
+  decode(ids: ArrayLike<number>): string {
+    const bytes = new Uint8Array(ids.length);
+    let n = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+        throw new TokenIdError(`cannot decode token id ${id} at index ${i}: the byte tokenizer has ids 0..${this.vocabSize - 1}`);
+      }
+      if (id < BYTE_COUNT) bytes[n++] = id;
+    }
+    return this.decoder.decode(bytes.subarray(0, n));
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {
+    const ids = [this.bosId];
+    for (const message of messages) {
+      ids.push(...this.encode(`<|${message.role}|>\n${message.content}`), this.eosId);
+    }
+    if (options.addGenerationPrompt) ids.push(...this.encode("<|assistant|>\n"));
+    return ids;
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The training half of the local engine: weights, accumulated gradients and Adam state of one
+ * model, with `forward`, `forwardBackward` and `optimStep` over Tinker datums.
+ *
+ * @module
+ */
+import { adamParams } from "../types/wire.js";
+import type { AdamParams, Datum } from "../types/wire.js";
+import { prepareBatch } from "./batch.js";
+import type { ResolvedModelConfig } from "./config.js";
+import { AdamState } from "./optimizer.js";
+import { initializeParameters, parameterCount, tensorViews, type ModelTensors } from "./params.js";
+import { Rng } from "./prng.js";
+import { backwardBatch, forwardBatch } from "./transformer.js";
+import { Workspace } from "./workspace.js";
+
+/** Result of `forward` and `forwardBackward`, in the shape of Tinker's `ForwardBackwardOutput`. */
+export interface ForwardBackwardResult {
+  /** Per datum: the logprob of each target token under the current weights. */
+  lossFnOutputs: Array<{ logprobs: number[] }>;
+  /** Metrics by `name:reduction` key; `loss:sum` is the loss summed over all datums. */
+  metrics: Record<string, number>;
+}
+
+/** Result of `optimStep`. */
+export interface OptimStepResult {
+  /**
+   * `grad_norm:mean`: global gradient norm before clipping; `step:max`: number of optimizer steps
+   * taken so far (this one included); `learning_rate:mean`: the learning rate used.
+   */
+  metrics: Record<string, number>;
+}
+
+/**
+ * Weights, gradients and optimizer state of one model.
+ * @internal
+ */
+export class TrainingCore {
+  /** Views of the weights. */
+  readonly weights: ModelTensors;
+  /** Views of the accumulated gradients. */
+  readonly grads: ModelTensors;
+  /** Adam moments and step count. */
+  readonly adam: AdamState;
+  private readonly workspace: Workspace;
+
+  /** Builds a model with seeded initial weights. */
+  constructor(
+    readonly config: ResolvedModelConfig,
+    seed: number,
+  ) {
+    const size = parameterCount(config);
+    this.weights = tensorViews(new Float32Array(size), config);
+    this.grads = tensorViews(new Float32Array(size), config);
+    this.adam = new AdamState(size);
+    this.workspace = new Workspace(config);
+    initializeParameters(this.weights.flat, config, new Rng(seed));
+  }
+
+  /** Computes target logprobs and losses of `datums`; with `backward`, also adds their gradients. */
+  run(datums: readonly Datum[], lossFn: string, lossFnConfig: Readonly<Record<string, number>> | undefined, backward: boolean): ForwardBackwardResult {
+    const { loss, batch, inputs } = prepareBatch(datums, lossFn, lossFnConfig, this.config);
+    const ws = this.workspace;
+    ws.ensure(batch.rows);
+    forwardBatch(this.weights, this.config, ws, batch);
+    const lossFnOutputs: Array<{ logprobs: number[] }> = [];
+    let total = 0;
+    inputs.forEach((values, s) => {
+      const start = batch.starts[s]!;
+      const end = batch.starts[s + 1]!;
+      const logprobs = ws.logprobs.subarray(start, end);
+      const evaluation = loss.evaluate(logprobs, values, lossFnConfig);
+      total += evaluation.loss;
+      ws.gradLogprobs.set(evaluation.gradLogprobs, start);
+      lossFnOutputs.push({ logprobs: Array.from(logprobs) });
+    });
+    if (backward) backwardBatch(this.weights, this.grads, this.config, ws, batch);
+    return { lossFnOutputs, metrics: { "loss:sum": total } };
+  }
+
+  /** Applies AdamW to the accumulated gradients and zeroes them. */
+  optimStep(adam: AdamParams): OptimStepResult {
+    const params = adamParams(adam);
+    const report = this.adam.apply(this.weights.flat, this.grads.flat, params);
+    return {
+      metrics: { "grad_norm:mean": report.gradNorm, "step:max": this.adam.step, "learning_rate:mean": params.learning_rate },
+    };
+  }
+}
