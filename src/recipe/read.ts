@@ -1,0 +1,98 @@
+/**
+ * Reads one recipe file (YAML, or a TS/JS module whose default export is the recipe object)
+ * into plain data plus the origin (`file:line`) of every key.
+ * @module
+ */
+import { readFile } from "node:fs/promises";
+import { extname } from "node:path";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from "yaml";
+import { RecipeError } from "./errors.js";
+import { importFile } from "./import-module.js";
+import { formatKeyPath, isPlainMap, setOrigins, type KeySegment, type Origins, type PlainMap } from "./tree.js";
+
+/** A recipe file as read: its data and where each key was written. */
+export interface RecipeFileContent {
+  /** The file's top-level map. */
+  data: PlainMap;
+  /** Key path → `file:line` (YAML) or `file` (modules). */
+  origins: Origins;
+}
+
+/** Extensions read as YAML. */
+export const YAML_EXTENSIONS = [".yaml", ".yml"] as const;
+/** Extensions imported as modules through tsx. */
+export const MODULE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"] as const;
+
+/**
+ * Reads `file` (absolute). YAML files are parsed with the YAML 1.2 core schema (so `1e-4` is a
+ * number); modules are imported and their default export is used.
+ * @throws {@link RecipeError} for syntax errors, a top level that is not a map, a module that
+ * fails to import or has no suitable default export, or an unsupported extension.
+ */
+export async function readRecipeFile(file: string): Promise<RecipeFileContent> {
+  const extension = extname(file).toLowerCase();
+  if ((YAML_EXTENSIONS as readonly string[]).includes(extension)) return readYaml(file);
+  if ((MODULE_EXTENSIONS as readonly string[]).includes(extension)) return readModule(file);
+  throw new RecipeError(
+    [{ keyPath: "", message: `unsupported recipe file type "${extension}"; use ${[...YAML_EXTENSIONS, ...MODULE_EXTENSIONS].join(", ")}` }],
+    { file },
+  );
+}
+
+/** Parses a YAML recipe and records the line of every key and list item. */
+async function readYaml(file: string): Promise<RecipeFileContent> {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(await readFile(file, "utf8"), { lineCounter, prettyErrors: false });
+  if (document.errors.length > 0) {
+    const issues = document.errors.map((error) => {
+      const at = error.linePos?.[0];
+      const location = at === undefined ? "" : ` at line ${at.line}, column ${at.col}`;
+      return { keyPath: "", message: `YAML syntax error${location}: ${error.message.split("\n")[0]}` };
+    });
+    throw new RecipeError(issues, { file, cause: document.errors[0] });
+  }
+  const data: unknown = document.toJS() ?? {};
+  if (!isPlainMap(data)) {
+    throw new RecipeError([{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }], { file });
+  }
+  const origins: Origins = new Map();
+  const visit = (node: unknown, path: KeySegment[]): void => {
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        const at = [...path, key];
+        const range = (pair.key as Node | null)?.range;
+        if (range) origins.set(formatKeyPath(at), `${file}:${lineCounter.linePos(range[0]).line}`);
+        visit(pair.value, at);
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => {
+        const range = (item as Node | null)?.range;
+        if (range) origins.set(formatKeyPath([...path, i]), `${file}:${lineCounter.linePos(range[0]).line}`);
+        visit(item, [...path, i]);
+      });
+    }
+  };
+  visit(document.contents, []);
+  return { data, origins };
+}
+
+/** Imports a TS/JS recipe; its default export must be the recipe object. */
+async function readModule(file: string): Promise<RecipeFileContent> {
+  const result = await importFile(file);
+  if (!result.ok) {
+    throw new RecipeError([{ keyPath: "", message: `cannot import the recipe module: ${result.message}` }], { file, cause: result.cause });
+  }
+  const data = result.namespace.default;
+  if (!isPlainMap(data)) {
+    const exports = Object.keys(result.namespace).filter((name) => name !== "default");
+    const found = exports.length > 0 ? ` (it exports ${exports.map((name) => `\`${name}\``).join(", ")})` : "";
+    throw new RecipeError(
+      [{ keyPath: "", message: `the module must \`export default defineRecipe({ ... })\`${found}` }],
+      { file },
+    );
+  }
+  const origins: Origins = new Map();
+  for (const [key, value] of Object.entries(data)) setOrigins(origins, [key], value, file);
+  return { data, origins };
+}

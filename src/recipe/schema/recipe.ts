@@ -1,0 +1,176 @@
+/**
+ * The whole recipe: sections, cross-section rules (inventory §8 `validate_config`, with NexRL's
+ * bugs fixed), and the normalised output.
+ * @module
+ */
+import { z } from "zod";
+import { lossFunctions } from "../../types/losses.js";
+import { nonEmpty } from "./common.js";
+import { dataSchema, validateSchema } from "./data.js";
+import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
+import { environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import { inferenceServiceSchema, tinkerServiceSchema, trainServiceSchema, weaverServiceSchema, weightSchema } from "./service.js";
+import { ALGORITHM_DEFAULTS, trainerSchema, type AlgorithmConfig, type HyperParametersInput } from "./trainer.js";
+
+/** Shape of `service:`. */
+export const serviceSchema = z
+  .strictObject({
+    /** The training service (one actor). */
+    train_service: trainServiceSchema,
+    /** The sampler the rollout workers call. */
+    inference_service: inferenceServiceSchema.prefault({}),
+    /** Tinker connection (required when a backend is `tinker`). */
+    tinker_service: tinkerServiceSchema.optional(),
+    /** Weaver connection (required when a backend is `weaver`). */
+    weaver_service: weaverServiceSchema.optional(),
+  })
+  .superRefine((service, ctx) => {
+    const train = service.train_service;
+    const inference = service.inference_service;
+    if (train.model === undefined && inference.model === undefined) {
+      ctx.addIssue({ code: "custom", path: ["train_service", "model"], message: "required: the base model to train (or set `service.inference_service.model`)" });
+    }
+    if (inference.identifier !== train.identifier) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["inference_service", "identifier"],
+        message: `must equal \`service.train_service.identifier\` ("${train.identifier}"), which routes trajectories and weight syncs`,
+      });
+    }
+    const sampler = inference.backend ?? train.backend;
+    if ((sampler === "local" || sampler === "tinker" || sampler === "weaver") && sampler !== train.backend) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["inference_service", "backend"],
+        message: `the ${sampler} sampler cannot serve weights trained on ${train.backend}; use "${train.backend}" or an OpenAI-compatible server`,
+      });
+    }
+    if ((sampler === "openai" || sampler === "vllm" || sampler === "sglang") && !inference.base_url) {
+      ctx.addIssue({ code: "custom", path: ["inference_service", "base_url"], message: `required when \`backend\` is \`${sampler}\`: the server's base URL` });
+    }
+    for (const backend of new Set([train.backend, sampler])) {
+      if (backend !== "tinker" && backend !== "weaver") continue;
+      const section = `${backend}_service` as const;
+      const variable = `${backend.toUpperCase()}_API_KEY`;
+      if (!service[section]?.api_key) {
+        ctx.addIssue({
+          code: "custom",
+          path: service[section] === undefined ? [section] : [section, "api_key"],
+          message: `required for the ${backend} backend: set \`${section}.api_key: \${oc.env:${variable}}\``,
+        });
+      }
+    }
+  })
+  .transform((service) => {
+    const train = service.train_service;
+    const model = (train.model ?? service.inference_service.model) as string;
+    return {
+      ...service,
+      train_service: { ...train, model },
+      inference_service: {
+        ...service.inference_service,
+        model: service.inference_service.model ?? model,
+        backend: service.inference_service.backend ?? train.backend,
+      },
+    };
+  });
+
+/** Hyper-parameter keys, for merging. */
+const HYPER_KEYS = ["loss_fn", ...Object.keys(ALGORITHM_DEFAULTS)] as (keyof AlgorithmConfig)[];
+
+/** The recipe schema: parses what a user writes ({@link RecipeInput}) into {@link RecipeConfig}. */
+export const recipeSchema = z
+  .strictObject({
+    /** Project name (metrics, checkpoint folders). */
+    project_name: nonEmpty.default("nexrl"),
+    /** Run name within the project. */
+    experiment_name: nonEmpty.default("default"),
+    /** Where the pipeline runs: in this process. */
+    launch_mode: z.enum(["local"]).default("local"),
+    /** NexRL compatibility; ignored. */
+    multi_model: z.union([z.boolean(), z.string()]).optional(),
+    /** Metrics sinks. */
+    logger: loggerSchema,
+    /** NexRL compatibility; ignored. */
+    environment: environmentSchema.optional(),
+    /** Resume from a checkpoint. */
+    resume: resumeSchema,
+    /** Training tasks. */
+    data: dataSchema,
+    /** Validation. */
+    validate: validateSchema.prefault({}),
+    /** Rollouts. */
+    rollout_worker: rolloutWorkerSchema,
+    /** Batching of trajectories. */
+    trajectory_pool: trajectoryPoolSchema,
+    /** Training. */
+    trainer: trainerSchema,
+    /** Weight synchronisation. */
+    weight: weightSchema,
+    /** Services. */
+    service: serviceSchema,
+    /** Failure policy and progress reporting. */
+    runtime_monitor: runtimeMonitorSchema,
+  })
+  .superRefine((recipe, ctx) => {
+    const issue = (path: (string | number)[], message: string): void => ctx.addIssue({ code: "custom", path, message });
+    const { data, rollout_worker: worker, trajectory_pool: pool, weight, service } = recipe;
+    const waitsForSync = weight.sync_mode !== "fully-async";
+    if (data.keep_batch_order !== waitsForSync) {
+      issue(["data", "keep_batch_order"], `must be ${waitsForSync} when \`weight.sync_mode\` is \`${weight.sync_mode}\``);
+    }
+    const finishesLoadedBatch = pool.check_batch_ready_function !== "batch_size_reached";
+    if (finishesLoadedBatch !== waitsForSync) {
+      issue(
+        ["trajectory_pool", "check_batch_ready_function"],
+        waitsForSync
+          ? `\`batch_size_reached\` cannot be used when \`weight.sync_mode\` is \`${weight.sync_mode}\`; use \`loaded_batch_finished\``
+          : "must be `batch_size_reached` when `weight.sync_mode` is `fully-async`",
+      );
+    }
+    const responseLength = worker.max_response_length;
+    const hint = `(${responseLength}); write \`\${rollout_worker.max_response_length}\``;
+    if (data.max_response_length !== undefined && data.max_response_length !== responseLength) {
+      issue(["data", "max_response_length"], `must equal \`rollout_worker.max_response_length\` ${hint}`);
+    }
+    if (service.inference_service.max_tokens !== undefined && service.inference_service.max_tokens !== responseLength) {
+      issue(["service", "inference_service", "max_tokens"], `must equal \`rollout_worker.max_response_length\` ${hint}`);
+    }
+    const needed = (worker.max_prompt_length ?? data.max_prompt_length) + responseLength;
+    if (worker.max_sequence_length !== undefined && worker.max_sequence_length < needed) {
+      issue(["rollout_worker", "max_sequence_length"], `must be at least the prompt length plus \`max_response_length\` (${needed})`);
+    }
+    if (weight.validate_freq !== undefined && weight.validate_freq !== recipe.validate.eval.validate_freq) {
+      issue(["weight", "validate_freq"], `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`);
+    }
+    const backend = service.train_service.backend;
+    if (weight.sync_method !== undefined && weight.sync_method !== backend) {
+      issue(["weight", "sync_method"], `must be "${backend}" (the training backend) or left out`);
+    }
+    const fromService: HyperParametersInput = service.train_service.config ?? {};
+    const fromTrainer: HyperParametersInput = recipe.trainer.algorithm ?? {};
+    for (const key of HYPER_KEYS) {
+      const a = fromService[key];
+      const b = fromTrainer[key];
+      if (a !== undefined && b !== undefined && JSON.stringify(a) !== JSON.stringify(b)) {
+        issue(["trainer", "algorithm", key], `conflicts with \`service.train_service.config.${key}\` (${JSON.stringify(a)}); set it in one place`);
+      }
+    }
+    const lossFn = fromTrainer.loss_fn ?? fromService.loss_fn;
+    if (lossFn !== undefined && !(lossFunctions[lossFn].backends as readonly string[]).includes(backend)) {
+      const path = fromTrainer.loss_fn === undefined ? ["service", "train_service", "config", "loss_fn"] : ["trainer", "algorithm", "loss_fn"];
+      issue(path, `\`${lossFn}\` is not available on ${backend} (available on: ${lossFunctions[lossFn].backends.join(", ")})`);
+    }
+  })
+  .transform(({ service, ...recipe }) => {
+    const { config, ...train } = service.train_service;
+    const defaultLoss = recipe.trainer.type === "remote_api_cross_entropy" ? "cross_entropy" : "importance_sampling";
+    const algorithm: AlgorithmConfig = { loss_fn: defaultLoss, ...ALGORITHM_DEFAULTS };
+    for (const source of [config ?? {}, recipe.trainer.algorithm ?? {}]) {
+      for (const [key, value] of Object.entries(source)) if (value !== undefined) Object.assign(algorithm, { [key]: value });
+    }
+    return { ...recipe, trainer: { ...recipe.trainer, algorithm }, service: { ...service, train_service: train } };
+  });
+
+/** A parsed recipe: every default filled, hyper-parameters merged into `trainer.algorithm`. */
+export type RecipeConfig = z.output<typeof recipeSchema>;

@@ -1,0 +1,97 @@
+/**
+ * `rollout_worker:` and `trajectory_pool:` — who produces trajectories and how they are batched
+ * (inventory §2.3–2.5).
+ * @module
+ */
+import { z } from "zod";
+import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+
+/** Built-in rollout worker types, plus `custom` for a user class. */
+export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
+
+/** Shape of `rollout_worker:`. */
+export const rolloutWorkerSchema = z
+  .strictObject({
+    /** Which worker runs the rollouts; `custom` loads `custom_rollout_worker_class_name` from `custom_rollout_worker_module_path`. */
+    type: z.enum(ROLLOUT_WORKER_TYPES),
+    /** Rollouts run concurrently. */
+    num_workers: positiveInt.default(4),
+    /** Whether the worker samples from the inference service; defaults to true for every type but `pig_latin`. */
+    need_llm_inference: z.boolean().optional(),
+    /** Sampling temperature. */
+    temperature: z.number().min(0).default(1),
+    /** Longest prompt the worker sends, in tokens (defaults to `data.max_prompt_length`). */
+    max_prompt_length: positiveInt.optional(),
+    /** Most tokens sampled per response. */
+    max_response_length: positiveInt.default(1024),
+    /** Longest trajectory (prompt + response); longer ones are truncated and get reward 0. */
+    max_sequence_length: positiveInt.optional(),
+    /** Tokenizer (a model name or a `tokenizer.json` path); defaults to the inference model's. */
+    tokenizer: z.string().nullable().optional(),
+    /** Agent of an `agent` worker. */
+    agent_cls: z.enum(["single_turn_math"]).optional(),
+    /** Options of the `agent` worker's agents. */
+    agent: z
+      .strictObject({
+        /** Options of the `single_turn_math` agent. */
+        math: z.strictObject({ judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule") }).prefault({}),
+      })
+      .optional(),
+    /** NexAU agent YAML (`nexau` worker). */
+    nexau_agent_config_path: nonEmpty.optional(),
+    /** Evaluator class as `path/to/file.ts:ClassName` (`nexau` worker). */
+    evaluator_module_path: nonEmpty.optional(),
+    /** Folder of the agent's tools (`nexau` worker). */
+    nexau_agent_workspace: nonEmpty.optional(),
+    /** Name of the task, used in traces and metrics. */
+    task_name: nonEmpty.optional(),
+    /** Save each agent trace as JSON under `trace_path`. */
+    save_trace: z.boolean().default(false),
+    /** Folder for saved traces. */
+    trace_path: nonEmpty.optional(),
+    /** Merge multi-turn traces into one trajectory when token histories are continuous. */
+    enable_trace_prefix_merge: z.boolean().default(true),
+    /** File of a user rollout worker class (TypeScript needs no build step). */
+    custom_rollout_worker_module_path: nonEmpty.optional(),
+    /** Exported class name in `custom_rollout_worker_module_path`. */
+    custom_rollout_worker_class_name: nonEmpty.default("CustomRolloutWorker"),
+    /** Seconds one rollout may take before it counts as failed; 0 for no limit. */
+    rollout_timeout_seconds: z.number().min(0).default(0),
+    /** Times a failed rollout is retried before `runtime_monitor.exception_handling.policy` applies. */
+    max_rollout_retries: nonNegativeInt.default(0),
+    /** NexRL compatibility (Kubernetes agent pods); ignored. */
+    resource: z.strictObject({ num_workers: nonNegativeInt.optional(), agents_per_worker: positiveInt.optional() }).optional(),
+  })
+  .superRefine((worker, ctx) => {
+    if (worker.type === "custom" && worker.custom_rollout_worker_module_path === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["custom_rollout_worker_module_path"],
+        message: "required when `type` is `custom`: the file that exports your rollout worker class",
+      });
+    }
+    if (worker.type === "nexau") {
+      for (const key of ["nexau_agent_config_path", "evaluator_module_path"] as const) {
+        if (worker[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: "required when `type` is `nexau`" });
+      }
+    }
+  })
+  .transform((worker) => ({ ...worker, need_llm_inference: worker.need_llm_inference ?? worker.type !== "pig_latin" }));
+
+/** Shape of `trajectory_pool:`. */
+export const trajectoryPoolSchema = z
+  .strictObject({
+    /** NexRL's only pool type. */
+    type: z.enum(["default"]).default("default"),
+    /** Trajectories per training batch for the `batch_size_reached*` readiness checks. */
+    batch_size: positiveInt.default(32),
+    /** Trajectories per group when `key_list` groups them. */
+    group_size: positiveInt.default(1),
+    /** Trajectory fields that group trajectories before they are released; empty for no grouping. */
+    key_list: z.array(nonEmpty).default([]),
+    /** When a batch is ready for the trainer. */
+    check_batch_ready_function: z
+      .enum(["loaded_batch_finished", "batch_size_reached", "batch_size_reached_and_loaded_batch_finished"])
+      .default("loaded_batch_finished"),
+  })
+  .prefault({});

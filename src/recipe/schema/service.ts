@@ -1,0 +1,97 @@
+/**
+ * `service:` and `weight:` — the training and inference services and how weights reach the
+ * sampler (inventory §4, §5).
+ * @module
+ */
+import { z } from "zod";
+import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+import { hyperParametersSchema } from "./trainer.js";
+
+/** Training backends: the embedded CPU engine, Tinker, Weaver. */
+export const TRAIN_BACKENDS = ["local", "tinker", "weaver"] as const;
+/** Inference backends: a training backend's own sampler, or an OpenAI-compatible server. */
+export const INFERENCE_BACKENDS = [...TRAIN_BACKENDS, "openai", "vllm", "sglang"] as const;
+
+/** Shape of `service.train_service:` (NexRL's flat form; the named form `{main_actor: {...}}` is accepted too). */
+export const trainServiceSchema = z.strictObject({
+  /** Routes trajectories and weight syncs; must equal `inference_service.identifier`. */
+  identifier: nonEmpty.default("default"),
+  /** The only role supported: the policy being trained. */
+  role: z.enum(["actor"]).default("actor"),
+  /** Where training runs. */
+  backend: z.enum(TRAIN_BACKENDS),
+  /** Base model to train (a preset name such as `tiny` for `local`); defaults to `inference_service.model`. */
+  model: nonEmpty.optional(),
+  /** Hyper-parameters (NexRL's place for them); merged into `trainer.algorithm`. */
+  config: hyperParametersSchema.optional(),
+});
+
+/** Shape of `service.inference_service:`. */
+export const inferenceServiceSchema = z.strictObject({
+  /** Routes trajectories and weight syncs; must equal `train_service.identifier`. */
+  identifier: nonEmpty.default("default"),
+  /** Model to sample from; defaults to `train_service.model`. */
+  model: nonEmpty.optional(),
+  /** Where sampling runs; defaults to the training backend's own sampler. */
+  backend: z.enum(INFERENCE_BACKENDS).optional(),
+  /** Base URL of an OpenAI-compatible server (`openai`, `vllm`, `sglang`). */
+  base_url: z.string().nullable().optional(),
+  /** API key of that server. */
+  api_key: z.string().nullable().optional(),
+  /** Most tokens per response; must equal `rollout_worker.max_response_length` when given. */
+  max_tokens: positiveInt.optional(),
+  /** Tokenizer (a model name or a `tokenizer.json` path); defaults to the model's. */
+  tokenizer: z.string().nullable().optional(),
+  /** Retries of a failed request. */
+  max_retries: nonNegativeInt.default(3),
+  /** Hold sampling requests while weights are being synced. */
+  freeze_for_weight_sync: z.boolean().default(true),
+  /** NexRL compatibility (self-hosted weight type); ignored. */
+  weight_type: z.string().default(""),
+  /** NexRL compatibility (self-hosted model path); ignored. */
+  model_path: z.string().optional(),
+  /** Parser of tool calls in sampled text. */
+  tool_parser: nonEmpty.default("qwen25"),
+  /** Parser of reasoning in sampled text. */
+  reasoning_parser: nonEmpty.default("think_tag"),
+  /** Parse tool-call arguments from JSON strings into objects. */
+  parse_tool_call_arguments: z.boolean().default(false),
+});
+
+/** Shape of `service.tinker_service:` and `service.weaver_service:` (without `training_mode`). */
+const remoteServiceShape = {
+  /** Service URL; null for the SDK default (`TINKER_BASE_URL` / `WEAVER_BASE_URL`). */
+  base_url: z.string().nullable().default(null),
+  /** LoRA rank. */
+  lora_rank: positiveInt.default(32),
+  /** API key, usually `${oc.env:TINKER_API_KEY}` / `${oc.env:WEAVER_API_KEY}`. */
+  api_key: z.string().nullable().optional(),
+};
+
+/** Shape of `service.tinker_service:`. */
+export const tinkerServiceSchema = z.strictObject(remoteServiceShape);
+
+/** Shape of `service.weaver_service:`. */
+export const weaverServiceSchema = z.strictObject({
+  ...remoteServiceShape,
+  /** LoRA adapters or full fine-tuning. */
+  training_mode: z.enum(["lora", "full_ft"]).default("lora"),
+});
+
+/** Shape of `weight:` — weight synchronisation between trainer and sampler. */
+export const weightSchema = z
+  .strictObject({
+    /** NexRL's only weight-sync type. */
+    type: z.enum(["default"]).default("default"),
+    /** `sync`: sync after every step; `batch-async`: roll out on weights up to `staleness_threshold` versions old; `fully-async`: never wait. */
+    sync_mode: z.enum(["sync", "batch-async", "fully-async"]).default("sync"),
+    /** Most weight versions the sampler may lag behind in `batch-async`. */
+    staleness_threshold: nonNegativeInt.default(0),
+    /** NexRL compatibility: must equal `validate.eval.validate_freq` when given. */
+    validate_freq: nonNegativeInt.optional(),
+    /** How weights reach the sampler; must match the training backend when given. */
+    sync_method: z.enum(TRAIN_BACKENDS).optional(),
+    /** NexRL compatibility (self-hosted weight path); ignored. */
+    sync_weight_path: z.string().optional(),
+  })
+  .prefault({});

@@ -1,0 +1,128 @@
+/**
+ * `trainer:` and the optimisation hyper-parameters (inventory §2.7). NexRL reads the
+ * hyper-parameters from `service.train_service.config`; nexrl also accepts them under
+ * `trainer.algorithm` and merges both into `trainer.algorithm` of the parsed recipe.
+ * @module
+ */
+import { z } from "zod";
+import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.js";
+import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+
+/** Built-in trainer types, plus `custom` for a user class. */
+export const TRAINER_TYPES = ["remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "custom"] as const;
+
+/** Optimisation keys accepted in `service.train_service.config` and `trainer.algorithm`; all optional. */
+export const hyperParametersSchema = z.strictObject({
+  /** Loss sent as `loss_fn` (default: `cross_entropy` for `remote_api_cross_entropy`, else `importance_sampling`). */
+  loss_fn: z.enum(LOSS_FUNCTION_NAMES as [LossFunctionName, ...LossFunctionName[]]).optional(),
+  /** Extra `loss_fn_config` entries (e.g. PPO clip thresholds). */
+  loss_fn_config: z.record(z.string(), z.number()).optional(),
+  /** AdamW step size. */
+  learning_rate: z.number().min(0).optional(),
+  /** AdamW first-moment decay, in [0, 1). */
+  beta1: z.number().min(0).lt(1).optional(),
+  /** AdamW second-moment decay, in [0, 1). */
+  beta2: z.number().min(0).lt(1).optional(),
+  /** AdamW epsilon. */
+  eps: z.number().positive().optional(),
+  /** Decoupled weight decay. */
+  weight_decay: z.number().min(0).optional(),
+  /** Global-norm gradient clipping; 0 disables it. */
+  grad_clip_norm: z.number().min(0).optional(),
+  /** Entropy bonus sent in `loss_fn_config` where the service supports it. */
+  entropy_coeff: z.number().optional(),
+  /** On-policy distillation: weight of the reverse KL in the advantages. */
+  kl_penalty_coef: z.number().optional(),
+  /** On-policy distillation: discount of future per-token advantages, in [0, 1]. */
+  kl_discount_factor: z.number().min(0).max(1).optional(),
+});
+
+/** Input shape of the hyper-parameters (every key optional). */
+export type HyperParametersInput = z.input<typeof hyperParametersSchema>;
+
+/** The hyper-parameters every trainer receives, with defaults filled (`trainer.algorithm` of a parsed recipe). */
+export interface AlgorithmConfig {
+  /** Loss sent as `loss_fn`. */
+  loss_fn: LossFunctionName;
+  /** Extra `loss_fn_config` entries. */
+  loss_fn_config: Record<string, number>;
+  /** AdamW step size. */
+  learning_rate: number;
+  /** AdamW first-moment decay. */
+  beta1: number;
+  /** AdamW second-moment decay. */
+  beta2: number;
+  /** AdamW epsilon. */
+  eps: number;
+  /** Decoupled weight decay. */
+  weight_decay: number;
+  /** Global-norm gradient clipping; 0 disables it. */
+  grad_clip_norm: number;
+  /** Entropy bonus. */
+  entropy_coeff: number;
+  /** On-policy distillation: weight of the reverse KL. */
+  kl_penalty_coef: number;
+  /** On-policy distillation: discount of future advantages. */
+  kl_discount_factor: number;
+}
+
+/** Defaults of {@link AlgorithmConfig} except `loss_fn`, which depends on the trainer type. */
+export const ALGORITHM_DEFAULTS: Readonly<Omit<AlgorithmConfig, "loss_fn">> = Object.freeze({
+  loss_fn_config: {},
+  learning_rate: 1e-4,
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weight_decay: 0.01,
+  grad_clip_norm: 1.0,
+  entropy_coeff: 0,
+  kl_penalty_coef: 1.0,
+  kl_discount_factor: 0,
+});
+
+/** One teacher of `remote_api_opd`. */
+const teacherSchema = z.strictObject({
+  /** Teacher base model. */
+  base_model: nonEmpty,
+  /** Teacher weights (a sampler path); null for the base model. */
+  checkpoint: z.string().nullable().optional(),
+  /** Service of the teacher when it differs from the student's. */
+  base_url: z.string().nullable().optional(),
+  /** API key of that service. */
+  api_key: z.string().nullable().optional(),
+  /** Backend of that service (default: the student's). */
+  backend: z.enum(["local", "tinker", "weaver"]).optional(),
+});
+
+/** Shape of `trainer:`. */
+export const trainerSchema = z
+  .strictObject({
+    /** Which trainer turns trajectories into training steps; `custom` loads `custom_trainer_class_name` from `custom_trainer_module_path`. */
+    type: z.enum(TRAINER_TYPES),
+    /** Training steps to run. */
+    total_train_steps: positiveInt,
+    /** Save a checkpoint every this many steps; 0 never. */
+    save_freq: nonNegativeInt.default(0),
+    /** Where checkpoints go. */
+    checkpoint_path: nonEmpty.optional(),
+    /** NexRL compatibility (self-hosted weight path); ignored. */
+    sync_weight_path: z.string().optional(),
+    /** Delete the previous checkpoint after saving a new one. */
+    remove_previous_ckpt: z.boolean().default(false),
+    /** File of a user trainer class. */
+    custom_trainer_module_path: nonEmpty.optional(),
+    /** Exported class name in `custom_trainer_module_path`. */
+    custom_trainer_class_name: nonEmpty.default("CustomTrainer"),
+    /** Teachers of `remote_api_opd` (only the first is used). */
+    teachers: z.array(teacherSchema).optional(),
+    /** Hyper-parameters; merged with `service.train_service.config` (null is NexRL's placeholder). */
+    algorithm: hyperParametersSchema.nullable().optional(),
+  })
+  .superRefine((trainer, ctx) => {
+    if (trainer.type === "custom" && trainer.custom_trainer_module_path === undefined) {
+      ctx.addIssue({ code: "custom", path: ["custom_trainer_module_path"], message: "required when `type` is `custom`: the file that exports your trainer class" });
+    }
+    if (trainer.type === "remote_api_opd" && (trainer.teachers ?? []).length === 0) {
+      ctx.addIssue({ code: "custom", path: ["teachers"], message: "required when `type` is `remote_api_opd`: e.g. `[{base_model: Qwen/Qwen3-32B}]`" });
+    }
+  });
