@@ -16,6 +16,8 @@ export interface Timing {
   perSecond: number;
   /** Every timed call, in run order. */
   samplesMs: number[];
+  /** Units of work of every timed call, in run order. */
+  units: number[];
 }
 
 /**
@@ -36,7 +38,7 @@ export async function sideBySide<K extends string>(
 ): Promise<Record<K, Timing>> {
   const names = Object.keys(contenders) as K[];
   const ms = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
-  const rates = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
+  const done = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let round = 0; round < options.warmup + options.runs; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(round + i) % names.length]!;
@@ -45,11 +47,14 @@ export async function sideBySide<K extends string>(
       const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
       if (round >= options.warmup) {
         ms[name].push(elapsed);
-        rates[name].push((units * 1000) / elapsed);
+        done[name].push(units);
       }
     }
   }
   return Object.fromEntries(
-    names.map((n) => [n, { medianMs: median(ms[n]), perSecond: median(rates[n]), samplesMs: ms[n] }]),
+    names.map((n) => {
+      const perSecond = median(ms[n].map((elapsed, i) => (done[n][i]! * 1000) / elapsed));
+      return [n, { medianMs: median(ms[n]), perSecond, samplesMs: ms[n], units: done[n] }];
+    }),
   ) as Record<K, Timing>;
 }

@@ -1,0 +1,53 @@
+/**
+ * The engine benchmark's workload, shared by both sides and by the RSS child so that every
+ * number compares the same work: the same shapes, tokens, loss weights, optimizer settings and
+ * sampling request.
+ */
+import { adamParams, type AdamParams } from "../../src/types/wire.js";
+
+export const SHAPE = { nLayers: 2, nHeads: 4, contextLength: 64 } as const;
+export const D_MODELS = [64, 128] as const;
+export const VOCAB_SIZE = 259;
+export const SEED = 1;
+
+/** Training batch: 16 sequences of 64 positions. */
+export const BATCH = 16;
+export const SEQ_LEN = 64;
+/** Positions whose weight is 0, as a prompt is in SFT, so per-token weights are exercised. */
+const PROMPT_POSITIONS = 8;
+
+/** Sampling: 16 samples of one 8-token prompt, 56 new tokens each, filling the 64-token context. */
+export const NUM_SAMPLES = 16;
+export const MAX_TOKENS = 56;
+
+export const ADAM: AdamParams = adamParams({ learning_rate: 1e-3 });
+
+const TEXT =
+  "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age " +
+  "of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season " +
+  "of Light, it was the season of Darkness, it was the spring of hope, it was the winter of despair.";
+
+/** One training sequence: `inputs[i]` predicts `targets[i]` with weight `weights[i]`. */
+export interface Sequence {
+  inputs: number[];
+  targets: number[];
+  weights: number[];
+}
+
+/** {@link BATCH} byte-token windows of the text, each shifted by one for its targets. */
+export function trainingBatch(): Sequence[] {
+  const bytes = [...Buffer.from(TEXT)];
+  return Array.from({ length: BATCH }, (_, b) => {
+    const window = bytes.slice(b * 11, b * 11 + SEQ_LEN + 1);
+    return {
+      inputs: window.slice(0, SEQ_LEN),
+      targets: window.slice(1),
+      weights: window.slice(1).map((_, i) => (i < PROMPT_POSITIONS ? 0 : 1)),
+    };
+  });
+}
+
+/** BOS followed by 7 bytes of text. */
+export function samplingPrompt(bosId: number): number[] {
+  return [bosId, ...Buffer.from("It was ")];
+}

@@ -1,0 +1,127 @@
+/**
+ * The embedded engine against a TensorFlow.js (wasm backend) model of the same shape, measured
+ * side by side in one process: training step time, sampling throughput, and our peak memory.
+ */
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { OurEngine } from "../engine/ours.js";
+import { ADAM, BATCH, D_MODELS, MAX_TOKENS, NUM_SAMPLES, SEED, SEQ_LEN, SHAPE, VOCAB_SIZE, trainingBatch } from "../engine/workload.js";
+import { comparedRow, targetRow, type Row, type Suite } from "../lib/suite.js";
+import { sideBySide } from "../lib/timing.js";
+import { loadTfjs } from "../tfjs/load.js";
+import { TfjsTransformer } from "../tfjs/model.js";
+import type { Tf } from "../tfjs/tf.js";
+
+const TRAIN = { warmup: 2, runs: 7 };
+const SAMPLE = { warmup: 1, runs: 5 };
+const RSS_D_MODEL = 128;
+const RSS_LIMIT_MB = 150;
+
+/** The tfjs model fed the same batch as {@link OurEngine}, as typed arrays built once. */
+class TfjsSide {
+  private readonly model: TfjsTransformer;
+  private readonly inputs: Int32Array;
+  private readonly targets: Int32Array;
+  private readonly weights: Float32Array;
+  private sampleSeed = SEED;
+
+  constructor(
+    tf: Tf,
+    dModel: number,
+    private readonly prompt: number[],
+    private readonly eosId: number,
+  ) {
+    this.model = new TfjsTransformer(
+      tf,
+      { vocabSize: VOCAB_SIZE, dModel, ...SHAPE },
+      { learningRate: ADAM.learning_rate, beta1: ADAM.beta1, beta2: ADAM.beta2, eps: ADAM.eps },
+      SEED,
+    );
+    const batch = trainingBatch();
+    this.inputs = Int32Array.from(batch.flatMap((s) => s.inputs));
+    this.targets = Int32Array.from(batch.flatMap((s) => s.targets));
+    this.weights = Float32Array.from(batch.flatMap((s) => s.weights));
+  }
+
+  trainStep(): number {
+    return this.model.trainStep(this.inputs, this.targets, this.weights, BATCH, SEQ_LEN);
+  }
+
+  sample(): number {
+    return this.model.sample(this.prompt, MAX_TOKENS, NUM_SAMPLES, this.sampleSeed++, this.eosId);
+  }
+
+  dispose(): void {
+    this.model.dispose();
+  }
+}
+
+/** Peak RSS in MiB of a fresh process running rss-child.ts with `args`. */
+function childPeakRssMb(args: string[]): Promise<number> {
+  const script = fileURLToPath(new URL("../engine/rss-child.ts", import.meta.url));
+  return new Promise((resolve, reject) => {
+    // fork() reuses this process's execArgv, which carries tsx's loader flags.
+    const child = fork(script, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    let peak: number | undefined;
+    child.on("message", (m: { maxRssMb: number }) => (peak = m.maxRssMb));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 && peak !== undefined ? resolve(peak) : reject(new Error(`rss child exited with code ${code}`))));
+  });
+}
+
+export const suite: Suite = {
+  description: `engine vs tfjs-wasm: d_model ${D_MODELS.join("/")}, ${SHAPE.nLayers} layers, ${SHAPE.nHeads} heads, batch ${BATCH}×${SEQ_LEN}`,
+  async *run(ctx): AsyncIterable<Row> {
+    const { tf, description } = await loadTfjs(ctx.log);
+    ctx.setup("baseline", description);
+    ctx.setup("model", { ...SHAPE, dModels: D_MODELS, vocabSize: VOCAB_SIZE });
+    ctx.setup("train", { batch: BATCH, seqLen: SEQ_LEN, loss: "cross_entropy", adam: ADAM, ...TRAIN });
+    ctx.setup("sample", { numSamples: NUM_SAMPLES, maxTokens: MAX_TOKENS, temperature: 1, ...SAMPLE });
+
+    const sides = D_MODELS.map((d) => {
+      const ours = new OurEngine(d);
+      return { d, ours, tfjs: new TfjsSide(tf, d, ours.prompt, ours.eosId) };
+    });
+    try {
+      const firstLoss: Record<string, { ours: number; tfjs: number }> = {};
+      for (const { d, ours, tfjs } of sides) {
+        // Both start from a random init on the same batch, so their first losses should agree (≈ ln 259 per weighted token).
+        firstLoss[`d${d}`] = { ours: ours.trainStep(), tfjs: tfjs.trainStep() };
+        ctx.log(`train_step_d${d}: timing`);
+        const t = await sideBySide(
+          {
+            ours: () => {
+              ours.trainStep();
+              return 1;
+            },
+            tfjs: () => {
+              tfjs.trainStep();
+              return 1;
+            },
+          },
+          TRAIN,
+        );
+        yield comparedRow(`train_step_d${d}`, "ms/step", t.ours.medianMs, t.tfjs.medianMs, { op: "<=", bound: 1 });
+      }
+      ctx.setup("first_loss_sum", firstLoss);
+      // EOS ends a sample early on either side; the tokens actually generated show the work was alike.
+      const tokensPerRequest: Record<string, { ours: number[]; tfjs: number[] }> = {};
+      for (const { d, ours, tfjs } of sides) {
+        ctx.log(`sample_tokens_per_s_d${d}: timing`);
+        const t = await sideBySide({ ours: () => ours.sample(), tfjs: () => tfjs.sample() }, SAMPLE);
+        tokensPerRequest[`d${d}`] = { ours: t.ours.units, tfjs: t.tfjs.units };
+        ctx.setup("sample_tokens_per_request", tokensPerRequest);
+        yield comparedRow(`sample_tokens_per_s_d${d}`, "tokens/s", t.ours.perSecond, t.tfjs.perSecond, { op: ">=", bound: 3 });
+      }
+    } finally {
+      for (const { ours, tfjs } of sides) {
+        ours.dispose();
+        tfjs.dispose();
+      }
+    }
+
+    ctx.log(`peak_rss_d${RSS_D_MODEL}_mb: child process`);
+    ctx.setup("runtime_floor_rss_mb", await childPeakRssMb([]));
+    yield targetRow(`peak_rss_d${RSS_D_MODEL}_mb`, "MB", await childPeakRssMb([String(RSS_D_MODEL)]), { op: "<=", bound: RSS_LIMIT_MB });
+  },
+};
