@@ -1,0 +1,74 @@
+/**
+ * Generates the arithmetic dataset (`train.jsonl`, `test.jsonl`) deterministically.
+ *
+ * Run `npx tsx recipe/math/data/make_data.ts` to rewrite the files; the recipe tests check that
+ * the committed files equal what this script produces. Each row has a `prompt` (a question), a
+ * `ground_truth` (the answer as a string of digits) and a `data_source` (`addition`,
+ * `subtraction` or `multiplication`); train and test share no question.
+ * @module
+ */
+import { writeFileSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+/** One arithmetic question. */
+export interface MathRow {
+  /** The question, e.g. `What is 23 + 58?`. */
+  prompt: string;
+  /** The exact answer, e.g. `81`. */
+  ground_truth: string;
+  /** The operation, for per-source validation metrics. */
+  data_source: "addition" | "subtraction" | "multiplication";
+}
+
+/** Deterministic PRNG (mulberry32). */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Rows in each split. */
+const TRAIN_SIZE = 400;
+const TEST_SIZE = 100;
+
+/** The train and test rows: sums and differences of numbers below 100, products up to 12 × 12. */
+export function makeRows(): { train: MathRow[]; test: MathRow[] } {
+  const next = random(7);
+  const between = (low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
+  const rows = new Map<string, MathRow>();
+  while (rows.size < TRAIN_SIZE + TEST_SIZE) {
+    const kind = between(0, 2);
+    let row: MathRow;
+    if (kind === 0) {
+      const [a, b] = [between(1, 99), between(1, 99)];
+      row = { prompt: `What is ${a} + ${b}?`, ground_truth: String(a + b), data_source: "addition" };
+    } else if (kind === 1) {
+      const [a, b] = [between(1, 99), between(1, 99)].sort((x, y) => y - x) as [number, number];
+      row = { prompt: `What is ${a} - ${b}?`, ground_truth: String(a - b), data_source: "subtraction" };
+    } else {
+      const [a, b] = [between(2, 12), between(2, 12)];
+      row = { prompt: `What is ${a} * ${b}?`, ground_truth: String(a * b), data_source: "multiplication" };
+    }
+    rows.set(row.prompt, row);
+  }
+  const all = [...rows.values()];
+  return { train: all.slice(0, TRAIN_SIZE), test: all.slice(TRAIN_SIZE) };
+}
+
+/** File name → JSONL content, as committed. */
+export function renderFiles(): Record<string, string> {
+  const { train, test } = makeRows();
+  const jsonl = (rows: MathRow[]): string => rows.map((row) => JSON.stringify(row)).join("\n") + "\n";
+  return { "train.jsonl": jsonl(train), "test.jsonl": jsonl(test) };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  for (const [name, content] of Object.entries(renderFiles())) {
+    writeFileSync(fileURLToPath(new URL(name, import.meta.url)), content);
+  }
+}
