@@ -268,21 +268,29 @@ const weaverOnly = (name: ServerDefinedLossName, inputs: Record<string, LossInpu
  * ```
  */
 export const lossFunctions = {
+  /** SFT: L = −Σ w_t·lp_t. */
   cross_entropy: crossEntropy,
+  /** Policy gradient with importance weights: L = −Σ r_t·A_t. */
   importance_sampling: importanceSampling,
+  /** Clipped-ratio PPO objective (ratio bounds 0.8 / 1.2 by default). */
   ppo,
+  /** Clipped importance-sampling policy optimisation with a stop-gradient weight (bounds 0 / 4). */
   cispo,
+  /** Direct reward optimisation with a quadratic penalty (β = 0.05 by default). */
   dro,
+  /** Weaver only; formula defined by the server. */
   truncated_importance_sampling: weaverOnly(
     "truncated_importance_sampling",
     { ...RL_INPUTS, loss_mask: LOSS_MASK },
     "Importance sampling with a truncated ratio; the cap and the reduction are defined by the Weaver server.",
   ),
+  /** Weaver only; forward pass returning target logprobs. */
   forward_logprob: weaverOnly(
     "forward_logprob",
     { target_tokens: TARGET_TOKENS },
     "Forward-only pass returning target logprobs; the first half of Weaver's client-side custom loss.",
   ),
+  /** Weaver only; linear surrogate for client-side custom losses. */
   surrogate: weaverOnly(
     "surrogate",
     { target_tokens: TARGET_TOKENS, surrogate_weights: { dtype: "float32", description: "+dLoss/dlp_t from a client-side custom loss" } },
