@@ -82,6 +82,9 @@ export const suite: Suite = {
       const ours = new OurEngine(d);
       return { d, ours, tfjs: new TfjsSide(tf, d, ours.prompt, ours.eosId) };
     });
+    // Every timed call, so a reader can judge the noise behind each median.
+    const samplesMs: Record<string, { ours: number[]; tfjs: number[] }> = {};
+    ctx.setup("samples_ms", samplesMs);
     try {
       const firstLoss: Record<string, { ours: number; tfjs: number }> = {};
       for (const { d, ours, tfjs } of sides) {
@@ -101,6 +104,7 @@ export const suite: Suite = {
           },
           TRAIN,
         );
+        samplesMs[`train_step_d${d}`] = { ours: t.ours.samplesMs, tfjs: t.tfjs.samplesMs };
         yield comparedRow(`train_step_d${d}`, "ms/step", t.ours.medianMs, t.tfjs.medianMs, { op: "<=", bound: 1 });
       }
       ctx.setup("first_loss_sum", firstLoss);
@@ -110,6 +114,7 @@ export const suite: Suite = {
         ctx.log(`sample_tokens_per_s_d${d}: timing`);
         const t = await sideBySide({ ours: () => ours.sample(), tfjs: () => tfjs.sample() }, SAMPLE);
         tokensPerRequest[`d${d}`] = { ours: t.ours.units, tfjs: t.tfjs.units };
+        samplesMs[`sample_tokens_per_s_d${d}`] = { ours: t.ours.samplesMs, tfjs: t.tfjs.samplesMs };
         ctx.setup("sample_tokens_per_request", tokensPerRequest);
         yield comparedRow(`sample_tokens_per_s_d${d}`, "tokens/s", t.ours.perSecond, t.tfjs.perSecond, { op: ">=", bound: 3 });
       }
