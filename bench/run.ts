@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     const suite = await loadSuite(name);
     console.error(`suite ${name}: ${suite.description}`);
     const result: SuiteResult = { suite: name, date: new Date().toISOString(), machine: machineInfo(), setup: {}, rows: [] };
-    const ctx = { repoRoot: path.dirname(benchDir), log, setup: (key: string, value: unknown) => void (result.setup[key] = value) };
+    const ctx = { log, setup: (key: string, value: unknown) => void (result.setup[key] = value) };
     for await (const row of suite.run(ctx)) {
       result.rows.push(row);
       log(`${row.name}: ${formatNumber(row.value)} ${row.unit}, ratio ${row.ratio.toFixed(3)} (target ${row.target})`);

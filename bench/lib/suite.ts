@@ -26,8 +26,6 @@ export interface Row {
 
 /** What a suite may use from the harness. */
 export interface SuiteContext {
-  /** Absolute path of the repository root. */
-  repoRoot: string;
   /** Progress line on stderr, so stdout stays the result table. */
   log(message: string): void;
   /** Records how the suite measured (shapes, repetitions, baseline versions) in the result file's `setup`. */

@@ -7,15 +7,12 @@
 export type DType = "float32" | "int32";
 
 export interface Tensor {
-  readonly shape: number[];
-  readonly dtype: DType;
   dataSync(): Float32Array | Int32Array;
   dispose(): void;
 }
 
-export interface Variable extends Tensor {
-  readonly name: string;
-}
+/** A trainable tensor (`tf.Variable`); the model only hands variables to the optimizer. */
+export type Variable = Tensor;
 
 export interface Optimizer {
   /** Computes `f`, its gradients with respect to `varList`, and applies one update. */
@@ -32,7 +29,6 @@ export interface Tf {
   getBackend(): string;
   enableProdMode(): void;
   env(): { getBool(flag: string): boolean };
-  memory(): { numTensors: number; numBytes: number };
 
   tidy<T extends Tensor>(fn: () => T): T;
   keep<T extends Tensor>(t: T): T;
