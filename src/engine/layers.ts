@@ -103,11 +103,32 @@ export function layerNormBackward(
   }
 }
 
-/** out[i] = GELU(x[i]) for i < n (tanh approximation, as in GPT-2). */
+/**
+ * tanh as a rational function (the minimax approximation of Eigen's float `ptanh`), within
+ * 3e-7 of `Math.tanh` and several times faster; pure arithmetic, so identical on every platform.
+ */
+export function fastTanh(v: number): number {
+  const x = v > 7.99881172180175781 ? 7.99881172180175781 : v < -7.99881172180175781 ? -7.99881172180175781 : v;
+  const x2 = x * x;
+  let p = -2.76076847742355e-16;
+  p = p * x2 + 2.00018790482477e-13;
+  p = p * x2 - 8.60467152213735e-11;
+  p = p * x2 + 5.12229709037114e-8;
+  p = p * x2 + 1.48572235717979e-5;
+  p = p * x2 + 6.37261928875436e-4;
+  p = p * x2 + 4.89352455891786e-3;
+  let q = 1.19825839466702e-6;
+  q = q * x2 + 1.18534705686654e-4;
+  q = q * x2 + 2.268434632439e-3;
+  q = q * x2 + 4.89352518554385e-3;
+  return (x * p) / q;
+}
+
+/** out[i] = GELU(x[i]) for i < n (tanh approximation, as in GPT-2); `out` may be `x`. */
 export function geluForward(out: Float32Array, x: Float32Array, n: number): void {
   for (let i = 0; i < n; i++) {
     const v = x[i]!;
-    out[i] = 0.5 * v * (1 + Math.tanh(GELU_C * (v + GELU_K * v * v * v)));
+    out[i] = 0.5 * v * (1 + fastTanh(GELU_C * (v + GELU_K * v * v * v)));
   }
 }
 
@@ -115,7 +136,7 @@ export function geluForward(out: Float32Array, x: Float32Array, n: number): void
 export function geluBackward(grad: Float32Array, x: Float32Array, n: number): void {
   for (let i = 0; i < n; i++) {
     const v = x[i]!;
-    const t = Math.tanh(GELU_C * (v + GELU_K * v * v * v));
+    const t = fastTanh(GELU_C * (v + GELU_K * v * v * v));
     const dt = (1 - t * t) * GELU_C * (1 + 3 * GELU_K * v * v);
     grad[i] = grad[i]! * (0.5 * (1 + t) + 0.5 * v * dt);
   }
