@@ -1,0 +1,152 @@
+/**
+ * The `local` backend: the embedded CPU engine behind the training-service interfaces, so the
+ * pipeline and `nexrl serve` use it without knowing it is local.
+ *
+ * @module
+ */
+import { LocalEngine, type LocalSampler } from "../../../engine/index.js";
+import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
+import type { LossFunctionName } from "../../../types/losses.js";
+import { modelInputTokens, type AdamParams, type Datum, type ModelInput } from "../../../types/wire.js";
+import type {
+  ApiFuture,
+  CreateTrainingClientOptions,
+  ForwardBackwardOutput,
+  ModelInfo,
+  OptimStepOutput,
+  SampleOutput,
+  SamplingClient,
+  SamplingParams,
+  SavedPath,
+  SaveStateOptions,
+  TrainingClient,
+  TrainingService,
+} from "../types.js";
+
+/** Options of {@link LocalTrainingService}. */
+export interface LocalTrainingServiceOptions {
+  /** Folder for checkpoints and sampler snapshots (the run's output folder). */
+  outputDir: string;
+  /** Default seed of the models' initial weights (0). */
+  seed?: number;
+}
+
+/**
+ * Runs an operation after every earlier one of the same queue and hands back its future at once,
+ * the way a remote service orders a model's requests by `seq_id`.
+ */
+class OrderedQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  submit<T>(operation: () => T | Promise<T>): Promise<ApiFuture<T>> {
+    const done = this.tail.then(operation);
+    this.tail = done.catch(() => undefined);
+    // A caller that never awaits the result must not crash the process with an unhandled rejection.
+    done.catch(() => undefined);
+    return Promise.resolve({ result: () => done });
+  }
+}
+
+function isPreset(name: string): name is ModelPresetName {
+  return Object.hasOwn(MODEL_PRESETS, name);
+}
+
+/** A {@link SamplingClient} over one {@link LocalSampler}. */
+class LocalSamplingClient implements SamplingClient {
+  private readonly queue = new OrderedQueue();
+
+  constructor(
+    readonly modelPath: string,
+    private readonly sampler: Pick<LocalSampler, "sample" | "computeLogprobs">,
+  ) {}
+
+  sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
+    return this.queue.submit(() => {
+      const { stop, ...rest } = params;
+      return this.sampler.sample(modelInputTokens(prompt), { ...rest, ...(stop && { stop: [...stop] }) }, numSamples);
+    });
+  }
+
+  async computeLogprobs(tokens: number[]): Promise<Array<number | null>> {
+    return (await this.queue.submit(() => this.sampler.computeLogprobs(tokens))).result();
+  }
+}
+
+/** A {@link TrainingClient} over a {@link LocalEngine}. */
+class LocalTrainingClient implements TrainingClient {
+  private readonly queue = new OrderedQueue();
+
+  constructor(
+    readonly modelId: string,
+    private readonly baseModel: string,
+    private readonly engine: LocalEngine,
+  ) {}
+
+  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.queue.submit(() => this.engine.forward(data, lossFn, lossFnConfig));
+  }
+
+  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.queue.submit(() => this.engine.forwardBackward(data, lossFn, lossFnConfig));
+  }
+
+  optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
+    return this.queue.submit(() => this.engine.optimStep(params));
+  }
+
+  /** Local checkpoints never expire: `ttlSeconds` is accepted and ignored. */
+  saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
+    return this.queue.submit(async () => ({ path: await this.engine.saveState(name, { optimizer: options.kind === "weights_and_optimizer" }) }));
+  }
+
+  loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
+    return this.queue.submit(() => this.engine.loadState(path, options));
+  }
+
+  /** Local snapshots never expire: `ttlSeconds` is accepted and ignored. */
+  saveWeightsForSampler(name: string): Promise<ApiFuture<SavedPath>> {
+    return this.queue.submit(async () => ({ path: await this.engine.saveWeightsForSampler(name) }));
+  }
+
+  async getInfo(): Promise<ModelInfo> {
+    return { modelId: this.modelId, baseModel: this.baseModel, tokenizerId: "byte", contextLength: this.engine.config.contextLength };
+  }
+}
+
+/**
+ * The embedded engine as a {@link TrainingService}. Base models are engine presets (`tiny`,
+ * `small`); sampler paths are the snapshot files `saveWeightsForSampler` writes, or a preset name
+ * to sample the untrained model with the service's seed.
+ *
+ * Operations run on the calling thread, one at a time per model, in submission order.
+ */
+export class LocalTrainingService implements TrainingService {
+  /** Always `local`. */
+  readonly backend = "local" as const;
+  private models = 0;
+
+  /** @param options where files go and the default seed. */
+  constructor(private readonly options: LocalTrainingServiceOptions) {}
+
+  /** Nothing to connect to: resolves at once. */
+  async connect(): Promise<void> {}
+
+  /** Creates a model from an engine preset. LoRA settings do not apply: the local engine trains every weight. */
+  async createTrainingClient(options: CreateTrainingClientOptions): Promise<TrainingClient> {
+    const engine = this.createEngine(options.baseModel, options.seed);
+    return new LocalTrainingClient(`local:${options.baseModel}:${this.models++}`, options.baseModel, engine);
+  }
+
+  /** Opens a sampler on a snapshot file, or on the untrained preset `path`. */
+  async createSamplingClient(path: string): Promise<SamplingClient> {
+    const sampler = isPreset(path) ? this.createEngine(path) : await LocalEngine.samplerFromSnapshot(path);
+    return new LocalSamplingClient(path, sampler);
+  }
+
+  /** Nothing to release: files stay in the output folder. */
+  async close(): Promise<void> {}
+
+  private createEngine(model: string, seed = this.options.seed): LocalEngine {
+    return LocalEngine.create({ model: model as ModelPresetName, outputDir: this.options.outputDir, ...(seed !== undefined && { seed }) });
+  }
+}
