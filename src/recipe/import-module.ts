@@ -13,15 +13,27 @@ export type ImportResult =
 
 /**
  * Imports `file` (an absolute path). Each call evaluates the module afresh. A failure to compile
- * or an exception thrown on import is returned, described with its location.
+ * or an exception thrown on import is returned, described with its location. Files that tsx
+ * compiles to CommonJS (a `.ts` file outside a `"type": "module"` package) give the same
+ * namespace as ES modules.
  */
 export async function importFile(file: string): Promise<ImportResult> {
   try {
     const namespace = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
-    return { ok: true, namespace };
+    return { ok: true, namespace: unwrapCommonJs(namespace) };
   } catch (cause) {
     return { ok: false, message: describeImportError(file, cause), cause };
   }
+}
+
+/**
+ * The ES namespace of a module that tsx compiled to CommonJS: Node exposes its `module.exports`
+ * (marked `__esModule`) as `default`, so the real default export is `default.default`.
+ */
+function unwrapCommonJs(namespace: Record<string, unknown>): Record<string, unknown> {
+  const exports = namespace.default;
+  if (typeof exports !== "object" || exports === null || (exports as { __esModule?: unknown }).__esModule !== true) return namespace;
+  return { ...(exports as Record<string, unknown>) };
 }
 
 /** Escapes a string for use inside a regular expression. */

@@ -79,7 +79,7 @@ function applyOne(recipe: RecipeFileContent, raw: string, env: Readonly<Record<s
 /** Why `segment` cannot be set inside `parent`. */
 function whyNot(parent: unknown, segment: KeySegment): string {
   if (Array.isArray(parent)) {
-    return typeof segment === "number" ? `the list has only ${parent.length} items` : "the parent is a list; use an index such as [0]";
+    return typeof segment === "number" ? `the list has ${parent.length} item${parent.length === 1 ? "" : "s"}` : "the parent is a list; use an index such as [0]";
   }
   return `the parent is ${parent === null ? "null" : typeof parent}, not a map`;
 }

@@ -45,9 +45,8 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
   const document = parseDocument(await readFile(file, "utf8"), { lineCounter, prettyErrors: false });
   if (document.errors.length > 0) {
     const issues = document.errors.map((error) => {
-      const at = error.linePos?.[0];
-      const location = at === undefined ? "" : ` at line ${at.line}, column ${at.col}`;
-      return { keyPath: "", message: `YAML syntax error${location}: ${error.message.split("\n")[0]}` };
+      const at = lineCounter.linePos(error.pos[0]);
+      return { keyPath: "", message: `YAML syntax error at line ${at.line}, column ${at.col}: ${error.message.split("\n")[0]}` };
     });
     throw new RecipeError(issues, { file, cause: document.errors[0] });
   }

@@ -25,7 +25,7 @@ export interface ValidateContext {
  * @throws {@link RecipeError} listing every problem the schema finds.
  */
 export function validateRecipe(data: PlainMap, context: ValidateContext): RecipeConfig {
-  const { data: input, alias } = flattenNamedTrainService(data);
+  const { data: input, alias } = flattenNamedTrainService(data, context);
   const result = recipeSchema.safeParse(input);
   if (result.success) return result.data;
   const issues = result.error.issues.flatMap((issue) => describeIssue(issue, input, alias, context));
@@ -37,16 +37,22 @@ type Alias = (path: readonly KeySegment[]) => KeySegment[];
 
 /**
  * NexRL's named form `service.train_service: {main_actor: {backend: …}}` becomes the flat form
- * `service.train_service: {backend: …}`; the alias maps error paths back. Several named entries
- * are left for the schema to reject.
+ * `service.train_service: {backend: …}`; the alias maps error paths back.
+ * @throws {@link RecipeError} when the named form lists several services.
  */
-function flattenNamedTrainService(data: PlainMap): { data: PlainMap; alias: Alias } {
+function flattenNamedTrainService(data: PlainMap, context: ValidateContext): { data: PlainMap; alias: Alias } {
   const unchanged = { data, alias: (path: readonly KeySegment[]) => [...path] };
   const service = data.service;
   if (!isPlainMap(service) || !isPlainMap(service.train_service) || "backend" in service.train_service) return unchanged;
   const entries = Object.entries(service.train_service);
-  const [name, actor] = entries[0] ?? [];
-  if (entries.length !== 1 || name === undefined || !isPlainMap(actor)) return unchanged;
+  if (entries.length === 0 || !entries.every(([, actor]) => isPlainMap(actor))) return unchanged;
+  if (entries.length > 1) {
+    const names = entries.map(([name]) => `\`${name}\``).join(", ");
+    const keyPath = "service.train_service";
+    const message = `nexrl trains one model: keep one service here (found ${names}); teachers of on-policy distillation go in \`trainer.teachers\``;
+    throw new RecipeError([{ keyPath, message, definedIn: context.origins.get(keyPath) }], { file: context.file });
+  }
+  const [name, actor] = entries[0]!;
   const alias: Alias = (path) => (path[0] === "service" && path[1] === "train_service" ? ["service", "train_service", name, ...path.slice(2)] : [...path]);
   return { data: { ...data, service: { ...service, train_service: actor } }, alias };
 }
@@ -54,11 +60,12 @@ function flattenNamedTrainService(data: PlainMap): { data: PlainMap; alias: Alia
 /** One zod issue → one issue per offending key. */
 function describeIssue(issue: z.core.$ZodIssue, input: PlainMap, alias: Alias, context: ValidateContext): RecipeIssue[] {
   const path = issue.path.filter((segment): segment is KeySegment => typeof segment !== "symbol");
+  const value = valueAt(input, path);
   const make = (at: KeySegment[], message: string, extra: Partial<RecipeIssue> = {}): RecipeIssue => {
     const written = alias(at);
-    return { keyPath: formatKeyPath(written), message, definedIn: originOf(context.origins, written), ...extra };
+    const missing = at === path && value === undefined;
+    return { keyPath: formatKeyPath(written), message, definedIn: missing ? undefined : originOf(context.origins, written), ...extra };
   };
-  const value = valueAt(input, path);
   const got = (): string => describeValue(value, path[path.length - 1], context.env);
   switch (issue.code) {
     case "unrecognized_keys": {

@@ -66,10 +66,18 @@ export const serviceSchema = z
     const model = (train.model ?? service.inference_service.model) as string;
     return {
       ...service,
-      train_service: { ...train, model },
+      /** The training service (one actor). */
+      train_service: {
+        ...train,
+        /** Base model to train (from `inference_service.model` when not set here). */
+        model,
+      },
+      /** The sampler the rollout workers call. */
       inference_service: {
         ...service.inference_service,
+        /** Model to sample from (the trained model unless set). */
         model: service.inference_service.model ?? model,
+        /** Where sampling runs (the training backend's sampler unless set). */
         backend: service.inference_service.backend ?? train.backend,
       },
     };
@@ -169,7 +177,21 @@ export const recipeSchema = z
     for (const source of [config ?? {}, recipe.trainer.algorithm ?? {}]) {
       for (const [key, value] of Object.entries(source)) if (value !== undefined) Object.assign(algorithm, { [key]: value });
     }
-    return { ...recipe, trainer: { ...recipe.trainer, algorithm }, service: { ...service, train_service: train } };
+    return {
+      ...recipe,
+      /** Training. */
+      trainer: {
+        ...recipe.trainer,
+        /** Hyper-parameters: defaults, then `service.train_service.config`, then `trainer.algorithm`. */
+        algorithm,
+      },
+      /** Services. */
+      service: {
+        ...service,
+        /** The training service; its `config` was merged into `trainer.algorithm`. */
+        train_service: train,
+      },
+    };
   });
 
 /** A parsed recipe: every default filled, hyper-parameters merged into `trainer.algorithm`. */

@@ -34,7 +34,12 @@ export const rolloutWorkerSchema = z
     agent: z
       .strictObject({
         /** Options of the `single_turn_math` agent. */
-        math: z.strictObject({ judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule") }).prefault({}),
+        math: z
+          .strictObject({
+            /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
+            judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
+          })
+          .prefault({}),
       })
       .optional(),
     /** NexAU agent YAML (`nexau` worker). */
@@ -60,7 +65,14 @@ export const rolloutWorkerSchema = z
     /** Times a failed rollout is retried before `runtime_monitor.exception_handling.policy` applies. */
     max_rollout_retries: nonNegativeInt.default(0),
     /** NexRL compatibility (Kubernetes agent pods); ignored. */
-    resource: z.strictObject({ num_workers: nonNegativeInt.optional(), agents_per_worker: positiveInt.optional() }).optional(),
+    resource: z
+      .strictObject({
+        /** Agent pods. */
+        num_workers: nonNegativeInt.optional(),
+        /** Agents per pod. */
+        agents_per_worker: positiveInt.optional(),
+      })
+      .optional(),
   })
   .superRefine((worker, ctx) => {
     if (worker.type === "custom" && worker.custom_rollout_worker_module_path === undefined) {
@@ -76,7 +88,11 @@ export const rolloutWorkerSchema = z
       }
     }
   })
-  .transform((worker) => ({ ...worker, need_llm_inference: worker.need_llm_inference ?? worker.type !== "pig_latin" }));
+  .transform((worker) => ({
+    ...worker,
+    /** Whether the worker samples from the inference service (true for every type but `pig_latin` unless set). */
+    need_llm_inference: worker.need_llm_inference ?? worker.type !== "pig_latin",
+  }));
 
 /** Shape of `trajectory_pool:`. */
 export const trajectoryPoolSchema = z

@@ -48,25 +48,35 @@ export const runtimeMonitorSchema = z
     /** What a failure does once retries are exhausted: stop the run (`stop_on_error`, `stop_on_critical`) or drop the task and go on (`continue`). */
     exception_handling: z
       .strictObject({
+        /** Watch for failures. */
         enabled: z.boolean().default(true),
+        /** Seconds between checks. */
         check_interval: z.number().positive().default(1),
+        /** What a failure does once retries are exhausted. */
         policy: z.enum(["stop_on_error", "stop_on_critical", "continue"]).default("stop_on_error"),
       })
       .prefault({}),
     /** NexRL compatibility (Ray actor health checks); ignored. */
     health_check: z
       .strictObject({
+        /** Run health checks. */
         enabled: z.boolean().default(true),
+        /** Seconds between checks. */
         check_interval: z.number().positive().default(10),
+        /** Seconds before a check fails. */
         timeout: z.number().positive().default(20),
       })
       .prefault({}),
     /** Progress lines while rolling out. */
     rollout_progress_monitor: z
       .strictObject({
+        /** Report progress. */
         enabled: z.boolean().default(true),
+        /** Seconds between progress updates. */
         update_interval: z.number().positive().default(1),
+        /** Updates between progress lines. */
         log_interval: positiveInt.default(10),
+        /** NexRL compatibility (a progress bar); ignored. */
         use_tqdm: z.boolean().default(true),
       })
       .prefault({}),
