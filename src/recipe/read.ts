@@ -8,7 +8,7 @@ import { extname } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from "yaml";
 import { RecipeError } from "./errors.js";
 import { importFile } from "./import-module.js";
-import { formatKeyPath, isPlainMap, setOrigins, type KeySegment, type Origins, type PlainMap } from "./tree.js";
+import { clonePlain, formatKeyPath, isPlainMap, setOrigins, type KeySegment, type Origins, type PlainMap } from "./tree.js";
 
 /** A recipe file as read: its data and where each key was written. */
 export interface RecipeFileContent {
@@ -93,5 +93,5 @@ async function readModule(file: string): Promise<RecipeFileContent> {
   }
   const origins: Origins = new Map();
   for (const [key, value] of Object.entries(data)) setOrigins(origins, [key], value, file);
-  return { data, origins };
+  return { data: clonePlain(data), origins };
 }
