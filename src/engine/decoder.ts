@@ -1,8 +1,8 @@
 /**
  * Single-token decoding with a key/value cache: feeding the token at position `pos` costs one
  * row of every projection plus attention over the `pos + 1` cached rows, instead of a forward
- * pass over the whole prefix. It calls the same row kernels as the batched forward pass, so the
- * logits agree with `forward` to float rounding.
+ * pass over the whole prefix. Its projections use the row kernels of the batched products (same
+ * summation order), so its logits agree with `forward` to float rounding.
  *
  * @module
  * @internal

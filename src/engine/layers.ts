@@ -1,7 +1,8 @@
 /**
- * Row-wise layers of the transformer (layer norm, GELU, causal attention, log-softmax) with their
- * backward passes. The batched forward pass and the single-token decode step call the same
- * row functions, so training and sampling compute identical numbers.
+ * Row-wise layers of the transformer (layer norm, GELU, log-softmax) with their backward passes,
+ * and the single-row causal attention of the decode step. The batched forward pass and the
+ * decode step share the layer-norm and GELU code, so training and sampling compute the same
+ * numbers up to the summation order of attention.
  *
  * @module
  * @internal
@@ -107,7 +108,7 @@ export function layerNormBackward(
  * tanh as a rational function (the minimax approximation of Eigen's float `ptanh`), within
  * 3e-7 of `Math.tanh` and several times faster; pure arithmetic, so identical on every platform.
  */
-export function fastTanh(v: number): number {
+function fastTanh(v: number): number {
   const x = v > 7.99881172180175781 ? 7.99881172180175781 : v < -7.99881172180175781 ? -7.99881172180175781 : v;
   const x2 = x * x;
   let p = -2.76076847742355e-16;
@@ -148,7 +149,7 @@ export function geluBackward(grad: Float32Array, x: Float32Array, n: number): vo
  * The query is q[qOff..qOff+dh); the first key is at keys[kOff..], successive keys `stride`
  * apart. Writes the weights to probs[pOff..pOff+count).
  */
-export function attentionWeights(
+function attentionWeights(
   q: Float32Array,
   qOff: number,
   keys: Float32Array,
@@ -205,53 +206,6 @@ export function attendRow(
     const p = probs[j]!;
     const v = kOff + j * stride + d;
     for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + (p * keys[v + c]!);
-  }
-}
-
-/**
- * Backward of causal attention for one sequence of `len` rows starting at row `start`, one head.
- * The attention weights are recomputed row by row instead of being stored, so memory stays
- * linear in the sequence length. dOut rows are d wide, qkv and dqkv rows 3d wide. Adds into dqkv
- * (zero it first). `probs` and `tmp` are scratch of at least `len` entries.
- */
-export function attentionBackwardHead(
-  dqkv: Float32Array,
-  dOut: Float32Array,
-  qkv: Float32Array,
-  start: number,
-  len: number,
-  head: number,
-  dh: number,
-  d: number,
-  scale: number,
-  probs: Float32Array,
-  tmp: Float64Array,
-): void {
-  const w = 3 * d;
-  const hOff = head * dh;
-  for (let i = 0; i < len; i++) {
-    const oRow = (start + i) * d + hOff;
-    const qRow = (start + i) * w + hOff;
-    attentionWeights(qkv, qRow, qkv, start * w + d + hOff, w, i + 1, dh, scale, probs, 0);
-    let rowDot = 0;
-    for (let j = 0; j <= i; j++) {
-      const v = (start + j) * w + 2 * d + hOff;
-      let dp = 0;
-      for (let c = 0; c < dh; c++) dp += dOut[oRow + c]! * qkv[v + c]!;
-      tmp[j] = dp;
-      rowDot += probs[j]! * dp;
-    }
-    for (let j = 0; j <= i; j++) {
-      const p = probs[j]!;
-      const ds = p * (tmp[j]! - rowDot) * scale;
-      const k = (start + j) * w + d + hOff;
-      const v = k + d;
-      for (let c = 0; c < dh; c++) {
-        dqkv[qRow + c] = dqkv[qRow + c]! + (ds * qkv[k + c]!);
-        dqkv[k + c] = dqkv[k + c]! + (ds * qkv[qRow + c]!);
-        dqkv[v + c] = dqkv[v + c]! + (p * dOut[oRow + c]!);
-      }
-    }
   }
 }
 

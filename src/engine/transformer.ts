@@ -8,7 +8,7 @@
  */
 import type { ResolvedModelConfig } from "./config.js";
 import { addColumnSums, addToRows, fillRows, matmulNN, matmulNT, matmulTN } from "./kernels.js";
-import { attendRow, attentionBackwardHead, geluBackward, geluForward, layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
+import { geluBackward, geluForward, layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
 import type { ModelTensors } from "./params.js";
 import type { Workspace } from "./workspace.js";
 
@@ -32,7 +32,6 @@ export function forwardBatch(w: ModelTensors, config: ResolvedModelConfig, ws: W
   const { dModel: d, nHeads, vocabSize: V } = config;
   const R = batch.rows;
   const dh = d / nHeads;
-  const scale = 1 / Math.sqrt(dh);
   const x = ws.x;
   for (let s = 0; s + 1 < batch.starts.length; s++) {
     const start = batch.starts[s]!;
@@ -51,13 +50,7 @@ export function forwardBatch(w: ModelTensors, config: ResolvedModelConfig, ws: W
     for (let s = 0; s + 1 < batch.starts.length; s++) {
       const start = batch.starts[s]!;
       const len = batch.starts[s + 1]! - start;
-      for (let i = 0; i < len; i++) {
-        const row = start + i;
-        for (let h = 0; h < nHeads; h++) {
-          const hOff = h * dh;
-          attendRow(a.qkv, row * 3 * d + hOff, a.qkv, start * 3 * d + d + hOff, 3 * d, i + 1, dh, d, scale, ws.probs, a.attnOut, row * d + hOff);
-        }
-      }
+      for (let h = 0; h < nHeads; h++) ws.attention.forward(a.attnOut, a.qkv, start, len, h, dh, d);
     }
     matmulNN(x, a.attnOut, b.wo, R, d, d, true);
     addToRows(x, b.bo, R, d);
@@ -85,7 +78,6 @@ export function backwardBatch(w: ModelTensors, g: ModelTensors, config: Resolved
   const { dModel: d, nHeads, vocabSize: V } = config;
   const R = batch.rows;
   const dh = d / nHeads;
-  const scale = 1 / Math.sqrt(dh);
   // dlogits = dL/dlp · (onehot(target) − softmax), in place over the logits.
   const dLogits = ws.logits;
   for (let r = 0; r < R; r++) {
@@ -117,13 +109,10 @@ export function backwardBatch(w: ModelTensors, g: ModelTensors, config: Resolved
     addColumnSums(gb.bo, dx, R, d, ws.acc);
     matmulTN(gb.wo, a.attnOut, dx, R, d, d);
     matmulNT(ws.dAttn, dx, b.wo, R, d, d, false);
-    ws.dqkv.fill(0, 0, R * 3 * d);
     for (let s = 0; s + 1 < batch.starts.length; s++) {
       const start = batch.starts[s]!;
       const len = batch.starts[s + 1]! - start;
-      for (let h = 0; h < nHeads; h++) {
-        attentionBackwardHead(ws.dqkv, ws.dAttn, a.qkv, start, len, h, dh, d, scale, ws.probs, ws.tmp);
-      }
+      for (let h = 0; h < nHeads; h++) ws.attention.backward(ws.dqkv, ws.dAttn, a.qkv, start, len, h, dh, d);
     }
     addColumnSums(gb.bqkv, ws.dqkv, R, 3 * d, ws.acc);
     matmulTN(gb.wqkv, a.y1, ws.dqkv, R, d, 3 * d);

@@ -6,6 +6,7 @@
  * @module
  * @internal
  */
+import { AttentionScratch } from "./attention.js";
 import type { ResolvedModelConfig } from "./config.js";
 
 /** Activations of one block kept for the backward pass (rows × width). */
@@ -55,14 +56,12 @@ export class Workspace {
   dHidden: Float32Array = new Float32Array(0);
   /** Double-precision scratch for reductions (4d wide). */
   readonly acc: Float64Array;
-  /** Attention-row scratch (context length): weights, and their gradients in double precision. */
-  readonly probs: Float32Array;
-  readonly tmp: Float64Array;
+  /** Per-head attention matrices. */
+  readonly attention: AttentionScratch;
 
   constructor(private readonly config: ResolvedModelConfig) {
     this.acc = new Float64Array(4 * config.dModel);
-    this.probs = new Float32Array(config.contextLength);
-    this.tmp = new Float64Array(config.contextLength);
+    this.attention = new AttentionScratch(config.contextLength, config.dModel / config.nHeads);
   }
 
   /** Grows the buffers to hold `rows` positions. */
