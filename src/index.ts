@@ -4,3 +4,4 @@
  * @packageDocumentation
  */
 export * from "./types/index.js";
+export * from "./recipe/index.js";

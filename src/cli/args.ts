@@ -1,0 +1,119 @@
+import { parseArgs } from "node:util";
+import { NexrlError } from "../types/errors.js";
+
+/** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
+export class UsageError extends NexrlError {}
+
+/** Process exit codes of the `nexrl` command. */
+export const EXIT_CODES = {
+  /** Success. */
+  ok: 0,
+  /** The recipe or its configuration is invalid. */
+  invalidRecipe: 1,
+  /** The command line is malformed. */
+  usage: 2,
+  /** The run failed, or asked for something this version cannot do yet. */
+  runFailed: 3,
+  /** Interrupted (SIGINT). */
+  interrupted: 130,
+} as const;
+
+/** The modes NexRL's CLI knows; only `training-service` runs here. */
+export type CliMode = "training-service" | "self-hosted";
+
+/** A parsed `nexrl` command line. */
+export type CliCommand =
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "validate"; configPath: string; overrides: string[] }
+  | { kind: "run"; mode: CliMode; configPath: string; overrides: string[]; runNexrl: boolean; tag?: string; outputDir?: string };
+
+const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
+
+/** Parses `argv` (without the node and script entries) into a {@link CliCommand}. */
+export function parseCommandLine(argv: readonly string[]): CliCommand {
+  const [first, ...rest] = argv;
+  const subcommand = first === "validate" ? first : undefined;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: subcommand ? rest : [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        mode: { type: "string", short: "m" },
+        "train-config": { type: "string", short: "c" },
+        config: { type: "string" },
+        "run-nexrl": { type: "boolean", short: "r" },
+        tag: { type: "string", short: "t" },
+        "output-dir": { type: "string", short: "o" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nRun \`nexrl --help\` for the options.`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: "help" };
+  if (values.version) return { kind: "version" };
+  const overrides: string[] = [];
+  for (const p of positionals) {
+    if (!OVERRIDE.test(p)) {
+      throw new UsageError(`unexpected argument "${p}"; overrides look like key.path=value (e.g. trainer.total_train_steps=10); the only command is validate`);
+    }
+    overrides.push(p);
+  }
+  const configPath = values["train-config"] ?? values.config;
+  if (!configPath) {
+    if (argv.length === 0) return { kind: "help" };
+    throw new UsageError("no recipe given; pass it with -c/--train-config PATH (a .yaml or .ts recipe)");
+  }
+  if (subcommand === "validate") return { kind: "validate", configPath, overrides };
+  const mode = values.mode ?? "training-service";
+  if (mode !== "training-service" && mode !== "self-hosted") {
+    throw new UsageError(`unknown mode "${mode}"; use -m training-service`);
+  }
+  return {
+    kind: "run",
+    mode,
+    configPath,
+    overrides,
+    runNexrl: values["run-nexrl"] ?? false,
+    ...(values.tag !== undefined && { tag: values.tag }),
+    ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
+  };
+}
+
+/** The text of `nexrl --help`. */
+export function helpText(version: string): string {
+  return `nexrl ${version} — post-train LLMs and agents with RL and SFT
+
+Usage:
+  nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
+  nexrl validate -c RECIPE [key.path=value ...]
+
+Options:
+  -m, --mode MODE            training-service (the default; trains through a training service:
+                             local, tinker or weaver). self-hosted is not supported.
+  -c, --train-config PATH    the recipe: YAML in NexRL's schema or a .ts module whose default
+                             export is defineRecipe({...}). Alias: --config.
+  -r, --run-nexrl            run the training. Without it, the resolved recipe and the plan are
+                             printed and nothing runs.
+  -t, --tag TAG              names the run; outputs go to outputs/<experiment_name>/<TAG>.
+  -o, --output-dir DIR       where the run writes metrics, samples and checkpoints.
+  -h, --help                 this text.
+  -v, --version              the version.
+  key.path=value             override a recipe key, e.g. trainer.total_train_steps=10.
+
+Commands:
+  validate                   load and check a recipe; print the first problems and exit 1 if bad.
+
+Exit codes:
+  ${EXIT_CODES.ok}    success
+  ${EXIT_CODES.invalidRecipe}    the recipe is invalid (file, key path and a suggestion are printed)
+  ${EXIT_CODES.usage}    the command line is malformed
+  ${EXIT_CODES.runFailed}    the run failed, or asked for something this version cannot do yet
+  ${EXIT_CODES.interrupted}  interrupted (Ctrl-C)
+`;
+}
