@@ -8,7 +8,7 @@ import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import { ModelConfigError, StateFileError } from "./errors.js";
 import { parameterCount, tensorViews } from "./params.js";
-import { LocalSampler, type SampleOptions, type SampleResult } from "./sampler.js";
+import { LocalSampler, type LocalSampleOptions, type LocalSampleResult } from "./sampler.js";
 import { encodeStateFile, type StateFileContents } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import { ByteTokenizer, type Tokenizer } from "./tokenizer.js";
@@ -135,7 +135,7 @@ export class LocalEngine {
   }
 
   /** Samples from the current weights; see {@link LocalSampler.sample}. */
-  sample(promptTokens: readonly number[], options: SampleOptions, numSamples = 1): SampleResult {
+  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
     return this.sampler.sample(promptTokens, options, numSamples);
   }
 

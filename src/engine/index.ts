@@ -5,8 +5,8 @@
  * @module
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
-export { LocalSampler, type SampleOptions, type SampleResult, type SampledSequence } from "./sampler.js";
-export type { ForwardBackwardResult, OptimStepResult } from "./training.js";
+export { LocalSampler, type LocalSampleOptions, type LocalSampleResult, type LocalSampledSequence } from "./sampler.js";
+export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
 export { MODEL_PRESETS, resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 export { ByteTokenizer, type ChatMessage, type ChatTemplateOptions, type EncodeOptions, type Tokenizer } from "./tokenizer.js";
 export {

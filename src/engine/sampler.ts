@@ -14,7 +14,7 @@ import { TokenChooser, type ChoiceParams } from "./token-choice.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 /** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
-export interface SampleOptions {
+export interface LocalSampleOptions {
   /** Maximum number of tokens to generate (≥ 1). */
   maxTokens: number;
   /** Softmax temperature; 0 is greedy. Default 1. */
@@ -34,7 +34,7 @@ export interface SampleOptions {
 }
 
 /** One generated sequence. */
-export interface SampledSequence {
+export interface LocalSampledSequence {
   /** Generated token ids (the prompt excluded). */
   tokens: number[];
   /** Logprob of each generated token under the model at temperature 1, before top-k/top-p. */
@@ -44,9 +44,9 @@ export interface SampledSequence {
 }
 
 /** Result of {@link LocalSampler.sample}. */
-export interface SampleResult {
+export interface LocalSampleResult {
   /** One entry per requested sample. */
-  sequences: SampledSequence[];
+  sequences: LocalSampledSequence[];
 }
 
 interface ResolvedSampling extends ChoiceParams {
@@ -86,7 +86,7 @@ export class LocalSampler {
    * random stream seeded by `options.seed`.
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
-  sample(promptTokens: readonly number[], options: SampleOptions, numSamples = 1): SampleResult {
+  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
     const params = this.resolve(options, numSamples);
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
@@ -100,13 +100,13 @@ export class LocalSampler {
     promptTokens.forEach((t, pos) => (logits = this.decoder.step(t, pos)));
     const promptLogits = Float32Array.from(logits);
     const rng = new Rng(params.seed);
-    const sequences: SampledSequence[] = [];
+    const sequences: LocalSampledSequence[] = [];
     for (let s = 0; s < numSamples; s++) {
       logits = this.decoder.logits;
       logits.set(promptLogits);
       const tokens: number[] = [];
       const logprobs: number[] = [];
-      let stopReason: SampledSequence["stopReason"] = "length";
+      let stopReason: LocalSampledSequence["stopReason"] = "length";
       for (let n = 0; n < budget; n++) {
         const token = this.chooser.choose(logits, params, rng);
         tokens.push(token);
@@ -153,7 +153,7 @@ export class LocalSampler {
     });
   }
 
-  private resolve(options: SampleOptions, numSamples: number): ResolvedSampling {
+  private resolve(options: LocalSampleOptions, numSamples: number): ResolvedSampling {
     const { maxTokens, temperature = 1, topP = 1, topK = -1, stop = [], seed = Math.floor(Math.random() * 2 ** 32) } = options;
     const bad = (msg: string): never => {
       throw new SamplingParamsError(msg);

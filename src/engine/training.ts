@@ -14,10 +14,16 @@ import { Rng } from "./prng.js";
 import { backwardBatch, forwardBatch } from "./transformer.js";
 import { Workspace } from "./workspace.js";
 
+/** The output of one datum in a {@link ForwardBackwardResult}. */
+export type LocalLossFnOutput = {
+  /** The logprob of each target token under the current weights (the weights before the pass). */
+  logprobs: number[];
+};
+
 /** Result of `forward` and `forwardBackward`, in the shape of Tinker's `ForwardBackwardOutput`. */
 export interface ForwardBackwardResult {
-  /** Per datum: the logprob of each target token under the current weights. */
-  lossFnOutputs: Array<{ logprobs: number[] }>;
+  /** One entry per datum, in order. */
+  lossFnOutputs: LocalLossFnOutput[];
   /** Metrics by `name:reduction` key; `loss:sum` is the loss summed over all datums. */
   metrics: Record<string, number>;
 }
@@ -63,7 +69,7 @@ export class TrainingCore {
     const ws = this.workspace;
     ws.ensure(batch.rows);
     forwardBatch(this.weights, this.config, ws, batch);
-    const lossFnOutputs: Array<{ logprobs: number[] }> = [];
+    const lossFnOutputs: LocalLossFnOutput[] = [];
     let total = 0;
     inputs.forEach((values, s) => {
       const start = batch.starts[s]!;
