@@ -75,3 +75,15 @@ export function prepareBatch(datums: readonly Datum[], lossFn: string, lossFnCon
   batch.starts[datums.length] = r;
   return { loss, batch, inputs };
 }
+
+/** The sequences `first` to `end − 1` of `batch`, as a batch of their own (views, no copies of tokens). */
+export function sliceBatch(batch: PackedBatch, first: number, end: number): PackedBatch {
+  const r0 = batch.starts[first]!;
+  const r1 = batch.starts[end]!;
+  return {
+    rows: r1 - r0,
+    tokens: batch.tokens.subarray(r0, r1),
+    targets: batch.targets.subarray(r0, r1),
+    starts: batch.starts.slice(first, end + 1).map((r) => r - r0),
+  };
+}

@@ -6,7 +6,7 @@
  */
 import { adamParams } from "../types/wire.js";
 import type { AdamParams, Datum } from "../types/wire.js";
-import { prepareBatch } from "./batch.js";
+import { prepareBatch, sliceBatch } from "./batch.js";
 import type { ResolvedModelConfig } from "./config.js";
 import { AdamState } from "./optimizer.js";
 import { initializeParameters, parameterCount, tensorViews, type ModelTensors } from "./params.js";
@@ -54,6 +54,11 @@ export class TrainingCore {
   constructor(
     readonly config: ResolvedModelConfig,
     seed: number,
+    /**
+     * Most positions of one batched pass (at least one full context): longer calls run in
+     * chunks whose gradients add up, which bounds the activation memory.
+     */
+    private readonly maxChunkRows = 2048,
   ) {
     const size = parameterCount(config);
     this.weights = tensorViews(new Float32Array(size), config);
@@ -66,21 +71,26 @@ export class TrainingCore {
   /** Computes target logprobs and losses of `datums`; with `backward`, also adds their gradients. */
   run(datums: readonly Datum[], lossFn: string, lossFnConfig: Readonly<Record<string, number>> | undefined, backward: boolean): ForwardBackwardResult {
     const { loss, batch, inputs } = prepareBatch(datums, lossFn, lossFnConfig, this.config);
+    const limit = Math.max(this.maxChunkRows, this.config.contextLength);
     const ws = this.workspace;
-    ws.ensure(batch.rows);
-    forwardBatch(this.weights, this.config, ws, batch);
     const lossFnOutputs: LocalLossFnOutput[] = [];
     let total = 0;
-    inputs.forEach((values, s) => {
-      const start = batch.starts[s]!;
-      const end = batch.starts[s + 1]!;
-      const logprobs = ws.logprobs.subarray(start, end);
-      const evaluation = loss.evaluate(logprobs, values, lossFnConfig);
-      total += evaluation.loss;
-      ws.gradLogprobs.set(evaluation.gradLogprobs, start);
-      lossFnOutputs.push({ logprobs: Array.from(logprobs) });
-    });
-    if (backward) backwardBatch(this.weights, this.grads, this.config, ws, batch);
+    for (let first = 0; first < inputs.length; ) {
+      let end = first + 1;
+      while (end < inputs.length && batch.starts[end + 1]! - batch.starts[first]! <= limit) end++;
+      const chunk = sliceBatch(batch, first, end);
+      ws.ensure(chunk.rows);
+      forwardBatch(this.weights, this.config, ws, chunk);
+      for (let s = first; s < end; s++) {
+        const logprobs = ws.logprobs.subarray(chunk.starts[s - first]!, chunk.starts[s - first + 1]!);
+        const evaluation = loss.evaluate(logprobs, inputs[s]!, lossFnConfig);
+        total += evaluation.loss;
+        ws.gradLogprobs.set(evaluation.gradLogprobs, chunk.starts[s - first]!);
+        lossFnOutputs.push({ logprobs: Array.from(logprobs) });
+      }
+      if (backward) backwardBatch(this.weights, this.grads, this.config, ws, chunk);
+      first = end;
+    }
     return { lossFnOutputs, metrics: { "loss:sum": total } };
   }
 

@@ -65,6 +65,18 @@ describe("forward and forwardBackward", () => {
     expect(worst).toBeLessThan(1e-5 * scale);
   });
 
+  it("runs calls longer than the chunk limit in chunks with the same results", () => {
+    const whole = new TrainingCore(small, 1);
+    const chunked = new TrainingCore(small, 1, 24); // at least one context (32 rows) per chunk
+    const datums = [...texts, ...texts].map((t) => lmDatum([256, ...Buffer.from(t)]));
+    const a = whole.run(datums, "cross_entropy", undefined, true);
+    const b = chunked.run(datums, "cross_entropy", undefined, true);
+    expect(b.lossFnOutputs).toEqual(a.lossFnOutputs);
+    expect(b.metrics["loss:sum"]).toBeCloseTo(a.metrics["loss:sum"]!, 9);
+    const scale = whole.grads.flat.reduce((m, g) => Math.max(m, Math.abs(g)), 0);
+    chunked.grads.flat.forEach((g, i) => expect(Math.abs(g - whole.grads.flat[i]!)).toBeLessThan(1e-5 * scale));
+  });
+
   it("applies the loss contract: unknown and Weaver-only losses, missing or extra inputs, config keys", async () => {
     const engine = await engineFor("tiny");
     const tokens = [256, 1, 2, 3];
