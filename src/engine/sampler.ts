@@ -111,7 +111,7 @@ export class LocalSampler {
         const token = this.chooser.choose(logits, params, rng);
         tokens.push(token);
         logprobs.push(logits[token]! - logSumExp(logits, 0, logits.length));
-        if (params.stopIds.has(token) || this.endsWithStopString(tokens, params.stopStrings)) {
+        if (params.stopIds.has(token) || this.hitsStopString(tokens, params.stopStrings)) {
           stopReason = "stop";
           break;
         }
@@ -140,7 +140,7 @@ export class LocalSampler {
     return out;
   }
 
-  private endsWithStopString(tokens: number[], stopStrings: string[]): boolean {
+  private hitsStopString(tokens: number[], stopStrings: string[]): boolean {
     if (stopStrings.length === 0) return false;
     const text = this.tokenizer.decode(tokens);
     return stopStrings.some((s) => text.includes(s));

@@ -66,6 +66,27 @@ describe("sampling on an untrained model", () => {
     }
   });
 
+  it("top-k and top-p restrict the draw to the most likely tokens", () => {
+    const next = Array.from({ length: engine.config.vocabSize }, (_, v) => ({ v, lp: engine.computeLogprobs([...prompt, v]).at(-1)! }));
+    next.sort((a, b) => b.lp - a.lp);
+    const first = (options: { topK?: number; topP?: number }): Set<number> =>
+      new Set(engine.sample(prompt, { maxTokens: 1, seed: 8, temperature: 3, ...options }, 200).sequences.map((s) => s.tokens[0]!));
+    const top3 = new Set(next.slice(0, 3).map((t) => t.v));
+    const k = first({ topK: 3 });
+    expect([...k].every((t) => top3.has(t))).toBe(true);
+    expect(k.size).toBe(3);
+    // The nucleus of mass 0.05 at temperature 3: the smallest prefix of the sorted list reaching it.
+    const scaled = next.map((t) => Math.exp(t.lp / 3));
+    const total = scaled.reduce((a, b) => a + b, 0);
+    let n = 0;
+    for (let cum = 0; cum < 0.05 * total; n++) cum += scaled[n]!;
+    const nucleus = new Set(next.slice(0, n).map((t) => t.v));
+    const p = first({ topP: 0.05 });
+    expect([...p].every((t) => nucleus.has(t))).toBe(true);
+    expect(p.size).toBeGreaterThan(1);
+    expect(first({}).size).toBeGreaterThan(n);
+  });
+
   it("refuses bad parameters, bad token ids and prompts that fill the context", () => {
     expect(() => engine.sample(prompt, { maxTokens: 0 })).toThrow(SamplingParamsError);
     expect(() => engine.sample(prompt, { maxTokens: 4, temperature: -1 })).toThrow(/temperature/);
