@@ -15,7 +15,10 @@ import type { Tokenizer } from "./tokenizer.js";
 
 /** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
 export interface LocalSampleOptions {
-  /** Maximum number of tokens to generate (≥ 1). */
+  /**
+   * Maximum number of tokens to generate (≥ 1). Generation also ends when prompt plus output
+   * reach the context length (stop reason `length`).
+   */
   maxTokens: number;
   /** Softmax temperature; 0 is greedy. Default 1. */
   temperature?: number;
@@ -96,13 +99,13 @@ export class LocalSampler {
     }
     const P = promptTokens.length;
     const budget = Math.min(params.maxTokens, C - P);
-    let logits = this.decoder.logits;
-    promptTokens.forEach((t, pos) => (logits = this.decoder.step(t, pos)));
-    const promptLogits = Float32Array.from(logits);
+    // step() always refreshes the same logits buffer.
+    const logits = this.decoder.logits;
+    promptTokens.forEach((t, pos) => this.decoder.step(t, pos));
+    const promptLogits = logits.slice();
     const rng = new Rng(params.seed);
     const sequences: LocalSampledSequence[] = [];
     for (let s = 0; s < numSamples; s++) {
-      logits = this.decoder.logits;
       logits.set(promptLogits);
       const tokens: number[] = [];
       const logprobs: number[] = [];
@@ -115,7 +118,7 @@ export class LocalSampler {
           stopReason = "stop";
           break;
         }
-        if (n + 1 < budget) logits = this.decoder.step(token, P + n);
+        if (n + 1 < budget) this.decoder.step(token, P + n);
       }
       sequences.push({ tokens, logprobs, stopReason });
     }
