@@ -5,3 +5,6 @@
  */
 export * from "./types/index.js";
 export * from "./recipe/index.js";
+export * from "./engine/index.js";
+export * from "./services/training/types.js";
+export * from "./services/training/local/index.js";

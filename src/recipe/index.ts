@@ -10,6 +10,6 @@ export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./load.js
 export { parseModuleReference, type ModuleReference } from "./module-ref.js";
 export { findRecipeFile, resolveRecipePath, type FoundPath, type PathBase, type ResolveRecipePathOptions } from "./paths.js";
 export { REDACTED, isSecretKey, redactSecrets, redactText } from "./redact.js";
-export { recipeSchema, type RecipeConfig } from "./schema/recipe.js";
+export type { RecipeConfig } from "./schema/recipe.js";
 export type { AlgorithmConfig } from "./schema/trainer.js";
 export { loadUserClass, type ConcreteClass, type LoadUserClassOptions } from "./user-module.js";

@@ -194,5 +194,9 @@ export const recipeSchema = z
     };
   });
 
-/** A parsed recipe: every default filled, hyper-parameters merged into `trainer.algorithm`. */
+/**
+ * A parsed recipe: every default filled, hyper-parameters merged into `trainer.algorithm`. Its keys
+ * are the YAML keys (snake_case); each is documented where the schema defines it
+ * (`src/recipe/schema/`), and editors show those comments on hover.
+ */
 export type RecipeConfig = z.output<typeof recipeSchema>;
