@@ -8,3 +8,4 @@ export * from "./recipe/index.js";
 export * from "./engine/index.js";
 export * from "./services/training/types.js";
 export * from "./services/training/local/index.js";
+export * from "./services/inference/index.js";

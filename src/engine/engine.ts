@@ -11,7 +11,8 @@ import { parameterCount, tensorViews } from "./params.js";
 import { LocalSampler, type LocalSampleOptions, type LocalSampleResult } from "./sampler.js";
 import { encodeStateFile, type StateFileContents } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
-import { ByteTokenizer, type Tokenizer } from "./tokenizer.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import { ByteTokenizer } from "./tokenizer.js";
 import { TrainingCore, type ForwardBackwardResult, type OptimStepResult } from "./training.js";
 
 /** Options of {@link LocalEngine.create}. */

@@ -8,7 +8,7 @@ export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engin
 export { LocalSampler, type LocalSampleOptions, type LocalSampleResult, type LocalSampledSequence } from "./sampler.js";
 export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
 export { MODEL_PRESETS, resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
-export { ByteTokenizer, type ChatMessage, type ChatTemplateOptions, type EncodeOptions, type Tokenizer } from "./tokenizer.js";
+export { ByteTokenizer } from "./tokenizer.js";
 export {
   CheckpointNameError,
   ContextLengthError,

@@ -11,7 +11,7 @@ import { logSumExp } from "./layers.js";
 import type { ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
 import { TokenChooser, type ChoiceParams } from "./token-choice.js";
-import type { Tokenizer } from "./tokenizer.js";
+import type { Tokenizer } from "../types/tokenizer.js";
 
 /** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
 export interface LocalSampleOptions {

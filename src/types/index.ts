@@ -2,3 +2,4 @@ export * from "./errors.js";
 export * from "./wire.js";
 export * from "./trajectory.js";
 export * from "./losses.js";
+export * from "./tokenizer.js";

@@ -1,0 +1,85 @@
+import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
+import { NexrlError } from "../../types/errors.js";
+import { modelInputFromTokens } from "../../types/wire.js";
+import type { SamplingClient } from "../training/types.js";
+import type { InferenceClient, InferenceOptions, InferenceResult } from "./types.js";
+
+/** Options of {@link SamplerInferenceClient}. */
+export interface SamplerInferenceClientOptions {
+  /** The tokenizer of the sampled model. */
+  tokenizer: Tokenizer;
+  /** The sampler to start with. */
+  samplingClient: SamplingClient;
+  /** Policy version of that sampler (0 for the base model). */
+  policyVersion?: number;
+  /** `maxTokens` when a call gives none (default 256). */
+  defaultMaxTokens?: number;
+}
+
+/**
+ * An {@link InferenceClient} over a training service's {@link SamplingClient}. Weight sync swaps
+ * the sampler with {@link SamplerInferenceClient.setSampler}; calls already running finish on the
+ * sampler they started with, and each result reports the policy version that produced it.
+ */
+export class SamplerInferenceClient implements InferenceClient {
+  /** The tokenizer of the sampled model. */
+  readonly tokenizer: Tokenizer;
+  private sampler: SamplingClient;
+  private version: number;
+  private readonly defaultMaxTokens: number;
+
+  /** @param options tokenizer, first sampler and defaults. */
+  constructor(options: SamplerInferenceClientOptions) {
+    this.tokenizer = options.tokenizer;
+    this.sampler = options.samplingClient;
+    this.version = options.policyVersion ?? 0;
+    this.defaultMaxTokens = options.defaultMaxTokens ?? 256;
+  }
+
+  /** Version of the weights new calls sample from. */
+  get policyVersion(): number {
+    return this.version;
+  }
+
+  /** Points new calls at `samplingClient`, which serves the weights of `policyVersion`. */
+  setSampler(samplingClient: SamplingClient, policyVersion: number): void {
+    this.sampler = samplingClient;
+    this.version = policyVersion;
+  }
+
+  /** Continues `prompt`; text is encoded with BOS, token ids are used as they are. */
+  completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    const tokens = typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt;
+    return this.generate(tokens, options);
+  }
+
+  /** Answers a conversation, formatted with the tokenizer's chat template. */
+  chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.generate(this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }), options);
+  }
+
+  private async generate(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
+    options.signal?.throwIfAborted();
+    const sampler = this.sampler;
+    const policyVersion = this.version;
+    const future = await sampler.sample(modelInputFromTokens(promptTokens), 1, {
+      maxTokens: options.maxTokens ?? this.defaultMaxTokens,
+      ...(options.temperature !== undefined && { temperature: options.temperature }),
+      ...(options.topP !== undefined && { topP: options.topP }),
+      ...(options.topK !== undefined && { topK: options.topK }),
+      ...(options.stop !== undefined && { stop: options.stop }),
+      ...(options.seed !== undefined && { seed: options.seed }),
+    });
+    const [sequence] = (await future.result()).sequences;
+    if (!sequence) throw new NexrlError("the sampler returned no sequence for a request of one sample; check the sampling service");
+    options.signal?.throwIfAborted();
+    return {
+      promptTokens: [...promptTokens],
+      responseTokens: sequence.tokens,
+      response: this.tokenizer.decode(sequence.tokens),
+      logprobs: sequence.logprobs,
+      finishReason: sequence.stopReason,
+      policyVersion,
+    };
+  }
+}

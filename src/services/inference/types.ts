@@ -1,0 +1,54 @@
+/**
+ * The token-in/token-out inference interface rollout workers call, whatever serves the model: a
+ * training service's sampler or an OpenAI-compatible server.
+ *
+ * @module
+ */
+import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
+
+/** Why a generation ended. */
+export type FinishReason = "stop" | "length" | "abort";
+
+/** Sampling options of one inference call. */
+export interface InferenceOptions {
+  /** Most tokens to generate (default: the client's). */
+  maxTokens?: number;
+  /** Softmax temperature; 0 is greedy (default 1). */
+  temperature?: number;
+  /** Nucleus sampling mass (default 1: off). */
+  topP?: number;
+  /** Top-k cut (default -1: off). */
+  topK?: number;
+  /** Stop strings. */
+  stop?: string[];
+  /** Seed for reproducible samples. */
+  seed?: number;
+  /** Cancels the call. */
+  signal?: AbortSignal;
+}
+
+/** One generation, token-exact: the ids the model saw and sampled, and their logprobs. */
+export interface InferenceResult {
+  /** Token ids of the prompt, exactly as the model read them. */
+  promptTokens: number[];
+  /** Token ids the model sampled. */
+  responseTokens: number[];
+  /** The decoded response. */
+  response: string;
+  /** Logprob of each response token under the sampling weights. */
+  logprobs: number[];
+  /** Why generation ended. */
+  finishReason: FinishReason;
+  /** Version of the weights that sampled it (the training step), when the client knows. */
+  policyVersion?: number;
+}
+
+/** What rollout workers call to sample from the policy. */
+export interface InferenceClient {
+  /** The tokenizer of the served model. */
+  readonly tokenizer: Tokenizer;
+  /** Continues `prompt` (text, or token ids used as they are). */
+  completion(prompt: string | number[], options?: InferenceOptions): Promise<InferenceResult>;
+  /** Answers a conversation, formatted with the model's chat template. */
+  chat(messages: readonly ChatMessage[], options?: InferenceOptions): Promise<InferenceResult>;
+}
