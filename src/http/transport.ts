@@ -1,0 +1,275 @@
+/**
+ * {@link HttpTransport}: JSON over HTTP on a shared keep-alive undici pool, with the API key
+ * header, per-call timeouts and `AbortSignal`s, typed errors, idempotency keys, and retries with
+ * jittered exponential backoff that honour `retry-after`.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import type { Dispatcher } from "undici";
+import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
+import { ApiConnectionError, ApiStatusError, ApiTimeoutError, HttpError, RequestAbortedError, statusError, type HttpErrorContext } from "./errors.js";
+import { acquirePool, type PoolLease } from "./pools.js";
+import { Redactor } from "./redact.js";
+
+/**
+ * Which failures a request may be sent again after:
+ * - `all`: every retryable failure (retryable statuses, broken connections, timeouts); for
+ *   idempotent requests and for requests the service deduplicates (idempotency key, `seq_id`);
+ * - `unsent`: only a connection that was never made, so the service cannot have seen it;
+ * - `none`: never.
+ */
+export type RetryMode = "all" | "unsent" | "none";
+
+/** Options of {@link HttpTransport}. */
+export interface HttpTransportOptions {
+  /** Base URL; request paths are appended to it (it may carry a path prefix). */
+  baseUrl: string;
+  /** API key sent in `apiKeyHeader`; redacted from every error and log line. */
+  apiKey?: string;
+  /** Header carrying the API key, e.g. `X-API-Key` (Tinker) or `X-WEAVER-API-KEY` (Weaver). */
+  apiKeyHeader?: string;
+  /** Where the key comes from, named in authentication errors (e.g. `TINKER_API_KEY`). */
+  apiKeySource?: string;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Default per-call timeout in milliseconds (60 000). */
+  timeoutMs?: number;
+  /** Most retries of one call after its first attempt (10). */
+  maxRetries?: number;
+  /** Backoff between retries (0.5 s doubling to 10 s, jittered). */
+  backoff?: Partial<BackoffOptions>;
+  /** Receives one line per retry; API keys are already redacted. */
+  log?: (line: string) => void;
+}
+
+/** HTTP methods the transport sends. */
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** One call of {@link HttpTransport.request}. */
+export interface HttpRequest {
+  /** HTTP method. */
+  method: HttpMethod;
+  /** Path below the base URL, e.g. `/api/v1/healthz`. */
+  path: string;
+  /** JSON body. */
+  body?: unknown;
+  /** Extra headers of this call. */
+  headers?: Record<string, string>;
+  /** Timeout of each attempt in milliseconds (default: the transport's). */
+  timeoutMs?: number;
+  /** Aborts the call, retries and waits included. */
+  signal?: AbortSignal;
+  /** Which failures to retry; default `all` for GET and `unsent` otherwise. */
+  retry?: RetryMode;
+  /**
+   * Sends `X-Idempotency-Key`, the same on every attempt: `true` makes a fresh key for this call,
+   * a string is used as it is.
+   */
+  idempotencyKey?: boolean | string;
+}
+
+/** A successful (2xx) response. */
+export interface HttpResponse<T = unknown> {
+  /** HTTP status. */
+  status: number;
+  /** Response headers, lower-cased names. */
+  headers: Record<string, string>;
+  /** Parsed JSON body (undefined when empty), or the text when it was not JSON. */
+  body: T;
+  /** The service's request id, when it gave one. */
+  requestId?: string;
+}
+
+/** Error codes of connections that were never made: the service cannot have seen the request. */
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function errorCode(error: unknown): string | undefined {
+  const own = (error as { code?: unknown } | undefined)?.code;
+  if (typeof own === "string") return own;
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof cause === "string" ? cause : undefined;
+}
+
+function flatHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text === "") return undefined;
+  if (contentType?.includes("json")) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+function bodyRequestId(body: unknown): string | undefined {
+  const id = body && typeof body === "object" ? (body as Record<string, unknown>).request_id : undefined;
+  return typeof id === "string" ? id : undefined;
+}
+
+/**
+ * JSON over HTTP to one service. Connections come from one keep-alive pool per origin, shared
+ * with other transports to the same origin.
+ *
+ * @example
+ * ```ts
+ * const http = new HttpTransport({ baseUrl: "http://127.0.0.1:8000", apiKey, apiKeyHeader: "X-API-Key" });
+ * const { body } = await http.request({ method: "POST", path: "/api/v1/create_session", body: {...}, retry: "all", idempotencyKey: true });
+ * await http.close();
+ * ```
+ */
+export class HttpTransport {
+  private readonly origin: string;
+  private readonly prefix: string;
+  private readonly lease: PoolLease;
+  private readonly closing = new AbortController();
+  private readonly redactor: Redactor;
+  private readonly baseHeaders: Record<string, string>;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly backoff: BackoffOptions;
+  private readonly apiKeySource: string;
+  private readonly log: ((line: string) => void) | undefined;
+
+  /** @param options where to send requests, the key, timeouts and retries. */
+  constructor(options: HttpTransportOptions) {
+    const base = new URL(options.baseUrl);
+    this.origin = base.origin;
+    this.prefix = base.pathname.replace(/\/+$/, "");
+    this.lease = acquirePool(this.origin);
+    const keyHeader = options.apiKeyHeader ?? "X-API-Key";
+    this.redactor = new Redactor([options.apiKey], [keyHeader]);
+    this.baseHeaders = {
+      "user-agent": "nexrl",
+      accept: "application/json",
+      ...options.headers,
+      ...(options.apiKey !== undefined && options.apiKey !== "" && { [keyHeader]: options.apiKey }),
+    };
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    this.maxRetries = options.maxRetries ?? 10;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.apiKeySource = options.apiKeySource ?? "the API key";
+    this.log = options.log;
+  }
+
+  /** The base URL requests go to. */
+  get baseUrl(): string {
+    return this.origin + this.prefix;
+  }
+
+  /** `text` with the API key replaced by `***`; use it on anything derived from a response. */
+  redact(text: string): string {
+    return this.redactor.text(text);
+  }
+
+  /**
+   * Sends one call, retrying as `request.retry` allows, and returns the 2xx response.
+   * @throws {@link ApiStatusError} (a subclass per status) for an error status,
+   * {@link ApiConnectionError} when no response arrived, {@link ApiTimeoutError} when the timeout
+   * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
+   */
+  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+    const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
+    const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
+    const headers: Record<string, string> = {
+      ...this.baseHeaders,
+      ...(request.body !== undefined && { "content-type": "application/json" }),
+      ...(key !== undefined && { "x-idempotency-key": key }),
+      ...request.headers,
+    };
+    const context: HttpErrorContext = { method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) };
+    const body = request.body === undefined ? undefined : JSON.stringify(request.body);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.send<T>(request, headers, body, context);
+      } catch (error) {
+        if (!(error instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(error, mode)) throw error;
+        const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
+        this.log?.(this.redact(`nexrl http: ${request.method} ${context.url} failed (${this.describe(error)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
+        await this.wait(wait, request.signal, context);
+      }
+    }
+  }
+
+  /** Aborts calls in flight and gives the connection pool back. */
+  async close(): Promise<void> {
+    this.closing.abort(new Error("the client was closed"));
+    await this.lease.release();
+  }
+
+  private mayRetry(error: HttpError, mode: RetryMode): boolean {
+    if (mode === "none") return false;
+    if (mode === "unsent") return error instanceof ApiConnectionError && !error.connected;
+    return error.isRetryable;
+  }
+
+  private describe(error: HttpError): string {
+    if (error.status !== undefined) return `HTTP ${error.status}${error.requestId ? `, request id ${error.requestId}` : ""}`;
+    return error instanceof ApiTimeoutError ? "timeout" : "connection error";
+  }
+
+  private async wait(ms: number, signal: AbortSignal | undefined, context: HttpErrorContext): Promise<void> {
+    const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    try {
+      await sleep(ms, abort);
+    } catch {
+      throw new RequestAbortedError(context, this.abortReason(signal));
+    }
+  }
+
+  private abortReason(signal: AbortSignal | undefined): string {
+    const source = signal?.aborted ? signal : this.closing.signal;
+    const reason: unknown = source.reason;
+    return this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted"));
+  }
+
+  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | undefined, context: HttpErrorContext): Promise<HttpResponse<T>> {
+    const timeoutMs = request.timeoutMs ?? this.timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signals = [timeout, this.closing.signal, ...(request.signal ? [request.signal] : [])];
+    let response: Dispatcher.ResponseData;
+    let text: string;
+    try {
+      response = await this.lease.pool.request({
+        path: this.prefix + request.path,
+        method: request.method,
+        headers,
+        body: body ?? null,
+        signal: AbortSignal.any(signals),
+      });
+      text = await response.body.text();
+    } catch (error) {
+      if (request.signal?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context, this.abortReason(request.signal));
+      if (timeout.aborted) throw new ApiTimeoutError(context, timeoutMs);
+      const code = errorCode(error);
+      throw new ApiConnectionError(context, !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    }
+    const responseHeaders = flatHeaders(response.headers);
+    const parsed = parseBody(text, responseHeaders["content-type"]);
+    const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
+    if (response.statusCode >= 200 && response.statusCode < 300) {
+      return { status: response.statusCode, headers: responseHeaders, body: parsed as T, ...(requestId !== undefined && { requestId }) };
+    }
+    const retryAfter = retryAfterMs(responseHeaders);
+    throw statusError(
+      {
+        ...context,
+        status: response.statusCode,
+        body: this.redactor.value(parsed),
+        headers: responseHeaders,
+        ...(requestId !== undefined && { requestId }),
+        ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
+      },
+      this.apiKeySource,
+    );
+  }
+}
