@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.js";
+import type { AdamParams } from "../../types/wire.js";
 import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
@@ -40,24 +41,15 @@ export const hyperParametersSchema = z.strictObject({
 /** Input shape of the hyper-parameters (every key optional). */
 export type HyperParametersInput = z.input<typeof hyperParametersSchema>;
 
-/** The hyper-parameters every trainer receives, with defaults filled (`trainer.algorithm` of a parsed recipe). */
-export interface AlgorithmConfig {
+/**
+ * The hyper-parameters every trainer receives, with defaults filled (`trainer.algorithm` of a
+ * parsed recipe): the {@link AdamParams} of each optimizer step plus the loss and its extras.
+ */
+export interface AlgorithmConfig extends AdamParams {
   /** Loss sent as `loss_fn`. */
   loss_fn: LossFunctionName;
   /** Extra `loss_fn_config` entries. */
   loss_fn_config: Record<string, number>;
-  /** AdamW step size. */
-  learning_rate: number;
-  /** AdamW first-moment decay. */
-  beta1: number;
-  /** AdamW second-moment decay. */
-  beta2: number;
-  /** AdamW epsilon. */
-  eps: number;
-  /** Decoupled weight decay. */
-  weight_decay: number;
-  /** Global-norm gradient clipping; 0 disables it. */
-  grad_clip_norm: number;
   /** Entropy bonus. */
   entropy_coeff: number;
   /** On-policy distillation: weight of the reverse KL. */
