@@ -1,2 +1,3 @@
 export * from "./types.js";
 export * from "./sampler-inference.js";
+export * from "./tokenizers/index.js";

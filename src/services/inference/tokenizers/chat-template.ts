@@ -1,0 +1,63 @@
+/**
+ * Chat templates of Hugging Face tokenizers, rendered with `@huggingface/jinja` the way
+ * `transformers`' `apply_chat_template` renders them.
+ *
+ * @module
+ */
+import { Template } from "@huggingface/jinja";
+import type { ChatMessage, ChatTemplateOptions } from "../../../types/tokenizer.js";
+import { ChatTemplateError } from "./errors.js";
+
+/** `chat_template` as `tokenizer_config.json` stores it: one template, or several by name. */
+export type ChatTemplateSource = string | ReadonlyArray<{ name: string; template: string }>;
+
+/**
+ * A model's chat template(s). When the config names several, `tool_use` renders conversations
+ * with tools and `default` the others, as in `transformers`.
+ */
+export class ChatTemplate {
+  private readonly templates = new Map<string, Template>();
+
+  /**
+   * @param source the template text, or the named templates.
+   * @param specialTokens variables every render sees, such as `bos_token` and `eos_token`.
+   * @throws {@link ChatTemplateError} when a template does not parse.
+   */
+  constructor(
+    source: ChatTemplateSource,
+    private readonly specialTokens: Readonly<Record<string, string>>,
+  ) {
+    const named = typeof source === "string" ? [{ name: "default", template: source }] : source;
+    for (const { name, template } of named) {
+      try {
+        this.templates.set(name, new Template(template));
+      } catch (error) {
+        throw new ChatTemplateError(`the chat template "${name}" does not parse (${(error as Error).message}); fix chat_template in tokenizer_config.json`, { cause: error });
+      }
+    }
+    if (!this.templates.has("default")) {
+      throw new ChatTemplateError(`tokenizer_config.json names chat templates [${[...this.templates.keys()].join(", ")}] but none is "default"; add a "default" template`);
+    }
+  }
+
+  /**
+   * Text of `messages` in the chat format. `chatTemplateKwargs` may override the special-token
+   * variables but not `messages`, `tools` or `add_generation_prompt`.
+   * @throws {@link ChatTemplateError} when the template raises or fails on the conversation.
+   */
+  render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+    const hasTools = (options.tools?.length ?? 0) > 0;
+    const template = (hasTools && this.templates.get("tool_use")) || this.templates.get("default")!;
+    try {
+      return template.render({
+        ...this.specialTokens,
+        ...options.chatTemplateKwargs,
+        messages: messages.map((m) => ({ ...m })),
+        ...(hasTools && { tools: options.tools }),
+        add_generation_prompt: options.addGenerationPrompt ?? false,
+      });
+    } catch (error) {
+      throw new ChatTemplateError(`the chat template failed on this conversation: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,11 @@
+/**
+ * Tokenizers of remote models: Hugging Face `tokenizer.json` + chat template, loaded from a
+ * folder or the Hub, and {@link loadTokenizer}, which also knows the local engine's presets.
+ *
+ * @module
+ */
+export { ChatTemplateError, TokenizerLoadError } from "./errors.js";
+export { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
+export { HfTokenizer } from "./hf-tokenizer.js";
+export { defaultTokenizerCacheDir, downloadTokenizer, type HubDownloadOptions } from "./hub.js";
+export { loadTokenizer, type LoadTokenizerOptions } from "./load.js";
