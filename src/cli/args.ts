@@ -26,13 +26,73 @@ export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "validate"; configPath: string; overrides: string[] }
-  | { kind: "run"; mode: CliMode; configPath: string; overrides: string[]; runNexrl: boolean; tag?: string; outputDir?: string };
+  | { kind: "run"; mode: CliMode; configPath: string; overrides: string[]; runNexrl: boolean; tag?: string; outputDir?: string }
+  | ServeCommand;
+
+/** Protocols `nexrl serve` can speak. */
+export const SERVE_PROTOCOLS = ["tinker", "weaver", "all"] as const;
+
+/** A parsed `nexrl serve` command line. */
+export interface ServeCommand {
+  /** Discriminator. */
+  kind: "serve";
+  /** Which protocols to serve. */
+  protocol: (typeof SERVE_PROTOCOLS)[number];
+  /** Interface to bind. */
+  host: string;
+  /** Port to listen on; 0 picks a free one. */
+  port: number;
+  /** Where models write their files; default: a new temporary folder. */
+  outputDir?: string;
+  /** Fault-injection spec, e.g. `429:0.1,drop:0.05`. */
+  faults?: string;
+  /** Seed of the faults and of models created without one. */
+  seed: number;
+}
+
+function parseServe(args: readonly string[]): CliCommand {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...args],
+      strict: true,
+      options: {
+        protocol: { type: "string", short: "p" },
+        host: { type: "string" },
+        port: { type: "string" },
+        "output-dir": { type: "string", short: "o" },
+        faults: { type: "string" },
+        seed: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nRun \`nexrl serve --help\` for the options.`);
+  }
+  if (values.help) return { kind: "help" };
+  const protocol = values.protocol ?? "all";
+  if (!(SERVE_PROTOCOLS as readonly string[]).includes(protocol)) throw new UsageError(`unknown protocol "${protocol}"; use one of ${SERVE_PROTOCOLS.join(", ")}`);
+  const port = Number(values.port ?? "8000");
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
+  const seed = Number(values.seed ?? "0");
+  if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
+  return {
+    kind: "serve",
+    protocol: protocol as ServeCommand["protocol"],
+    host: values.host ?? "127.0.0.1",
+    port,
+    seed,
+    ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
+    ...(values.faults !== undefined && { faults: values.faults }),
+  };
+}
 
 const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
 
 /** Parses `argv` (without the node and script entries) into a {@link CliCommand}. */
 export function parseCommandLine(argv: readonly string[]): CliCommand {
   const [first, ...rest] = argv;
+  if (first === "serve") return parseServe(rest);
   const subcommand = first === "validate" ? first : undefined;
   let parsed;
   try {
@@ -92,6 +152,8 @@ export function helpText(version: string): string {
 Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
+  nexrl serve [--protocol tinker|weaver|all] [--host HOST] [--port PORT] [--output-dir DIR]
+              [--faults SPEC] [--seed N]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -108,6 +170,18 @@ Options:
 
 Commands:
   validate                   load and check a recipe; print the first problems and exit 1 if bad.
+  serve                      serve the local engine over the Tinker and Weaver protocols until
+                             stopped (Ctrl-C), so tinker/weaver recipes run without a remote service.
+
+Serve options:
+  -p, --protocol PROTOCOL    tinker, weaver or all (the default).
+      --host HOST            interface to bind (default 127.0.0.1: this machine only).
+      --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
+  -o, --output-dir DIR       where models write checkpoints and sampler snapshots (default: a
+                             new temporary folder).
+      --faults SPEC          answer a share of requests with faults, to test clients, e.g.
+                             408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
+      --seed N               seed of the faults and of models created without one (default 0).
 
 Exit codes:
   ${EXIT_CODES.ok}    success

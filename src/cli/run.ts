@@ -3,6 +3,7 @@ import { stringify } from "yaml";
 import { loadRecipe, redactSecrets, RecipeError, type LoadedRecipe } from "../recipe/index.js";
 import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
+import { runServe } from "./serve.js";
 
 /** Where the CLI reads and writes; the real process in `main.ts`, buffers in tests. */
 export interface CliIO {
@@ -35,6 +36,8 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       case "version":
         io.stdout.write(`${io.version}\n`);
         return EXIT_CODES.ok;
+      case "serve":
+        return await runServe(command, io);
       case "validate": {
         const recipe = await load(command.configPath, command.overrides, io);
         io.stdout.write(`recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`);

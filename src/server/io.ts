@@ -1,0 +1,74 @@
+/**
+ * Reading and answering JSON requests on the server side.
+ *
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { NexrlError } from "../types/errors.js";
+
+/** An error answered to the client with an HTTP status and a `{error, message, retryable}` body. */
+export class ProtocolError extends NexrlError {
+  /**
+   * @param status the HTTP status.
+   * @param code a short machine-readable code (`not_found`, `invalid_request`, …).
+   * @param message what was wrong and how to fix it.
+   * @param headers extra response headers.
+   */
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** Largest request body accepted, in bytes. */
+const MAX_BODY_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Reads and parses a JSON request body (an empty body reads as `{}`).
+ * @throws {@link ProtocolError} 400 for invalid JSON, 413 for a body over 256 MiB.
+ */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new ProtocolError(413, "body_too_large", `the request body exceeds ${MAX_BODY_BYTES} bytes; send fewer datums per call`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new ProtocolError(400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Answers with a JSON body. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** Answers an error: a {@link ProtocolError} with its status, anything else with 500. */
+export function sendError(res: ServerResponse, error: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (error instanceof ProtocolError) {
+    sendJson(res, error.status, { error: error.code, message: error.message, retryable: error.status === 429 || error.status >= 500 }, error.headers);
+  } else {
+    sendJson(res, 500, { error: "internal_error", message: error instanceof Error ? error.message : String(error), retryable: true });
+  }
+}
+
+/** The request's path without the query string. */
+export function requestPath(req: IncomingMessage): string {
+  return (req.url ?? "/").split("?")[0] ?? "/";
+}

@@ -1,0 +1,127 @@
+/**
+ * Operations of one served model and the order they run in: requests carrying a `seq_id` run
+ * strictly in `seq_id` order (a request that arrives early waits for its predecessors), and a
+ * resubmitted `seq_id` returns the operation already received instead of applying it twice.
+ *
+ * @module
+ */
+import { NexrlError } from "../types/errors.js";
+import { ProtocolError } from "./io.js";
+
+/** Who is to blame for a failed operation (Tinker's `RequestErrorCategory`). */
+export type FailureCategory = "user" | "server" | "unknown";
+
+/** How an operation ended. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; message: string; category: FailureCategory };
+
+/** An operation received by the server. */
+export interface Operation {
+  /** What it is, e.g. `forward_backward`. */
+  readonly kind: string;
+  /** Resolves when it has run (it never rejects). */
+  readonly done: Promise<Outcome>;
+  /** True once it started running. */
+  readonly started: boolean;
+  /** Its outcome, once it has run. */
+  readonly outcome: Outcome | undefined;
+}
+
+/** Thrown inside an operation to fail it with a given category. */
+export class OperationFailure extends NexrlError {
+  /**
+   * @param message what failed.
+   * @param category who is to blame.
+   */
+  constructor(
+    message: string,
+    readonly category: FailureCategory,
+  ) {
+    super(message);
+  }
+}
+
+class Op implements Operation {
+  started = false;
+  outcome: Outcome | undefined;
+  readonly done: Promise<Outcome>;
+  private start!: () => void;
+
+  constructor(
+    readonly kind: string,
+    run: () => unknown,
+  ) {
+    this.done = new Promise<void>((resolve) => (this.start = resolve)).then(async (): Promise<Outcome> => {
+      this.started = true;
+      try {
+        this.outcome = { ok: true, value: await run() };
+      } catch (error) {
+        const category = error instanceof OperationFailure ? error.category : error instanceof NexrlError ? "user" : "server";
+        this.outcome = { ok: false, message: error instanceof Error ? error.message : String(error), category };
+      }
+      return this.outcome;
+    });
+  }
+
+  /** Lets it run (once its turn has come). */
+  release(): Promise<Outcome> {
+    this.start();
+    return this.done;
+  }
+}
+
+/** Starts an operation that waits for nothing (sampling, model creation). */
+export function runOperation(kind: string, run: () => unknown): Operation {
+  const op = new Op(kind, run);
+  void op.release();
+  return op;
+}
+
+/** How many recent `seq_id`s are remembered for deduplication. */
+const DEDUP_WINDOW = 1024;
+
+/** The operation queue of one model. */
+export class OperationQueue {
+  /** The lowest `seq_id` not yet queued to run. */
+  private nextSeq = 1;
+  private readonly bySeq = new Map<number, Op>();
+  private tail: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Receives the operation with `seq_id` `seq`: it runs after every lower `seq_id`. A `seq_id`
+   * received before returns that operation (nothing runs twice).
+   * @throws {@link ProtocolError} 409 when `seq` was used by another kind of operation or is too
+   * old to be recognised, 400 when it is not a positive integer.
+   */
+  submit(seq: number, kind: string, run: () => unknown): Operation {
+    if (!Number.isSafeInteger(seq) || seq < 1) throw new ProtocolError(400, "invalid_seq_id", `seq_id must be an integer >= 1, got ${seq}`);
+    const known = this.bySeq.get(seq);
+    if (known) {
+      if (known.kind !== kind) throw new ProtocolError(409, "seq_id_conflict", `seq_id ${seq} was already used by a ${known.kind} request; each request of a model needs the next seq_id`);
+      return known;
+    }
+    if (seq < this.nextSeq) {
+      throw new ProtocolError(409, "seq_id_expired", `seq_id ${seq} ran long ago and is no longer remembered (the server keeps the last ${DEDUP_WINDOW}); resubmit only recent requests`);
+    }
+    const op = new Op(kind, run);
+    this.bySeq.set(seq, op);
+    for (let next = this.bySeq.get(this.nextSeq); next; next = this.bySeq.get(this.nextSeq)) {
+      this.enqueue(next);
+      this.nextSeq++;
+    }
+    if (this.bySeq.size > 2 * DEDUP_WINDOW) {
+      for (const old of this.bySeq.keys()) if (old < this.nextSeq - DEDUP_WINDOW) this.bySeq.delete(old);
+    }
+    return op;
+  }
+
+  /** Receives an operation without a `seq_id`: it runs after every operation already queued. */
+  append(kind: string, run: () => unknown): Operation {
+    const op = new Op(kind, run);
+    this.enqueue(op);
+    return op;
+  }
+
+  private enqueue(op: Op): void {
+    this.tail = this.tail.then(() => op.release());
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * The Tinker JSON protocol (wire-protocols §1, JSON generation) over the local engine: sessions
+ * and heartbeats, models created through futures, training operations run strictly in `seq_id`
+ * order with resubmissions deduplicated, `tinker://` checkpoints and sampler snapshots, sampling
+ * sessions, and `retrieve_future` long-polling.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { z } from "zod";
+import { prettifyError } from "zod";
+import type { LocalEngine } from "../engine/index.js";
+import type { Datum } from "../types/wire.js";
+import { modelInputTokens } from "../types/wire.js";
+import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
+import type { CapturedRequest, RequestHandler } from "./handler.js";
+import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
+import { OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
+import { OperationRegistry } from "./registry.js";
+import { tinkerRequests, type TinkerEndpoint, type TinkerRequest } from "./tinker-schema.js";
+
+/** Options of {@link createTinkerHandler}. */
+export interface TinkerHandlerOptions {
+  /** Models, artifacts and samplers (shared with the other protocols). */
+  store: ModelStore;
+  /** Fault injection. */
+  faults: FaultInjector;
+  /** How long `retrieve_future` holds a poll before answering `try_again`, in milliseconds. */
+  longPollTimeoutMs: number;
+  /** When set, requests must carry it in `X-API-Key`. */
+  apiKey?: string | undefined;
+  /** Flags answered by `client/config` on top of the defaults (e.g. smaller chunk limits). */
+  clientConfig?: Record<string, unknown> | undefined;
+  /** Sees every request body the protocol parses. */
+  capture?: ((request: CapturedRequest) => void) | undefined;
+}
+
+const PREFIX = "/api/v1/";
+
+/** `client/config` answer: JWT auth off and the SDK's chunking limits. */
+const CLIENT_CONFIG = { pjwt_auth_enabled: false, parallel_fwdbwd_chunks: true, fwdbwd_max_chunk_len: 1024, fwdbwd_max_chunk_bytes_count: 5_000_000 };
+
+/** Endpoints answering with a future (`{request_id}`): `error` faults fail their operation. */
+const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>(["create_model", "forward", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample"]);
+
+function applicableFaults(endpoint: TinkerEndpoint): FaultKind[] {
+  if (endpoint === "retrieve_future") return ["408", "410", "429", "500", "drop"];
+  if (FUTURE_ENDPOINTS.has(endpoint)) return ["408", "429", "500", "error", "drop"];
+  return ["408", "429", "500", "drop"];
+}
+
+function parse<E extends TinkerEndpoint>(endpoint: E, raw: unknown): TinkerRequest<E> {
+  const result = (tinkerRequests[endpoint] as unknown as z.ZodType<TinkerRequest<E>>).safeParse(raw);
+  if (!result.success) throw new ProtocolError(422, "invalid_body", `invalid ${endpoint} body:\n${prettifyError(result.error)}`);
+  return result.data;
+}
+
+const injected = (): never => {
+  throw new OperationFailure("fault injected by nexrl serve --faults (error): the operation failed and was not applied", "server");
+};
+
+/** `tinker://<model_id>/<kind>/<name>`. */
+function tinkerPath(modelId: string, kind: "weights" | "sampler_weights", name: string): string {
+  return `tinker://${modelId}/${kind}/${name}`;
+}
+
+function expiry(ttlSeconds: number | undefined): number | undefined {
+  return ttlSeconds === undefined ? undefined : Date.now() + ttlSeconds * 1000;
+}
+
+function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
+  return {
+    loss_fn_output_type: "ArrayRecord",
+    loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32", shape: [o.logprobs.length] } })),
+    metrics: result.metrics,
+  };
+}
+
+function sample(session: SamplingSession, body: TinkerRequest<"asample">, contextLength: number): unknown {
+  const prompt = modelInputTokens(body.prompt);
+  const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
+  const result = session.sampler.sample(
+    prompt,
+    {
+      maxTokens: max_tokens ?? contextLength,
+      temperature,
+      topK: top_k,
+      topP: top_p,
+      ...(stop !== undefined && { stop: typeof stop === "string" ? [stop] : stop }),
+      ...(seed !== undefined && { seed }),
+    },
+    body.num_samples,
+  );
+  return {
+    type: "sample",
+    sequences: result.sequences.map((s) => ({ stop_reason: s.stopReason, tokens: s.tokens, logprobs: s.logprobs })),
+    ...(body.prompt_logprobs && { prompt_logprobs: session.sampler.computeLogprobs(prompt) }),
+  };
+}
+
+/**
+ * The Tinker protocol under `/api/v1/`. Faults apply as documented on {@link FaultKind}: status
+ * faults answer before the request is handled; `drop` closes the connection after a request was
+ * handled (so a resubmission must be deduplicated), or instead of a poll; `410` forgets the
+ * polled promise; `error` fails the submitted operation without applying it.
+ */
+export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandler {
+  const { store, faults } = options;
+  const promises = new OperationRegistry();
+  const sessions = new Set<string>();
+  const createdModels = new Map<string, Operation>();
+  const samplingSessions = new Map<string, string>();
+  const clientConfig = { ...CLIENT_CONFIG, ...options.clientConfig };
+
+  const future = (op: Operation, modelId?: string): unknown => ({ request_id: promises.register(op), ...(modelId !== undefined && { model_id: modelId }) });
+  const session = (id: string): string => {
+    if (!sessions.has(id)) throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; call create_session first`);
+    return id;
+  };
+  const seqOp = (modelId: string, seq: number, kind: string, failed: boolean, run: (model: ServedModel) => unknown): unknown => {
+    const model = store.model(modelId);
+    return future(model.queue.submit(seq, kind, failed ? injected : () => run(model)), modelId);
+  };
+
+  const handle = async (endpoint: TinkerEndpoint, raw: unknown, failed: boolean): Promise<unknown> => {
+    switch (endpoint) {
+      case "client/config":
+        parse(endpoint, raw);
+        return clientConfig;
+      case "create_session": {
+        parse(endpoint, raw);
+        const id = randomUUID();
+        sessions.add(id);
+        return { type: "create_session", session_id: id };
+      }
+      case "session_heartbeat":
+        session(parse(endpoint, raw).session_id);
+        return { type: "session_heartbeat" };
+      case "create_model": {
+        const body = parse(endpoint, raw);
+        const key = `${session(body.session_id)}:train:${body.model_seq_id}`;
+        let op = createdModels.get(key);
+        if (!op) {
+          op = runOperation("create_model", () => {
+            if (failed) injected();
+            store.createModel({ id: key, baseModel: body.base_model, trainingMode: "lora", loraRank: body.lora_config?.rank ?? 32, ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }) });
+            return { model_id: key, type: "create_model" };
+          });
+          createdModels.set(key, op);
+        }
+        return future(op, key);
+      }
+      case "get_info": {
+        const model = store.model(parse(endpoint, raw).model_id);
+        return {
+          type: "get_info",
+          model_id: model.id,
+          model_data: { arch: "nexrl-local-transformer", model_name: model.baseModel, tokenizer_id: "byte" },
+          is_lora: true,
+          lora_rank: model.loraRank,
+          model_name: model.baseModel,
+        };
+      }
+      case "forward": {
+        const body = parse(endpoint, raw);
+        const input = body.forward_input;
+        return seqOp(body.model_id, body.seq_id, "forward", failed, (m) => lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)));
+      }
+      case "forward_backward": {
+        const body = parse(endpoint, raw);
+        const input = body.forward_backward_input;
+        return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) => lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)));
+      }
+      case "optim_step": {
+        const body = parse(endpoint, raw);
+        return seqOp(body.model_id, body.seq_id, "optim_step", failed, (m) => ({ metrics: m.engine.optimStep(body.adam_params).metrics }));
+      }
+      case "save_weights": {
+        const body = parse(endpoint, raw);
+        return seqOp(body.model_id, body.seq_id, "save_weights", failed, async (m) => {
+          const path = tinkerPath(m.id, "weights", body.path);
+          if (body.overwrite !== true && store.hasArtifact(path)) {
+            throw new OperationFailure(`checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`, "user");
+          }
+          const file = await m.engine.saveState(body.path, { optimizer: true });
+          store.addArtifact({ path, file, modelId: m.id, baseModel: m.baseModel, expiresAt: expiry(body.ttl_seconds), createdAt: Date.now() });
+          return { path, type: "save_weights" };
+        });
+      }
+      case "save_weights_for_sampler": {
+        const body = parse(endpoint, raw);
+        return seqOp(body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
+          const path = tinkerPath(m.id, "sampler_weights", body.path);
+          const file = await m.engine.saveWeightsForSampler(body.path);
+          store.addArtifact({ path, file, modelId: m.id, baseModel: m.baseModel, expiresAt: expiry(body.ttl_seconds), createdAt: Date.now() });
+          return { path, type: "save_weights_for_sampler" };
+        });
+      }
+      case "load_weights": {
+        const body = parse(endpoint, raw);
+        return seqOp(body.model_id, body.seq_id, "load_weights", failed, async (m) => {
+          await m.engine.loadState(store.artifact(body.path).file, { optimizer: body.optimizer });
+          return { path: body.path, type: "load_weights" };
+        });
+      }
+      case "create_sampling_session": {
+        const body = parse(endpoint, raw);
+        const key = `${session(body.session_id)}:sample:${body.sampling_session_seq_id}`;
+        if (!samplingSessions.has(key)) {
+          if (body.model_path !== undefined && !body.model_path.startsWith("tinker://")) {
+            throw new ProtocolError(400, "invalid_model_path", `model_path must start with tinker://, got ${body.model_path}`);
+          }
+          await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model });
+          samplingSessions.set(key, key);
+        }
+        return { type: "create_sampling_session", sampling_session_id: key };
+      }
+      case "asample": {
+        const body = parse(endpoint, raw);
+        const target = store.samplingSession(body.sampling_session_id);
+        const contextLength = store.presets().find((p) => p.name === target.baseModel)!.contextLength;
+        return future(runOperation("sample", failed ? injected : () => sample(target, body, contextLength)));
+      }
+      case "retrieve_future":
+        throw new Error("retrieve_future is answered by its own handler");
+    }
+  };
+
+  const retrieve = async (res: ServerResponse, requestId: string): Promise<void> => {
+    const op = promises.get(requestId);
+    if (!op) {
+      sendJson(res, 410, { error: "promise_expired", message: `request ${requestId} is unknown or expired; resubmit the original request` });
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), options.longPollTimeoutMs);
+      timer.unref();
+    });
+    const outcome: Outcome | undefined = await Promise.race([op.done, timeout]);
+    clearTimeout(timer);
+    if (!outcome) sendJson(res, 200, { type: "try_again", request_id: requestId, queue_state: "active" });
+    else if (outcome.ok) sendJson(res, 200, outcome.value);
+    else sendJson(res, 200, { error: outcome.message, category: outcome.category });
+  };
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const path = requestPath(req);
+    if (!path.startsWith(PREFIX)) return false;
+    const endpoint = path.slice(PREFIX.length);
+    const isCapabilities = req.method === "GET" && endpoint === "get_server_capabilities";
+    if (!isCapabilities && (req.method !== "POST" || !Object.hasOwn(tinkerRequests, endpoint))) return false;
+    if (options.apiKey !== undefined && req.headers["x-api-key"] !== options.apiKey) {
+      throw new ProtocolError(401, "unauthorized", "missing or invalid X-API-Key header");
+    }
+    const raw = isCapabilities ? {} : await readJson(req);
+    options.capture?.({ protocol: "tinker", method: req.method ?? "", path, headers: req.headers, body: raw });
+    if (isCapabilities) {
+      sendJson(res, 200, { supported_models: store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })) });
+      return true;
+    }
+    const name = endpoint as TinkerEndpoint;
+    const fault = faults.draw(applicableFaults(name));
+    if (name === "retrieve_future") {
+      const { request_id } = parse(name, raw);
+      if (fault === "410") promises.forget(request_id);
+      if (fault && fault !== "error") sendFault(res, fault, { type: "try_again", request_id, queue_state: "active" });
+      else await retrieve(res, request_id);
+      return true;
+    }
+    if (fault && fault !== "error" && fault !== "drop") {
+      sendFault(res, fault);
+      return true;
+    }
+    const answer = await handle(name, raw, fault === "error");
+    if (fault === "drop") sendFault(res, "drop");
+    else sendJson(res, 200, answer);
+    return true;
+  };
+}

@@ -1,0 +1,326 @@
+/**
+ * The Weaver protocol (wire-protocols §3) over the local engine: sessions and heartbeats, models
+ * created with a `training_mode`, operations polled with `GET /operations/{id}`, nested-list
+ * tensors, `loss_mask` for `importance_sampling`, checkpoints of type `weight`,
+ * `weight_and_optimizer` and `sampling`, sampler exports with a TTL, sampling sessions, and
+ * pause / continue generation for `full_ft` models.
+ *
+ * Like real deployments, some answers use camelCase or PascalCase field names (`modelPath`,
+ * `stopReason`, `Logprobs`), so clients must read fields case-insensitively.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { prettifyError, type z } from "zod";
+import { validateLossInputs } from "../types/losses.js";
+import { modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
+import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
+import type { CapturedRequest, RequestHandler } from "./handler.js";
+import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
+import { OperationFailure, runOperation, type Operation } from "./operations.js";
+import { OperationRegistry } from "./registry.js";
+import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
+
+/** Options of {@link createWeaverHandler}. */
+export interface WeaverHandlerOptions {
+  /** Models, artifacts and samplers (shared with the other protocols). */
+  store: ModelStore;
+  /** Fault injection. */
+  faults: FaultInjector;
+  /** When set, requests must carry it in `X-WEAVER-API-KEY`. */
+  apiKey?: string | undefined;
+  /** Sees every request body the protocol parses. */
+  capture?: ((request: CapturedRequest) => void) | undefined;
+}
+
+/** Default TTL of sampler exports, in seconds (Weaver's `DEFAULT_SAMPLER_TTL_SECONDS`). */
+const SAMPLER_TTL_SECONDS = 3600;
+
+/** `loss_fn_config` keys Weaver clients send that the local engine has no use for. */
+const IGNORED_CONFIG = new Set(["entropy_coeff", "enable_debug_dump"]);
+
+type Route = { method: "GET" | "POST"; pattern: RegExp; name: string };
+
+const ROUTES: Route[] = [
+  { method: "POST", pattern: /^\/api\/v1\/sessions$/, name: "createSession" },
+  { method: "GET", pattern: /^\/api\/v1\/sessions\/([^/]+)$/, name: "getSession" },
+  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/heartbeat$/, name: "heartbeat" },
+  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/models$/, name: "createModel" },
+  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/sampling-sessions$/, name: "createSamplingSession" },
+  { method: "GET", pattern: /^\/api\/v1\/models\/([^/]+)$/, name: "getModel" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/forward-passes$/, name: "forward" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/forward-backward-passes$/, name: "forwardBackward" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/optimizer-steps$/, name: "optimStep" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/export-sampler$/, name: "exportSampler" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/checkpoints$/, name: "saveCheckpoint" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/load$/, name: "load" },
+  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/terminate$/, name: "terminate" },
+  { method: "GET", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)$/, name: "getSamplingSession" },
+  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/samples$/, name: "sample" },
+  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/logprobs$/, name: "logprobs" },
+  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/pause-generation$/, name: "pause" },
+  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/continue-generation$/, name: "continue" },
+  { method: "GET", pattern: /^\/api\/v1\/operations\/([^/]+)$/, name: "getOperation" },
+  { method: "GET", pattern: /^\/api\/v1\/supported-models$/, name: "supportedModels" },
+];
+
+/** Routes whose answer is an operation: an `error` fault fails it without applying it. */
+const OPERATION_ROUTES = new Set(["forward", "forwardBackward", "optimStep", "exportSampler", "saveCheckpoint", "load", "sample", "logprobs"]);
+
+/** Status and `drop` faults go only where the protocol lets a client retry: GETs and heartbeats. */
+function applicableFaults(route: Route): FaultKind[] {
+  if (route.method === "GET" || route.name === "heartbeat") return ["408", "429", "500", "drop"];
+  return OPERATION_ROUTES.has(route.name) ? ["error"] : [];
+}
+
+function parse<R extends WeaverRoute>(route: R, raw: unknown): WeaverRequest<R> {
+  const result = (weaverRequests[route] as unknown as z.ZodType<WeaverRequest<R>>).safeParse(raw);
+  if (!result.success) throw new ProtocolError(422, "invalid_body", `invalid ${route} body:\n${prettifyError(result.error)}`);
+  return result.data;
+}
+
+const injected = (): never => {
+  throw new OperationFailure("fault injected by nexrl serve --faults (error): the operation failed and was not applied", "server");
+};
+
+/** The engine's datum: `loss_mask` folded into the advantages or weights, then dropped. */
+function engineDatum(datum: Datum): Datum {
+  const { loss_mask: mask, ...inputs } = datum.loss_fn_inputs;
+  if (!mask) return datum;
+  const keep = tensorValues(mask);
+  for (const key of ["advantages", "weights"]) {
+    const tensor = inputs[key];
+    if (tensor) inputs[key] = { data: tensorValues(tensor).map((v, i) => v * keep[i]!), dtype: tensor.dtype, ...(tensor.shape && { shape: tensor.shape }) } satisfies TensorData;
+  }
+  return { model_input: datum.model_input, loss_fn_inputs: inputs };
+}
+
+function engineConfig(config: Record<string, number> | undefined): Record<string, number> | undefined {
+  return config && Object.fromEntries(Object.entries(config).filter(([key]) => !IGNORED_CONFIG.has(key)));
+}
+
+function lossPass(model: ServedModel, input: WeaverRequest<"forward">["payload"]["forward_input"], backward: boolean): unknown {
+  const datums = input.data.map((d, i) => flatDatum(d, i));
+  for (const d of datums) validateLossInputs(input.loss_fn, d, { backend: "weaver" });
+  const engineDatums = datums.map(engineDatum);
+  const config = engineConfig(input.loss_fn_config);
+  const result = backward ? model.engine.forwardBackward(engineDatums, input.loss_fn, config) : model.engine.forward(engineDatums, input.loss_fn, config);
+  return { result: { loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32" } })), metrics: result.metrics } };
+}
+
+function sample(session: SamplingSession, model: ServedModel | undefined, body: WeaverRequest<"sample">, contextLength: number): unknown {
+  if (model?.paused) {
+    return { result: { sequences: Array.from({ length: body.num_samples }, () => ({ tokens: [], Logprobs: [], stopReason: "abort" })) } };
+  }
+  const prompt = modelInputTokens(body.prompt);
+  const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
+  const result = session.sampler.sample(
+    prompt,
+    { maxTokens: max_tokens ?? contextLength, temperature, topK: top_k, topP: top_p, ...(stop && { stop }), ...(seed !== undefined && { seed }) },
+    body.num_samples,
+  );
+  return {
+    result: {
+      sequences: result.sequences.map((s) => ({ tokens: s.tokens, Logprobs: s.logprobs, stopReason: s.stopReason })),
+      ...(body.prompt_logprobs && { prompt_logprobs: session.sampler.computeLogprobs(prompt) }),
+    },
+  };
+}
+
+/**
+ * The Weaver protocol under `/api/v1/`. Faults: status and `drop` faults only on GETs and
+ * heartbeats (the protocol forbids retrying a POST that may have reached the server); `error`
+ * fails a submitted operation without applying it; `410` does not apply.
+ */
+export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandler {
+  const { store, faults } = options;
+  const operations = new OperationRegistry();
+  const sessions = new Set<string>();
+
+  const operationJson = (id: string, op: Operation): unknown => {
+    const outcome = op.outcome;
+    if (!outcome) return { id, status: op.started ? "running" : "pending" };
+    if (outcome.ok) return { id, status: "done", response: outcome.value };
+    return { id, status: "error", error_code: outcome.category === "user" ? "invalid_request" : "internal_error", error_message: outcome.message };
+  };
+  const submit = (op: Operation): unknown => operationJson(operations.register(op), op);
+  const session = (id: string): string => {
+    if (!sessions.has(id)) throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; create one with POST /api/v1/sessions`);
+    return id;
+  };
+  const modelInfo = (model: ServedModel): unknown => ({
+    id: model.id,
+    base_model: model.baseModel,
+    training_mode: model.trainingMode,
+    ...(model.loraRank !== undefined && { lora_config: { rank: model.loraRank } }),
+    tokenizer_path: "byte",
+    max_context_length: model.engine.config.contextLength,
+  });
+  const contextLength = (name: string): number => store.presets().find((p) => p.name === name)!.contextLength;
+  const pausable = (ssid: string): ServedModel => {
+    const target = store.samplingSession(ssid);
+    const model = target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
+    if (model?.trainingMode !== "full_ft") {
+      throw new ProtocolError(400, "pause_not_supported", "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)");
+    }
+    return model;
+  };
+
+  const handle = async (route: Route, id: string, raw: unknown, failed: boolean): Promise<[number, unknown]> => {
+    const guard = <T>(run: () => T): (() => T) => (failed ? injected : run);
+    switch (route.name) {
+      case "createSession": {
+        parse("createSession", raw);
+        const sid = randomUUID();
+        sessions.add(sid);
+        return [200, { id: sid }];
+      }
+      case "getSession":
+        return [200, { id: session(id) }];
+      case "heartbeat":
+        session(id);
+        return [200, { status: "ok" }];
+      case "createModel": {
+        const body = parse("createModel", raw);
+        session(id);
+        const trainingMode = body.training_mode ?? "lora";
+        const model = store.createModel({
+          id: `model-${randomUUID()}`,
+          baseModel: body.base_model,
+          trainingMode,
+          ...(trainingMode === "lora" && { loraRank: body.lora_config?.rank ?? 32 }),
+          ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
+        });
+        return [200, modelInfo(model)];
+      }
+      case "getModel":
+        return [200, modelInfo(store.model(id))];
+      case "forward": {
+        const { payload } = parse("forward", raw);
+        const model = store.model(id);
+        return [200, submit(model.queue.submit(payload.seq_id, "forward", guard(() => lossPass(model, payload.forward_input, false))))];
+      }
+      case "forwardBackward": {
+        const { payload } = parse("forwardBackward", raw);
+        const model = store.model(id);
+        return [200, submit(model.queue.submit(payload.seq_id, "forward_backward", guard(() => lossPass(model, payload.forward_backward_input, true))))];
+      }
+      case "optimStep": {
+        const { payload } = parse("optimStep", raw);
+        const model = store.model(id);
+        return [200, submit(model.queue.submit(payload.seq_id, "optim_step", guard(() => ({ result: { metrics: model.engine.optimStep(payload.adam_params).metrics } }))))];
+      }
+      case "exportSampler": {
+        const body = parse("exportSampler", raw);
+        const model = store.model(id);
+        const ttl = body.ttl_seconds === undefined ? SAMPLER_TTL_SECONDS : body.ttl_seconds;
+        const run = async (): Promise<unknown> => {
+          const name = body.path ?? `sampler-${body.seq_id}`;
+          const path = `weaver://${model.id}/sampler_weights/${name}`;
+          const file = await model.engine.saveWeightsForSampler(name);
+          store.addArtifact({ path, file, modelId: model.id, baseModel: model.baseModel, expiresAt: ttl === null ? undefined : Date.now() + ttl * 1000, createdAt: Date.now() });
+          return { modelPath: path, ttlSeconds: ttl };
+        };
+        return [200, submit(model.queue.submit(body.seq_id, "export_sampler", guard(run)))];
+      }
+      case "saveCheckpoint": {
+        const body = parse("saveCheckpoint", raw);
+        const model = store.model(id);
+        const run = async (): Promise<unknown> => {
+          const createdAt = Date.now();
+          const name = body.name ?? `checkpoint-${createdAt}`;
+          const path = `weaver://${model.id}/checkpoints/${name}`;
+          const ttl = body.ttl_seconds ?? (body.type === "sampling" ? SAMPLER_TTL_SECONDS : null);
+          const expiresAt = ttl === null ? undefined : createdAt + ttl * 1000;
+          const file = await model.engine.saveState(name, { optimizer: body.type === "weight_and_optimizer" });
+          store.addArtifact({ path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt });
+          const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+          return { id: name, path, name, checkpoint_type: body.type, status: "ready", ttl_seconds: ttl, created_at: iso(createdAt), expires_at: iso(expiresAt) };
+        };
+        return [200, submit(model.queue.append("save_checkpoint", guard(run)))];
+      }
+      case "load": {
+        const body = parse("load", raw);
+        const model = store.model(id);
+        const run = async (): Promise<unknown> => {
+          await model.engine.loadState(store.artifact(body.path).file, { optimizer: body.include_optimizer });
+          return { path: body.path, include_optimizer: body.include_optimizer };
+        };
+        return [200, submit(model.queue.append("load", guard(run)))];
+      }
+      case "terminate":
+        parse("terminate", raw);
+        store.model(id);
+        store.removeModel(id);
+        return [200, { id, status: "terminated" }];
+      case "createSamplingSession": {
+        const body = parse("createSamplingSession", raw);
+        session(id);
+        const ssid = `sampling-${randomUUID()}`;
+        const source = { modelPath: body.model_path, baseModel: body.base_model };
+        if (body.model_path === undefined) {
+          const opened = await store.openSampler(ssid, source);
+          return [201, { id: ssid, base_model: opened.baseModel, tokenizer_path: "byte" }];
+        }
+        store.artifact(body.model_path);
+        const load = runOperation("load_sampler", async () => ({ id: (await store.openSampler(ssid, source)).id }));
+        return [202, { sampling_session: { id: ssid, model_path: body.model_path }, sync_operation: submit(load) }];
+      }
+      case "getSamplingSession": {
+        const target = store.samplingSession(id);
+        return [200, { id: target.id, base_model: target.baseModel, ...(target.modelPath !== undefined && { model_path: target.modelPath }) }];
+      }
+      case "sample": {
+        const body = parse("sample", raw);
+        const target = store.samplingSession(id);
+        const model = target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
+        return [200, submit(runOperation("sample", guard(() => sample(target, model, body, contextLength(target.baseModel)))))];
+      }
+      case "logprobs": {
+        const body = parse("logprobs", raw);
+        const target = store.samplingSession(id);
+        return [200, submit(runOperation("logprobs", guard(() => ({ result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) } }))))];
+      }
+      case "pause": {
+        const body = parse("pause", raw);
+        if ((body.mode ?? "abort") !== "abort") throw new ProtocolError(400, "unsupported_mode", `nexrl serve implements pause mode abort only, got ${body.mode}`);
+        pausable(id).paused = true;
+        return [200, { paused: true, mode: "abort" }];
+      }
+      case "continue":
+        pausable(id).paused = false;
+        return [200, { paused: false }];
+      case "getOperation": {
+        const op = operations.get(id);
+        if (!op) throw new ProtocolError(404, "operation_not_found", `no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`);
+        return [200, operationJson(id, op)];
+      }
+      case "supportedModels":
+        return [200, { items: store.presets().map((p) => ({ name: p.name, status: "healthy", max_context_length: p.contextLength, config: { resource: { tokenizer: { path: "byte" } } } })) }];
+      default:
+        throw new Error(`unrouted weaver route ${route.name}`);
+    }
+  };
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const path = requestPath(req);
+    let match: RegExpExecArray | null = null;
+    const route = ROUTES.find((r) => r.method === req.method && (match = r.pattern.exec(path)) !== null);
+    if (!route || !match) return false;
+    if (options.apiKey !== undefined && req.headers["x-weaver-api-key"] !== options.apiKey) {
+      throw new ProtocolError(401, "unauthorized", "missing or invalid X-WEAVER-API-KEY header");
+    }
+    const raw = req.method === "POST" ? await readJson(req) : {};
+    options.capture?.({ protocol: "weaver", method: route.method, path, headers: req.headers, body: raw });
+    const fault = faults.draw(applicableFaults(route));
+    if (fault && fault !== "error") {
+      sendFault(res, fault);
+      return true;
+    }
+    const [status, body] = await handle(route, decodeURIComponent((match as RegExpExecArray)[1] ?? ""), raw, fault === "error");
+    sendJson(res, status, body);
+    return true;
+  };
+}
