@@ -53,9 +53,10 @@ export class SamplerInferenceClient implements InferenceClient {
     return this.generate(tokens, options);
   }
 
-  /** Answers a conversation, formatted with the tokenizer's chat template. */
+  /** Answers a conversation, formatted with the tokenizer's chat template (with `options.tools` and `options.chatTemplateKwargs`). */
   chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.generate(this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }), options);
+    const { tools, chatTemplateKwargs } = options;
+    return this.generate(this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools && { tools }), ...(chatTemplateKwargs && { chatTemplateKwargs }) }), options);
   }
 
   private async generate(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {

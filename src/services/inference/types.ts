@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
+import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../../types/tokenizer.js";
 
 /** Why a generation ended. */
 export type FinishReason = "stop" | "length" | "abort";
@@ -25,6 +25,10 @@ export interface InferenceOptions {
   seed?: number;
   /** Cancels the call. */
   signal?: AbortSignal;
+  /** `chat` only: tools the model may call, given to the chat template. */
+  tools?: readonly ToolDefinition[];
+  /** `chat` only: extra chat-template variables, such as `{ enable_thinking: false }`. */
+  chatTemplateKwargs?: Record<string, unknown>;
 }
 
 /** One generation, token-exact: the ids the model saw and sampled, and their logprobs. */
@@ -41,6 +45,13 @@ export interface InferenceResult {
   finishReason: FinishReason;
   /** Version of the weights that sampled it (the training step), when the client knows. */
   policyVersion?: number;
+  /** Tool calls the server parsed out of the response (`chat` with `tools`). */
+  toolCalls?: ToolCall[];
+  /**
+   * Which token ids were re-tokenised locally because the server did not report them (only when
+   * the client was allowed to); absent when every id came from the model.
+   */
+  retokenized?: Array<"prompt" | "response">;
 }
 
 /** What rollout workers call to sample from the policy. */

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../../src/services/training/local/index.js";
+import type { ChatMessage, ChatTemplateOptions, ToolDefinition } from "../../../src/types/tokenizer.js";
 import { adamParams, datum } from "../../../src/types/wire.js";
 
 const dirs: string[] = [];
@@ -52,6 +53,21 @@ describe("SamplerInferenceClient", () => {
     const after = await client.completion("zzzz", { temperature: 0, maxTokens: 4 });
     expect(after.policyVersion).toBe(30);
     expect(after.response).toBe("zzzz");
+  });
+
+  it("gives chat tools and template kwargs to the tokenizer's chat template", async () => {
+    const { service } = await setup();
+    const seen: ChatTemplateOptions[] = [];
+    class RecordingTokenizer extends ByteTokenizer {
+      override applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {
+        seen.push(options);
+        return super.applyChatTemplate(messages, options);
+      }
+    }
+    const client = new SamplerInferenceClient({ tokenizer: new RecordingTokenizer(), samplingClient: await service.createSamplingClient("tiny"), defaultMaxTokens: 2 });
+    const tools: ToolDefinition[] = [{ type: "function", function: { name: "f" } }];
+    await client.chat([{ role: "user", content: "hi" }], { tools, chatTemplateKwargs: { enable_thinking: false } });
+    expect(seen).toEqual([{ addGenerationPrompt: true, tools, chatTemplateKwargs: { enable_thinking: false } }]);
   });
 
   it("honours an aborted signal", async () => {

@@ -6,6 +6,7 @@
 import { mkdir, rename, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { networkReason } from "../network-reason.js";
 import { TokenizerLoadError } from "./errors.js";
 import { CHAT_TEMPLATE_FILE, REQUIRED_TOKENIZER_FILES } from "./files.js";
 
@@ -33,13 +34,6 @@ export function defaultTokenizerCacheDir(): string {
 
 async function isFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() ?? false;
-}
-
-/** Why `fetch` failed, from the innermost cause (`ENOTFOUND`, `ECONNREFUSED`, …). */
-function networkReason(error: unknown): string {
-  let current = error as { message?: string; code?: string; cause?: unknown } | undefined;
-  while (current?.cause) current = current.cause as typeof current;
-  return current?.code ?? current?.message ?? String(error);
 }
 
 /**

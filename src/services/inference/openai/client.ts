@@ -1,0 +1,253 @@
+/**
+ * An {@link InferenceClient} over an OpenAI-compatible server (vLLM, SGLang, `nexrl serve`),
+ * token-in/token-out, through the official `openai` package.
+ *
+ * @module
+ */
+import OpenAI, { APIError, APIUserAbortError } from "openai";
+import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
+import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
+import { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
+import { parseTokenIdStrings, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";
+
+/** Sampling parameters a client applies when a call does not give them. */
+export type SamplingDefaults = Pick<InferenceOptions, "maxTokens" | "temperature" | "topP" | "topK" | "stop" | "seed">;
+
+/** Options of {@link OpenAIInferenceClient}. */
+export interface OpenAIInferenceClientOptions {
+  /** Address of the OpenAI-compatible API, usually ending in `/v1` (e.g. `http://127.0.0.1:8000/v1`). */
+  baseURL: string;
+  /** API key (default: `$OPENAI_API_KEY`, else `EMPTY`, which vLLM accepts). Never printed. */
+  apiKey?: string;
+  /** Name of the served model (a vLLM LoRA adapter, a Tinker sampler path, …). */
+  model: string;
+  /** The tokenizer of the served model (it encodes text prompts into the ids sent). */
+  tokenizer: Tokenizer;
+  /** Policy version of `model` (0 for the base model); reported in every result. */
+  policyVersion?: number;
+  /** Sampling parameters of calls that do not give them; `maxTokens` defaults to 256. */
+  defaults?: SamplingDefaults;
+  /** Milliseconds before a request is abandoned (default 600 000). */
+  timeoutMs?: number;
+  /** Retries of connection failures, 408, 409, 429 and 5xx, with backoff (default 2). */
+  maxRetries?: number;
+  /**
+   * Re-tokenise locally when the server reports no token ids (default false: such a call fails
+   * with {@link TokenIdsUnavailableError}). Re-tokenised ids may differ from the ones the model
+   * saw; results list what was re-tokenised in `retokenized`.
+   */
+  allowRetokenize?: boolean;
+  /**
+   * How `chat` reaches the model. `chat` (default): `/v1/chat/completions`, where the server
+   * applies its chat template, reports the prompt's ids (vLLM ≥ 0.10.2) and parses tool calls.
+   * `completions`: the client applies the tokenizer's chat template and sends the ids to
+   * `/v1/completions` — token-exact on any server that accepts token-id prompts, but without
+   * server-side tool-call parsing.
+   */
+  chatVia?: "chat" | "completions";
+  /** Extra fields for every request body, such as `{ min_tokens: 1 }` or SGLang options. */
+  extraBody?: Record<string, unknown>;
+}
+
+const DEFAULT_MAX_TOKENS = 256;
+
+/** Maps an OpenAI `finish_reason` to nexrl's: a tool call or content filter also stopped the turn. */
+function finishReasonOf(reason: string | null | undefined): FinishReason {
+  return reason === "length" ? "length" : reason === "abort" ? "abort" : "stop";
+}
+
+/** Ids the server reported: vLLM's `token_ids`, else logprob tokens written `token_id:<n>`. */
+function reportedIds(tokenIds: number[] | null | undefined, logprobTokens: readonly string[] | null | undefined): number[] | undefined {
+  if (tokenIds) return tokenIds;
+  return logprobTokens ? parseTokenIdStrings(logprobTokens) : undefined;
+}
+
+/**
+ * Token-in/token-out inference against an OpenAI-compatible server.
+ *
+ * Token ids come from the server, never from re-encoding its text: `completion` sends the prompt
+ * as token ids (a text prompt is encoded with BOS first) to `/v1/completions`; every request asks
+ * for vLLM's `return_token_ids` (prompt and completion ids in the response) and, as a fallback for
+ * older servers, `return_tokens_as_token_ids` (logprob tokens written `token_id:<n>`), plus
+ * `logprobs` and `include_stop_str_in_output` (so the text matches the ids). When a server
+ * reports neither, the call fails with {@link TokenIdsUnavailableError} naming the missing option,
+ * unless `allowRetokenize` is set.
+ *
+ * `response` is the text the server returned (a stop string included; for a chat answer that
+ * only calls tools it may be empty while `toolCalls` holds the calls).
+ */
+export class OpenAIInferenceClient implements InferenceClient {
+  /** The tokenizer of the served model. */
+  readonly tokenizer: Tokenizer;
+  private readonly openai: OpenAI;
+  private readonly baseURL: string;
+  private modelName: string;
+  private version: number | undefined;
+
+  /** @param options server, model, tokenizer and defaults. */
+  constructor(private readonly options: OpenAIInferenceClientOptions) {
+    this.tokenizer = options.tokenizer;
+    this.baseURL = options.baseURL.replace(/\/+$/, "");
+    this.modelName = options.model;
+    this.version = options.policyVersion;
+    this.openai = new OpenAI({
+      baseURL: this.baseURL,
+      apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? "EMPTY",
+      timeout: options.timeoutMs ?? 600_000,
+      maxRetries: options.maxRetries ?? 2,
+    });
+  }
+
+  /** The model new calls sample from. */
+  get model(): string {
+    return this.modelName;
+  }
+
+  /** Version of the weights new calls sample from, when known. */
+  get policyVersion(): number | undefined {
+    return this.version;
+  }
+
+  /** Points new calls at `model` (e.g. the adapter or sampler path of a new training step), which serves `policyVersion`. */
+  setModel(model: string, policyVersion?: number): void {
+    this.modelName = model;
+    this.version = policyVersion;
+  }
+
+  /** Continues `prompt` on `/v1/completions`; text is encoded with BOS, token ids are sent as they are. */
+  completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.complete(typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : [...prompt], options);
+  }
+
+  /** Answers a conversation (with `options.tools` and `options.chatTemplateKwargs`), as `chatVia` says. */
+  chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    if (this.options.chatVia === "completions") return this.complete(this.localChatPrompt(messages, options), options);
+    return this.chatCompletion(messages, options);
+  }
+
+  private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
+    const model = this.modelName;
+    const policyVersion = this.version;
+    const params: OpenAI.CompletionCreateParamsNonStreaming & VllmTokenIdRequestFields & Record<string, unknown> = {
+      ...this.sampling(options),
+      model,
+      prompt: promptTokens,
+      logprobs: 1,
+    };
+    const response = await this.send("/completions", options, (signal) => this.openai.completions.create(params, { signal }));
+    const choice = response.choices[0] as (OpenAI.CompletionChoice & VllmTokenIdFields) | undefined;
+    if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`);
+    const retokenized: Array<"prompt" | "response"> = [];
+    let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);
+    if (!responseTokens) {
+      this.allowRetokenize("token_ids");
+      responseTokens = this.tokenizer.encode(choice.text);
+      retokenized.push("response");
+    }
+    const logprobs = this.checkLogprobs("/completions", choice.logprobs?.token_logprobs, responseTokens.length);
+    return this.result({ promptTokens: choice.prompt_token_ids ?? promptTokens, responseTokens, response: choice.text, logprobs, finishReason: finishReasonOf(choice.finish_reason) }, retokenized, policyVersion);
+  }
+
+  private async chatCompletion(messages: readonly ChatMessage[], options: InferenceOptions): Promise<InferenceResult> {
+    const policyVersion = this.version;
+    const params: OpenAI.ChatCompletionCreateParamsNonStreaming & VllmTokenIdRequestFields & Record<string, unknown> = {
+      ...this.sampling(options),
+      model: this.modelName,
+      messages: messages as OpenAI.ChatCompletionMessageParam[],
+      logprobs: true,
+      ...(options.tools && options.tools.length > 0 && { tools: options.tools as OpenAI.ChatCompletionTool[] }),
+      ...(options.chatTemplateKwargs && { chat_template_kwargs: options.chatTemplateKwargs }),
+    };
+    const response = (await this.send("/chat/completions", options, (signal) => this.openai.chat.completions.create(params, { signal }))) as OpenAI.ChatCompletion & VllmTokenIdFields;
+    const choice = response.choices[0] as (OpenAI.ChatCompletion.Choice & VllmTokenIdFields) | undefined;
+    if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`);
+    const text = choice.message.content ?? "";
+    const entries = choice.logprobs?.content ?? undefined;
+    const retokenized: Array<"prompt" | "response"> = [];
+    let promptTokens = response.prompt_token_ids ?? undefined;
+    if (!promptTokens) {
+      this.allowRetokenize("prompt_token_ids");
+      promptTokens = this.localChatPrompt(messages, options);
+      retokenized.push("prompt");
+    }
+    let responseTokens = reportedIds(choice.token_ids, entries?.map((e) => e.token));
+    if (!responseTokens) {
+      this.allowRetokenize("token_ids");
+      responseTokens = this.tokenizer.encode(text);
+      retokenized.push("response");
+    }
+    const logprobs = this.checkLogprobs("/chat/completions", entries?.map((e) => e.logprob), responseTokens.length);
+    const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
+      call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
+    );
+    return this.result(
+      { promptTokens, responseTokens, response: text, logprobs, finishReason: finishReasonOf(choice.finish_reason), ...(toolCalls.length > 0 && { toolCalls }) },
+      retokenized,
+      policyVersion,
+    );
+  }
+
+  /** The request fields every call shares: sampling parameters and the token-id options. */
+  private sampling(options: InferenceOptions): Record<string, unknown> {
+    const d = this.options.defaults ?? {};
+    const temperature = options.temperature ?? d.temperature;
+    const topP = options.topP ?? d.topP;
+    const topK = options.topK ?? d.topK;
+    const stop = options.stop ?? d.stop;
+    const seed = options.seed ?? d.seed;
+    return {
+      max_tokens: options.maxTokens ?? d.maxTokens ?? DEFAULT_MAX_TOKENS,
+      n: 1,
+      ...(temperature !== undefined && { temperature }),
+      ...(topP !== undefined && { top_p: topP }),
+      ...(topK !== undefined && { top_k: topK }),
+      ...(stop !== undefined && stop.length > 0 && { stop }),
+      ...(seed !== undefined && { seed }),
+      return_token_ids: true,
+      return_tokens_as_token_ids: true,
+      include_stop_str_in_output: true,
+      ...this.options.extraBody,
+    };
+  }
+
+  private localChatPrompt(messages: readonly ChatMessage[], options: InferenceOptions): number[] {
+    const { tools, chatTemplateKwargs } = options;
+    return this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools && { tools }), ...(chatTemplateKwargs && { chatTemplateKwargs }) });
+  }
+
+  /** Sends a request, turning the `openai` client's failures into {@link InferenceRequestError}; aborts pass through. */
+  private async send<T>(path: string, options: InferenceOptions, request: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+    options.signal?.throwIfAborted();
+    try {
+      return await request(options.signal);
+    } catch (error) {
+      if (error instanceof APIError && !(error instanceof APIUserAbortError)) throw new InferenceRequestError(`POST ${this.baseURL}${path}`, error);
+      throw error;
+    }
+  }
+
+  /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
+  private allowRetokenize(missing: "prompt_token_ids" | "token_ids"): void {
+    if (this.options.allowRetokenize) return;
+    const message =
+      missing === "prompt_token_ids"
+        ? `the server at ${this.baseURL} reported no prompt_token_ids for the chat (vLLM's return_token_ids); serve the model with vLLM >= 0.10.2, ` +
+          `set chatVia: "completions" to apply the chat template here and send token ids, or set allowRetokenize: true to apply it locally after the fact`
+        : `the server at ${this.baseURL} reported no response token ids: neither token_ids (vLLM's return_token_ids) nor logprob tokens written token_id:<n> ` +
+          `(return_tokens_as_token_ids); serve the model with vLLM >= 0.10.2 or a server that honours one of them, or set allowRetokenize: true to re-encode the text locally`;
+    throw new TokenIdsUnavailableError(message);
+  }
+
+  private checkLogprobs(path: string, logprobs: ReadonlyArray<number | null> | null | undefined, count: number): number[] {
+    if (!logprobs || logprobs.length !== count || logprobs.some((lp) => typeof lp !== "number")) {
+      throw new InferenceResponseError(
+        `POST ${this.baseURL}${path} returned ${logprobs ? `${logprobs.length} logprobs` : "no logprobs"} for ${count} response tokens; the server must honour logprobs${path === "/completions" ? ": 1" : ": true"} (with re-tokenised ids the counts can differ: use a server that reports token ids)`,
+      );
+    }
+    return logprobs as number[];
+  }
+
+  private result(result: InferenceResult, retokenized: Array<"prompt" | "response">, policyVersion: number | undefined): InferenceResult {
+    return { ...result, ...(policyVersion !== undefined && { policyVersion }), ...(retokenized.length > 0 && { retokenized }) };
+  }
+}
