@@ -80,6 +80,12 @@ function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
 
 function sample(session: SamplingSession, body: TinkerRequest<"asample">, contextLength: number): unknown {
   const prompt = modelInputTokens(body.prompt);
+  const promptLogprobs = body.prompt_logprobs ? { prompt_logprobs: session.sampler.computeLogprobs(prompt) } : {};
+  if (prompt.length >= contextLength) {
+    // A prompt that fills the context leaves nothing to generate, but can still be scored.
+    const empty = Array.from({ length: body.num_samples }, () => ({ stop_reason: "length", tokens: [], logprobs: [] }));
+    return { type: "sample", sequences: empty, ...promptLogprobs };
+  }
   const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
   const result = session.sampler.sample(
     prompt,
@@ -96,7 +102,7 @@ function sample(session: SamplingSession, body: TinkerRequest<"asample">, contex
   return {
     type: "sample",
     sequences: result.sequences.map((s) => ({ stop_reason: s.stopReason, tokens: s.tokens, logprobs: s.logprobs })),
-    ...(body.prompt_logprobs && { prompt_logprobs: session.sampler.computeLogprobs(prompt) }),
+    ...promptLogprobs,
   };
 }
 

@@ -1,0 +1,51 @@
+/**
+ * Training services: the interfaces, the three backends (`local`, `tinker`, `weaver`) and
+ * {@link createTrainingService}, which picks one by name.
+ *
+ * @module
+ */
+import { NexrlError } from "../../types/errors.js";
+import { LocalTrainingService, type LocalTrainingServiceOptions } from "./local/index.js";
+import { TinkerTrainingService, type TinkerServiceOptions } from "./tinker/index.js";
+import type { TrainingBackend, TrainingService } from "./types.js";
+import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index.js";
+
+/**
+ * Options of {@link createTrainingService}. Each backend reads the ones that concern it: `local`
+ * needs `outputDir` (and takes `seed`); `tinker` and `weaver` take the key, base URL, timeouts,
+ * retries and polling, each falling back to `TINKER_*` / `WEAVER_*` environment variables.
+ */
+export interface TrainingServiceOptions extends Partial<LocalTrainingServiceOptions>, TinkerServiceOptions, WeaverServiceOptions {}
+
+/** Thrown for an unknown backend name or options a backend cannot work with. */
+export class TrainingServiceConfigError extends NexrlError {}
+
+/**
+ * Creates the training service of `backend`.
+ *
+ * @example
+ * ```ts
+ * const service = createTrainingService("tinker", { baseUrl: "http://127.0.0.1:8000" }); // key from TINKER_API_KEY
+ * const local = createTrainingService("local", { outputDir: "outputs/run" });
+ * ```
+ * @throws {@link TrainingServiceConfigError} for an unknown backend or `local` without
+ * `outputDir`; MissingApiKeyError for a remote backend without a key.
+ */
+export function createTrainingService(backend: TrainingBackend, options: TrainingServiceOptions = {}): TrainingService {
+  switch (backend) {
+    case "local":
+      if (!options.outputDir) throw new TrainingServiceConfigError("the local backend needs outputDir: the folder for its checkpoints and sampler snapshots");
+      return new LocalTrainingService({ outputDir: options.outputDir, ...(options.seed !== undefined && { seed: options.seed }) });
+    case "tinker":
+      return new TinkerTrainingService(options);
+    case "weaver":
+      return new WeaverTrainingService(options);
+    default:
+      throw new TrainingServiceConfigError(`unknown training backend "${String(backend)}"; use local, tinker or weaver`);
+  }
+}
+
+export * from "./types.js";
+export * from "./local/index.js";
+export * from "./tinker/index.js";
+export * from "./weaver/index.js";

@@ -1,0 +1,108 @@
+/**
+ * Large `forward` / `forward_backward` calls go out in chunks (at most `fwdbwd_max_chunk_len`
+ * datums and about `fwdbwd_max_chunk_bytes_count` bytes each, consecutive `seq_id`s); their
+ * results are concatenated and their metrics reduced by the `name:reduction` suffix of each key
+ * (wire-protocols §2.6), weighting by the datums of each chunk.
+ *
+ * @module
+ */
+import type { Datum } from "../../../types/wire.js";
+import type { ForwardBackwardOutput } from "../types.js";
+
+/** Chunk limits (Tinker's `client/config` flags). */
+export interface ChunkLimits {
+  /** Most datums per chunk (`fwdbwd_max_chunk_len`, default 1024). */
+  maxDatums: number;
+  /** Most JSON bytes per chunk (`fwdbwd_max_chunk_bytes_count`, default 5 000 000). */
+  maxBytes: number;
+}
+
+/** Tinker's default chunk limits. */
+export const DEFAULT_CHUNK_LIMITS: Readonly<ChunkLimits> = Object.freeze({ maxDatums: 1024, maxBytes: 5_000_000 });
+
+/** Splits `data` into consecutive chunks within `limits` (a datum larger than `maxBytes` goes alone). */
+export function chunkDatums(data: readonly Datum[], limits: ChunkLimits): Datum[][] {
+  const chunks: Datum[][] = [];
+  let current: Datum[] = [];
+  let bytes = 0;
+  for (const datum of data) {
+    const size = Buffer.byteLength(JSON.stringify(datum));
+    if (current.length > 0 && (current.length >= limits.maxDatums || bytes + size > limits.maxBytes)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(datum);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+function weightedMean(values: number[], weights: number[]): number {
+  const total = weights.reduce((a, b) => a + b, 0);
+  return total > 0 ? values.reduce((sum, v, i) => sum + v * weights[i]!, 0) / total : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** An order-insensitive combination of hash values (FNV-1a over the sorted values). */
+function unorderedHash(values: number[]): number {
+  let h = 0x811c9dc5;
+  for (const v of [...values].sort((a, b) => a - b)) {
+    h = Math.imul(h ^ (Math.trunc(v) >>> 0), 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/**
+ * Reduces the metrics of chunk results: `mean` and `slack` weighted by datums per chunk, `sum`,
+ * `min`, `max`, `hash_unordered` (order-insensitive), `unique` (first value under the key, the
+ * others under `key_2`, `key_3`, …). A key without a suffix counts as `mean`. Keys missing from
+ * some chunk, or with an unknown reduction, are dropped (as the Tinker SDK does).
+ */
+export function reduceMetrics(metrics: ReadonlyArray<Record<string, number>>, weights: readonly number[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  const first = metrics[0];
+  if (!first) return out;
+  for (const key of Object.keys(first)) {
+    if (!metrics.every((m) => key in m)) continue;
+    const values = metrics.map((m) => m[key]!);
+    const reduction = key.includes(":") ? key.slice(key.lastIndexOf(":") + 1) : "mean";
+    switch (reduction) {
+      case "mean":
+        out[key] = weightedMean(values, [...weights]);
+        break;
+      case "slack":
+        out[key] = Math.max(...values) - weightedMean(values, [...weights]);
+        break;
+      case "sum":
+        out[key] = values.reduce((a, b) => a + b, 0);
+        break;
+      case "min":
+        out[key] = Math.min(...values);
+        break;
+      case "max":
+        out[key] = Math.max(...values);
+        break;
+      case "hash_unordered":
+        out[key] = unorderedHash(values);
+        break;
+      case "unique":
+        out[key] = values[0]!;
+        values.slice(1).forEach((v, i) => (out[`${key}_${i + 2}`] = v));
+        break;
+    }
+  }
+  return out;
+}
+
+/** Concatenates chunk results in order and reduces their metrics. */
+export function combineChunks(results: readonly ForwardBackwardOutput[]): ForwardBackwardOutput {
+  if (results.length === 1) return results[0]!;
+  return {
+    lossFnOutputs: results.flatMap((r) => r.lossFnOutputs),
+    metrics: reduceMetrics(
+      results.map((r) => r.metrics),
+      results.map((r) => r.lossFnOutputs.length),
+    ),
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * {@link TinkerFuture}: the answer of a submitted Tinker request, fetched by long-polling
+ * `retrieve_future` (wire-protocols §1.5).
+ *
+ * @module
+ */
+import { backoffDelayMs, sleep } from "../../../http/backoff.js";
+import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
+import type { ApiFuture } from "../types.js";
+import type { TinkerContext } from "./context.js";
+import { RequestFailedError, type RequestErrorCategory } from "./errors.js";
+
+/** Bare 400s (which a proxy may inject) tolerated per poll loop before one is final. */
+const MAX_BAD_REQUESTS = 3;
+
+const CATEGORIES = new Set<RequestErrorCategory>(["user", "server", "unknown"]);
+
+/**
+ * A submitted request's future. `result()` polls `retrieve_future` until the answer is there:
+ * `try_again` and 408 poll again at once; 410 (the promise expired) resubmits the original
+ * request, which the service deduplicates by `seq_id`, and polls the new request id; 429, 5xx
+ * and broken connections back off (honouring `retry-after`) for up to `maxRetries` in a row;
+ * `{error, category}` rejects with {@link RequestFailedError}; any other error status rejects
+ * with its typed error.
+ */
+export class TinkerFuture<T> implements ApiFuture<T> {
+  private answer: Promise<T> | undefined;
+
+  /**
+   * @param ctx the service connection.
+   * @param requestId the `request_id` the submission answered.
+   * @param resubmit sends the original request again and returns its new `request_id`.
+   * @param read turns the answer into the result.
+   * @param what names the request in errors.
+   */
+  constructor(
+    private readonly ctx: TinkerContext,
+    private requestId: string,
+    private readonly resubmit: () => Promise<string>,
+    private readonly read: (body: unknown) => T,
+    private readonly what: string,
+  ) {}
+
+  /** Polls until the answer arrives (once; later calls share the same promise). */
+  result(): Promise<T> {
+    this.answer ??= this.poll();
+    return this.answer;
+  }
+
+  private async poll(): Promise<T> {
+    let failures = 0;
+    let badRequests = 0;
+    for (let iteration = 0; ; iteration++) {
+      let body: unknown;
+      try {
+        ({ body } = await this.ctx.http.request({
+          method: "POST",
+          path: "/api/v1/retrieve_future",
+          body: { request_id: this.requestId, allow_metadata_only: false },
+          retry: "none",
+          timeoutMs: this.ctx.pollTimeoutMs,
+          headers: { "X-Tinker-Request-Iteration": String(iteration) },
+        }));
+      } catch (error) {
+        if (error instanceof ApiStatusError && error.status === 408) {
+          failures = 0;
+          continue;
+        }
+        if (error instanceof ApiStatusError && error.status === 410) {
+          failures = 0;
+          this.requestId = await this.resubmit();
+          continue;
+        }
+        if (error instanceof ApiStatusError && error.status === 400 && ++badRequests <= MAX_BAD_REQUESTS) continue;
+        const transient = (error instanceof ApiStatusError && (error.status === 429 || error.status >= 500)) || error instanceof ApiConnectionError || error instanceof ApiTimeoutError;
+        if (!transient || ++failures > this.ctx.maxRetries) throw error;
+        const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(failures, this.ctx.backoff);
+        try {
+          await sleep(wait, this.ctx.closed);
+        } catch {
+          throw new RequestAbortedError({ method: "POST", url: `${this.ctx.http.baseUrl}/api/v1/retrieve_future` }, "the service was closed");
+        }
+        continue;
+      }
+      failures = 0;
+      const answer = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
+      if (answer.type === "try_again") continue;
+      if (typeof answer.error === "string" && typeof answer.category === "string") {
+        const category = CATEGORIES.has(answer.category as RequestErrorCategory) ? (answer.category as RequestErrorCategory) : "unknown";
+        throw new RequestFailedError(this.what, this.ctx.http.redact(answer.error), category);
+      }
+      return this.read(body);
+    }
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * {@link TinkerTrainingClient}: a Tinker model's training operations, each with the next
+ * `seq_id` and submitted strictly in call order.
+ *
+ * @module
+ */
+import { SubmitOrder } from "../../../http/submit-order.js";
+import type { LossFunctionName } from "../../../types/losses.js";
+import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
+import type { ApiFuture, ForwardBackwardOutput, ModelInfo, OptimStepOutput, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
+import { chunkDatums, combineChunks } from "./chunks.js";
+import { submitRequest, type TinkerContext } from "./context.js";
+import { TinkerFuture } from "./future.js";
+import { lossInput, readForwardBackward, readOptimStep, readPath, tinkerDatums } from "./wire.js";
+
+/**
+ * Trains one Tinker model. Every operation takes the next `seq_id` (from 1) when it is called;
+ * submissions go out one after another in that order, and the service runs them in `seq_id`
+ * order, so `forwardBackward` and `optimStep` may be submitted back to back and awaited later.
+ */
+export class TinkerTrainingClient implements TrainingClient {
+  private nextSeq = 1;
+  private readonly order = new SubmitOrder();
+
+  /**
+   * @param ctx the service connection.
+   * @param modelId the model id from `create_model`.
+   * @param baseModel the base model it was created from.
+   */
+  constructor(
+    private readonly ctx: TinkerContext,
+    readonly modelId: string,
+    private readonly baseModel: string,
+  ) {}
+
+  /** Loss and target logprobs without gradients (`POST /api/v1/forward`); large calls go in chunks. */
+  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.lossPass("forward", "forward_input", "Forward", data, lossFn, lossFnConfig);
+  }
+
+  /**
+   * Loss, logprobs and accumulated gradients (`POST /api/v1/forward_backward`). `mask` and
+   * `loss_mask` inputs are dropped (Tinker rejects them); the datums are checked against the
+   * loss contract before anything is sent. Large calls go in chunks of consecutive `seq_id`s.
+   */
+  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.lossPass("forward_backward", "forward_backward_input", "ForwardBackward", data, lossFn, lossFnConfig);
+  }
+
+  /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
+  optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
+    const adam_params = adamParams(params);
+    return this.submit("optim_step", "OptimStep", (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }), readOptimStep);
+  }
+
+  /**
+   * Saves weights and optimizer state (`POST /api/v1/save_weights`; Tinker always keeps both, so
+   * either `kind` can resume) as `tinker://<model>/weights/<name>`, replacing an earlier
+   * checkpoint of that name as the local backend does.
+   */
+  saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
+    return this.submit(
+      "save_weights",
+      "SaveWeights",
+      (seq) => ({ model_id: this.modelId, path: name, seq_id: seq, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }), overwrite: true, type: "save_weights" }),
+      (body) => readPath(body, "save_weights"),
+    );
+  }
+
+  /** Restores a `tinker://…/weights/…` checkpoint (`POST /api/v1/load_weights`). */
+  loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
+    return this.submit("load_weights", "LoadWeights", (seq) => ({ model_id: this.modelId, seq_id: seq, path, optimizer: options.optimizer, type: "load_weights" }), () => undefined);
+  }
+
+  /** Snapshots the weights for sampling as `tinker://<model>/sampler_weights/<name>`. */
+  saveWeightsForSampler(name: string, options: { ttlSeconds?: number } = {}): Promise<ApiFuture<SavedPath>> {
+    return this.submit(
+      "save_weights_for_sampler",
+      "SaveWeightsForSampler",
+      (seq) => ({ model_id: this.modelId, path: name, seq_id: seq, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }), type: "save_weights_for_sampler" }),
+      (body) => readPath(body, "save_weights_for_sampler"),
+    );
+  }
+
+  /** `POST /api/v1/get_info`, with the context length from `get_server_capabilities`. */
+  async getInfo(): Promise<ModelInfo> {
+    const { body } = await this.ctx.http.request<Record<string, unknown>>({ method: "POST", path: "/api/v1/get_info", body: { model_id: this.modelId, type: "get_info" }, retry: "all" });
+    const data = (body.model_data ?? {}) as Record<string, unknown>;
+    const baseModel = typeof data.model_name === "string" ? data.model_name : typeof body.model_name === "string" ? body.model_name : this.baseModel;
+    const { body: capabilities } = await this.ctx.http.request<{ supported_models?: Array<{ model_name?: string; max_context_length?: number }> }>({ method: "GET", path: "/api/v1/get_server_capabilities" });
+    const contextLength = capabilities.supported_models?.find((m) => m.model_name === baseModel)?.max_context_length;
+    return {
+      modelId: this.modelId,
+      baseModel,
+      ...(typeof body.lora_rank === "number" && { loraRank: body.lora_rank }),
+      ...(typeof data.tokenizer_id === "string" && { tokenizerId: data.tokenizer_id.split(":")[0]! }),
+      ...(contextLength !== undefined && { contextLength }),
+    };
+  }
+
+  private submit<T>(endpoint: string, requestType: string, build: (seq: number) => Record<string, unknown>, read: (body: unknown) => T): Promise<ApiFuture<T>> {
+    const seq = this.nextSeq++;
+    const body = build(seq);
+    const what = `${endpoint} (seq_id ${seq})`;
+    return this.order.run(what, async () => {
+      const send = (): Promise<string> => submitRequest(this.ctx, endpoint, body, requestType);
+      return new TinkerFuture(this.ctx, await send(), send, read, what);
+    });
+  }
+
+  private lossPass(
+    endpoint: "forward" | "forward_backward",
+    inputKey: "forward_input" | "forward_backward_input",
+    requestType: string,
+    data: Datum[],
+    lossFn: LossFunctionName,
+    config: Record<string, number> | undefined,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
+    const chunks = chunkDatums(tinkerDatums(data, lossFn, config), this.ctx.limits);
+    const seqs = chunks.map(() => this.nextSeq++);
+    const what = `${endpoint} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
+    return this.order.run(what, async () => {
+      const senders = chunks.map((chunk, i) => (): Promise<string> => submitRequest(this.ctx, endpoint, { [inputKey]: lossInput(chunk, lossFn, config), model_id: this.modelId, seq_id: seqs[i] }, requestType));
+      // Like the Tinker SDK: later chunks first, in parallel, then the first, which the service
+      // waits for before running any of them.
+      const later = await Promise.all(senders.slice(1).map((send) => send()));
+      const ids = [await senders[0]!(), ...later];
+      const futures = ids.map((id, i) => new TinkerFuture(this.ctx, id, senders[i]!, readForwardBackward, `${endpoint} (seq_id ${seqs[i]})`));
+      let combined: Promise<ForwardBackwardOutput> | undefined;
+      return { result: () => (combined ??= Promise.all(futures.map((f) => f.result())).then(combineChunks)) };
+    });
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * {@link WeaverOperation}: a submitted Weaver operation, polled with `GET /api/v1/operations/{id}`
+ * until it is `done` or `error`.
+ *
+ * @module
+ */
+import { sleep } from "../../../http/backoff.js";
+import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
+import type { HttpTransport } from "../../../http/transport.js";
+import type { ApiFuture } from "../types.js";
+import { OperationFailedError } from "./errors.js";
+import { field, stringField } from "./fields.js";
+
+/** How operations are polled. */
+export interface PollOptions {
+  /** First delay between polls in milliseconds (500); it doubles up to `maxIntervalMs`. */
+  intervalMs: number;
+  /** Longest delay between polls in milliseconds (10 000). */
+  maxIntervalMs: number;
+  /** Transient poll failures (429, 5xx, broken connections) tolerated in a row (20). */
+  transientRetries: number;
+}
+
+/** Default {@link PollOptions}: 0.5 s doubling to 10 s, 20 transient failures. */
+export const DEFAULT_POLL: Readonly<PollOptions> = Object.freeze({ intervalMs: 500, maxIntervalMs: 10_000, transientRetries: 20 });
+
+function isTransient(error: unknown): boolean {
+  return (error instanceof ApiStatusError && error.isRetryable) || error instanceof ApiConnectionError || error instanceof ApiTimeoutError;
+}
+
+/**
+ * A Weaver operation's future. `result()` polls (0.5 s doubling to 10 s by default) until the
+ * operation is `done` and returns its `response`, or rejects with {@link OperationFailedError}
+ * when it ends in `error`. Transient poll failures are tolerated up to `transientRetries` in a
+ * row, the poll delay doubling as backoff (and at least any `retry-after`).
+ */
+export class WeaverOperation<T> implements ApiFuture<T> {
+  private answer: Promise<T> | undefined;
+
+  /**
+   * @param http the transport.
+   * @param initial the operation object the submission answered.
+   * @param read turns the operation's `response` into the result.
+   * @param what names the request in errors.
+   * @param poll polling intervals.
+   * @param closed aborts the waits when the service is closed.
+   */
+  constructor(
+    private readonly http: HttpTransport,
+    private readonly initial: unknown,
+    private readonly read: (response: unknown) => T,
+    private readonly what: string,
+    private readonly poll: PollOptions,
+    private readonly closed: AbortSignal,
+  ) {}
+
+  /** Polls until the operation ends (once; later calls share the same promise). */
+  result(): Promise<T> {
+    this.answer ??= this.wait();
+    return this.answer;
+  }
+
+  private async pause(ms: number): Promise<void> {
+    try {
+      await sleep(ms, this.closed);
+    } catch {
+      throw new RequestAbortedError({ method: "GET", url: `${this.http.baseUrl}/api/v1/operations` }, "the service was closed");
+    }
+  }
+
+  private async wait(): Promise<T> {
+    let operation = this.initial;
+    const id = stringField(operation, "id", `${this.what} operation`);
+    let delay = this.poll.intervalMs;
+    let failures = 0;
+    for (;;) {
+      const status = field(operation, "status");
+      if (status === "done") return this.read(field(operation, "response"));
+      if (status === "error") {
+        const code = field(operation, "error_code") ?? field(operation, "error") ?? "error";
+        const message = field(operation, "error_message") ?? "no message";
+        throw new OperationFailedError(this.what, String(code), this.http.redact(String(message)), field(operation, "error_details"));
+      }
+      await this.pause(delay);
+      delay = Math.min(delay * 2, this.poll.maxIntervalMs);
+      try {
+        ({ body: operation } = await this.http.request({ method: "GET", path: `/api/v1/operations/${encodeURIComponent(id)}`, retry: "none" }));
+        failures = 0;
+      } catch (error) {
+        if (!isTransient(error) || ++failures > this.poll.transientRetries) throw error;
+        // The doubling delay is the backoff; a retry-after asks for at least that long.
+        if (error instanceof ApiStatusError && error.retryAfterMs !== undefined) delay = Math.max(delay, error.retryAfterMs);
+      }
+    }
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * {@link WeaverTrainingService}: a Weaver service (nex-agi's Weaver, or `nexrl serve`) as a
+ * {@link TrainingService}.
+ *
+ * @module
+ */
+import type { BackoffOptions } from "../../../http/backoff.js";
+import { resolveEndpoint, type EndpointOptions } from "../../../http/endpoint.js";
+import { Heartbeat } from "../../../http/heartbeat.js";
+import { HttpTransport } from "../../../http/transport.js";
+import type { CreateTrainingClientOptions, TrainingService } from "../types.js";
+import type { WeaverContext } from "./context.js";
+import { field, stringField } from "./fields.js";
+import { DEFAULT_POLL, WeaverOperation, type PollOptions } from "./operation.js";
+import { WeaverSamplingClient } from "./sampling-client.js";
+import { WeaverTrainingClient } from "./training-client.js";
+
+/** nex-agi's Weaver console. */
+export const WEAVER_DEFAULT_BASE_URL = "https://weaver-console.nex-agi.cn";
+
+/** Announced as `sdk_version` when the session is created. */
+const SDK_VERSION = "nexrl-0.1";
+
+/** Options of {@link WeaverTrainingService}; the key and URL fall back to the environment. */
+export interface WeaverServiceOptions extends EndpointOptions {
+  /** Timeout of each HTTP call in milliseconds (60 000). */
+  timeoutMs?: number;
+  /** Most retries of a call that may be retried (GETs, connections never made) (10). */
+  maxRetries?: number;
+  /** Backoff between those retries (0.5 s doubling to 10 s, jittered). */
+  backoff?: Partial<BackoffOptions>;
+  /** Operation polling: first interval (500 ms), cap (10 000 ms), transient failures tolerated (20). */
+  poll?: Partial<PollOptions>;
+  /** Milliseconds between session heartbeats (30 000, as the Weaver SDK). */
+  heartbeatIntervalMs?: number;
+  /** Receives retry and heartbeat warnings, API key redacted (default: none). */
+  log?: (line: string) => void;
+}
+
+interface Connection {
+  ctx: WeaverContext;
+  heartbeat: Heartbeat;
+}
+
+/**
+ * A Weaver service: `WEAVER_API_KEY` (sent as `X-WEAVER-API-KEY`) and `WEAVER_BASE_URL`, or the
+ * options. `connect()` creates a session and starts heartbeats (which never keep the process
+ * alive); `close()` terminates every model this service created, stops the heartbeats and
+ * aborts polls in flight.
+ *
+ * Requests are retried only where that is safe: GETs, and requests whose connection was never
+ * made. A submitted operation that fails in transit is reported, never sent twice.
+ */
+export class WeaverTrainingService implements TrainingService {
+  /** Always `weaver`. */
+  readonly backend = "weaver" as const;
+  private readonly http: HttpTransport;
+  private readonly closing = new AbortController();
+  private readonly poll: PollOptions;
+  private connection: Promise<Connection> | undefined;
+  private readonly models = new Map<string, WeaverTrainingClient>();
+  private nextModelSeq = 1;
+  private nextSamplerSeq = 1;
+
+  /**
+   * @param options key, base URL, timeouts, retries and polling.
+   * @throws MissingApiKeyError when neither `apiKey` nor `WEAVER_API_KEY` is set.
+   */
+  constructor(private readonly options: WeaverServiceOptions = {}) {
+    const { apiKey, baseUrl } = resolveEndpoint(options, { service: "Weaver", keyVar: "WEAVER_API_KEY", urlVar: "WEAVER_BASE_URL", defaultUrl: WEAVER_DEFAULT_BASE_URL });
+    this.http = new HttpTransport({
+      baseUrl,
+      apiKey,
+      apiKeyHeader: "X-WEAVER-API-KEY",
+      apiKeySource: "WEAVER_API_KEY",
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
+      ...(options.backoff && { backoff: options.backoff }),
+      ...(options.log && { log: options.log }),
+    });
+    this.poll = { ...DEFAULT_POLL, ...options.poll };
+  }
+
+  /** Creates the session and starts heartbeats (once; a failed attempt can be repeated). */
+  async connect(): Promise<void> {
+    await this.connected();
+  }
+
+  /**
+   * Creates a model (`POST /sessions/{id}/models`): `trainingMode` `lora` (default, with
+   * `loraRank`, default 32) or `full_ft`. The seed is sent in the LoRA config, so it applies to
+   * LoRA models only.
+   */
+  async createTrainingClient(options: CreateTrainingClientOptions): Promise<WeaverTrainingClient> {
+    const { ctx } = await this.connected();
+    const trainingMode = options.trainingMode ?? "lora";
+    const { body } = await this.http.request({
+      method: "POST",
+      path: `/api/v1/sessions/${encodeURIComponent(ctx.sessionId)}/models`,
+      body: {
+        model_seq_id: this.nextModelSeq++,
+        base_model: options.baseModel,
+        training_mode: trainingMode,
+        ...(trainingMode === "lora" && {
+          lora_config: { rank: options.loraRank ?? 32, train_unembed: true, train_mlp: true, train_attn: true, ...(options.seed !== undefined && { seed: options.seed }) },
+        }),
+      },
+      retry: "unsent",
+    });
+    const client = new WeaverTrainingClient(ctx, stringField(body, "id", "create model"), options.baseModel, trainingMode);
+    this.models.set(client.modelId, client);
+    return client;
+  }
+
+  /**
+   * Opens a sampling session (`POST /sessions/{id}/sampling-sessions`) on a `weaver://` sampler
+   * path or checkpoint, or on a base model by name, waiting for the session's load operation
+   * when the service answers 202.
+   */
+  async createSamplingClient(path: string): Promise<WeaverSamplingClient> {
+    const { ctx } = await this.connected();
+    const modelId = path.startsWith("weaver://") ? path.slice("weaver://".length).split("/")[0] : undefined;
+    const model = modelId === undefined ? undefined : this.models.get(modelId);
+    const { status, body } = await this.http.request({
+      method: "POST",
+      path: `/api/v1/sessions/${encodeURIComponent(ctx.sessionId)}/sampling-sessions`,
+      body: {
+        sampling_session_seq_id: this.nextSamplerSeq++,
+        ...(modelId === undefined ? { base_model: path } : { model_path: path, model_id: modelId }),
+      },
+      retry: "unsent",
+    });
+    let session = body;
+    if (status === 202) {
+      session = field(body, "sampling_session");
+      await new WeaverOperation(this.http, field(body, "sync_operation"), () => undefined, `sampling session for ${path}`, this.poll, this.closing.signal).result();
+    }
+    return new WeaverSamplingClient(ctx, path, stringField(session, "id", "create sampling session"), model?.trainingMode);
+  }
+
+  /** Terminates the models this service created, stops heartbeats and releases connections. */
+  async close(): Promise<void> {
+    const connection = await this.connection?.catch(() => undefined);
+    connection?.heartbeat.stop();
+    for (const modelId of this.models.keys()) {
+      await this.http
+        .request({ method: "POST", path: `/api/v1/models/${encodeURIComponent(modelId)}/terminate`, body: { instance_types: ["trainer", "inference"] }, retry: "unsent" })
+        .catch((error: unknown) => this.options.log?.(`nexrl: could not terminate Weaver model ${modelId}: ${error instanceof Error ? error.message : String(error)}`));
+    }
+    this.models.clear();
+    this.closing.abort(new Error("the Weaver service client was closed"));
+    await this.http.close();
+  }
+
+  private connected(): Promise<Connection> {
+    this.connection ??= this.open().catch((error: unknown) => {
+      this.connection = undefined;
+      throw error;
+    });
+    return this.connection;
+  }
+
+  private async open(): Promise<Connection> {
+    const { body } = await this.http.request({ method: "POST", path: "/api/v1/sessions", body: { tags: ["nexrl"], user_metadata: {}, sdk_version: SDK_VERSION }, retry: "unsent" });
+    const sessionId = stringField(body, "id", "create session");
+    const ctx: WeaverContext = { http: this.http, sessionId, poll: this.poll, closed: this.closing.signal };
+    const heartbeat = new Heartbeat({
+      intervalMs: this.options.heartbeatIntervalMs ?? 30_000,
+      label: `Weaver session ${sessionId}`,
+      ...(this.options.log && { log: this.options.log }),
+      beat: async () => {
+        await this.http.request({ method: "POST", path: `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, timeoutMs: 10_000, retry: "none" });
+      },
+    });
+    return { ctx, heartbeat };
+  }
+}
