@@ -1,0 +1,274 @@
+/**
+ * {@link DataLoader}: hands out task groups from data files in a seeded order, epoch after epoch,
+ * with an exact resume cursor.
+ * @module
+ */
+import { DataLoaderError } from "../errors.js";
+import { deriveSeed, seededShuffle } from "../seed.js";
+import type { RolloutTask, TaskGroup } from "../task.js";
+import { readDataFile, type DataRow } from "./files.js";
+
+/** How prompts too long for the model are dropped. */
+export interface PromptFilter {
+  /** Longest prompt kept, in tokens. */
+  maxPromptLength: number;
+  /** Length of a prompt in tokens (text is encoded, chat messages templated). */
+  measure(prompt: unknown): number;
+}
+
+/** Options of {@link DataLoader}. */
+export interface DataLoaderOptions {
+  /** The field holding the prompt (`data.prompt_key`); every row must have it. */
+  promptKey: string;
+  /** Rows per batch (`data.batch_size`), before `rolloutRepeatN` copies. */
+  batchSize: number;
+  /** Seed of the run: the shuffle of each epoch and every task's sampling seed derive from it. */
+  seed: number;
+  /** Draw a new seeded order of the rows for each epoch (default false: file order). */
+  shuffle?: boolean;
+  /** Drop the last batch of an epoch when it is short (default false). */
+  dropLast?: boolean;
+  /** Copies of each row (`data.rollout_repeat_n`, default 1): one group, distinct run ids. */
+  rolloutRepeatN?: number;
+  /** Tasks are validation tasks (default false). */
+  isVal?: boolean;
+  /** Drop rows whose prompt is too long. */
+  filter?: PromptFilter;
+  /** Stop after this many passes over the data (default: never; the run's step count decides). */
+  maxEpochs?: number;
+}
+
+/** A row handed out again before new ones (e.g. its group was too stale to train on). */
+export interface RequeuedRow {
+  /** Row index within the dataset. */
+  index: number;
+  /** Epoch it was first handed out in. */
+  epoch: number;
+}
+
+/** Where a {@link DataLoader} stands; restoring it continues exactly from there. */
+export interface DataCursor {
+  /** Current epoch. */
+  epoch: number;
+  /** Next position in the epoch's order. */
+  position: number;
+  /** Batches handed out so far (the next batch's index). */
+  batches: number;
+  /** Groups handed out so far. */
+  groups: number;
+  /** Rows to hand out before new ones, in order. */
+  requeued: RequeuedRow[];
+}
+
+/**
+ * Tasks from data rows. Each row becomes a group of `rolloutRepeatN` tasks sharing a group id;
+ * {@link DataLoader.nextBatch} hands out `batchSize` groups at a time the way a PyTorch data loader
+ * does (consecutive slices of the epoch's order, the last one short unless `dropLast`), and
+ * {@link DataLoader.nextGroup} streams single groups across epoch boundaries. Epochs repeat until
+ * `maxEpochs` (by default forever); each epoch has its own seeded order.
+ *
+ * @example
+ * ```ts
+ * const loader = await DataLoader.fromFiles(["data/train.jsonl"], { promptKey: "prompt", batchSize: 8, seed: 42, shuffle: true });
+ * const batch = loader.nextBatch(); // 8 groups
+ * const saved = loader.cursor();    // later: loader.restore(saved)
+ * ```
+ */
+export class DataLoader {
+  private readonly rows: readonly DataRow[];
+  private readonly kept: readonly number[];
+  private readonly options: Required<Omit<DataLoaderOptions, "filter" | "maxEpochs">> & Pick<DataLoaderOptions, "maxEpochs">;
+  private state: DataCursor = { epoch: 0, position: 0, batches: 0, groups: 0, requeued: [] };
+  private orderCache: { epoch: number; order: readonly number[] } | undefined;
+  /** Rows dropped by the prompt filter. */
+  readonly filtered: number;
+
+  /**
+   * @param rows the task rows (each must have the prompt key).
+   * @param options batching, order and filtering.
+   * @param source describes where the rows came from, for errors.
+   * @throws {@link DataLoaderError} when a row lacks the prompt key or no row is left after filtering.
+   */
+  constructor(rows: readonly DataRow[], options: DataLoaderOptions, source = "the data") {
+    for (const [key, value] of [["batchSize", options.batchSize], ["rolloutRepeatN", options.rolloutRepeatN ?? 1]] as const) {
+      if (!Number.isInteger(value) || value < 1) throw new DataLoaderError(`DataLoader ${key} must be a positive integer, got ${value}`);
+    }
+    rows.forEach((row, i) => {
+      if (!Object.hasOwn(row, options.promptKey)) {
+        const fields = Object.keys(row).join(", ") || "none";
+        throw new DataLoaderError(`row ${i} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`);
+      }
+    });
+    this.rows = rows;
+    this.options = {
+      promptKey: options.promptKey,
+      batchSize: options.batchSize,
+      seed: options.seed,
+      shuffle: options.shuffle ?? false,
+      dropLast: options.dropLast ?? false,
+      rolloutRepeatN: options.rolloutRepeatN ?? 1,
+      isVal: options.isVal ?? false,
+      maxEpochs: options.maxEpochs,
+    };
+    const filter = options.filter;
+    this.kept = rows.map((_, i) => i).filter((i) => filter === undefined || filter.measure(rows[i]![options.promptKey]) <= filter.maxPromptLength);
+    this.filtered = rows.length - this.kept.length;
+    if (this.kept.length === 0) {
+      const why = this.filtered > 0 ? `all ${rows.length} rows have prompts longer than ${filter!.maxPromptLength} tokens (data.max_prompt_length)` : "it has no rows";
+      throw new DataLoaderError(`no task left in ${source}: ${why}`);
+    }
+  }
+
+  /**
+   * Reads `files` (see {@link readDataFile}) and builds a loader over their rows, in file order.
+   * @throws {@link DataLoaderError} for unreadable files or rows without the prompt key.
+   */
+  static async fromFiles(files: readonly string[], options: DataLoaderOptions): Promise<DataLoader> {
+    if (files.length === 0) throw new DataLoaderError("no data files given; list them in data.data_files");
+    const rows: DataRow[] = [];
+    for (const file of files) {
+      const fileRows = await readDataFile(file);
+      const missing = fileRows.findIndex((row) => !Object.hasOwn(row, options.promptKey));
+      if (missing >= 0) {
+        const fields = Object.keys(fileRows[missing]!).join(", ") || "none";
+        throw new DataLoaderError(`row ${missing} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`);
+      }
+      rows.push(...fileRows);
+    }
+    return new DataLoader(rows, options, files.join(", "));
+  }
+
+  /** Rows handed out per epoch (after filtering). */
+  get size(): number {
+    return this.kept.length;
+  }
+
+  /** Batches handed out so far (the index of the next one). */
+  get batches(): number {
+    return this.state.batches;
+  }
+
+  /** Batches per epoch. */
+  get batchesPerEpoch(): number {
+    const { batchSize, dropLast } = this.options;
+    return dropLast ? Math.floor(this.size / batchSize) : Math.ceil(this.size / batchSize);
+  }
+
+  /** The next `batchSize` groups (fewer at the end of an epoch unless `dropLast`), or undefined after `maxEpochs`. */
+  nextBatch(): TaskGroup[] | undefined {
+    const { batchSize, dropLast } = this.options;
+    const s = this.state;
+    const groups: TaskGroup[] = [];
+    while (groups.length === 0) {
+      if (this.finished()) return undefined;
+      const order = this.order(s.epoch);
+      const left = order.length - s.position;
+      if (left === 0 || (dropLast && left < batchSize)) {
+        s.epoch += 1;
+        s.position = 0;
+        continue;
+      }
+      const take = Math.min(batchSize, left);
+      for (let k = 0; k < take; k++) groups.push(this.group(order[s.position + k]!, s.epoch, s.batches));
+      s.position += take;
+    }
+    s.batches += 1;
+    s.groups += groups.length;
+    return groups;
+  }
+
+  /**
+   * The next single group: a requeued row first, else the next row of the epoch's order (moving
+   * to the next epoch at the end). Undefined after `maxEpochs`. Its batch index counts
+   * `batchSize` groups per batch.
+   */
+  nextGroup(): TaskGroup | undefined {
+    const s = this.state;
+    const batchIndex = Math.floor(s.groups / this.options.batchSize);
+    const requeued = s.requeued.shift();
+    if (requeued !== undefined) {
+      s.groups += 1;
+      return this.group(requeued.index, requeued.epoch, batchIndex);
+    }
+    while (!this.finished() && s.position >= this.order(s.epoch).length) {
+      s.epoch += 1;
+      s.position = 0;
+    }
+    if (this.finished()) return undefined;
+    const index = this.order(s.epoch)[s.position]!;
+    s.position += 1;
+    s.groups += 1;
+    return this.group(index, s.epoch, batchIndex);
+  }
+
+  /** Hands `group`'s row out again before any new row (with new seeds). */
+  requeue(group: Pick<TaskGroup, "index" | "epoch">): void {
+    this.state.requeued.push({ index: group.index, epoch: group.epoch });
+  }
+
+  /**
+   * Every row once, in file order, as groups of `rolloutRepeatN` tasks whose seeds derive from
+   * `pass` (validation runs the whole set each time). Does not move the cursor.
+   */
+  allGroups(pass: number): TaskGroup[] {
+    return this.kept.map((index) => this.group(index, 0, pass));
+  }
+
+  /** A copy of the position, for a checkpoint. */
+  cursor(): DataCursor {
+    return structuredClone(this.state);
+  }
+
+  /**
+   * Continues from a cursor taken with {@link DataLoader.cursor}.
+   * @throws {@link DataLoaderError} when the cursor does not fit this data (another dataset).
+   */
+  restore(cursor: DataCursor): void {
+    const ok =
+      [cursor.epoch, cursor.position, cursor.batches, cursor.groups].every((n) => Number.isInteger(n) && n >= 0) &&
+      cursor.position <= this.size &&
+      Array.isArray(cursor.requeued) &&
+      cursor.requeued.every((r) => Number.isInteger(r.index) && r.index >= 0 && r.index < this.rows.length);
+    if (!ok) throw new DataLoaderError(`the saved data cursor ${JSON.stringify(cursor)} does not fit this dataset of ${this.size} rows; resume with the data files the run started with`);
+    this.state = structuredClone(cursor);
+  }
+
+  private finished(): boolean {
+    return this.options.maxEpochs !== undefined && this.state.epoch >= this.options.maxEpochs;
+  }
+
+  private order(epoch: number): readonly number[] {
+    if (this.orderCache?.epoch !== epoch) {
+      const order = this.options.shuffle ? seededShuffle(this.kept, deriveSeed(this.options.seed, "epoch", epoch)) : this.kept;
+      this.orderCache = { epoch, order };
+    }
+    return this.orderCache.order;
+  }
+
+  /** The group of row `index` as handed out in `epoch` and batch `batchIndex` (to rebuild saved groups). */
+  groupOf(position: { index: number; epoch: number; batchIndex: number }): TaskGroup {
+    return this.group(position.index, position.epoch, position.batchIndex);
+  }
+
+  private group(index: number, epoch: number, batchIndex: number): TaskGroup {
+    const { rolloutRepeatN: n, isVal, seed, promptKey } = this.options;
+    const data = this.rows[index]!;
+    const groupId = isVal ? `val-${index}` : `${epoch}-${index}`;
+    const tasks: RolloutTask[] = [];
+    for (let runId = 0; runId < n; runId++) {
+      tasks.push({
+        data,
+        prompt: data[promptKey],
+        index,
+        epoch,
+        batchIndex,
+        groupId,
+        runId,
+        groupSize: n,
+        isVal,
+        seed: deriveSeed(seed, isVal ? "val" : "rollout", batchIndex, epoch, index, runId),
+      });
+    }
+    return { groupId, index, epoch, batchIndex, tasks };
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Seeds derived from the run seed: every random choice of a run (data order, each rollout's
+ * sampling seed) is a pure function of the run seed and where it happens, so a resumed run draws
+ * exactly what an uninterrupted one would.
+ * @module
+ */
+
+/**
+ * A 32-bit seed from the run seed and the parts that name a random choice (for example the batch,
+ * the row and the copy of a rollout). Different parts give independent-looking seeds.
+ */
+export function deriveSeed(...parts: ReadonlyArray<number | string>): number {
+  // FNV-1a over the parts' text, then a murmur3 finaliser to spread the bits.
+  let h = 0x811c9dc5;
+  const text = parts.join("\u001f");
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** A uniform float stream in [0, 1) from a 32-bit seed (mulberry32). */
+function uniformStream(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `items` in an order drawn from `seed` (Fisher–Yates); the input is not changed. */
+export function seededShuffle<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  const next = uniformStream(seed);
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+/**
+ * The unit of work handed to rollout workers.
+ * @module
+ */
+import type { DataRow } from "./data/files.js";
+
+/** One rollout to run: a data row, which copy of it this is, and its sampling seed. */
+export interface RolloutTask {
+  /** The row's fields, as read from the data file. */
+  readonly data: Readonly<DataRow>;
+  /** The row's prompt field (`data.prompt_key`): text, or chat messages. */
+  readonly prompt: unknown;
+  /** Row index within the dataset (files concatenated in the order given). */
+  readonly index: number;
+  /** Pass over the data this task belongs to (0 for the first). */
+  readonly epoch: number;
+  /** Loader batch the task was handed out in (the training step it is meant for, minus one). */
+  readonly batchIndex: number;
+  /** Shared by the `rollout_repeat_n` copies of a row; groups trajectories for GRPO. */
+  readonly groupId: string;
+  /** Index of this copy within its group, 0 … groupSize − 1. */
+  readonly runId: number;
+  /** Copies of the row in the group (`rollout_repeat_n`). */
+  readonly groupSize: number;
+  /** True for validation tasks, which are scored but never trained on. */
+  readonly isVal: boolean;
+  /** Sampling seed of this rollout, derived from the run seed, the batch, the row and the copy. */
+  readonly seed: number;
+}
+
+/** The copies of one row, run and trained together. */
+export interface TaskGroup {
+  /** The group id of every task in it. */
+  readonly groupId: string;
+  /** Row index within the dataset. */
+  readonly index: number;
+  /** Pass over the data. */
+  readonly epoch: number;
+  /** Loader batch it was handed out in. */
+  readonly batchIndex: number;
+  /** One task per copy, in `runId` order. */
+  readonly tasks: readonly RolloutTask[];
+}

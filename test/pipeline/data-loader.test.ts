@@ -1,0 +1,147 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parquetWriteFile } from "hyparquet-writer";
+import { describe, expect, it } from "vitest";
+import { DataLoader, DataLoaderError, readDataFile, type TaskGroup } from "../../src/pipeline/index.js";
+import { tempDir, writeJsonl } from "./helpers.js";
+
+const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `p${i}`, answer: String(i) }));
+const indices = (groups: TaskGroup[] | undefined) => groups?.map((g) => g.index);
+
+describe("readDataFile", () => {
+  it("reads .jsonl (skipping blank lines), .json arrays and .parquet written by another library", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "a.jsonl"), '{"prompt":"x","n":1}\n\n{"prompt":"y","n":2}\n');
+    await writeFile(join(dir, "b.json"), JSON.stringify([{ prompt: "z", n: 3 }]));
+    parquetWriteFile({
+      filename: join(dir, "c.parquet"),
+      columnData: [
+        { name: "prompt", data: ["What is 2 + 2?", "What is 3 * 3?"], type: "STRING" },
+        { name: "ground_truth", data: ["4", "9"], type: "STRING" },
+        { name: "index", data: [10n, 11n], type: "INT64" },
+      ],
+    });
+    expect(await readDataFile(join(dir, "a.jsonl"))).toEqual([{ prompt: "x", n: 1 }, { prompt: "y", n: 2 }]);
+    expect(await readDataFile(join(dir, "b.json"))).toEqual([{ prompt: "z", n: 3 }]);
+    expect(await readDataFile(join(dir, "c.parquet"))).toEqual([
+      { prompt: "What is 2 + 2?", ground_truth: "4", index: 10 },
+      { prompt: "What is 3 * 3?", ground_truth: "9", index: 11 },
+    ]);
+  });
+
+  it("names the file and line of bad content, and lists the formats for an unknown extension", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "bad.jsonl"), '{"prompt":"x"}\n{"prompt": oops}\n');
+    await writeFile(join(dir, "scalar.jsonl"), '"just text"\n');
+    await writeFile(join(dir, "obj.json"), '{"prompt":"x"}');
+    await writeFile(join(dir, "data.csv"), "prompt\nx\n");
+    await expect(readDataFile(join(dir, "bad.jsonl"))).rejects.toThrow(`${join(dir, "bad.jsonl")}:2 is not valid JSON`);
+    await expect(readDataFile(join(dir, "scalar.jsonl"))).rejects.toThrow(/scalar\.jsonl:1 is a string; every task must be a JSON object/);
+    await expect(readDataFile(join(dir, "obj.json"))).rejects.toThrow(/holds a JSON object, not an array/);
+    await expect(readDataFile(join(dir, "data.csv"))).rejects.toThrow(/unsupported extension ".csv"; use one of .jsonl, .json, .parquet/);
+    await expect(readDataFile(join(dir, "missing.jsonl"))).rejects.toBeInstanceOf(DataLoaderError);
+  });
+});
+
+describe("DataLoader", () => {
+  it("concatenates several files and checks the prompt key, naming the file, the row and its fields", async () => {
+    const dir = await tempDir();
+    const a = await writeJsonl(join(dir, "a.jsonl"), rows(2));
+    const b = await writeJsonl(join(dir, "b.jsonl"), [{ input: "x" }]);
+    const loader = await DataLoader.fromFiles([a, a], { promptKey: "prompt", batchSize: 3, seed: 0 });
+    expect(loader.size).toBe(4);
+    expect(loader.nextBatch()!.map((g) => g.tasks[0]!.prompt)).toEqual(["p0", "p1", "p0"]);
+    await expect(DataLoader.fromFiles([a, b], { promptKey: "prompt", batchSize: 1, seed: 0 })).rejects.toThrow(
+      `row 0 of ${b} has no field "prompt" (data.prompt_key); its fields are: input`,
+    );
+  });
+
+  it("batches like a PyTorch loader, epoch after epoch, with a short or dropped last batch", () => {
+    const keep = new DataLoader(rows(5), { promptKey: "prompt", batchSize: 2, seed: 0 });
+    expect([1, 2, 3, 4].map(() => indices(keep.nextBatch()))).toEqual([[0, 1], [2, 3], [4], [0, 1]]);
+    expect(keep.nextBatch()![0]!.epoch).toBe(1);
+    const drop = new DataLoader(rows(5), { promptKey: "prompt", batchSize: 2, seed: 0, dropLast: true });
+    expect([1, 2, 3].map(() => indices(drop.nextBatch()))).toEqual([[0, 1], [2, 3], [0, 1]]);
+    expect(drop.batchesPerEpoch).toBe(2);
+    const once = new DataLoader(rows(3), { promptKey: "prompt", batchSize: 2, seed: 0, maxEpochs: 1 });
+    expect([1, 2, 3].map(() => indices(once.nextBatch()))).toEqual([[0, 1], [2], undefined]);
+  });
+
+  it("shuffles with the seed: the same seed gives the same order, each epoch its own permutation", () => {
+    const order = (seed: number) => {
+      const loader = new DataLoader(rows(10), { promptKey: "prompt", batchSize: 10, seed, shuffle: true });
+      return [indices(loader.nextBatch())!, indices(loader.nextBatch())!];
+    };
+    const [first, second] = order(3);
+    expect(order(3)).toEqual([first, second]);
+    expect([...first].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(first).not.toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(second).not.toEqual(first);
+    expect(order(4)[0]).not.toEqual(first);
+  });
+
+  it("repeats each row rollout_repeat_n times: one group id, run ids 0..n-1, distinct seeds", () => {
+    const loader = new DataLoader(rows(2), { promptKey: "prompt", batchSize: 2, seed: 1, rolloutRepeatN: 3 });
+    const [g0, g1] = loader.nextBatch()!;
+    expect(g0!.tasks.map((t) => [t.groupId, t.runId, t.groupSize, t.prompt, t.data.answer])).toEqual([
+      ["0-0", 0, 3, "p0", "0"],
+      ["0-0", 1, 3, "p0", "0"],
+      ["0-0", 2, 3, "p0", "0"],
+    ]);
+    expect(g1!.groupId).toBe("0-1");
+    const seeds = [...g0!.tasks, ...g1!.tasks].map((t) => t.seed);
+    expect(new Set(seeds).size).toBe(6);
+    expect(loader.nextBatch()![0]!.groupId).toBe("1-0");
+  });
+
+  it("drops prompts longer than max_prompt_length and says so when nothing is left", () => {
+    const measure = (prompt: unknown) => String(prompt).length;
+    const data = [{ prompt: "short" }, { prompt: "a much longer prompt" }, { prompt: "tiny" }];
+    const loader = new DataLoader(data, { promptKey: "prompt", batchSize: 5, seed: 0, filter: { maxPromptLength: 6, measure } });
+    expect([loader.size, loader.filtered]).toEqual([2, 1]);
+    expect(indices(loader.nextBatch())).toEqual([0, 2]);
+    expect(() => new DataLoader(data, { promptKey: "prompt", batchSize: 1, seed: 0, filter: { maxPromptLength: 2, measure } }, "train.jsonl")).toThrow(
+      "no task left in train.jsonl: all 3 rows have prompts longer than 2 tokens (data.max_prompt_length)",
+    );
+  });
+
+  it("resumes exactly from a cursor: a new loader continues with the same groups and seeds", () => {
+    const options = { promptKey: "prompt", batchSize: 3, seed: 9, shuffle: true, rolloutRepeatN: 2 };
+    const a = new DataLoader(rows(7), options);
+    a.nextBatch();
+    a.nextBatch();
+    const cursor = JSON.parse(JSON.stringify(a.cursor()));
+    const expected = [a.nextBatch(), a.nextBatch(), a.nextBatch()];
+    const b = new DataLoader(rows(7), options);
+    b.restore(cursor);
+    expect([b.nextBatch(), b.nextBatch(), b.nextBatch()]).toEqual(expected);
+    expect(() => b.restore({ ...cursor, position: 99 })).toThrow(/does not fit this dataset of 7 rows/);
+  });
+
+  it("streams single groups across epochs, handing requeued rows out first", () => {
+    const loader = new DataLoader(rows(3), { promptKey: "prompt", batchSize: 2, seed: 0 });
+    const first = [loader.nextGroup()!, loader.nextGroup()!];
+    loader.requeue(first[0]!);
+    const next = [loader.nextGroup()!, loader.nextGroup()!, loader.nextGroup()!];
+    expect(next.map((g) => [g.index, g.epoch, g.batchIndex])).toEqual([
+      [0, 0, 1],
+      [2, 0, 1],
+      [0, 1, 2],
+    ]);
+    expect(next[0]!.tasks[0]!.seed).not.toBe(first[0]!.tasks[0]!.seed);
+    expect(loader.cursor().requeued).toEqual([]);
+  });
+
+  it("gives every validation row once per pass, with seeds that depend on the pass", () => {
+    const loader = new DataLoader(rows(3), { promptKey: "prompt", batchSize: 1, seed: 0, rolloutRepeatN: 2, isVal: true, shuffle: true });
+    const pass0 = loader.allGroups(0);
+    expect(pass0.map((g) => [g.groupId, g.tasks.length, g.tasks[0]!.isVal])).toEqual([
+      ["val-0", 2, true],
+      ["val-1", 2, true],
+      ["val-2", 2, true],
+    ]);
+    expect(loader.allGroups(0)).toEqual(pass0);
+    expect(loader.allGroups(1)[0]!.tasks[0]!.seed).not.toBe(pass0[0]!.tasks[0]!.seed);
+    expect(loader.cursor().groups).toBe(0);
+  });
+});
