@@ -46,7 +46,7 @@ export interface ServerOptions {
 export interface RunningServer {
   /** Its base URL, e.g. `http://127.0.0.1:8000`. */
   readonly url: string;
-  /** Stops accepting requests and closes every connection. */
+  /** Stops accepting requests and closes every connection (idempotent). */
   close(): Promise<void>;
 }
 
@@ -86,13 +86,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  let closed: Promise<void> | undefined;
   return {
     url: `http://${host}:${address.port}`,
     close: () =>
-      new Promise<void>((resolve, reject) => {
+      (closed ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }),
+      })),
   };
 }
 

@@ -25,6 +25,8 @@ export interface TinkerContext {
   readonly backoff: BackoffOptions;
   /** Aborts waits when the service is closed. */
   readonly closed: AbortSignal;
+  /** Receives a line per failed poll that is retried (API key redacted). */
+  readonly log: ((line: string) => void) | undefined;
 }
 
 /**

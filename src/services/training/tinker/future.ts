@@ -75,6 +75,7 @@ export class TinkerFuture<T> implements ApiFuture<T> {
         const transient = (error instanceof ApiStatusError && (error.status === 429 || error.status >= 500)) || error instanceof ApiConnectionError || error instanceof ApiTimeoutError;
         if (!transient || ++failures > this.ctx.maxRetries) throw error;
         const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(failures, this.ctx.backoff);
+        this.ctx.log?.(this.ctx.http.redact(`nexrl tinker: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.maxRetries} in ${Math.round(wait)} ms`));
         try {
           await sleep(wait, this.ctx.closed);
         } catch {

@@ -174,6 +174,7 @@ export class TinkerTrainingService implements TrainingService {
       maxRetries: this.options.maxRetries ?? 10,
       backoff: { ...DEFAULT_BACKOFF, ...this.options.backoff },
       closed: this.closing.signal,
+      log: this.options.log,
     };
     const heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 10_000,

@@ -16,6 +16,8 @@ export interface WeaverContext {
   readonly poll: PollOptions;
   /** Aborts waits when the service is closed. */
   readonly closed: AbortSignal;
+  /** Receives a line per failed poll that is retried (API key redacted). */
+  readonly log: ((line: string) => void) | undefined;
 }
 
 /**
@@ -24,5 +26,5 @@ export interface WeaverContext {
  */
 export async function submitOperation<T>(ctx: WeaverContext, path: string, body: unknown, read: (response: unknown) => T, what: string): Promise<WeaverOperation<T>> {
   const { body: operation } = await ctx.http.request({ method: "POST", path, body, retry: "unsent" });
-  return new WeaverOperation(ctx.http, operation, read, what, ctx.poll, ctx.closed);
+  return new WeaverOperation(ctx, operation, read, what);
 }

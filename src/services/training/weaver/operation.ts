@@ -6,8 +6,8 @@
  */
 import { sleep } from "../../../http/backoff.js";
 import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
-import type { HttpTransport } from "../../../http/transport.js";
 import type { ApiFuture } from "../types.js";
+import type { WeaverContext } from "./context.js";
 import { OperationFailedError } from "./errors.js";
 import { field, stringField } from "./fields.js";
 
@@ -38,20 +38,16 @@ export class WeaverOperation<T> implements ApiFuture<T> {
   private answer: Promise<T> | undefined;
 
   /**
-   * @param http the transport.
+   * @param ctx the service connection (transport, polling intervals, close signal, log).
    * @param initial the operation object the submission answered.
    * @param read turns the operation's `response` into the result.
    * @param what names the request in errors.
-   * @param poll polling intervals.
-   * @param closed aborts the waits when the service is closed.
    */
   constructor(
-    private readonly http: HttpTransport,
+    private readonly ctx: Pick<WeaverContext, "http" | "poll" | "closed" | "log">,
     private readonly initial: unknown,
     private readonly read: (response: unknown) => T,
     private readonly what: string,
-    private readonly poll: PollOptions,
-    private readonly closed: AbortSignal,
   ) {}
 
   /** Polls until the operation ends (once; later calls share the same promise). */
@@ -62,16 +58,16 @@ export class WeaverOperation<T> implements ApiFuture<T> {
 
   private async pause(ms: number): Promise<void> {
     try {
-      await sleep(ms, this.closed);
+      await sleep(ms, this.ctx.closed);
     } catch {
-      throw new RequestAbortedError({ method: "GET", url: `${this.http.baseUrl}/api/v1/operations` }, "the service was closed");
+      throw new RequestAbortedError({ method: "GET", url: `${this.ctx.http.baseUrl}/api/v1/operations` }, "the service was closed");
     }
   }
 
   private async wait(): Promise<T> {
     let operation = this.initial;
     const id = stringField(operation, "id", `${this.what} operation`);
-    let delay = this.poll.intervalMs;
+    let delay = this.ctx.poll.intervalMs;
     let failures = 0;
     for (;;) {
       const status = field(operation, "status");
@@ -79,15 +75,16 @@ export class WeaverOperation<T> implements ApiFuture<T> {
       if (status === "error") {
         const code = field(operation, "error_code") ?? field(operation, "error") ?? "error";
         const message = field(operation, "error_message") ?? "no message";
-        throw new OperationFailedError(this.what, String(code), this.http.redact(String(message)), field(operation, "error_details"));
+        throw new OperationFailedError(this.what, String(code), this.ctx.http.redact(String(message)), field(operation, "error_details"));
       }
       await this.pause(delay);
-      delay = Math.min(delay * 2, this.poll.maxIntervalMs);
+      delay = Math.min(delay * 2, this.ctx.poll.maxIntervalMs);
       try {
-        ({ body: operation } = await this.http.request({ method: "GET", path: `/api/v1/operations/${encodeURIComponent(id)}`, retry: "none" }));
+        ({ body: operation } = await this.ctx.http.request({ method: "GET", path: `/api/v1/operations/${encodeURIComponent(id)}`, retry: "none" }));
         failures = 0;
       } catch (error) {
-        if (!isTransient(error) || ++failures > this.poll.transientRetries) throw error;
+        if (!isTransient(error) || ++failures > this.ctx.poll.transientRetries) throw error;
+        this.ctx.log?.(this.ctx.http.redact(`nexrl weaver: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.poll.transientRetries}`));
         // The doubling delay is the backoff; a retry-after asks for at least that long.
         if (error instanceof ApiStatusError && error.retryAfterMs !== undefined) delay = Math.max(delay, error.retryAfterMs);
       }

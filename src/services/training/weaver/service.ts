@@ -133,7 +133,7 @@ export class WeaverTrainingService implements TrainingService {
     let session = body;
     if (status === 202) {
       session = field(body, "sampling_session");
-      await new WeaverOperation(this.http, field(body, "sync_operation"), () => undefined, `sampling session for ${path}`, this.poll, this.closing.signal).result();
+      await new WeaverOperation(ctx, field(body, "sync_operation"), () => undefined, `sampling session for ${path}`).result();
     }
     return new WeaverSamplingClient(ctx, path, stringField(session, "id", "create sampling session"), model?.trainingMode);
   }
@@ -163,7 +163,7 @@ export class WeaverTrainingService implements TrainingService {
   private async open(): Promise<Connection> {
     const { body } = await this.http.request({ method: "POST", path: "/api/v1/sessions", body: { tags: ["nexrl"], user_metadata: {}, sdk_version: SDK_VERSION }, retry: "unsent" });
     const sessionId = stringField(body, "id", "create session");
-    const ctx: WeaverContext = { http: this.http, sessionId, poll: this.poll, closed: this.closing.signal };
+    const ctx: WeaverContext = { http: this.http, sessionId, poll: this.poll, closed: this.closing.signal, log: this.options.log };
     const heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 30_000,
       label: `Weaver session ${sessionId}`,

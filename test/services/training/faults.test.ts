@@ -1,0 +1,146 @@
+/**
+ * Fault injection: with `nexrl serve --faults`, every retryable fault is survived without losing
+ * or repeating an optimizer step, every non-retryable one surfaces as its typed error, and the
+ * API key never appears in any log line or error.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  ApiConnectionError,
+  AuthenticationError,
+  NotFoundError,
+} from "../../../src/http/index.js";
+import { SubmitOrderError } from "../../../src/http/submit-order.js";
+import {
+  OperationFailedError,
+  RequestFailedError,
+  createTrainingService,
+  type TrainingBackend,
+  type TrainingService,
+} from "../../../src/services/training/index.js";
+import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
+import { API_KEY, FAST, onCleanup, serve, sftDatum, tokens } from "./helpers.js";
+
+const SFT = [sftDatum("igpay atinlay"), sftDatum("ellohay orldway")];
+const ADAM = adamParams({ learning_rate: 1e-2 });
+const RETRYABLE = "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1";
+
+function client(backend: Exclude<TrainingBackend, "local">, url: string, logs: string[], extra: object = {}): TrainingService {
+  const svc = createTrainingService(backend, { baseUrl: url, apiKey: API_KEY, ...FAST, log: (l) => logs.push(l), ...extra });
+  onCleanup(() => svc.close());
+  return svc;
+}
+
+/** Four pipelined SFT steps, a sampler snapshot, scoring and sampling: everything that could be lost or repeated. */
+async function run(svc: TrainingService) {
+  const model = await svc.createTrainingClient({ baseModel: "tiny", seed: 11 });
+  const futures = [];
+  for (let i = 0; i < 4; i++) futures.push(await model.forwardBackward(SFT, "cross_entropy"), await model.optimStep(ADAM));
+  const results = await Promise.all(futures.map((f) => f.result()));
+  const { path } = await (await model.saveWeightsForSampler("final")).result();
+  const sampler = await svc.createSamplingClient(path);
+  const text = tokens("igpay");
+  return {
+    losses: results.filter((_, i) => i % 2 === 0).map((r) => r.metrics["loss:sum"]),
+    steps: results.at(-1)!.metrics["step:max"],
+    forward: (await (await model.forward(SFT, "cross_entropy")).result()).lossFnOutputs,
+    scored: await sampler.computeLogprobs(text),
+    sampled: (await (await sampler.sample(modelInputFromTokens(text), 2, { maxTokens: 4, seed: 1 })).result()).sequences,
+  };
+}
+
+/** How many training submissions the server received more than once (same path and seq_id). */
+function resubmissions(requests: Array<{ path: string; body: unknown }>): number {
+  const seen = new Map<string, number>();
+  for (const { path, body } of requests) {
+    const b = body as { seq_id?: number; payload?: { seq_id?: number } };
+    const seq = b.seq_id ?? b.payload?.seq_id;
+    if (seq !== undefined && !path.includes("sample")) seen.set(`${path}#${seq}`, (seen.get(`${path}#${seq}`) ?? 0) + 1);
+  }
+  return [...seen.values()].filter((n) => n > 1).length;
+}
+
+function secretsIn(...texts: string[]): string[] {
+  return texts.filter((t) => t.includes(API_KEY));
+}
+
+describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults on %s", (backend) => {
+  it("survives every retryable fault without losing or repeating a step", async () => {
+    const cleanLogs: string[] = [];
+    const clean = await serve({ protocol: backend });
+    const expected = await run(client(backend, clean.url, cleanLogs));
+    expect(expected.steps).toBe(4);
+    let faulted = 0;
+    let resubmitted = 0;
+    const logs: string[] = [];
+    for (const seed of [1, 2, 3]) {
+      const server = await serve({ protocol: backend, faults: RETRYABLE, seed });
+      expect(await run(client(backend, server.url, logs))).toEqual(expected);
+      faulted += server.requests.length - clean.requests.length;
+      resubmitted += resubmissions(server.requests);
+      expect(server.logs).toEqual([]);
+    }
+    expect(faulted).toBeGreaterThan(0);
+    // Tinker resubmits (after 410s, drops and error statuses) and the server deduplicates by
+    // seq_id; Weaver never sends a submission twice.
+    if (backend === "tinker") expect(resubmitted).toBeGreaterThan(0);
+    else expect(resubmitted).toBe(0);
+    expect(logs.length).toBeGreaterThan(0); // retries were logged …
+    expect(secretsIn(...logs)).toEqual([]); // … without the key
+  });
+
+  it("reports a failed operation as its typed error", async () => {
+    const server = await serve({ protocol: backend, faults: { error: 1 } });
+    const svc = client(backend, server.url, []);
+    if (backend === "tinker") {
+      const error = await svc.createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RequestFailedError);
+      expect(error).toMatchObject({ category: "server" });
+      expect((error as Error).message).toMatch(/create_model .*failed on the Tinker service \(server error\): fault injected/);
+    } else {
+      const model = await svc.createTrainingClient({ baseModel: "tiny" });
+      const error = await (await model.forwardBackward(SFT, "cross_entropy")).result().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OperationFailedError);
+      expect((error as Error).message).toMatch(/forward_backward \(seq_id 1\) failed on the Weaver service \(internal_error\): fault injected/);
+    }
+  });
+
+  it("reports bad inputs found by the service as user errors, and keeps serving the model", async () => {
+    const server = await serve({ protocol: backend });
+    const model = await client(backend, server.url, []).createTrainingClient({ baseModel: "tiny" });
+    const outOfVocab = datum([1, 2, 999], { target_tokens: [2, 3, 4], weights: [1, 1, 1] });
+    const error = await (await model.forward([outOfVocab], "cross_entropy")).result().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(backend === "tinker" ? RequestFailedError : OperationFailedError);
+    expect((error as Error).message).toMatch(/999, outside the model's vocabulary/);
+    if (error instanceof RequestFailedError) expect(error.category).toBe("user");
+    expect((await (await model.forward(SFT, "cross_entropy")).result()).lossFnOutputs).toHaveLength(2);
+  });
+
+  it("refuses a wrong API key at once, naming the variable, never the key", async () => {
+    const server = await serve({ protocol: backend, apiKey: "tml-the-server-only-key-123" });
+    const logs: string[] = [];
+    const error = await client(backend, server.url, logs).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error).toMatchObject({ status: 401, isRetryable: false });
+    expect((error as Error).message).toContain(backend === "tinker" ? "TINKER_API_KEY" : "WEAVER_API_KEY");
+    expect(server.requests).toHaveLength(0);
+    expect(secretsIn((error as Error).message, (error as Error).stack ?? "", JSON.stringify(error), ...logs)).toEqual([]);
+  });
+
+  it("reports an unknown sampler path as not found", async () => {
+    const server = await serve({ protocol: backend });
+    const error = await client(backend, server.url, []).createSamplingClient(`${backend}://nobody/sampler_weights/x`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as Error).message).toMatch(/no checkpoint or sampler snapshot at/);
+  });
+
+  it("fails fast after a submission is lost for good, instead of waiting on a hole in the sequence", async () => {
+    const server = await serve({ protocol: backend });
+    const svc = client(backend, server.url, [], { maxRetries: 1 });
+    const model = await svc.createTrainingClient({ baseModel: "tiny" });
+    await server.close();
+    expect(await model.forwardBackward(SFT, "cross_entropy").catch((e: unknown) => e)).toBeInstanceOf(ApiConnectionError);
+    const next = await model.optimStep(ADAM).catch((e: unknown) => e);
+    expect(next).toBeInstanceOf(SubmitOrderError);
+    expect((next as Error).message).toMatch(/earlier forward_backward \(seq_id 1\) could not be submitted/);
+  });
+});
