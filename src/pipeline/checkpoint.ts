@@ -1,0 +1,101 @@
+/**
+ * Run-state files: what a checkpoint holds besides the model (step, data cursor, sampler, pool),
+ * and how the latest one is found.
+ * @module
+ */
+import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { DataCursor } from "./data/data-loader.js";
+import { RunSetupError } from "./errors.js";
+import type { PoolState } from "./pool.js";
+import type { SamplerState } from "./weight-sync.js";
+
+/** Everything needed to continue a run exactly where a checkpoint was taken. */
+export interface RunState {
+  /** Marks the file. */
+  format: "nexrl.run-state";
+  /** Layout version. */
+  version: 1;
+  /** Training steps completed. */
+  step: number;
+  /** The session (start or resume) of the run that wrote it. */
+  session: number;
+  /** The training-service path of the weights and optimizer state (`saveState`). */
+  trainingState: string;
+  /** The sampler the rollouts were using. */
+  sampler: SamplerState;
+  /** Sampler path of the weights the run started from (the KL reference). */
+  initialSamplerPath: string;
+  /** The training data's position; all randomness derives from `seed` and positions. */
+  data: DataCursor;
+  /** Trajectories collected and not yet trained on. */
+  pool: PoolState;
+  /** The run seed (`data.seed`). */
+  seed: number;
+  /** Training backend and base model, to refuse resuming with another model. */
+  model: { backend: string; name: string };
+  /** When it was written (ISO 8601). */
+  savedAt: string;
+}
+
+const STATE_FILE = /^step_(\d{6,})\.json$/;
+
+/** File name of the run state after `step`: `step_000003.json`. */
+export function runStateFileName(step: number): string {
+  return `step_${String(step).padStart(6, "0")}.json`;
+}
+
+/** Writes `state` into `dir` atomically (a killed process leaves the previous file intact) and returns its path. */
+export async function writeRunState(dir: string, state: RunState): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, runStateFileName(state.step));
+  await writeFile(`${path}.tmp`, `${JSON.stringify(state, null, 1)}\n`);
+  await rename(`${path}.tmp`, path);
+  return path;
+}
+
+/**
+ * Reads a run-state file.
+ * @throws {@link RunSetupError} when it is missing or not a nexrl run state.
+ */
+export async function readRunState(path: string): Promise<RunState> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(path, "utf8"));
+  } catch (error) {
+    throw new RunSetupError(`cannot read the run state ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const state = value as Partial<RunState>;
+  if (state?.format !== "nexrl.run-state" || state.version !== 1 || !Number.isInteger(state.step)) {
+    throw new RunSetupError(`${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint)`);
+  }
+  return state as RunState;
+}
+
+/** The run-state files in `dir`, oldest step first. */
+export async function listRunStates(dir: string): Promise<Array<{ step: number; path: string }>> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  return names
+    .map((name) => ({ match: STATE_FILE.exec(name), name }))
+    .filter((entry) => entry.match !== null)
+    .map((entry) => ({ step: Number(entry.match![1]), path: join(dir, entry.name) }))
+    .sort((a, b) => a.step - b.step);
+}
+
+/**
+ * The run-state file `path` names: the file itself, or the latest one in a checkpoint folder or
+ * in the `checkpoints/` folder of a run folder.
+ * @throws {@link RunSetupError} when there is none.
+ */
+export async function locateRunState(path: string): Promise<string> {
+  const info = await stat(path).catch(() => undefined);
+  if (info?.isFile()) return path;
+  if (info?.isDirectory()) {
+    for (const dir of [path, join(path, "checkpoints")]) {
+      const latest = (await listRunStates(dir)).at(-1);
+      if (latest) return latest.path;
+    }
+    throw new RunSetupError(`no checkpoint in ${path}: it holds no step_NNNNNN.json run state (nor does its checkpoints/ folder)`);
+  }
+  throw new RunSetupError(`resume.resume_path ${path} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`);
+}

@@ -1,0 +1,218 @@
+/**
+ * {@link TrajectoryPool}: collects trajectories by group and hands whole groups to the trainer
+ * when a batch is ready, leaving out groups sampled by weights that are too old.
+ * @module
+ */
+import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
+import { Notifier } from "./notifier.js";
+import type { RolloutTask, TaskGroup } from "./task.js";
+
+/** When the pool hands out a batch (`trajectory_pool.check_batch_ready_function`). */
+export type BatchReadiness = "loaded_batch_finished" | "batch_size_reached" | "batch_size_reached_and_loaded_batch_finished";
+
+/** Options of {@link TrajectoryPool}. */
+export interface TrajectoryPoolOptions {
+  /**
+   * `loaded_batch_finished` (and `batch_size_reached_and_loaded_batch_finished`, which behaves
+   * alike because one training step is one loaded batch): ready when every group of the oldest
+   * loaded batch has finished; hands out that batch. `batch_size_reached`: ready when finished
+   * groups hold at least `batchSize` trajectories; hands out whole groups, oldest first, until
+   * `batchSize` is reached.
+   */
+  readiness: BatchReadiness;
+  /** Trajectories per batch for `batch_size_reached` (`trajectory_pool.batch_size`). */
+  batchSize: number;
+  /** Most policy versions a group's oldest trajectory may lag behind the trainer (`weight.staleness_threshold`). */
+  stalenessThreshold: number;
+  /** A finished group whose rollouts produced trajectories fewer than this many times is dropped (default 1). */
+  minGroupSize?: number;
+}
+
+/** What {@link TrajectoryPool.take} returns. */
+export interface PoolTake {
+  /** The batch, sorted by batch, row, run and emission order; undefined when none is ready. */
+  batch: Trajectory[] | undefined;
+  /** Groups removed because their oldest trajectory was too stale. */
+  stale: TaskGroup[];
+  /** Trajectories in the stale groups. */
+  staleTrajectories: number;
+}
+
+/** A finished group kept in a checkpoint. */
+export interface PooledGroupState {
+  /** The group, without its row data (restored from the data files). */
+  group: { groupId: string; index: number; epoch: number; batchIndex: number; size: number };
+  /** Its trajectories as plain objects. */
+  trajectories: TrajectoryInit[];
+}
+
+/** The pool's contents in a checkpoint (taken when no rollout is running). */
+export interface PoolState {
+  /** Finished groups not yet trained on. */
+  ready: PooledGroupState[];
+}
+
+interface Entry {
+  group: TaskGroup;
+  /** Trajectories per run id, in emission order; undefined until that run finished. */
+  runs: Array<Trajectory[] | undefined>;
+  finished: number;
+}
+
+/**
+ * Groups trajectories by their task group. A group is finished when every copy of its row has
+ * reported (trajectories, or none for a skipped rollout); finished groups with fewer than
+ * `minGroupSize` productive rollouts are dropped and counted. {@link TrajectoryPool.take} first
+ * removes finished groups whose oldest trajectory was sampled more than `stalenessThreshold`
+ * versions before the trainer's, then hands out a batch when the readiness rule says so.
+ */
+export class TrajectoryPool {
+  private readonly entries = new Map<string, Entry>();
+  private readonly readyOrder: string[] = [];
+  /** Loaded batches not yet handed out: batch index → its groups still in the pool (batch-order readiness only). */
+  private readonly batches = new Map<number, string[]>();
+  private readonly notifier = new Notifier();
+  /** Groups dropped for having too few productive rollouts, since the last {@link TrajectoryPool.takeDroppedGroups}. */
+  private droppedGroups = 0;
+
+  /** @param options readiness, batch size and staleness threshold. */
+  constructor(private readonly options: TrajectoryPoolOptions) {}
+
+  /** Registers a group whose tasks are about to run. */
+  register(group: TaskGroup): void {
+    this.entries.set(group.groupId, { group, runs: group.tasks.map(() => undefined), finished: 0 });
+    this.trackBatch(group);
+    this.notifier.notify();
+  }
+
+  /** Records that `task` finished with `trajectories` (empty when it produced none or was skipped). */
+  put(task: RolloutTask, trajectories: readonly Trajectory[]): void {
+    const entry = this.entries.get(task.groupId);
+    if (!entry || entry.runs[task.runId] !== undefined) return;
+    entry.runs[task.runId] = [...trajectories];
+    entry.finished++;
+    if (entry.finished === entry.group.tasks.length) {
+      const productive = entry.runs.filter((run) => run!.length > 0).length;
+      if (productive < (this.options.minGroupSize ?? 1)) {
+        this.remove(task.groupId);
+        this.droppedGroups++;
+      } else {
+        this.readyOrder.push(task.groupId);
+      }
+    }
+    this.notifier.notify();
+  }
+
+  /** Resolves at the next change (a registration or a finished task), or when `signal` aborts. */
+  changed(signal?: AbortSignal): Promise<void> {
+    return this.notifier.changed(signal);
+  }
+
+  /** Groups registered and not yet finished. */
+  get unfinishedGroups(): number {
+    return this.entries.size - this.readyOrder.length;
+  }
+
+  /** Trajectories in finished groups not yet handed out. */
+  get readyTrajectories(): number {
+    return this.readyOrder.reduce((n, id) => n + count(this.entries.get(id)!), 0);
+  }
+
+  /** Groups dropped for too few productive rollouts since the last call, reset. */
+  takeDroppedGroups(): number {
+    const n = this.droppedGroups;
+    this.droppedGroups = 0;
+    return n;
+  }
+
+  /**
+   * Removes stale finished groups, then hands out a batch if one is ready.
+   * @param trainerVersion the policy version the trainer holds (the number of steps taken).
+   */
+  take(trainerVersion: number): PoolTake {
+    const stale: TaskGroup[] = [];
+    let staleTrajectories = 0;
+    for (const id of [...this.readyOrder]) {
+      const entry = this.entries.get(id)!;
+      const oldest = Math.min(...entry.runs.flatMap((run) => run!.map((t) => t.policyVersion ?? trainerVersion)));
+      if (trainerVersion - oldest > this.options.stalenessThreshold) {
+        stale.push(entry.group);
+        staleTrajectories += count(entry);
+        this.remove(id);
+      }
+    }
+    const ids = this.readyIds();
+    if (ids === undefined) return { batch: undefined, stale, staleTrajectories };
+    const entries = ids.map((id) => this.entries.get(id)!);
+    ids.forEach((id) => this.remove(id));
+    entries.sort((a, b) => a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index);
+    return { batch: entries.flatMap((entry) => entry.runs.flatMap((run) => run!)), stale, staleTrajectories };
+  }
+
+  /** The pool's finished groups, for a checkpoint taken while no rollout runs. */
+  snapshot(): PoolState {
+    const ready = this.readyOrder.map((id) => {
+      const { group, runs } = this.entries.get(id)!;
+      return {
+        group: { groupId: group.groupId, index: group.index, epoch: group.epoch, batchIndex: group.batchIndex, size: group.tasks.length },
+        trajectories: runs.flatMap((run) => run!.map((t) => ({ ...t }))),
+      };
+    });
+    return { ready };
+  }
+
+  /** Puts back finished groups from a checkpoint; `groupOf` rebuilds each group's tasks. */
+  restore(state: PoolState, groupOf: (saved: PooledGroupState["group"]) => TaskGroup): void {
+    for (const saved of state.ready) {
+      const group = groupOf(saved.group);
+      const runs: Trajectory[][] = group.tasks.map(() => []);
+      for (const init of saved.trajectories) runs[init.runId ?? 0]?.push(new Trajectory(init));
+      this.entries.set(group.groupId, { group, runs, finished: group.tasks.length });
+      this.readyOrder.push(group.groupId);
+      this.trackBatch(group);
+    }
+    this.notifier.notify();
+  }
+
+  private readyIds(): string[] | undefined {
+    if (this.options.readiness === "batch_size_reached") {
+      const ids: string[] = [];
+      let n = 0;
+      for (const id of this.readyOrder) {
+        if (n >= this.options.batchSize) break;
+        ids.push(id);
+        n += count(this.entries.get(id)!);
+      }
+      return n >= this.options.batchSize ? ids : undefined;
+    }
+    // The oldest loaded batch, once all of its groups still here have finished (it may be empty
+    // when every group was dropped: the trainer then skips the step).
+    if (this.batches.size === 0) return undefined;
+    const oldest = Math.min(...this.batches.keys());
+    const ids = this.batches.get(oldest)!;
+    const ready = new Set(this.readyOrder);
+    if (!ids.every((id) => ready.has(id))) return undefined;
+    this.batches.delete(oldest);
+    return [...ids];
+  }
+
+  private trackBatch(group: TaskGroup): void {
+    if (this.options.readiness === "batch_size_reached") return;
+    const ids = this.batches.get(group.batchIndex) ?? [];
+    ids.push(group.groupId);
+    this.batches.set(group.batchIndex, ids);
+  }
+
+  private remove(id: string): void {
+    const entry = this.entries.get(id);
+    this.entries.delete(id);
+    const at = this.readyOrder.indexOf(id);
+    if (at >= 0) this.readyOrder.splice(at, 1);
+    const ids = entry && this.batches.get(entry.group.batchIndex);
+    if (ids) ids.splice(ids.indexOf(id), 1);
+  }
+}
+
+function count(entry: Entry): number {
+  return entry.runs.reduce((n, run) => n + (run?.length ?? 0), 0);
+}

@@ -1,0 +1,73 @@
+/**
+ * The human-readable progress of a run: a live line on a terminal, one line per step otherwise.
+ * @module
+ */
+
+/** Where progress goes: a stream, with `isTTY` true for a live line. */
+export interface ProgressOutput {
+  /** Writes text. */
+  write(text: string): unknown;
+  /** True for a terminal. */
+  isTTY?: boolean;
+}
+
+const fmt = (value: number | undefined, digits = 3): string => (value === undefined || !Number.isFinite(value) ? "-" : value.toFixed(digits));
+
+function duration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return "-";
+  const s = Math.round(seconds);
+  return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s` : `${s}s`;
+}
+
+/**
+ * Prints `step 12/40 | reward 0.512 | loss 1.234 | 3.2 s/step | eta 1m30s`: rewritten in place
+ * on a terminal, one line per step otherwise. Messages (warnings, checkpoints, validation) print
+ * on lines of their own.
+ */
+export class ProgressPrinter {
+  private live = "";
+  private readonly started = performance.now();
+  private stepsDone = 0;
+
+  /**
+   * @param out where to print.
+   * @param totalSteps steps the run will take.
+   */
+  constructor(
+    private readonly out: ProgressOutput,
+    private readonly totalSteps: number,
+  ) {}
+
+  /** Reports a finished step with its metrics. */
+  step(step: number, metrics: Readonly<Record<string, unknown>>): void {
+    this.stepsDone++;
+    const perStep = (performance.now() - this.started) / 1000 / this.stepsDone;
+    const num = (key: string): number | undefined => (typeof metrics[key] === "number" ? (metrics[key] as number) : undefined);
+    const line = [
+      `step ${step}/${this.totalSteps}`,
+      `reward ${fmt(num("rollout/reward_mean"))}`,
+      `loss ${fmt(num("train/loss"))}`,
+      ...(num("val/reward_mean") !== undefined ? [`val ${fmt(num("val/reward_mean"))}`] : []),
+      `${fmt(perStep, 1)} s/step`,
+      `eta ${duration(perStep * (this.totalSteps - step))}`,
+    ].join(" | ");
+    if (this.out.isTTY) {
+      this.live = line;
+      this.out.write(`\r\x1b[K${line}`);
+    } else {
+      this.out.write(`${line}\n`);
+    }
+  }
+
+  /** Prints a message on its own line, keeping the live line below it. */
+  message(text: string): void {
+    if (this.out.isTTY && this.live) this.out.write(`\r\x1b[K${text}\n${this.live}`);
+    else this.out.write(`${text}\n`);
+  }
+
+  /** Ends the live line. */
+  end(): void {
+    if (this.out.isTTY && this.live) this.out.write("\n");
+    this.live = "";
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * {@link RolloutRunner}: runs rollouts on a fixed set of worker instances with bounded
+ * concurrency, a timeout and the failure policy.
+ * @module
+ */
+import pLimit from "p-limit";
+import type { InferenceClient } from "../../services/inference/types.js";
+import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
+import { RolloutError, RolloutTimeoutError } from "../errors.js";
+import { deriveSeed } from "../seed.js";
+import type { RolloutTask } from "../task.js";
+import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult } from "../workers/base.js";
+import { RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
+import type { FailurePolicy } from "./failure-policy.js";
+
+/** Options of {@link RolloutRunner}. */
+export interface RolloutRunnerOptions {
+  /** Makes the worker instance of a slot (again after a timeout, which abandons the old one). */
+  createWorker(slot: number): BaseRolloutWorker;
+  /** Rollouts run at once (`rollout_worker.num_workers`). */
+  numWorkers: number;
+  /** Milliseconds a rollout may take; 0 for no limit. */
+  timeoutMs: number;
+  /** What a failure does. */
+  policy: FailurePolicy;
+  /** The run's inference client, if it has one. */
+  inference?: InferenceClient;
+  /** Sampling defaults of every inference call. */
+  sampling: RolloutSamplingDefaults;
+  /** Longest trajectory accepted (`rollout_worker.max_sequence_length`), if limited. */
+  maxSequenceLength?: number;
+  /** Policy version stamped on trajectories of rollouts that sampled nothing. */
+  currentVersion(): number;
+  /** Aborts every rollout in flight; their outcomes come back as `aborted`. */
+  signal?: AbortSignal;
+}
+
+/** What became of one task. */
+export interface RolloutOutcome {
+  /** The task. */
+  task: RolloutTask;
+  /** `ok`: it ran (trajectories may be empty); `skipped`: it failed and the policy skipped it; `aborted`: the run stopped it. */
+  status: "ok" | "skipped" | "aborted";
+  /** Validated trajectories, in the order the worker produced them. */
+  trajectories: Trajectory[];
+  /** Attempts made. */
+  attempts: number;
+}
+
+/** Counters of a {@link RolloutRunner}, since the last {@link RolloutRunner.takeCounts}. */
+export interface RolloutCounts {
+  /** Rollouts that ran to the end. */
+  succeeded: number;
+  /** Attempts that failed (exceptions, invalid trajectories, timeouts). */
+  failed: number;
+  /** Attempts that were retries. */
+  retried: number;
+  /** Attempts that timed out (also counted in `failed`). */
+  timedOut: number;
+  /** Tasks given up under the `skip` policy. */
+  skipped: number;
+}
+
+const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
+
+/** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
+function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
+  // A worker compiled against another copy of nexrl builds that copy's Trajectory: copy fields.
+  return value instanceof Trajectory ? value : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
+}
+
+function outputs(result: RolloutResult): Array<Trajectory | TrajectoryInit> {
+  if (result === undefined || result === null) return [];
+  if (Array.isArray(result)) return [...result];
+  if (typeof result === "object" && "tokens" in result) return [result as Trajectory | TrajectoryInit];
+  // NexRL workers return status strings ("success"); anything else carries no trajectory.
+  return [];
+}
+
+/**
+ * Runs tasks on `numWorkers` worker instances, one rollout per instance at a time. Each attempt
+ * gets a {@link RolloutInferenceClient} seeded from the task seed and the attempt number, a
+ * timeout, and validation of what it produced: every trajectory must pass
+ * `Trajectory.validate()` and fit `maxSequenceLength`, or the attempt fails. Failures follow the
+ * {@link FailurePolicy}.
+ */
+export class RolloutRunner {
+  private readonly limit;
+  private readonly free: Array<{ slot: number; worker: BaseRolloutWorker }> = [];
+  private counts = zeroCounts();
+
+  /** @param options workers, concurrency, timeout, policy and services. */
+  constructor(private readonly options: RolloutRunnerOptions) {
+    this.limit = pLimit(options.numWorkers);
+    for (let slot = options.numWorkers - 1; slot >= 0; slot--) this.free.push({ slot, worker: options.createWorker(slot) });
+  }
+
+  /** Rollouts waiting for a free worker plus those running. */
+  get busy(): number {
+    return this.limit.activeCount + this.limit.pendingCount;
+  }
+
+  /** The counters since the last call, reset. */
+  takeCounts(): RolloutCounts {
+    const counts = this.counts;
+    this.counts = zeroCounts();
+    return counts;
+  }
+
+  /**
+   * Runs `task` under the failure policy once a worker is free.
+   * @throws {@link RolloutError} when the policy stops the run.
+   */
+  run(task: RolloutTask): Promise<RolloutOutcome> {
+    return this.limit(() => this.runWithRetries(task));
+  }
+
+  private async runWithRetries(task: RolloutTask): Promise<RolloutOutcome> {
+    const { policy, signal } = this.options;
+    const retries = policy.mode === "fail_fast" ? 0 : policy.retries;
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
+      if (attempt > 0) this.counts.retried++;
+      try {
+        const trajectories = await this.attempt(task, attempt);
+        this.counts.succeeded++;
+        return { task, status: "ok", trajectories, attempts: attempt + 1 };
+      } catch (error) {
+        if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
+        this.counts.failed++;
+        if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
+        if (attempt < retries) continue;
+        if (policy.mode === "skip") {
+          this.counts.skipped++;
+          return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
+        }
+        throw this.stopError(task, attempt + 1, error);
+      }
+    }
+  }
+
+  private async attempt(task: RolloutTask, attempt: number): Promise<Trajectory[]> {
+    const { options } = this;
+    const entry = this.free.pop()!;
+    const controller = new AbortController();
+    const signal = options.signal ? AbortSignal.any([controller.signal, options.signal]) : controller.signal;
+    const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), signal, options.sampling);
+    const produced: Array<Trajectory | TrajectoryInit> = [];
+    let open = true;
+    const worker = entry.worker;
+    worker[ROLLOUT_SCOPE] = {
+      inference,
+      put: (t) => {
+        if (!open) throw new Error(`${worker.name}: putTrajectory was called after the rollout of row ${task.index} ended (it returned, failed or timed out)`);
+        produced.push(t);
+      },
+    };
+    const startVersion = options.currentVersion();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const running = Promise.resolve().then(() => worker.rollout(task));
+      const result = options.timeoutMs > 0
+        ? await Promise.race([
+            running,
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(() => {
+                timedOut = true;
+                const seconds = options.timeoutMs / 1000;
+                reject(new RolloutTimeoutError(`the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${seconds} s)`));
+              }, options.timeoutMs);
+            }),
+          ])
+        : await running;
+      open = false;
+      const version = inference?.oldestPolicyVersion ?? startVersion;
+      return [...produced, ...outputs(result)].map((value) => this.accept(toTrajectory(value), task, version));
+    } finally {
+      open = false;
+      clearTimeout(timer);
+      controller.abort();
+      // A timed-out rollout may still be running: its instance is abandoned and replaced.
+      this.free.push(timedOut ? { slot: entry.slot, worker: options.createWorker(entry.slot) } : entry);
+    }
+  }
+
+  /** Fills the task's fields a worker left unset, and validates. */
+  private accept(t: Trajectory, task: RolloutTask, version: number): Trajectory {
+    t.groupId ??= task.groupId;
+    t.runId ??= task.runId;
+    t.policyVersion ??= version;
+    t.isVal = task.isVal;
+    t.validate();
+    const max = this.options.maxSequenceLength;
+    if (max !== undefined && t.tokens.length > max) {
+      throw new TrajectoryError(
+        "tokens",
+        `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
+      );
+    }
+    return t;
+  }
+
+  private stopError(task: RolloutTask, attempts: number, error: unknown): RolloutError {
+    const origin = { index: task.index, groupId: task.groupId, runId: task.runId, isVal: task.isVal };
+    const cause = error instanceof Error ? error.message : String(error);
+    const hint =
+      this.options.policy.mode === "fail_fast"
+        ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
+        : "skip failed rollouts with runtime_monitor.exception_handling.policy: continue";
+    return new RolloutError(origin, attempts, `${task.isVal ? "validation " : ""}rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`, error);
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Where a run writes its outputs.
+ * @module
+ */
+import { resolve } from "node:path";
+
+/** Options of {@link resolveRunDirectory}. */
+export interface RunDirectoryOptions {
+  /** Names the run; defaults to the UTC start time `YYYYMMDD-HHMMSS`. */
+  tag?: string;
+  /** The whole output path; wins over the storage root and the tag. */
+  outputDir?: string;
+  /** Environment: `NEXRL_STORAGE_PATH` is the storage root (default `./runs`). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Folder relative paths resolve from (default: the current directory). */
+  cwd?: string;
+  /** The start time, for the default tag. */
+  now?: Date;
+}
+
+/** The UTC time as `YYYYMMDD-HHMMSS`. */
+export function timestampTag(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
+}
+
+/** The run's output folder: `outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`, absolute. */
+export function resolveRunDirectory(options: RunDirectoryOptions = {}): string {
+  const cwd = options.cwd ?? process.cwd();
+  if (options.outputDir) return resolve(cwd, options.outputDir);
+  const root = (options.env ?? process.env).NEXRL_STORAGE_PATH || "runs";
+  return resolve(cwd, root, options.tag ?? timestampTag(options.now ?? new Date()));
+}

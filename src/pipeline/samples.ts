@@ -1,0 +1,50 @@
+/**
+ * Decoded trajectories for `samples.jsonl`.
+ * @module
+ */
+import type { Tokenizer } from "../types/tokenizer.js";
+import type { Trajectory } from "../types/trajectory.js";
+import type { StepRow } from "./jsonl-log.js";
+
+/** One line of `samples.jsonl`. */
+export interface SampleRow extends StepRow {
+  /** Group id. */
+  group: string | null;
+  /** Run id within the group. */
+  run: number | null;
+  /** Reward. */
+  reward: number;
+  /** Scalar advantage, or the mean of the per-token advantages over trained tokens; null when none was set. */
+  advantage: number | null;
+  /** Policy version that sampled it. */
+  policy_version: number | null;
+  /** Decoded tokens before the first trained token. */
+  prompt: string;
+  /** Decoded tokens from the first trained token on. */
+  response: string;
+}
+
+/** Up to `count` trajectories spread evenly over `trajectories`, decoded. */
+export function sampleRows(step: number, trajectories: readonly Trajectory[], tokenizer: Tokenizer, count: number): SampleRow[] {
+  const picked = new Set<number>();
+  for (let k = 0; k < Math.min(count, trajectories.length); k++) picked.add(Math.floor((k * trajectories.length) / Math.min(count, trajectories.length)));
+  return [...picked].map((i) => {
+    const t = trajectories[i]!;
+    const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
+    let advantage: number | null = t.advantage ?? null;
+    if (t.advantages) {
+      const trained = t.advantages.filter((_, j) => t.lossMask[j] === 1);
+      advantage = trained.length ? trained.reduce((a, b) => a + b, 0) / trained.length : 0;
+    }
+    return {
+      step,
+      group: t.groupId ?? null,
+      run: t.runId ?? null,
+      reward: t.reward,
+      advantage,
+      policy_version: t.policyVersion ?? null,
+      prompt: tokenizer.decode(t.tokens.slice(0, split)),
+      response: tokenizer.decode(t.tokens.slice(split)),
+    };
+  });
+}

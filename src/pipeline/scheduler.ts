@@ -1,0 +1,160 @@
+/**
+ * {@link RolloutScheduler}: decides when tasks are rolled out and hands finished batches to the
+ * training loop, for every weight-sync mode.
+ * @module
+ */
+import type { DataLoader } from "./data/data-loader.js";
+import { Notifier } from "./notifier.js";
+import type { TrajectoryPool } from "./pool.js";
+import type { RolloutRunner } from "./rollout/runner.js";
+import type { RolloutTask, TaskGroup } from "./task.js";
+import type { Trajectory } from "../types/trajectory.js";
+
+/** Options of {@link RolloutScheduler}. */
+export interface RolloutSchedulerOptions {
+  /** The training tasks. */
+  loader: DataLoader;
+  /** Runs rollouts. */
+  runner: RolloutRunner;
+  /** Collects trajectories. */
+  pool: TrajectoryPool;
+  /**
+   * `batches` (`sync`, `batch-async`): loader batch b is rolled out once policy version
+   * b − `lookahead` is released, and trained as one step. `stream` (`fully-async`): groups are
+   * rolled out continuously while fewer than (`lookahead` + 1) × `batchSize` trajectories are
+   * outstanding; stale groups go back to the loader.
+   */
+  mode: "batches" | "stream";
+  /** Versions rollouts may run ahead of the trainer (`weight.staleness_threshold`; 0 in `sync`). */
+  lookahead: number;
+  /** Trajectories per training batch (`stream` mode). */
+  batchSize: number;
+}
+
+/** A batch for the trainer, with what was set aside for staleness on the way. */
+export interface ScheduledBatch {
+  /** The trajectories, in deterministic order. */
+  trajectories: Trajectory[];
+  /** Trajectories left out because their group was too stale. */
+  staleDropped: number;
+  /** Stale groups whose rows were handed out again (`stream` mode). */
+  staleRequeued: number;
+}
+
+/**
+ * Feeds the {@link RolloutRunner} from the {@link DataLoader} as the policy version allows and
+ * collects finished groups in the {@link TrajectoryPool}. The training loop calls
+ * {@link RolloutScheduler.next} for each step and {@link RolloutScheduler.release} when new
+ * weights are live; rollouts keep running in the background in between (in `sync` mode there is
+ * nothing to run until the release).
+ */
+export class RolloutScheduler {
+  private released = 0;
+  private paused = false;
+  private exhausted = false;
+  private fatal: { error: unknown } | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly running = new Map<string, TaskGroup>();
+  private readonly wake = new Notifier();
+
+  /** @param options loader, runner, pool and mode. */
+  constructor(private readonly options: RolloutSchedulerOptions) {}
+
+  /** Allows rollouts for policy `version` (the trainer's weights after that many steps are live). */
+  release(version: number): void {
+    this.released = version;
+    this.pump();
+  }
+
+  /**
+   * The next training batch for a trainer holding policy `trainerVersion`; undefined when the
+   * data is exhausted. Rejects with the error of a rollout that stopped the run.
+   */
+  async next(trainerVersion: number): Promise<ScheduledBatch | undefined> {
+    let staleDropped = 0;
+    let staleRequeued = 0;
+    for (;;) {
+      if (this.fatal) throw this.fatal.error;
+      this.pump();
+      const take = this.options.pool.take(trainerVersion);
+      staleDropped += take.staleTrajectories;
+      for (const group of take.stale) {
+        if (this.options.mode === "stream") {
+          this.options.loader.requeue(group);
+          staleRequeued++;
+        }
+      }
+      if (take.batch) return { trajectories: take.batch, staleDropped, staleRequeued };
+      if (this.exhausted && this.inFlight.size === 0) return undefined;
+      await Promise.race([this.options.pool.changed(), this.wake.changed()]);
+    }
+  }
+
+  /**
+   * Stops starting rollouts and waits for those running, so that a checkpoint sees no rollout in
+   * flight; {@link RolloutScheduler.resume} starts again.
+   */
+  async drain(): Promise<void> {
+    this.paused = true;
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    if (this.fatal) throw this.fatal.error;
+  }
+
+  /** Starts rollouts again after {@link RolloutScheduler.drain}. */
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.paused || this.exhausted || this.fatal) return;
+    const { loader, pool, mode, lookahead, batchSize } = this.options;
+    if (mode === "batches") {
+      while (loader.batches <= this.released + lookahead) {
+        const groups = loader.nextBatch();
+        if (!groups) return this.setExhausted();
+        groups.forEach((group) => this.launch(group));
+      }
+      return;
+    }
+    let outstanding = pool.readyTrajectories;
+    for (const group of this.running.values()) outstanding += group.tasks.length;
+    while (outstanding < (lookahead + 1) * batchSize) {
+      const group = loader.nextGroup();
+      if (!group) return this.setExhausted();
+      this.launch(group);
+      outstanding += group.tasks.length;
+    }
+  }
+
+  private launch(group: TaskGroup): void {
+    this.options.pool.register(group);
+    this.running.set(group.groupId, group);
+    let left = group.tasks.length;
+    for (const task of group.tasks) {
+      const done = this.runTask(task).finally(() => {
+        this.inFlight.delete(done);
+        if (--left === 0) {
+          this.running.delete(group.groupId);
+          this.pump();
+        }
+      });
+      this.inFlight.add(done);
+    }
+  }
+
+  private async runTask(task: RolloutTask): Promise<void> {
+    try {
+      const outcome = await this.options.runner.run(task);
+      if (outcome.status !== "aborted") this.options.pool.put(task, outcome.trajectories);
+    } catch (error) {
+      this.fatal ??= { error };
+      this.wake.notify();
+    }
+  }
+
+  private setExhausted(): void {
+    this.exhausted = true;
+    this.wake.notify();
+  }
+}

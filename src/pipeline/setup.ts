@@ -1,0 +1,72 @@
+/**
+ * Building the parts of a run from its recipe.
+ * @module
+ */
+import type { RecipeConfig } from "../recipe/schema/recipe.js";
+import type { InferenceClient } from "../services/inference/types.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import { DataLoader } from "./data/data-loader.js";
+import type { FailurePolicy } from "./rollout/failure-policy.js";
+import { RolloutRunner } from "./rollout/runner.js";
+import type { RolloutWorkerClass } from "./workers/registry.js";
+import { promptMessages } from "./workers/messages.js";
+import type { RolloutTask } from "./task.js";
+
+/** The `data:` section of a recipe (also the shape of `validate.data:`). */
+export type DataConfig = RecipeConfig["data"];
+
+/** Tokens of a prompt as the model reads it: text with BOS, chat messages through the template. */
+function promptLength(tokenizer: Tokenizer, prompt: unknown): number {
+  if (typeof prompt === "string") return tokenizer.encode(prompt, { addBos: true }).length;
+  return tokenizer.applyChatTemplate(promptMessages({ prompt } as RolloutTask), { addGenerationPrompt: true }).length;
+}
+
+/** A loader over `data.data_files` with the section's batching, order and prompt filter. */
+export function openDataLoader(data: DataConfig, tokenizer: Tokenizer, isVal: boolean): Promise<DataLoader> {
+  return DataLoader.fromFiles(data.data_files ?? [], {
+    promptKey: data.prompt_key,
+    batchSize: data.batch_size,
+    seed: data.seed,
+    shuffle: data.shuffle,
+    dropLast: data.drop_last,
+    rolloutRepeatN: data.rollout_repeat_n,
+    isVal,
+    ...(data.filter_prompts && { filter: { maxPromptLength: data.max_prompt_length, measure: (prompt: unknown) => promptLength(tokenizer, prompt) } }),
+  });
+}
+
+/** What {@link createRunner} needs besides the recipe. */
+export interface RunnerParts {
+  /** The worker class. */
+  workerClass: RolloutWorkerClass;
+  /** Worker names are `<prefix>-<slot>`. */
+  namePrefix: string;
+  /** The tokenizer. */
+  tokenizer: Tokenizer;
+  /** Inference for the rollouts, if they may sample. */
+  inference: InferenceClient | undefined;
+  /** The failure policy. */
+  policy: FailurePolicy;
+  /** Longest accepted trajectory. */
+  maxSequenceLength: number | undefined;
+  /** Policy version stamped on rollouts that sampled nothing. */
+  currentVersion(): number;
+  /** Aborts rollouts in flight. */
+  signal: AbortSignal;
+}
+
+/** A {@link RolloutRunner} with the recipe's concurrency, timeout and sampling defaults. */
+export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutRunner {
+  const worker = config.rollout_worker;
+  return new RolloutRunner({
+    createWorker: (slot) => new parts.workerClass({ name: `${parts.namePrefix}-${slot}`, recipe: config, tokenizer: parts.tokenizer }),
+    numWorkers: worker.num_workers,
+    timeoutMs: worker.rollout_timeout_seconds * 1000,
+    policy: parts.policy,
+    ...(parts.inference && { inference: parts.inference }),
+    sampling: { temperature: worker.temperature, maxTokens: worker.max_response_length },
+    ...(parts.maxSequenceLength !== undefined && { maxSequenceLength: parts.maxSequenceLength }),
+    currentVersion: parts.currentVersion,
+    signal: parts.signal,
+  });
+}

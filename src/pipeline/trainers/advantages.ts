@@ -1,0 +1,74 @@
+/**
+ * Group-relative advantages (GRPO and Dr.GRPO).
+ * @module
+ */
+import type { Trajectory } from "../../types/trajectory.js";
+
+/** Options of {@link groupAdvantages}. */
+export interface GroupAdvantageOptions {
+  /**
+   * `grpo` (default): A = (r − μ_g) / (σ_g + ε) when `normalizeStd`, else r − μ_g.
+   * `dr_grpo` (Dr.GRPO): A = r − μ_g, never divided by σ_g; with the services' token-sum losses
+   * there is no per-sequence length normalisation either, which is the rest of Dr.GRPO's fix.
+   */
+  estimator?: "grpo" | "dr_grpo";
+  /** `grpo` only: divide by the group's reward standard deviation (default true). */
+  normalizeStd?: boolean;
+  /** ε added to σ_g (default 1e-6). */
+  epsilon?: number;
+}
+
+/** The advantages of a batch and what the groups looked like. */
+export interface GroupAdvantages {
+  /** One advantage per trajectory, in input order; 0 in constant groups. */
+  advantages: number[];
+  /** Per trajectory: whether its group's rewards were all equal (including groups of one run). */
+  constant: boolean[];
+  /** Number of groups. */
+  groups: number;
+  /** Groups whose rewards were all equal: they carry no learning signal. */
+  constantGroups: number;
+  /** σ_g of each group with more than one run (population standard deviation of the run rewards). */
+  groupStd: number[];
+}
+
+/**
+ * Advantages relative to each group (trajectories sharing `groupId`; a trajectory without one is
+ * a group of its own). Rewards are first averaged per run (`runId`), so a rollout that produced
+ * several trajectories counts once; μ_g and σ_g are the mean and population standard deviation
+ * of those run means; each trajectory's advantage uses its own reward. A group whose run means
+ * are all equal — including a group of a single run — gets advantage 0 (never its raw reward).
+ */
+export function groupAdvantages(trajectories: readonly Trajectory[], options: GroupAdvantageOptions = {}): GroupAdvantages {
+  const { estimator = "grpo", normalizeStd = true, epsilon = 1e-6 } = options;
+  const groups = new Map<string, number[]>();
+  trajectories.forEach((t, i) => {
+    const key = t.groupId ?? `\u0000${i}`;
+    groups.set(key, [...(groups.get(key) ?? []), i]);
+  });
+  const advantages = trajectories.map(() => 0);
+  const constant = trajectories.map(() => true);
+  const groupStd: number[] = [];
+  let constantGroups = 0;
+  for (const members of groups.values()) {
+    const runs = new Map<string, number[]>();
+    for (const i of members) {
+      const run = trajectories[i]!.runId === undefined ? `\u0000${i}` : String(trajectories[i]!.runId);
+      runs.set(run, [...(runs.get(run) ?? []), trajectories[i]!.reward]);
+    }
+    const means = [...runs.values()].map((rewards) => rewards.reduce((a, b) => a + b, 0) / rewards.length);
+    const mu = means.reduce((a, b) => a + b, 0) / means.length;
+    const sigma = Math.sqrt(means.reduce((a, m) => a + (m - mu) ** 2, 0) / means.length);
+    if (means.length > 1) groupStd.push(sigma);
+    if (means.every((m) => m === means[0])) {
+      constantGroups++;
+      continue;
+    }
+    const scale = estimator === "grpo" && normalizeStd ? 1 / (sigma + epsilon) : 1;
+    for (const i of members) {
+      advantages[i] = (trajectories[i]!.reward - mu) * scale;
+      constant[i] = false;
+    }
+  }
+  return { advantages, constant, groups: groups.size, constantGroups, groupStd };
+}

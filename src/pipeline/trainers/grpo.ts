@@ -1,0 +1,97 @@
+/**
+ * The `remote_api_grpo` trainer: group-relative policy optimisation.
+ * @module
+ */
+import type { SamplingClient } from "../../services/training/types.js";
+import type { Trajectory } from "../../types/trajectory.js";
+import { putSummary } from "../stats.js";
+import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
+import { RemoteApiTrainer, type TrainerContext } from "./remote-api-trainer.js";
+import { klPenaltyAdvantages } from "./token-advantages.js";
+
+/** A KL penalty against a reference policy, applied through the advantages. */
+export interface KlPenaltyOptions {
+  /** Weight of the penalty (tinker-cookbook's `kl_penalty_coef`). */
+  coef: number;
+  /** Discount of the per-token KL's future sum (default 0: none). */
+  discount?: number;
+  /** Sampler path of the reference policy (default: the weights training started from). */
+  referencePath?: string;
+}
+
+/** Options of {@link RemoteApiGrpoTrainer}. */
+export interface GrpoTrainerOptions extends GroupAdvantageOptions {
+  /** Train on groups whose rewards are all equal (their advantage is 0; default false: dropped). */
+  keepConstantRewardGroups?: boolean;
+  /** Add a KL penalty against a reference policy (default: none). */
+  klPenalty?: KlPenaltyOptions;
+}
+
+/**
+ * GRPO: advantages relative to each group of rollouts of the same task (see
+ * {@link groupAdvantages}), used by the configured policy loss (`importance_sampling`, `ppo`,
+ * `cispo` or `dro`, with `trainer.algorithm.loss_fn_config`). Groups with constant rewards carry no
+ * signal and are dropped (`train/groups_constant`). With `klPenalty`, per-token advantages also
+ * penalise divergence from the reference policy.
+ *
+ * @example
+ * ```ts
+ * export class DrGrpoTrainer extends RemoteApiGrpoTrainer {
+ *   constructor(context: TrainerContext) {
+ *     super(context, { estimator: "dr_grpo", klPenalty: { coef: 0.01 } });
+ *   }
+ * }
+ * ```
+ */
+export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
+  /** The options in use. */
+  protected readonly options: GrpoTrainerOptions;
+  private reference: Promise<SamplingClient> | undefined;
+
+  /**
+   * @param context services, recipe and tokenizer.
+   * @param options advantage estimator, constant groups and KL penalty.
+   */
+  constructor(context: TrainerContext, options: GrpoTrainerOptions = {}) {
+    super(context);
+    this.options = options;
+  }
+
+  /** True: policy losses and the KL penalty read sampler logprobs. */
+  protected override needsSamplerLogprobs(): boolean {
+    return this.options.klPenalty !== undefined || super.needsSamplerLogprobs();
+  }
+
+  /** Sets each trajectory's advantage and drops constant-reward groups; applies the KL penalty. */
+  protected async prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Promise<Trajectory[]> {
+    const result = groupAdvantages(trajectories, this.options);
+    metrics["train/groups"] = result.groups;
+    metrics["train/groups_constant"] = result.constantGroups;
+    putSummary(metrics, "train/group_reward_std", result.groupStd, ["mean"]);
+    trajectories.forEach((t, i) => {
+      t.advantage = result.advantages[i]!;
+    });
+    const kept = this.options.keepConstantRewardGroups ? trajectories : trajectories.filter((_, i) => !result.constant[i]);
+    putSummary(metrics, "train/advantage", kept.map((t) => t.advantage!), ["mean", "std"]);
+    const kl = this.options.klPenalty;
+    if (kl && kept.length > 0) {
+      const reference = await this.referenceSampler(kl.referencePath ?? this.context.initialSamplerPath);
+      const referenceLogprobs = await Promise.all(kept.map((t) => reference.computeLogprobs(t.tokens)));
+      const shaped = klPenaltyAdvantages(
+        kept.map((t, i) => ({ lossMask: t.lossMask, logprobs: t.logprobs!, referenceLogprobs: referenceLogprobs[i]!, advantage: t.advantage! })),
+        kl.coef,
+        kl.discount,
+      );
+      kept.forEach((t, i) => {
+        t.advantages = shaped.advantages[i]!;
+      });
+      metrics["train/kl_policy_reference"] = shaped.meanKl;
+    }
+    return kept;
+  }
+
+  private referenceSampler(path: string): Promise<SamplingClient> {
+    this.reference ??= this.context.service.createSamplingClient(path);
+    return this.reference;
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The `remote_api_opd` trainer: on-policy distillation from a teacher.
+ * @module
+ */
+import type { SamplingClient } from "../../services/training/types.js";
+import type { Trajectory } from "../../types/trajectory.js";
+import { BackendNotAvailableError, TrainerError } from "../errors.js";
+import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { distillationAdvantages } from "./token-advantages.js";
+
+/**
+ * On-policy distillation: the student samples, the teacher (`trainer.teachers[0]`, its
+ * `checkpoint` sampler path or else its `base_model`) scores every token, and each trained
+ * token's advantage is −`kl_penalty_coef` × (student logprob − teacher logprob), discounted over
+ * the future tokens by `kl_discount_factor`. Reports `opd/teacher_kl` (mean reverse KL per
+ * trained token) and `opd/valid_tokens`.
+ */
+export class RemoteApiOpdTrainer extends RemoteApiTrainer {
+  private teacher: Promise<SamplingClient> | undefined;
+
+  /** True: the reverse KL reads the student's sampler logprobs. */
+  protected override needsSamplerLogprobs(): boolean {
+    return true;
+  }
+
+  /** Sets per-token advantages from the teacher's logprobs. */
+  protected async prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Promise<Trajectory[]> {
+    const teacher = await this.teacherSampler();
+    const teacherLogprobs = await Promise.all(trajectories.map((t) => teacher.computeLogprobs(t.tokens)));
+    const { kl_penalty_coef: coef, kl_discount_factor: discount } = this.algorithm;
+    let klSum = 0;
+    let tokens = 0;
+    trajectories.forEach((t, i) => {
+      const shaped = distillationAdvantages(t.lossMask, t.logprobs!, teacherLogprobs[i]!, coef, discount);
+      t.advantages = shaped.advantages;
+      klSum += shaped.reverseKl * shaped.tokens;
+      tokens += shaped.tokens;
+    });
+    metrics["opd/teacher_kl"] = tokens === 0 ? 0 : klSum / tokens;
+    metrics["opd/valid_tokens"] = tokens;
+    return trajectories;
+  }
+
+  private teacherSampler(): Promise<SamplingClient> {
+    const teacher = this.context.recipe.trainer.teachers?.[0];
+    if (!teacher) throw new TrainerError("remote_api_opd needs a teacher: set trainer.teachers: [{base_model: ..., checkpoint: ...}]");
+    if ((teacher.backend !== undefined && teacher.backend !== this.context.service.backend) || teacher.base_url) {
+      throw new BackendNotAvailableError("a teacher on another training service (trainer.teachers[0].backend or base_url) is not supported yet; serve the teacher from the student's service");
+    }
+    this.teacher ??= this.context.service.createSamplingClient(teacher.checkpoint ?? teacher.base_model);
+    return this.teacher;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The trainer class a recipe names.
+ * @module
+ */
+import type { RecipeConfig } from "../../recipe/schema/recipe.js";
+import { loadUserClass } from "../../recipe/user-module.js";
+import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
+import { RemoteApiGrpoTrainer } from "./grpo.js";
+import { RemoteApiOpdTrainer } from "./opd.js";
+import { RemoteApiTrainer, type TrainerContext } from "./remote-api-trainer.js";
+
+/** A concrete trainer class. */
+export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
+
+/**
+ * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
+ * or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
+ * a subclass of {@link RemoteApiTrainer}).
+ * @throws UserModuleError for a custom class that cannot be loaded.
+ */
+export async function resolveTrainerClass(config: RecipeConfig, recipeDir: string, recipeFile?: string): Promise<TrainerClass> {
+  const trainer = config.trainer;
+  switch (trainer.type) {
+    case "remote_api_cross_entropy":
+      return RemoteApiCrossEntropyTrainer;
+    case "remote_api_grpo":
+      return RemoteApiGrpoTrainer;
+    case "remote_api_opd":
+      return RemoteApiOpdTrainer;
+    case "custom":
+      return (await loadUserClass({
+        modulePath: trainer.custom_trainer_module_path!,
+        exportName: trainer.custom_trainer_class_name,
+        expectedBase: RemoteApiTrainer,
+        recipeDir,
+        keyPath: "trainer.custom_trainer_module_path",
+        ...(recipeFile !== undefined && { recipeFile }),
+      })) as unknown as TrainerClass;
+  }
+}

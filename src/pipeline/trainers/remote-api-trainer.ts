@@ -1,0 +1,203 @@
+/**
+ * {@link RemoteApiTrainer}: the training step against any training service.
+ * @module
+ */
+import { NEXRL_BRAND } from "../../recipe/brand.js";
+import type { RecipeConfig } from "../../recipe/schema/recipe.js";
+import type { AlgorithmConfig } from "../../recipe/schema/trainer.js";
+import type { TrainingClient, TrainingService } from "../../services/training/types.js";
+import { validateLossInputs } from "../../types/losses.js";
+import type { Tokenizer } from "../../types/tokenizer.js";
+import type { Trajectory } from "../../types/trajectory.js";
+import { adamParams, datum, tensorValues, type Datum } from "../../types/wire.js";
+import { TrainerError } from "../errors.js";
+import { lossKind, trajectoryToDatum } from "./datums.js";
+import { rolloutMetrics } from "./rollout-metrics.js";
+
+/** What a trainer is constructed with. */
+export interface TrainerContext {
+  /** The whole parsed recipe; hyper-parameters are in `recipe.trainer.algorithm`. */
+  readonly recipe: RecipeConfig;
+  /** The training service (for samplers of reference or teacher models). */
+  readonly service: TrainingService;
+  /** The model being trained. */
+  readonly trainingClient: TrainingClient;
+  /** The tokenizer of the trained model. */
+  readonly tokenizer: Tokenizer;
+  /** Sampler path of the weights training started from (the reference policy of a KL penalty). */
+  readonly initialSamplerPath: string;
+  /** Reports a warning to the run's log and event stream. */
+  warn(message: string): void;
+}
+
+/** What one call of {@link RemoteApiTrainer.train} did. */
+export interface TrainStepResult {
+  /** The trajectories after `prepareTrajectories` (with their advantages). */
+  trajectories: Trajectory[];
+  /** Datums sent to the service (0 when the step was skipped). */
+  datums: number;
+  /** Whether `forwardBackward` and `optimStep` ran. */
+  stepped: boolean;
+}
+
+/**
+ * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
+ * filled by a forward pass when the loss needs them, {@link RemoteApiTrainer.prepareTrajectories}
+ * (the algorithm: advantages, filtering), one datum per trajectory (token in, token out,
+ * shifted by one), then `forwardBackward` and `optimStep` submitted back to back and awaited
+ * together. Datums with no signal (all advantages or weights 0) are left out; with none left the
+ * step is skipped (`train/skipped` = 1).
+ *
+ * Subclass it and override `prepareTrajectories` to write an algorithm:
+ *
+ * @example
+ * ```ts
+ * import { RemoteApiTrainer, type Trajectory } from "nexrl";
+ *
+ * export class MyAlgorithmTrainer extends RemoteApiTrainer {
+ *   protected prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>) {
+ *     for (const t of trajectories) t.advantage = t.reward;
+ *     metrics["my/mean_advantage"] = trajectories.reduce((a, t) => a + t.reward, 0) / trajectories.length;
+ *     return trajectories;
+ *   }
+ * }
+ * ```
+ */
+export abstract class RemoteApiTrainer {
+  /** Brand recognised by `loadUserClass` across copies of nexrl. */
+  static readonly [NEXRL_BRAND] = "nexrl.RemoteApiTrainer";
+  /** Services, recipe and tokenizer. */
+  protected readonly context: TrainerContext;
+  /** Seconds the service keeps each sampler snapshot (default one day). */
+  protected readonly samplerTtlSeconds: number = 24 * 3600;
+  private readonly warned = new Set<string>();
+
+  /** @param context services, recipe and tokenizer, given by the pipeline. */
+  constructor(context: TrainerContext) {
+    this.context = context;
+  }
+
+  /** The hyper-parameters (`trainer.algorithm` merged with `service.train_service.config`). */
+  get algorithm(): AlgorithmConfig {
+    return this.context.recipe.trainer.algorithm;
+  }
+
+  /**
+   * The algorithm: returns the trajectories to train on, with what the loss needs — an
+   * `advantage` (or per-token `advantages`) for policy losses. Add metrics to `metrics`; every key
+   * ends up in `metrics.jsonl`.
+   */
+  protected abstract prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Trajectory[] | Promise<Trajectory[]>;
+
+  /** Whether trajectories need sampler logprobs (true for policy losses). */
+  protected needsSamplerLogprobs(): boolean {
+    return lossKind(this.algorithm.loss_fn) === "policy";
+  }
+
+  /** How supervised losses weight a datum's tokens: `sum` (default) or `mean` per datum. */
+  protected supervisedReduction(): "sum" | "mean" {
+    return "sum";
+  }
+
+  /**
+   * One training step on `trajectories`; adds `rollout/*`, `train/*` and `optim/*` metrics (and
+   * those of `prepareTrajectories`) to `metrics`.
+   * @throws {@link TrainerError} when prepared trajectories are invalid or miss a loss input.
+   */
+  async train(trajectories: Trajectory[], metrics: Record<string, number>): Promise<TrainStepResult> {
+    Object.assign(metrics, rolloutMetrics(trajectories));
+    if (this.needsSamplerLogprobs()) await this.fillMissingLogprobs(trajectories);
+    const prepared = await this.prepareTrajectories(trajectories, metrics);
+    if (!Array.isArray(prepared)) throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
+    const lossFn = this.algorithm.loss_fn;
+    const backend = this.context.service.backend;
+    const built: Array<{ datum: Datum; mask: number[] }> = [];
+    for (const t of prepared) {
+      t.validate();
+      const d = trajectoryToDatum(t, { lossFn, backend, reduction: this.supervisedReduction() });
+      if (d) built.push({ datum: d, mask: t.lossMask.slice(1) });
+    }
+    metrics["train/num_datums"] = built.length;
+    metrics["train/datums_without_signal"] = prepared.length - built.length;
+    metrics["train/num_tokens"] = built.reduce((n, b) => n + b.mask.reduce((a, m) => a + m, 0), 0);
+    metrics["train/skipped"] = built.length === 0 ? 1 : 0;
+    if (built.length === 0) return { trajectories: prepared, datums: 0, stepped: false };
+    const datums = built.map((b) => b.datum);
+    const lossFnConfig = this.lossFnConfig();
+    for (const d of datums) validateLossInputs(lossFn, d, { backend, config: lossFnConfig });
+    const client = this.context.trainingClient;
+    const a = this.algorithm;
+    const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
+    const optimStep = await client.optimStep(
+      adamParams({ learning_rate: a.learning_rate, beta1: a.beta1, beta2: a.beta2, eps: a.eps, weight_decay: a.weight_decay, grad_clip_norm: a.grad_clip_norm }),
+    );
+    const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
+    this.putLossMetrics(metrics, built, fb.lossFnOutputs.map((o) => o.logprobs), fb.metrics["loss:sum"] ?? NaN);
+    for (const [key, value] of Object.entries(fb.metrics)) if (key !== "loss:sum") metrics[`train/${key}`] = value;
+    for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
+    return { trajectories: prepared, datums: datums.length, stepped: true };
+  }
+
+  /** Exports the current weights for sampling under `name` (kept `samplerTtlSeconds`) and returns the path. */
+  async saveSamplerWeights(name: string): Promise<string> {
+    const future = await this.context.trainingClient.saveWeightsForSampler(name, { ttlSeconds: this.samplerTtlSeconds });
+    return (await future.result()).path;
+  }
+
+  /** Reports `message` once per `key` for the lifetime of the trainer. */
+  protected warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.context.warn(message);
+  }
+
+  /**
+   * Computes `logprobs` for trajectories that lack them with a forward pass on the current
+   * weights (which, in sync mode, are the weights that sampled them), and warns once.
+   */
+  protected async fillMissingLogprobs(trajectories: readonly Trajectory[]): Promise<void> {
+    const missing = trajectories.filter((t) => t.logprobs === undefined && t.tokens.length > 1);
+    if (missing.length === 0) return;
+    this.warnOnce(
+      "logprobs",
+      `${missing.length} trajectories have no sampler logprobs, which ${this.algorithm.loss_fn} needs; nexrl computes them with a forward pass on the trainer's weights. ` +
+        "Set logprobs in the rollout worker (completionTrajectory does) to save that pass and train on the exact sampling distribution.",
+    );
+    const datums = missing.map((t) => datum(t.tokens.slice(0, -1), { target_tokens: t.tokens.slice(1), weights: t.tokens.slice(1).map(() => 0) }));
+    const output = await (await this.context.trainingClient.forward(datums, "cross_entropy")).result();
+    missing.forEach((t, i) => {
+      t.logprobs = [0, ...output.lossFnOutputs[i]!.logprobs];
+    });
+  }
+
+  private lossFnConfig(): Record<string, number> {
+    const config = { ...this.algorithm.loss_fn_config };
+    const entropy = this.algorithm.entropy_coeff;
+    if (entropy !== 0) {
+      if (this.context.service.backend === "weaver") config.entropy_coeff = entropy;
+      else this.warnOnce("entropy", `entropy_coeff ${entropy} is ignored: the ${this.context.service.backend} backend has no entropy bonus`);
+    }
+    return config;
+  }
+
+  private putLossMetrics(metrics: Record<string, number>, built: ReadonlyArray<{ datum: Datum; mask: number[] }>, logprobs: readonly number[][], lossSum: number): void {
+    let tokens = 0;
+    let nll = 0;
+    let kl = 0;
+    const policy = lossKind(this.algorithm.loss_fn) === "policy";
+    built.forEach(({ datum: d, mask }, i) => {
+      const sampler = policy ? tensorValues(d.loss_fn_inputs.logprobs!) : undefined;
+      mask.forEach((m, j) => {
+        if (m === 0) return;
+        const lp = logprobs[i]?.[j] ?? 0;
+        tokens++;
+        nll -= lp;
+        if (sampler) kl += sampler[j]! - lp;
+      });
+    });
+    metrics["train/loss_sum"] = lossSum;
+    metrics["train/loss"] = policy ? lossSum / Math.max(tokens, 1) : nll / Math.max(tokens, 1);
+    metrics["train/nll"] = nll / Math.max(tokens, 1);
+    if (policy) metrics["train/kl_sample_train"] = kl / Math.max(tokens, 1);
+  }
+}

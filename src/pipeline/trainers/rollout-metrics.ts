@@ -1,0 +1,28 @@
+/**
+ * Metrics of the trajectories a training step receives.
+ * @module
+ */
+import type { Trajectory } from "../../types/trajectory.js";
+import { putSummary } from "../stats.js";
+
+/**
+ * `rollout/num_trajectories`, `rollout/reward_{mean,std,min,max}`,
+ * `rollout/response_len_{mean,max}` (trained tokens), `rollout/seq_len_mean`, and
+ * `rollout/score/<key>_mean` for each numeric entry of `extraFields.score`.
+ */
+export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<string, number> {
+  const metrics: Record<string, number> = { "rollout/num_trajectories": trajectories.length };
+  putSummary(metrics, "rollout/reward", trajectories.map((t) => t.reward));
+  putSummary(metrics, "rollout/response_len", trajectories.map((t) => t.numLossTokens), ["mean", "max"]);
+  putSummary(metrics, "rollout/seq_len", trajectories.map((t) => t.tokens.length), ["mean"]);
+  const scores = new Map<string, number[]>();
+  for (const t of trajectories) {
+    const score = t.extraFields.score;
+    if (typeof score !== "object" || score === null) continue;
+    for (const [key, value] of Object.entries(score)) {
+      if (typeof value === "number" || typeof value === "boolean") scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
+    }
+  }
+  for (const [key, values] of scores) putSummary(metrics, `rollout/score/${key}`, values, ["mean"]);
+  return metrics;
+}

@@ -1,0 +1,90 @@
+/**
+ * {@link Validator}: scores the current policy on the validation tasks.
+ * @module
+ */
+import type { Trajectory } from "../types/trajectory.js";
+import type { DataLoader } from "./data/data-loader.js";
+import type { RolloutRunner } from "./rollout/runner.js";
+import { putSummary } from "./stats.js";
+
+/** Options of {@link Validator}. */
+export interface ValidatorOptions {
+  /** A rollout passes (for pass@k) when its reward is at least this (default 1: full credit). */
+  passThreshold?: number;
+}
+
+/** C(n, k) as a float. */
+function choose(n: number, k: number): number {
+  if (k < 0 || k > n) return 0;
+  let out = 1;
+  for (let i = 1; i <= k; i++) out = (out * (n - k + i)) / i;
+  return out;
+}
+
+/** Unbiased pass@k of a group with `n` rollouts of which `c` passed: 1 − C(n−c, k) / C(n, k). */
+export function passAtK(n: number, c: number, k: number): number {
+  if (n < k) return c > 0 ? 1 : 0;
+  return 1 - choose(n - c, k) / choose(n, k);
+}
+
+/**
+ * Runs every validation task (each row `rollout_repeat_n` times, from `validate.data`) on the
+ * current sampler and summarises: `val/reward_mean`, `val/reward_std`, `val/num_samples`,
+ * `val/response_len_mean`, `val/<data_source>/reward_mean` for rows with a `data_source`, and when
+ * rows are repeated (n > 1) `val/pass@1` and `val/pass@n`; failures appear as `val/failed` and
+ * `val/skipped`.
+ */
+export class Validator {
+  private readonly passThreshold: number;
+
+  /**
+   * @param loader the validation tasks.
+   * @param runner runs them (its own workers and counters).
+   * @param options pass@k threshold.
+   */
+  constructor(
+    private readonly loader: DataLoader,
+    private readonly runner: RolloutRunner,
+    options: ValidatorOptions = {},
+  ) {
+    this.passThreshold = options.passThreshold ?? 1;
+  }
+
+  /**
+   * Validates the policy of `version` (the seeds of the rollouts derive from it).
+   * @throws RolloutError when a validation rollout fails under a stopping policy.
+   */
+  async run(version: number): Promise<Record<string, number>> {
+    const groups = this.loader.allGroups(version);
+    const outcomes = await Promise.all(groups.flatMap((group) => group.tasks.map((task) => this.runner.run(task))));
+    const trajectories = outcomes.flatMap((o) => o.trajectories);
+    const counts = this.runner.takeCounts();
+    const metrics: Record<string, number> = { "val/num_samples": trajectories.length, "val/failed": counts.failed, "val/skipped": counts.skipped };
+    putSummary(metrics, "val/reward", trajectories.map((t) => t.reward), ["mean", "std"]);
+    putSummary(metrics, "val/response_len", trajectories.map((t) => t.numLossTokens), ["mean"]);
+    const bySource = new Map<string, number[]>();
+    for (const t of trajectories) {
+      const source = t.extraFields.data_source;
+      if (typeof source === "string") bySource.set(source, [...(bySource.get(source) ?? []), t.reward]);
+    }
+    for (const [source, rewards] of [...bySource].sort(([a], [b]) => a.localeCompare(b))) putSummary(metrics, `val/${source}/reward`, rewards, ["mean"]);
+    const n = groups[0]?.tasks.length ?? 1;
+    if (n > 1) this.putPassAtK(metrics, outcomes.map((o) => ({ groupId: o.task.groupId, trajectories: o.trajectories })), n);
+    return metrics;
+  }
+
+  private putPassAtK(metrics: Record<string, number>, runs: ReadonlyArray<{ groupId: string; trajectories: Trajectory[] }>, k: number): void {
+    const groups = new Map<string, { n: number; c: number }>();
+    for (const run of runs) {
+      if (run.trajectories.length === 0) continue;
+      const g = groups.get(run.groupId) ?? { n: 0, c: 0 };
+      g.n++;
+      if (Math.max(...run.trajectories.map((t) => t.reward)) >= this.passThreshold) g.c++;
+      groups.set(run.groupId, g);
+    }
+    if (groups.size === 0) return;
+    const values = [...groups.values()];
+    metrics["val/pass@1"] = values.reduce((a, g) => a + passAtK(g.n, g.c, 1), 0) / values.length;
+    metrics[`val/pass@${k}`] = values.reduce((a, g) => a + passAtK(g.n, g.c, k), 0) / values.length;
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * {@link BaseRolloutWorker}: the class users subclass to turn a task into trajectories.
+ * @module
+ */
+import { NEXRL_BRAND } from "../../recipe/brand.js";
+import type { RecipeConfig } from "../../recipe/schema/recipe.js";
+import type { InferenceClient } from "../../services/inference/types.js";
+import { NexrlError } from "../../types/errors.js";
+import type { Tokenizer } from "../../types/tokenizer.js";
+import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
+import type { RolloutTask } from "../task.js";
+
+/** The `rollout_worker:` section of a parsed recipe. */
+export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
+
+/** What a rollout worker is constructed with. */
+export interface RolloutWorkerContext {
+  /** The worker's name, `rollout_worker-<slot>` (`validation_worker-<slot>` for validation). */
+  readonly name: string;
+  /** The whole parsed recipe. */
+  readonly recipe: RecipeConfig;
+  /** The tokenizer of the trained model. */
+  readonly tokenizer: Tokenizer;
+}
+
+/** What `rollout()` may return: trajectories (built or as plain objects), or nothing after `putTrajectory`. */
+export type RolloutResult = Trajectory | TrajectoryInit | ReadonlyArray<Trajectory | TrajectoryInit> | void | undefined;
+
+/**
+ * What the pipeline attaches to a worker for the duration of one rollout. It lives under a
+ * `Symbol.for` key so that a worker class compiled against another copy of nexrl (a user module
+ * importing the built package) talks to this pipeline the same way.
+ * @internal
+ */
+export interface RolloutScope {
+  /** The rollout's inference client, when the run has one. */
+  readonly inference: InferenceClient | undefined;
+  /** Receives trajectories passed to `putTrajectory`; throws once the rollout has ended. */
+  put(trajectory: Trajectory | TrajectoryInit): void;
+}
+
+/** Key of the current {@link RolloutScope} on a worker instance. @internal */
+export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
+
+/**
+ * Turns one task into trajectories. Subclass it and implement {@link BaseRolloutWorker.rollout}:
+ * sample with `this.inferenceClient`, score the answer, and hand over trajectories with
+ * `this.putTrajectory(t)` or by returning them. The pipeline runs `rollout_worker.num_workers`
+ * instances, each one rollout at a time; it fills in `groupId`, `runId`, `isVal` and
+ * `policyVersion` when a trajectory leaves them unset, and validates every trajectory.
+ *
+ * @example
+ * ```ts
+ * import { BaseRolloutWorker, Trajectory, type RolloutTask } from "nexrl";
+ *
+ * export class MyTaskWorker extends BaseRolloutWorker {
+ *   async rollout(task: RolloutTask) {
+ *     const completion = await this.inferenceClient.completion(String(task.prompt));
+ *     const reward = completion.response.trim() === task.data.answer ? 1 : 0;
+ *     return this.putTrajectory(new Trajectory({
+ *       tokens: [...completion.promptTokens, ...completion.responseTokens],
+ *       lossMask: [...completion.promptTokens.map(() => 0), ...completion.responseTokens.map(() => 1)],
+ *       reward,
+ *     }));
+ *   }
+ * }
+ * ```
+ */
+export abstract class BaseRolloutWorker {
+  /** Brand recognised by `loadUserClass` across copies of nexrl. */
+  static readonly [NEXRL_BRAND] = "nexrl.BaseRolloutWorker";
+  /** The worker's name. */
+  readonly name: string;
+  /** The whole parsed recipe. */
+  readonly recipe: RecipeConfig;
+  /** The tokenizer of the trained model. */
+  readonly tokenizer: Tokenizer;
+  /** Set by the pipeline during a rollout. @internal */
+  declare [ROLLOUT_SCOPE]: RolloutScope | undefined;
+
+  /** @param context name, recipe and tokenizer, given by the pipeline. */
+  constructor(context: RolloutWorkerContext) {
+    this.name = context.name;
+    this.recipe = context.recipe;
+    this.tokenizer = context.tokenizer;
+  }
+
+  /** The `rollout_worker:` section of the recipe (temperature, lengths, custom keys…). */
+  get config(): RolloutWorkerConfig {
+    return this.recipe.rollout_worker;
+  }
+
+  /**
+   * Runs one task. Return trajectories, or pass them to {@link BaseRolloutWorker.putTrajectory};
+   * returning nothing and putting nothing gives the task no trajectory. Throwing (or timing out)
+   * counts as a failed rollout, handled by the recipe's failure policy.
+   */
+  abstract rollout(task: RolloutTask): Promise<RolloutResult> | RolloutResult;
+
+  /**
+   * The inference client of the current rollout: the policy being trained, with the recipe's
+   * temperature and response length and a per-call seed as defaults.
+   * @throws NexrlError outside a rollout, or when the run has no inference service.
+   */
+  protected get inferenceClient(): InferenceClient {
+    const scope = this.scope("inferenceClient");
+    if (!scope.inference) {
+      throw new NexrlError(
+        `${this.name}: this run has no inference service; set rollout_worker.need_llm_inference: true (and a service.inference_service) to sample in rollouts`,
+      );
+    }
+    return scope.inference;
+  }
+
+  /** Hands a trajectory to the pipeline (it may also be returned from `rollout`). */
+  protected putTrajectory(trajectory: Trajectory | TrajectoryInit): void {
+    this.scope("putTrajectory").put(trajectory);
+  }
+
+  /**
+   * Cuts a sequence to `rollout_worker.max_sequence_length` tokens (when set). Call it before
+   * scoring: a truncated answer is usually worth reward 0.
+   */
+  protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): { tokens: number[]; lossMask: number[]; logprobs: number[] | undefined; truncated: boolean } {
+    const max = this.config.max_sequence_length;
+    if (max === undefined || tokens.length <= max) return { tokens, lossMask, logprobs, truncated: false };
+    return { tokens: tokens.slice(0, max), lossMask: lossMask.slice(0, max), logprobs: logprobs?.slice(0, max), truncated: true };
+  }
+
+  private scope(member: string): RolloutScope {
+    const scope = this[ROLLOUT_SCOPE];
+    if (!scope) throw new NexrlError(`${this.name}: ${member} is only available while rollout() runs`);
+    return scope;
+  }
+}

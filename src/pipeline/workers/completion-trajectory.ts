@@ -1,0 +1,21 @@
+/**
+ * Trajectories from inference results.
+ * @module
+ */
+import type { InferenceResult } from "../../services/inference/types.js";
+import { Trajectory } from "../../types/trajectory.js";
+
+/**
+ * A trajectory of one completion: prompt tokens with loss mask 0 and logprob 0, then the sampled
+ * tokens with loss mask 1 and their sampler logprobs, token for token as the model produced them.
+ */
+export function completionTrajectory(result: InferenceResult, reward: number, extraFields: Record<string, unknown> = {}): Trajectory {
+  const { promptTokens, responseTokens, logprobs } = result;
+  return new Trajectory({
+    tokens: [...promptTokens, ...responseTokens],
+    lossMask: [...promptTokens.map(() => 0), ...responseTokens.map(() => 1)],
+    logprobs: [...promptTokens.map(() => 0), ...logprobs],
+    reward,
+    extraFields: { response: result.response, finish_reason: result.finishReason, ...extraFields },
+  });
+}

@@ -1,0 +1,21 @@
+/**
+ * Prompt fields as chat messages.
+ * @module
+ */
+import { NexrlError } from "../../types/errors.js";
+import type { ChatMessage } from "../../types/tokenizer.js";
+import type { RolloutTask } from "../task.js";
+
+/**
+ * The task's prompt as chat messages: text becomes one user message; an array of
+ * `{role, content}` objects is used as it is.
+ * @throws NexrlError for any other prompt value.
+ */
+export function promptMessages(task: RolloutTask): ChatMessage[] {
+  const { prompt } = task;
+  if (typeof prompt === "string") return [{ role: "user", content: prompt }];
+  if (Array.isArray(prompt) && prompt.every((m) => typeof m === "object" && m !== null && typeof m.role === "string" && typeof m.content === "string")) {
+    return prompt as ChatMessage[];
+  }
+  throw new NexrlError(`row ${task.index}: the prompt must be text or a list of {role, content} messages, got ${JSON.stringify(prompt)?.slice(0, 80)}`);
+}

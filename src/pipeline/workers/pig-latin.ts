@@ -1,0 +1,43 @@
+/**
+ * The `pig_latin` rollout worker: supervised examples from labelled rows.
+ * @module
+ */
+import { NexrlError } from "../../types/errors.js";
+import { Trajectory } from "../../types/trajectory.js";
+import type { RolloutTask } from "../task.js";
+import { BaseRolloutWorker } from "./base.js";
+import { completionTrajectory } from "./completion-trajectory.js";
+
+/**
+ * Builds a supervised trajectory from a row `{input, output}` without sampling: the prompt
+ * `English: <input>\nPig Latin:` (with BOS) has loss mask 0, the answer ` <output>` and EOS have
+ * loss mask 1, reward 1. Validation tasks are sampled greedily instead and score 1 for an exact
+ * answer, so `val/reward_mean` is the exact-match accuracy.
+ */
+export class PigLatinRolloutWorker extends BaseRolloutWorker {
+  /** The prompt of an input phrase. */
+  static prompt(input: string): string {
+    return `English: ${input}\nPig Latin:`;
+  }
+
+  /** One supervised trajectory, or a scored greedy sample for validation tasks. */
+  async rollout(task: RolloutTask): Promise<Trajectory> {
+    const input = String(task.prompt);
+    const output = task.data.output;
+    if (typeof output !== "string") {
+      throw new NexrlError(`row ${task.index} has no text field "output"; pig_latin rows look like {"input": "hello", "output": "ello-hay"}`);
+    }
+    const prompt = PigLatinRolloutWorker.prompt(input);
+    if (task.isVal) {
+      const result = await this.inferenceClient.completion(prompt, { temperature: 0 });
+      return completionTrajectory(result, result.response.trim() === output ? 1 : 0, { answer: output });
+    }
+    const promptTokens = this.tokenizer.encode(prompt, { addBos: true });
+    const answerTokens = [...this.tokenizer.encode(` ${output}`), this.tokenizer.eosId];
+    const { tokens, lossMask, truncated } = this.truncate([...promptTokens, ...answerTokens], [...promptTokens.map(() => 0), ...answerTokens.map(() => 1)]);
+    if (truncated) {
+      throw new NexrlError(`row ${task.index} needs ${promptTokens.length + answerTokens.length} tokens, more than rollout_worker.max_sequence_length (${tokens.length}); raise it or shorten the row`);
+    }
+    return new Trajectory({ tokens, lossMask, reward: 1, extraFields: { answer: output } });
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The inference client a worker sees during one rollout: the shared client with the rollout's
+ * defaults (temperature, response length, a seed per call) and its abort signal, recording which
+ * policy versions answered.
+ * @module
+ */
+import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
+import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
+import { deriveSeed } from "../seed.js";
+
+/** Defaults applied to every call unless the worker passes its own value. */
+export interface RolloutSamplingDefaults {
+  /** `rollout_worker.temperature`. */
+  temperature: number;
+  /** `rollout_worker.max_response_length`. */
+  maxTokens: number;
+}
+
+/**
+ * Wraps the run's {@link InferenceClient} for one rollout attempt. Call `k` of the attempt gets
+ * the seed `deriveSeed(seed, k)` unless the worker gives one, so a rollout samples the same
+ * tokens whenever it is replayed with the same weights.
+ */
+export class RolloutInferenceClient implements InferenceClient {
+  private calls = 0;
+  private oldest: number | undefined;
+
+  /**
+   * @param inner the shared client.
+   * @param seed the attempt's seed.
+   * @param signal aborted when the rollout times out or the run stops.
+   * @param defaults sampling defaults of the recipe.
+   */
+  constructor(
+    private readonly inner: InferenceClient,
+    private readonly seed: number,
+    private readonly signal: AbortSignal,
+    private readonly defaults: RolloutSamplingDefaults,
+  ) {}
+
+  /** The tokenizer of the served model. */
+  get tokenizer(): Tokenizer {
+    return this.inner.tokenizer;
+  }
+
+  /** Oldest policy version that answered a call of this rollout, if any reported one. */
+  get oldestPolicyVersion(): number | undefined {
+    return this.oldest;
+  }
+
+  /** See {@link InferenceClient.completion}. */
+  completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.record(this.inner.completion(prompt, this.options(options)));
+  }
+
+  /** See {@link InferenceClient.chat}. */
+  chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.record(this.inner.chat(messages, this.options(options)));
+  }
+
+  private options(options: InferenceOptions): InferenceOptions {
+    this.signal.throwIfAborted();
+    const seed = deriveSeed(this.seed, this.calls++);
+    const signal = options.signal ? AbortSignal.any([options.signal, this.signal]) : this.signal;
+    return { temperature: this.defaults.temperature, maxTokens: this.defaults.maxTokens, seed, ...options, signal };
+  }
+
+  private async record(call: Promise<InferenceResult>): Promise<InferenceResult> {
+    const result = await call;
+    this.signal.throwIfAborted();
+    if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
+    return result;
+  }
+}

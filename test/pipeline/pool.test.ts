@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { DataLoader, TrajectoryPool, type TaskGroup } from "../../src/pipeline/index.js";
+import { Trajectory } from "../../src/types/trajectory.js";
+
+const loader = (rows: number, repeat: number, batchSize = 2) =>
+  new DataLoader(
+    Array.from({ length: rows }, (_, i) => ({ prompt: `p${i}` })),
+    { promptKey: "prompt", batchSize, seed: 0, rolloutRepeatN: repeat },
+  );
+
+/** Finishes every task of `group` with one trajectory of reward `reward(runId)` sampled by `version`. */
+function finish(pool: TrajectoryPool, group: TaskGroup, reward: (runId: number) => number = () => 1, version = 0): void {
+  for (const task of group.tasks) pool.put(task, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: reward(task.runId), groupId: task.groupId, runId: task.runId, policyVersion: version })]);
+}
+
+describe("TrajectoryPool", () => {
+  it("hands out the loaded batch once every group of it has finished, in row and run order", () => {
+    const data = loader(4, 2);
+    const pool = new TrajectoryPool({ readiness: "loaded_batch_finished", batchSize: 99, stalenessThreshold: 0 });
+    const [g0, g1] = data.nextBatch()!;
+    const [g2] = data.nextBatch()!;
+    [g0!, g1!, g2!].forEach((g) => pool.register(g));
+    finish(pool, g1!);
+    expect(pool.take(0).batch).toBeUndefined();
+    pool.put(g0!.tasks[1]!, [new Trajectory({ tokens: [5, 6], lossMask: [0, 1], reward: 0, policyVersion: 0 })]);
+    expect(pool.take(0).batch).toBeUndefined();
+    pool.put(g0!.tasks[0]!, [new Trajectory({ tokens: [3, 4], lossMask: [0, 1], reward: 0, policyVersion: 0 })]);
+    expect([pool.unfinishedGroups, pool.readyTrajectories]).toEqual([1, 4]);
+    const batch = pool.take(0).batch!;
+    expect(batch.map((t) => [t.tokens[0], t.groupId, t.runId])).toEqual([
+      [3, undefined, undefined],
+      [5, undefined, undefined],
+      [1, "0-1", 0],
+      [1, "0-1", 1],
+    ]);
+    finish(pool, g2!);
+    expect(pool.take(0).batch).toHaveLength(2);
+    expect(pool.take(0).batch).toBeUndefined();
+  });
+
+  it("with batch_size_reached hands out whole finished groups, oldest first, until the batch size is reached", () => {
+    const data = loader(6, 3, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 4, stalenessThreshold: 9 });
+    const groups = [1, 2, 3].map(() => data.nextGroup()!);
+    groups.forEach((g) => pool.register(g));
+    finish(pool, groups[2]!);
+    expect(pool.take(0).batch).toBeUndefined();
+    finish(pool, groups[0]!);
+    const batch = pool.take(0).batch!;
+    expect(batch).toHaveLength(6);
+    expect(new Set(batch.map((t) => t.groupId))).toEqual(new Set(["0-0", "0-2"]));
+    expect(batch[0]!.groupId).toBe("0-0");
+  });
+
+  it("drops a finished group with fewer productive rollouts than the minimum, and an emptied batch is still handed out", () => {
+    const data = loader(2, 3);
+    const pool = new TrajectoryPool({ readiness: "loaded_batch_finished", batchSize: 1, stalenessThreshold: 0, minGroupSize: 2 });
+    const [g0, g1] = data.nextBatch()!;
+    pool.register(g0!);
+    pool.register(g1!);
+    finish(pool, g0!);
+    pool.put(g1!.tasks[0]!, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 0 })]);
+    pool.put(g1!.tasks[1]!, []);
+    pool.put(g1!.tasks[2]!, []);
+    expect(pool.takeDroppedGroups()).toBe(1);
+    expect(pool.take(0).batch!.map((t) => t.groupId)).toEqual(["0-0", "0-0", "0-0"]);
+    const [g2, g3] = data.nextBatch()!;
+    for (const g of [g2!, g3!]) {
+      pool.register(g);
+      for (const t of g.tasks) pool.put(t, []);
+    }
+    expect(pool.take(0).batch).toEqual([]);
+  });
+
+  it("removes groups sampled more than staleness_threshold versions ago and reports them", () => {
+    const data = loader(3, 2, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 2, stalenessThreshold: 1 });
+    const [old, fresh, mixed] = [1, 2, 3].map(() => data.nextGroup()!);
+    [old, fresh, mixed].forEach((g) => pool.register(g!));
+    finish(pool, old!, () => 1, 0);
+    finish(pool, fresh!, () => 1, 2);
+    pool.put(mixed!.tasks[0]!, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 1 })]);
+    pool.put(mixed!.tasks[1]!, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 3 })]);
+    const take = pool.take(2);
+    expect(take.stale.map((g) => g.groupId)).toEqual(["0-0"]);
+    expect(take.staleTrajectories).toBe(2);
+    expect(take.batch!.map((t) => t.policyVersion)).toEqual([2, 2]);
+    // the group's oldest trajectory decides: version 1 is two versions behind 3
+    const later = pool.take(3);
+    expect([later.stale.map((g) => g.groupId), later.batch]).toEqual([["0-2"], undefined]);
+  });
+
+  it("saves finished groups and restores them into a new pool", () => {
+    const data = loader(2, 2, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 4, stalenessThreshold: 5 });
+    const group = data.nextGroup()!;
+    pool.register(group);
+    finish(pool, group, (run) => run * 10, 3);
+    const state = JSON.parse(JSON.stringify(pool.snapshot()));
+    const restored = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 2, stalenessThreshold: 5 });
+    restored.restore(state, (saved) => data.groupOf(saved));
+    const batch = restored.take(3).batch!;
+    expect(batch.map((t) => [t.groupId, t.runId, t.reward, t.policyVersion, t instanceof Trajectory])).toEqual([
+      ["0-0", 0, 0, 3, true],
+      ["0-0", 1, 10, 3, true],
+    ]);
+  });
+});

@@ -1,0 +1,199 @@
+import { describe, expect, it } from "vitest";
+import {
+  BaseRolloutWorker,
+  RolloutError,
+  RolloutRunner,
+  RolloutTimeoutError,
+  type FailurePolicy,
+  type RolloutTask,
+  type RolloutWorkerContext,
+} from "../../src/pipeline/index.js";
+import { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import { LocalTrainingService } from "../../src/services/training/local/index.js";
+import { ByteTokenizer } from "../../src/engine/index.js";
+import type { RecipeConfig } from "../../src/recipe/index.js";
+import { Trajectory, TrajectoryError } from "../../src/types/trajectory.js";
+import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+
+async function recipeConfig(): Promise<RecipeConfig> {
+  const dir = await tempDir();
+  await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "x" }]);
+  const yaml = `data: {data_files: [train.jsonl]}\nrollout_worker: {type: custom, custom_rollout_worker_module_path: train.jsonl}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`;
+  return (await writeRecipe(dir, yaml)).config;
+}
+
+async function inference(): Promise<SamplerInferenceClient> {
+  const service = new LocalTrainingService({ outputDir: await tempDir(), seed: 3 });
+  return new SamplerInferenceClient({ tokenizer: new ByteTokenizer(), samplingClient: await service.createSamplingClient("tiny"), policyVersion: 4 });
+}
+
+/** The "Custom RolloutWorker" of the Weaver guide, written in TypeScript: it sets no logprobs. */
+class MyTaskWorker extends BaseRolloutWorker {
+  async rollout(task: RolloutTask) {
+    const prompt = String(task.data.prompt);
+    const answer = String(task.data.answer ?? "");
+    const completion = await this.inferenceClient.completion(prompt);
+    const { promptTokens, responseTokens, response } = completion;
+    const reward = response.trim() === answer ? 1 : 0;
+    const trajectory = new Trajectory({
+      tokens: [...promptTokens, ...responseTokens],
+      lossMask: [...promptTokens.map(() => 0), ...responseTokens.map(() => 1)],
+      reward,
+      extraFields: { response, answer },
+    });
+    return this.putTrajectory(trajectory);
+  }
+}
+
+/** A worker whose behaviour each test sets. */
+function scripted(behaviour: (worker: BaseRolloutWorker, task: RolloutTask, attempt: number) => unknown) {
+  const attempts = new Map<string, number>();
+  const created: BaseRolloutWorker[] = [];
+  class Scripted extends BaseRolloutWorker {
+    constructor(context: RolloutWorkerContext) {
+      super(context);
+      created.push(this);
+    }
+    async rollout(task: RolloutTask) {
+      const key = `${task.groupId}/${task.runId}`;
+      const n = attempts.get(key) ?? 0;
+      attempts.set(key, n + 1);
+      return (await behaviour(this, task, n)) as Trajectory;
+    }
+    put(t: Trajectory): void {
+      this.putTrajectory(t);
+    }
+  }
+  return { Scripted, created };
+}
+
+const ok = () => new Trajectory({ tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 1 });
+
+async function runner(workerClass: new (c: RolloutWorkerContext) => BaseRolloutWorker, policy: FailurePolicy, extra: { timeoutMs?: number; numWorkers?: number; inference?: SamplerInferenceClient } = {}) {
+  const recipe = await recipeConfig();
+  return new RolloutRunner({
+    createWorker: (slot) => new workerClass({ name: `rollout_worker-${slot}`, recipe, tokenizer: new ByteTokenizer() }),
+    numWorkers: extra.numWorkers ?? 2,
+    timeoutMs: extra.timeoutMs ?? 0,
+    policy,
+    ...(extra.inference && { inference: extra.inference }),
+    sampling: { temperature: 1, maxTokens: 6 },
+    maxSequenceLength: 40,
+    currentVersion: () => 7,
+  });
+}
+
+describe("RolloutRunner", () => {
+  it("runs the seed example worker unchanged: sampled with the rollout's seed, stamped with its group, run and policy version", async () => {
+    const client = await inference();
+    const r = await runner(MyTaskWorker, { mode: "fail_fast" }, { inference: client });
+    const t = task({ data: { prompt: "What is 1 + 1?", answer: "2" }, groupId: "0-5", runId: 2, seed: 11 });
+    const [first, again, other] = await Promise.all([r.run(t), r.run(t), r.run({ ...t, seed: 12 })]);
+    const traj = first.trajectories[0]!;
+    expect(first).toMatchObject({ status: "ok", attempts: 1 });
+    expect(traj).toMatchObject({ groupId: "0-5", runId: 2, policyVersion: 4, isVal: false, logprobs: undefined });
+    expect(traj.lossMask.filter((m) => m === 1)).toHaveLength(traj.tokens.length - client.tokenizer.encode("What is 1 + 1?", { addBos: true }).length);
+    expect(again.trajectories[0]!.tokens).toEqual(traj.tokens);
+    expect(other.trajectories[0]!.tokens).not.toEqual(traj.tokens);
+    expect(r.takeCounts()).toEqual({ succeeded: 3, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
+  });
+
+  it("fail_fast stops at the first failure with an error naming the rollout and what to do", async () => {
+    const { Scripted } = scripted(() => {
+      throw new Error("boom");
+    });
+    const r = await runner(Scripted, { mode: "fail_fast" });
+    const error = await r.run(task({ index: 3, groupId: "0-3", runId: 1 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutError);
+    expect((error as RolloutError).message).toBe(
+      "rollout of row 3 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
+    );
+    expect((error as RolloutError).origin).toEqual({ index: 3, groupId: "0-3", runId: 1, isVal: false });
+    expect(((error as RolloutError).cause as Error).message).toBe("boom");
+  });
+
+  it("retry runs a failing rollout again, then stops when the retries are used up", async () => {
+    const flaky = scripted(async (_, __, attempt) => {
+      if (attempt < 2) throw new Error(`flake ${attempt}`);
+      return ok();
+    });
+    const r = await runner(flaky.Scripted, { mode: "retry", retries: 2 });
+    expect(await r.run(task())).toMatchObject({ status: "ok", attempts: 3 });
+    expect(r.takeCounts()).toEqual({ succeeded: 1, failed: 2, retried: 2, timedOut: 0, skipped: 0 });
+    const strict = await runner(scripted(async (_, __, attempt) => {
+      throw new Error(`flake ${attempt}`);
+    }).Scripted, { mode: "retry", retries: 1 });
+    await expect(strict.run(task())).rejects.toThrow(/failed after 2 attempt\(s\): flake 1\. To keep going, skip failed rollouts with runtime_monitor\.exception_handling\.policy: continue/);
+  });
+
+  it("skip gives up on a task after its retries and counts it", async () => {
+    const r = await runner(scripted(() => Promise.reject(new Error("always"))).Scripted, { mode: "skip", retries: 1, minGroupSize: 2 });
+    expect(await r.run(task())).toMatchObject({ status: "skipped", trajectories: [], attempts: 2 });
+    expect(r.takeCounts()).toEqual({ succeeded: 0, failed: 2, retried: 1, timedOut: 0, skipped: 1 });
+  });
+
+  it("times out a hung rollout, replaces its worker, and refuses trajectories the abandoned worker puts later", async () => {
+    let release: () => void = () => undefined;
+    const late = new Promise<void>((resolve) => (release = resolve));
+    let lateError: unknown;
+    const hung = scripted(async (worker, _, attempt) => {
+      if (attempt === 0) {
+        await late;
+        try {
+          (worker as unknown as { put(t: Trajectory): void }).put(ok());
+        } catch (error) {
+          lateError = error;
+        }
+        return undefined;
+      }
+      return ok();
+    });
+    const r = await runner(hung.Scripted, { mode: "retry", retries: 1 }, { timeoutMs: 30, numWorkers: 1 });
+    const outcome = await r.run(task({ index: 5 }));
+    expect(outcome).toMatchObject({ status: "ok", attempts: 2 });
+    expect(r.takeCounts()).toMatchObject({ failed: 1, timedOut: 1, retried: 1 });
+    expect(hung.created).toHaveLength(2);
+    release();
+    await late;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 5 ended/);
+    const slow = await runner(scripted(() => new Promise(() => undefined)).Scripted, { mode: "fail_fast" }, { timeoutMs: 20 });
+    const error = (await slow.run(task({ index: 2 })).catch((e: unknown) => e)) as RolloutError;
+    expect(error.cause).toBeInstanceOf(RolloutTimeoutError);
+    expect(error.message).toContain("took longer than rollout_worker.rollout_timeout_seconds (0.02 s)");
+  });
+
+  it("treats an invalid or overlong trajectory as a failed rollout naming the field", async () => {
+    const bad = await runner(scripted(() => new Trajectory({ tokens: [1, 2], lossMask: [1], reward: 0 })).Scripted, { mode: "fail_fast" });
+    const error = (await bad.run(task({ groupId: "0-1", runId: 0 })).catch((e: unknown) => e)) as RolloutError;
+    expect(error.cause).toBeInstanceOf(TrajectoryError);
+    expect((error.cause as TrajectoryError).field).toBe("lossMask");
+    expect(error.message).toContain("Trajectory (group 0-1, run 0): lossMask has length 1 but tokens has length 2");
+    const long = await runner(scripted(() => ({ tokens: Array(41).fill(1), lossMask: Array(41).fill(1), reward: 0 })).Scripted, { mode: "fail_fast" });
+    await expect(long.run(task())).rejects.toThrow(/tokens has length 41, more than rollout_worker.max_sequence_length \(40\); cut it with this.truncate/);
+  });
+
+  it("accepts returned plain objects and arrays, stamps the version of rollouts that sampled nothing, and explains a missing inference client", async () => {
+    const many = await runner(scripted(() => [{ tokens: [1, 2], lossMask: [0, 1], reward: 0.5 }, ok()]).Scripted, { mode: "fail_fast" });
+    const outcome = await many.run(task({ isVal: true }));
+    expect(outcome.trajectories.map((t) => [t instanceof Trajectory, t.reward, t.policyVersion, t.isVal])).toEqual([
+      [true, 0.5, 7, true],
+      [true, 1, 7, true],
+    ]);
+    const needsInference = await runner(MyTaskWorker, { mode: "fail_fast" });
+    await expect(needsInference.run(task({ data: { prompt: "x" } }))).rejects.toThrow(/rollout_worker-\d: this run has no inference service; set rollout_worker.need_llm_inference: true/);
+  });
+
+  it("runs at most num_workers rollouts at once", async () => {
+    let running = 0;
+    let peak = 0;
+    const r = await runner(scripted(async () => {
+      peak = Math.max(peak, ++running);
+      await new Promise((resolve) => setImmediate(resolve));
+      running--;
+      return ok();
+    }).Scripted, { mode: "fail_fast" }, { numWorkers: 3 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => r.run(task({ runId: i }))));
+    expect(peak).toBe(3);
+  });
+});
