@@ -34,7 +34,7 @@ export class TinkerTrainingClient implements TrainingClient {
   ) {}
 
   /** Loss and target logprobs without gradients (`POST /api/v1/forward`); large calls go in chunks. */
-  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward", "forward_input", "Forward", data, lossFn, lossFnConfig);
   }
 
@@ -43,12 +43,12 @@ export class TinkerTrainingClient implements TrainingClient {
    * `loss_mask` inputs are dropped (Tinker rejects them); the datums are checked against the
    * loss contract before anything is sent. Large calls go in chunks of consecutive `seq_id`s.
    */
-  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward_backward", "forward_backward_input", "ForwardBackward", data, lossFn, lossFnConfig);
   }
 
   /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
-  optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
+  async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
     return this.submit("optim_step", "OptimStep", (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }), readOptimStep);
   }
@@ -58,7 +58,7 @@ export class TinkerTrainingClient implements TrainingClient {
    * either `kind` can resume) as `tinker://<model>/weights/<name>`, replacing an earlier
    * checkpoint of that name as the local backend does.
    */
-  saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
+  async saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
     return this.submit(
       "save_weights",
       "SaveWeights",
@@ -68,12 +68,12 @@ export class TinkerTrainingClient implements TrainingClient {
   }
 
   /** Restores a `tinker://…/weights/…` checkpoint (`POST /api/v1/load_weights`). */
-  loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
+  async loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
     return this.submit("load_weights", "LoadWeights", (seq) => ({ model_id: this.modelId, seq_id: seq, path, optimizer: options.optimizer, type: "load_weights" }), () => undefined);
   }
 
   /** Snapshots the weights for sampling as `tinker://<model>/sampler_weights/<name>`. */
-  saveWeightsForSampler(name: string, options: { ttlSeconds?: number } = {}): Promise<ApiFuture<SavedPath>> {
+  async saveWeightsForSampler(name: string, options: { ttlSeconds?: number } = {}): Promise<ApiFuture<SavedPath>> {
     return this.submit(
       "save_weights_for_sampler",
       "SaveWeightsForSampler",

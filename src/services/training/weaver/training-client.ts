@@ -44,7 +44,7 @@ export class WeaverTrainingClient implements TrainingClient {
   ) {}
 
   /** Loss and logprobs without gradients (`POST /models/{id}/forward-passes`). */
-  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward-passes", "forward_input", data, lossFn, lossFnConfig);
   }
 
@@ -52,18 +52,18 @@ export class WeaverTrainingClient implements TrainingClient {
    * Loss, logprobs and accumulated gradients (`POST /models/{id}/forward-backward-passes`).
    * `importance_sampling` datums without `loss_mask` get one (1 where the advantage is not 0).
    */
-  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward-backward-passes", "forward_backward_input", data, lossFn, lossFnConfig);
   }
 
   /** Applies the accumulated gradients (`POST /models/{id}/optimizer-steps`). */
-  optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
+  async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
     return this.sequenced("optimizer-steps", "optim_step", (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, adam_params } }), readOptimStep);
   }
 
   /** Saves a `weight` or `weight_and_optimizer` checkpoint named `name` (see {@link WeaverTrainingClient.saveCheckpoint}). */
-  saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
+  async saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
     return this.saveCheckpoint(name, { type: options.kind === "weights" ? "weight" : "weight_and_optimizer", ...(options.ttlSeconds !== undefined && { ttlSeconds: options.ttlSeconds }) });
   }
 
@@ -72,13 +72,13 @@ export class WeaverTrainingClient implements TrainingClient {
    * `weight` (kept), `weight_and_optimizer` (to resume exactly) or `sampling` (expires after an
    * hour unless `ttlSeconds` says otherwise).
    */
-  saveCheckpoint(name: string, options: { type: WeaverCheckpointType; ttlSeconds?: number }): Promise<ApiFuture<SavedPath>> {
+  async saveCheckpoint(name: string, options: { type: WeaverCheckpointType; ttlSeconds?: number }): Promise<ApiFuture<SavedPath>> {
     const body = { type: options.type, name, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }) };
     return this.afterEarlier(`checkpoint ${name}`, "checkpoints", body, (response) => ({ path: stringField(response, "path", "checkpoint") }));
   }
 
   /** Restores a checkpoint (`POST /models/{id}/load`), with the optimizer state when `optimizer`. */
-  loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
+  async loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
     return this.afterEarlier(`load ${path}`, "load", { path, include_optimizer: options.optimizer }, () => undefined);
   }
 
@@ -86,7 +86,7 @@ export class WeaverTrainingClient implements TrainingClient {
    * Exports the weights for sampling (`POST /models/{id}/export-sampler`). The export expires
    * after `ttlSeconds` (default 3600); `null` keeps it.
    */
-  saveWeightsForSampler(name: string, options: { ttlSeconds?: number | null } = {}): Promise<ApiFuture<SavedPath>> {
+  async saveWeightsForSampler(name: string, options: { ttlSeconds?: number | null } = {}): Promise<ApiFuture<SavedPath>> {
     const ttl_seconds = options.ttlSeconds === undefined ? DEFAULT_SAMPLER_TTL_SECONDS : options.ttlSeconds;
     return this.sequenced("export-sampler", "export_sampler", (seq) => ({ seq_id: seq, path: name, ttl_seconds }), (response) => {
       const path = field(response, "model_path") ?? field(response, "path");

@@ -11,29 +11,21 @@ import type { ForwardBackwardOutput, SampleOutput, SampledSequence, SamplingPara
 import { WeaverResponseError } from "./errors.js";
 import { field, numberList, object } from "./fields.js";
 
-/** A tensor as Weaver receives it: `data` nested like `shape`, no `shape` field. */
+/**
+ * A tensor as Weaver receives it: `data` as (nested) lists shaped like the tensor, no `shape`
+ * field. The loss contracts take one value per position, so the lists are flat.
+ */
 export interface WeaverTensor {
-  /** Values as nested lists (row-major). */
-  data: unknown[];
+  /** The values. */
+  data: number[];
   /** Element type. */
   dtype: TensorData["dtype"];
-}
-
-function nest(values: number[], shape: readonly number[]): unknown[] {
-  if (shape.length <= 1) return values;
-  const [rows, ...inner] = shape;
-  const size = values.length / rows!;
-  return Array.from({ length: rows! }, (_, r) => nest(values.slice(r * size, (r + 1) * size), inner));
-}
-
-function weaverTensor(tensor: TensorData): WeaverTensor {
-  return { data: nest(tensorValues(tensor), tensor.shape ?? [tensor.data.length]), dtype: tensor.dtype };
 }
 
 /**
  * The datums as Weaver receives them: `loss_mask` added for `importance_sampling` when missing
  * (1 where the advantage is not 0), each checked against the loss contract for Weaver, tensors
- * as nested lists.
+ * as lists without `shape` (sparse ones densified).
  * @throws LossInputError when a datum breaks the contract, or there is no datum.
  */
 export function weaverDatums(data: readonly Datum[], lossFn: LossFunctionName): Array<{ model_input: Datum["model_input"]; loss_fn_inputs: Record<string, WeaverTensor> }> {
@@ -45,7 +37,7 @@ export function weaverDatums(data: readonly Datum[], lossFn: LossFunctionName): 
       inputs.loss_mask = { data: tensorValues(advantages).map((a) => (a !== 0 ? 1 : 0)), dtype: "float32", ...(advantages.shape && { shape: advantages.shape }) };
     }
     validateLossInputs(lossFn, { model_input: d.model_input, loss_fn_inputs: inputs }, { backend: "weaver" });
-    return { model_input: d.model_input, loss_fn_inputs: Object.fromEntries(Object.entries(inputs).map(([k, t]) => [k, weaverTensor(t)])) };
+    return { model_input: d.model_input, loss_fn_inputs: Object.fromEntries(Object.entries(inputs).map(([k, t]) => [k, { data: tensorValues(t), dtype: t.dtype }])) };
   });
 }
 
