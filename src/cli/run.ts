@@ -1,5 +1,6 @@
 import path from "node:path";
 import { stringify } from "yaml";
+import { resolveRunDirectory, runRecipe } from "../pipeline/index.js";
 import { loadRecipe, redactSecrets, RecipeError, type LoadedRecipe } from "../recipe/index.js";
 import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
@@ -18,9 +19,6 @@ export interface CliIO {
   /** The package version. */
   version: string;
 }
-
-/** Thrown when a recipe asks for something this version of nexrl cannot do yet. */
-export class NotAvailableError extends NexrlError {}
 
 /**
  * Runs the `nexrl` command line and returns the process exit code (see `EXIT_CODES`).
@@ -51,17 +49,14 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           );
         }
         const recipe = await load(command.configPath, command.overrides, io);
-        const outputDir = resolveOutputDir(recipe, command.tag, command.outputDir, io.cwd);
+        const outputDir = resolveOutputDir(command.tag, command.outputDir, io);
         io.stdout.write(`# resolved recipe (${recipe.path})\n${stringify(redactSecrets(recipe.config, io.env))}\n`);
         io.stdout.write(formatPlan(recipe, outputDir));
         if (!command.runNexrl) {
           io.stdout.write("\nNothing was run. Add --run-nexrl to train.\n");
           return EXIT_CODES.ok;
         }
-        throw new NotAvailableError(
-          "training is not available yet in this version of nexrl: the training pipeline (runRecipe) has not landed. " +
-            "The recipe above is valid; `nexrl validate -c` checks recipes in the meantime.",
-        );
+        return await train(recipe, outputDir, io);
       }
     }
   } catch (error) {
@@ -86,11 +81,32 @@ function load(configPath: string, overrides: string[], io: CliIO): Promise<Loade
   return loadRecipe(path.resolve(io.cwd, configPath), { overrides, env: io.env, cwd: io.cwd });
 }
 
-/** `--output-dir`, else `outputs/<experiment_name>/<tag or UTC time>` under the current folder. */
-function resolveOutputDir(recipe: LoadedRecipe, tag: string | undefined, outputDir: string | undefined, cwd: string): string {
-  if (outputDir) return path.resolve(cwd, outputDir);
-  const runName = tag ?? new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
-  return path.resolve(cwd, "outputs", recipe.config.experiment_name, runName);
+/** `--output-dir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag or UTC time>` under the current folder. */
+function resolveOutputDir(tag: string | undefined, outputDir: string | undefined, io: CliIO): string {
+  return resolveRunDirectory({ ...(tag !== undefined && { tag }), ...(outputDir !== undefined && { outputDir }), env: io.env, cwd: io.cwd });
+}
+
+/**
+ * Trains with `runRecipe`, printing progress to stdout. The first Ctrl-C stops after the step in
+ * flight and saves a checkpoint (exit 130); a second one quits at once.
+ */
+async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promise<number> {
+  const controller = new AbortController();
+  const onInterrupt = (): void => {
+    if (controller.signal.aborted) process.exit(EXIT_CODES.interrupted);
+    io.stderr.write("\nnexrl: stopping after the current step and saving a checkpoint (Ctrl-C again to quit now)\n");
+    controller.abort();
+  };
+  const previous = process.listeners("SIGINT");
+  process.removeAllListeners("SIGINT");
+  process.on("SIGINT", onInterrupt);
+  try {
+    const result = await runRecipe(recipe, { outputDir, signal: controller.signal, progress: io.stdout, env: io.env, cwd: io.cwd });
+    return result.stopReason === "aborted" ? EXIT_CODES.interrupted : EXIT_CODES.ok;
+  } finally {
+    process.removeListener("SIGINT", onInterrupt);
+    for (const listener of previous) process.on("SIGINT", listener as () => void);
+  }
 }
 
 function formatPlan(recipe: LoadedRecipe, outputDir: string): string {

@@ -30,7 +30,7 @@ export function passAtK(n: number, c: number, k: number): number {
 /**
  * Runs every validation task (each row `rollout_repeat_n` times, from `validate.data`) on the
  * current sampler and summarises: `val/reward_mean`, `val/reward_std`, `val/num_samples`,
- * `val/response_len_mean`, `val/<data_source>/reward_mean` for rows with a `data_source`, and when
+ * `val/response_len_mean`, `val/<data_source>/reward_mean` for rows with a `data_source` field, and when
  * rows are repeated (n > 1) `val/pass@1` and `val/pass@n`; failures appear as `val/failed` and
  * `val/skipped`.
  */
@@ -63,9 +63,9 @@ export class Validator {
     putSummary(metrics, "val/reward", trajectories.map((t) => t.reward), ["mean", "std"]);
     putSummary(metrics, "val/response_len", trajectories.map((t) => t.numLossTokens), ["mean"]);
     const bySource = new Map<string, number[]>();
-    for (const t of trajectories) {
-      const source = t.extraFields.data_source;
-      if (typeof source === "string") bySource.set(source, [...(bySource.get(source) ?? []), t.reward]);
+    for (const { task, trajectories: produced } of outcomes) {
+      const source = task.data.data_source;
+      if (typeof source === "string") bySource.set(source, [...(bySource.get(source) ?? []), ...produced.map((t) => t.reward)]);
     }
     for (const [source, rewards] of [...bySource].sort(([a], [b]) => a.localeCompare(b))) putSummary(metrics, `val/${source}/reward`, rewards, ["mean"]);
     const n = groups[0]?.tasks.length ?? 1;

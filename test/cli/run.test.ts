@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -68,19 +68,49 @@ describe("nexrl CLI", () => {
     expect(stdout).toContain('api_key: "***"');
     expect(stdout).toContain("total_train_steps: 7");
     expect(stdout).toMatch(/trainer:\s+remote_api_cross_entropy, 7 steps/);
-    expect(stdout).toContain(`output dir:     ${path.join(root, "outputs", "pig_latin", "v1")}`);
+    expect(stdout).toContain(`output dir:     ${path.join(root, "runs", "v1")}`);
     expect(stdout).toContain("Add --run-nexrl to train.");
   });
 
-  it("--output-dir wins over the tag", async () => {
+  it("--output-dir wins over the tag, and NEXRL_STORAGE_PATH replaces ./runs", async () => {
     const { stdout } = await cli(["-c", "recipe/pig_latin/local.yaml", "-t", "v2", "-o", "/tmp/run-x"]);
     expect(stdout).toContain("output dir:     /tmp/run-x");
+    const stored = await cli(["-c", "recipe/pig_latin/local.yaml", "-t", "v3"], { NEXRL_STORAGE_PATH: "/tmp/nexrl-store" });
+    expect(stored.stdout).toContain("output dir:     /tmp/nexrl-store/v3");
   });
 
-  it("--run-nexrl says clearly that training is not available yet", async () => {
-    const { code, stderr } = await cli(["-c", "recipe/pig_latin/local.yaml", "--run-nexrl"]);
-    expect(code).toBe(EXIT_CODES.runFailed);
-    expect(stderr).toContain("training is not available yet");
+  it("--run-nexrl trains the recipe and prints a line per step", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "nexrl-cli-"));
+    dirs.push(dir);
+    const { code, stdout, stderr } = await cli(["-c", "recipe/pig_latin/local.yaml", "--run-nexrl", "-o", dir, "trainer.total_train_steps=2"]);
+    expect(stderr).toBe("");
+    expect(code).toBe(EXIT_CODES.ok);
+    expect(stdout).toMatch(/step 1\/2 \| reward 1\.000 \| loss \d+\.\d{3} \|/);
+    expect(stdout).toContain("done after step 2");
+    const rows = (await readFile(path.join(dir, "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line));
+    expect(rows.map((row: { step: number }) => row.step)).toEqual([1, 2]);
+  });
+
+  it("stops after the step in flight on Ctrl-C, saves a checkpoint and exits 130", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "nexrl-cli-"));
+    dirs.push(dir);
+    const args = ["--import", "tsx", path.join(root, "src/cli/main.ts"), "-c", "recipe/pig_latin/local.yaml", "--run-nexrl", "-o", dir, "trainer.total_train_steps=500"];
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+    let interrupted = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk;
+      if (!interrupted && stdout.includes("step 1/500")) interrupted = child.kill("SIGINT");
+    });
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(EXIT_CODES.interrupted);
+    expect(stderr).toContain("stopping after the current step and saving a checkpoint");
+    const [, stopped] = /stopped \(resume with resume.mode=auto\) after step (\d+)/.exec(stdout) ?? [];
+    expect(Number(stopped)).toBeGreaterThanOrEqual(1);
+    expect(Number(stopped)).toBeLessThan(500);
+    expect(await readdir(path.join(dir, "checkpoints"))).toContain(`step_${String(stopped).padStart(6, "0")}.json`);
   });
 
   it("refuses self-hosted mode and says what to use", async () => {

@@ -64,6 +64,7 @@ data:
   rollout_repeat_n: 4
   shuffle: true
   seed: 7
+  max_prompt_length: 40
 rollout_worker:
   type: custom
   custom_rollout_worker_module_path: ${options.worker ?? fixture("letter-worker.ts")}
