@@ -30,7 +30,7 @@ export type CliCommand =
   | ServeCommand;
 
 /** Protocols `nexrl serve` can speak. */
-export const SERVE_PROTOCOLS = ["tinker", "weaver", "all"] as const;
+export const SERVE_PROTOCOLS = ["tinker", "weaver", "openai", "all"] as const;
 
 /** A parsed `nexrl serve` command line. */
 export interface ServeCommand {
@@ -152,7 +152,7 @@ export function helpText(version: string): string {
 Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
-  nexrl serve [--protocol tinker|weaver|all] [--host HOST] [--port PORT] [--output-dir DIR]
+  nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
               [--faults SPEC] [--seed N]
 
 Options:
@@ -170,11 +170,13 @@ Options:
 
 Commands:
   validate                   load and check a recipe; print the first problems and exit 1 if bad.
-  serve                      serve the local engine over the Tinker and Weaver protocols until
-                             stopped (Ctrl-C), so tinker/weaver recipes run without a remote service.
+  serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
+                             protocols until stopped (Ctrl-C), so tinker/weaver recipes run
+                             without a remote service.
 
 Serve options:
-  -p, --protocol PROTOCOL    tinker, weaver or all (the default).
+  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
+                             all (the default).
       --host HOST            interface to bind (default 127.0.0.1: this machine only).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
   -o, --output-dir DIR       where models write checkpoints and sampler snapshots (default: a

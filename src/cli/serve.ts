@@ -21,11 +21,11 @@ function stopSignal(): Promise<void> {
 }
 
 /**
- * Runs `nexrl serve`: prints the URL, serves until `stop` resolves (SIGINT or SIGTERM by
- * default), then closes the server and returns the exit code.
+ * Runs `nexrl serve`: prints the URL, serves until `stop` resolves (by default, until SIGINT or
+ * SIGTERM), then closes the server and returns the exit code.
  * @throws {@link UsageError} for a malformed `--faults` spec; a {@link NexrlError} when the port is taken.
  */
-export async function runServe(command: ServeCommand, io: CliIO, stop: Promise<void> = stopSignal()): Promise<number> {
+export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<void>): Promise<number> {
   let faults: FaultRates | undefined;
   try {
     faults = command.faults === undefined ? undefined : parseFaults(command.faults);
@@ -52,12 +52,12 @@ export async function runServe(command: ServeCommand, io: CliIO, stop: Promise<v
     throw error;
   }
   io.stdout.write(
-    `nexrl serve: ${command.protocol === "all" ? "tinker and weaver" : command.protocol} protocol on ${server.url}\n` +
+    `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
       `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}\n` +
       (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
       "  stop with Ctrl-C\n",
   );
-  await stop;
+  await (stop ?? stopSignal());
   await server.close();
   return EXIT_CODES.ok;
 }

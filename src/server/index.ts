@@ -1,6 +1,7 @@
 /**
- * `nexrl serve`: the local engine behind the Tinker and Weaver training protocols, on one
- * loopback HTTP server, with seeded fault injection for testing clients.
+ * `nexrl serve`: the local engine behind the Tinker and Weaver training protocols and the
+ * OpenAI-compatible inference endpoints, on one loopback HTTP server, with seeded fault
+ * injection for testing clients.
  *
  * @module
  */
@@ -10,11 +11,12 @@ import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
 import { healthHandler } from "./health.js";
 import { ModelStore } from "./models.js";
+import { createOpenAIModelsHandler } from "./openai-models.js";
 import { createTinkerHandler } from "./tinker.js";
 import { createWeaverHandler } from "./weaver.js";
 
-/** Which protocols a server speaks. */
-export type ServeProtocol = "tinker" | "weaver" | "all";
+/** Which protocols a server speaks: one of them, or `all` three. */
+export type ServeProtocol = "tinker" | "weaver" | "openai" | "all";
 
 /** Options of {@link startServer}. */
 export interface ServerOptions {
@@ -51,9 +53,11 @@ export interface RunningServer {
 }
 
 /**
- * Starts `nexrl serve` in this process: each created model is a {@link LocalEngine} of a
+ * Starts `nexrl serve` in this process: each created model is a local engine of a
  * `MODEL_PRESETS` shape, served over the Tinker protocol (`/api/v1/<endpoint>`), the Weaver
- * protocol (`/api/v1/sessions`, `/models`, `/operations`, …) or both, plus `/healthz` and
+ * protocol (`/api/v1/sessions`, `/models`, `/operations`, …) and the OpenAI-compatible
+ * endpoints (`/v1/completions`, `/v1/chat/completions`, `/v1/models`: the presets by name, and
+ * saved sampler snapshots by their `tinker://` / `weaver://` path), plus `/healthz` and
  * `/health`. The engine is deterministic: the same requests give the same numbers.
  *
  * @example
@@ -76,6 +80,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     handlers.push(createTinkerHandler({ ...shared, longPollTimeoutMs: options.longPollTimeoutMs ?? 30_000, clientConfig: options.tinkerClientConfig }));
   }
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
+  if (protocol === "openai" || protocol === "all") handlers.push(await createOpenAIModelsHandler(store, log));
   const server: Server = createServer(composeHandlers(handlers, log));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -1,0 +1,91 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { UsageError, helpText, parseCommandLine } from "../../src/cli/args.js";
+import { runCli, type CliIO } from "../../src/cli/run.js";
+import { runServe } from "../../src/cli/serve.js";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function io(): Promise<CliIO & { out: string[]; err: string[] }> {
+  const cwd = await mkdtemp(path.join(tmpdir(), "nexrl-cli-serve-"));
+  dirs.push(cwd);
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, stdout: { write: (t: string) => out.push(t) }, stderr: { write: (t: string) => err.push(t) }, env: {}, cwd, version: "0.0.0-test" };
+}
+
+describe("nexrl serve command line", () => {
+  it("parses the serve options with loopback defaults", () => {
+    expect(parseCommandLine(["serve"])).toEqual({ kind: "serve", protocol: "all", host: "127.0.0.1", port: 8000, seed: 0 });
+    expect(parseCommandLine(["serve", "-p", "tinker", "--port", "0", "--host", "0.0.0.0", "-o", "out", "--faults", "429:0.1", "--seed", "7"])).toEqual({
+      kind: "serve",
+      protocol: "tinker",
+      host: "0.0.0.0",
+      port: 0,
+      outputDir: "out",
+      faults: "429:0.1",
+      seed: 7,
+    });
+    expect(parseCommandLine(["serve", "--help"])).toEqual({ kind: "help" });
+    expect(() => parseCommandLine(["serve", "--protocol", "grpc"])).toThrow(/unknown protocol "grpc"; use one of tinker, weaver, openai, all/);
+    expect(() => parseCommandLine(["serve", "--port", "70000"])).toThrow(UsageError);
+    expect(() => parseCommandLine(["serve", "--seed", "x"])).toThrow(/--seed must be an integer/);
+    expect(() => parseCommandLine(["serve", "-c", "recipe.yaml"])).toThrow(/nexrl serve --help/);
+    expect(helpText("1.0.0")).toMatch(/nexrl serve \[--protocol tinker\|weaver\|openai\|all\][\s\S]*--faults SPEC/);
+  });
+
+  it("prints the URL of a server on a free port, serves until stopped, and exits 0", async () => {
+    const cli = await io();
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const running = runServe({ kind: "serve", protocol: "all", host: "127.0.0.1", port: 0, seed: 0, outputDir: "files", faults: "500:0.5" }, cli, stopped);
+    await expect.poll(() => cli.out.join("")).toMatch(/http:\/\/127\.0\.0\.1:\d+/);
+    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(cli.out.join(""))![0];
+    expect(cli.out.join("")).toContain(`files in ${path.join(cli.cwd, "files")}`);
+    expect(cli.out.join("")).toContain("faults: 500:0.5 (seed 0)");
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
+    stop();
+    expect(await running).toBe(0);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it("exits 2 for a bad fault spec and 3 for a port in use, saying what to do", async () => {
+    const bad = await io();
+    expect(await runCli(["serve", "--faults", "teapot:0.1"], bad)).toBe(2);
+    expect(bad.err.join("")).toMatch(/--faults: bad fault "teapot:0.1"/);
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const busy = await io();
+      expect(await runCli(["serve", "--port", String(port), "-o", "x"], busy)).toBe(3);
+      expect(busy.err.join("")).toMatch(new RegExp(`port ${port} on 127.0.0.1 is already in use; choose another with --port, or --port 0`));
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("runs as a process that prints its URL and stops cleanly on SIGTERM", async () => {
+    const cwd = (await io()).cwd;
+    const child = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "serve", "--port", "0", "-o", cwd], { cwd: path.resolve("."), stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      await expect.poll(() => out, { timeout: 20_000, interval: 50 }).toMatch(/http:\/\/127\.0\.0\.1:\d+/);
+      const url = /http:\/\/127\.0\.0\.1:\d+/.exec(out)![0];
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+});
