@@ -70,7 +70,7 @@ describe("DataLoader", () => {
   it("shuffles with the seed: the same seed gives the same order, each epoch its own permutation", () => {
     const order = (seed: number) => {
       const loader = new DataLoader(rows(10), { promptKey: "prompt", batchSize: 10, seed, shuffle: true });
-      return [indices(loader.nextBatch())!, indices(loader.nextBatch())!];
+      return [indices(loader.nextBatch())!, indices(loader.nextBatch())!] as const;
     };
     const [first, second] = order(3);
     expect(order(3)).toEqual([first, second]);
