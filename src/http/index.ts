@@ -24,4 +24,6 @@ export {
   type HttpErrorContext,
 } from "./errors.js";
 export { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, type BackoffOptions } from "./backoff.js";
-export { REDACTED, Redactor } from "./redact.js";
+export { Redactor } from "./redact.js";
+export { MissingApiKeyError, type EndpointOptions } from "./endpoint.js";
+export { SubmitOrderError } from "./submit-order.js";

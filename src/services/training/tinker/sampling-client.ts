@@ -14,6 +14,8 @@ export class TinkerSamplingClient implements SamplingClient {
   private nextSeq = 0;
 
   /**
+   * Made by the service (`createTrainingClient` / `createSamplingClient`).
+   * @internal
    * @param ctx the service connection.
    * @param modelPath the `tinker://` path or base model it samples.
    * @param sessionId the `sampling_session_id`.

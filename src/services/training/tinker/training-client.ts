@@ -23,6 +23,8 @@ export class TinkerTrainingClient implements TrainingClient {
   private readonly order = new SubmitOrder();
 
   /**
+   * Made by the service (`createTrainingClient` / `createSamplingClient`).
+   * @internal
    * @param ctx the service connection.
    * @param modelId the model id from `create_model`.
    * @param baseModel the base model it was created from.

@@ -16,6 +16,8 @@ export type PauseMode = "abort" | "retract" | "in_place";
 /** Samples from one Weaver sampling session. */
 export class WeaverSamplingClient implements SamplingClient {
   /**
+   * Made by the service (`createTrainingClient` / `createSamplingClient`).
+   * @internal
    * @param ctx the service connection.
    * @param modelPath the `weaver://` path or base model it samples.
    * @param sessionId the sampling session's id.

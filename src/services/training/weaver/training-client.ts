@@ -31,6 +31,8 @@ export class WeaverTrainingClient implements TrainingClient {
   private latest: WeaverOperation<unknown> | undefined;
 
   /**
+   * Made by the service (`createTrainingClient` / `createSamplingClient`).
+   * @internal
    * @param ctx the service connection.
    * @param modelId the model id.
    * @param baseModel the base model it was created from.
