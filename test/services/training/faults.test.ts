@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import {
   ApiConnectionError,
+  ApiStatusError,
   AuthenticationError,
   NotFoundError,
 } from "../../../src/http/index.js";
@@ -142,5 +143,16 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const next = await model.optimStep(ADAM).catch((e: unknown) => e);
     expect(next).toBeInstanceOf(SubmitOrderError);
     expect((next as Error).message).toMatch(/earlier forward_backward \(seq_id 1\) could not be submitted/);
+  });
+});
+
+describe("expired promises on tinker", () => {
+  it("resubmits after each 410 and gives up after maxRetries in a row", async () => {
+    const server = await serve({ protocol: "tinker", faults: { 410: 1 } });
+    const error = await client("tinker", server.url, [], { maxRetries: 2 }).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(error).toMatchObject({ status: 410 });
+    const submits = server.requests.filter((r) => r.path === "/api/v1/create_model").map((r) => (r.body as { model_seq_id: number }).model_seq_id);
+    expect(submits).toEqual([0, 0, 0]);
   });
 });

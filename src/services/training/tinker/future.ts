@@ -19,7 +19,8 @@ const CATEGORIES = new Set<RequestErrorCategory>(["user", "server", "unknown"]);
  * A submitted request's future. `result()` polls `retrieve_future` until the answer is there:
  * `try_again` and 408 poll again at once; 410 (the promise expired) resubmits the original
  * request, which the service deduplicates by `seq_id`, and polls the new request id; 429, 5xx
- * and broken connections back off (honouring `retry-after`) for up to `maxRetries` in a row;
+ * and broken connections back off (honouring `retry-after`). 410s and those failures end the
+ * wait after `maxRetries` in a row;
  * `{error, category}` rejects with {@link RequestFailedError}; any other error status rejects
  * with its typed error.
  */
@@ -67,7 +68,7 @@ export class TinkerFuture<T> implements ApiFuture<T> {
           continue;
         }
         if (error instanceof ApiStatusError && error.status === 410) {
-          failures = 0;
+          if (++failures > this.ctx.maxRetries) throw error;
           this.requestId = await this.resubmit();
           continue;
         }
