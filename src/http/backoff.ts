@@ -1,6 +1,6 @@
 /**
  * Waiting between retries: jittered exponential backoff, the service's `retry-after-ms` /
- * `retry-after` headers, and an abortable, unref'd sleep.
+ * `retry-after` headers, and an abortable sleep.
  *
  * @module
  */
@@ -41,7 +41,10 @@ export function retryAfterMs(headers: Readonly<Record<string, string | undefined
   return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
 
-/** Waits `ms` milliseconds without keeping the process alive; rejects when `signal` aborts. */
+/**
+ * Waits `ms` milliseconds; rejects when `signal` aborts. The timer keeps the process alive: a
+ * caller awaits the retry it precedes (close the client, or abort, to stop waiting).
+ */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  await delay(ms, undefined, { ref: false, ...(signal && { signal }) });
+  await delay(ms, undefined, signal && { signal });
 }
