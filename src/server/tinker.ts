@@ -130,7 +130,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     return future(model.queue.submit(seq, kind, failed ? injected : () => run(model)), modelId);
   };
 
-  const handle = async (endpoint: TinkerEndpoint, raw: unknown, failed: boolean): Promise<unknown> => {
+  const handle = async (endpoint: Exclude<TinkerEndpoint, "retrieve_future">, raw: unknown, failed: boolean): Promise<unknown> => {
     switch (endpoint) {
       case "client/config":
         parse(endpoint, raw);
@@ -229,8 +229,6 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const contextLength = store.presets().find((p) => p.name === target.baseModel)!.contextLength;
         return future(runOperation("sample", failed ? injected : () => sample(target, body, contextLength)));
       }
-      case "retrieve_future":
-        throw new Error("retrieve_future is answered by its own handler");
     }
   };
 
@@ -272,7 +270,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     if (name === "retrieve_future") {
       const { request_id } = parse(name, raw);
       if (fault === "410") promises.forget(request_id);
-      if (fault && fault !== "error") sendFault(res, fault, { type: "try_again", request_id, queue_state: "active" });
+      if (fault && fault !== "error") sendFault(res, fault, fault === "408" ? { type: "try_again", request_id, queue_state: "active" } : { request_id });
       else await retrieve(res, request_id);
       return true;
     }
