@@ -3,7 +3,7 @@
  * or repeating an optimizer step, every non-retryable one surfaces as its typed error, and the
  * API key never appears in any log line or error.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -16,6 +16,7 @@ import {
   RequestFailedError,
   createTrainingService,
   type TrainingBackend,
+  type TrainingClient,
   type TrainingService,
 } from "../../../src/services/training/index.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
@@ -154,5 +155,36 @@ describe("expired promises on tinker", () => {
     expect(error).toMatchObject({ status: 410 });
     const submits = server.requests.filter((r) => r.path === "/api/v1/create_model").map((r) => (r.body as { model_seq_id: number }).model_seq_id);
     expect(submits).toEqual([0, 0, 0]);
+  });
+});
+
+describe("secrets", () => {
+  it("never print the API key: not in stdout, stderr, client or server logs, error messages, stacks or error fields", async () => {
+    const printed: string[] = [];
+    const spies = [vi.spyOn(process.stdout, "write"), vi.spyOn(process.stderr, "write")];
+    for (const spy of spies) spy.mockImplementation(((chunk: string | Uint8Array) => printed.push(String(chunk)) > 0) as never);
+    const logs: string[] = [];
+    const errors: unknown[] = [];
+    try {
+      for (const backend of ["tinker", "weaver"] as const) {
+        const faulty = await serve({ protocol: backend, faults: "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1", seed: 9, log: (l) => logs.push(l) });
+        await run(client(backend, faulty.url, logs));
+        const failing = await serve({ protocol: backend, faults: { error: 1 }, log: (l) => logs.push(l) });
+        const svc = client(backend, failing.url, logs);
+        errors.push(await svc.createSamplingClient(`${backend}://x/sampler_weights/y`).catch((e: unknown) => e));
+        const model = await svc.createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+        if (model instanceof Error) errors.push(model);
+        else errors.push(await (await (model as TrainingClient).forwardBackward(SFT, "cross_entropy")).result().catch((e: unknown) => e));
+        const locked = await serve({ protocol: backend, apiKey: "tml-another-key-999", log: (l) => logs.push(l) });
+        errors.push(await client(backend, locked.url, logs).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e));
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(errors.every((e) => e instanceof Error)).toBe(true);
+    expect(logs.length).toBeGreaterThan(0);
+    const everything = [...printed, ...logs, ...errors.flatMap((e) => [(e as Error).message, (e as Error).stack ?? "", JSON.stringify(e)])];
+    expect(secretsIn(...everything)).toEqual([]);
+    expect(errors.map((e) => (e as { requestHeaders?: Record<string, string> }).requestHeaders).filter(Boolean).every((h) => !JSON.stringify(h).includes(API_KEY))).toBe(true);
   });
 });
