@@ -13,13 +13,69 @@ export interface MetricsRow extends StepRow {
 export type StopReason = "completed" | "aborted" | "data_exhausted";
 
 /** Something that happened during a run, for `onEvent`. */
-export type RunEvent =
-  | { readonly type: "start"; readonly outputDir: string; readonly fromStep: number; readonly totalSteps: number; readonly resumedFrom?: string }
-  | { readonly type: "step"; readonly step: number; readonly metrics: MetricsRow }
-  | { readonly type: "validation"; readonly step: number; readonly metrics: Readonly<Record<string, number>> }
-  | { readonly type: "checkpoint"; readonly step: number; readonly path: string }
-  | { readonly type: "warning"; readonly message: string }
-  | { readonly type: "end"; readonly step: number; readonly reason: StopReason };
+export type RunEvent = RunStartEvent | RunStepEvent | RunValidationEvent | RunCheckpointEvent | RunWarningEvent | RunEndEvent;
+
+/** The run started (fresh or from a checkpoint). */
+export interface RunStartEvent {
+  /** Discriminator. */
+  readonly type: "start";
+  /** The output folder. */
+  readonly outputDir: string;
+  /** Steps already done (0 for a fresh run). */
+  readonly fromStep: number;
+  /** `trainer.total_train_steps`. */
+  readonly totalSteps: number;
+  /** The run-state file it resumed or warm-started from. */
+  readonly resumedFrom?: string;
+}
+
+/** A training step finished and its metrics row was written. */
+export interface RunStepEvent {
+  /** Discriminator. */
+  readonly type: "step";
+  /** The step. */
+  readonly step: number;
+  /** Its row of `metrics.jsonl`. */
+  readonly metrics: MetricsRow;
+}
+
+/** A validation pass finished. */
+export interface RunValidationEvent {
+  /** Discriminator. */
+  readonly type: "validation";
+  /** The policy version validated (0 before training). */
+  readonly step: number;
+  /** Its `val/*` metrics. */
+  readonly metrics: Readonly<Record<string, number>>;
+}
+
+/** A checkpoint was saved. */
+export interface RunCheckpointEvent {
+  /** Discriminator. */
+  readonly type: "checkpoint";
+  /** The step it holds. */
+  readonly step: number;
+  /** Its run-state file. */
+  readonly path: string;
+}
+
+/** Something the user should know (printed as `warning:`). */
+export interface RunWarningEvent {
+  /** Discriminator. */
+  readonly type: "warning";
+  /** What happened and what to do. */
+  readonly message: string;
+}
+
+/** The run ended. */
+export interface RunEndEvent {
+  /** Discriminator. */
+  readonly type: "end";
+  /** Steps completed. */
+  readonly step: number;
+  /** Why it ended. */
+  readonly reason: StopReason;
+}
 
 /** What {@link runRecipe} returns. */
 export interface RunResult {

@@ -38,10 +38,24 @@ export interface PoolTake {
   staleTrajectories: number;
 }
 
+/** Where a saved group's tasks came from (its row data is read again from the data files). */
+export interface PooledGroup {
+  /** The group id. */
+  groupId: string;
+  /** Row index. */
+  index: number;
+  /** Epoch it was handed out in. */
+  epoch: number;
+  /** Loader batch it was handed out in. */
+  batchIndex: number;
+  /** Tasks in the group. */
+  size: number;
+}
+
 /** A finished group kept in a checkpoint. */
 export interface PooledGroupState {
-  /** The group, without its row data (restored from the data files). */
-  group: { groupId: string; index: number; epoch: number; batchIndex: number; size: number };
+  /** The group, without its row data. */
+  group: PooledGroup;
   /** Its trajectories as plain objects. */
   trajectories: TrajectoryInit[];
 }
@@ -162,7 +176,7 @@ export class TrajectoryPool {
   }
 
   /** Puts back finished groups from a checkpoint; `groupOf` rebuilds each group's tasks. */
-  restore(state: PoolState, groupOf: (saved: PooledGroupState["group"]) => TaskGroup): void {
+  restore(state: PoolState, groupOf: (saved: PooledGroup) => TaskGroup): void {
     for (const saved of state.ready) {
       const group = groupOf(saved.group);
       const runs: Trajectory[][] = group.tasks.map(() => []);

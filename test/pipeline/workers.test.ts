@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { answersMatch, extractFinalAnswer, PigLatinRolloutWorker, RolloutRunner, SingleTurnMathRolloutWorker, type RolloutTask } from "../../src/pipeline/index.js";
+import { answersMatch, extractFinalAnswer, PigLatinRolloutWorker, wordAccuracy, RolloutRunner, SingleTurnMathRolloutWorker, type RolloutTask } from "../../src/pipeline/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
@@ -41,7 +41,8 @@ describe("built-in rollout workers", () => {
     await expect(short.run(t)).rejects.toThrow(/needs 51 tokens, more than rollout_worker.max_sequence_length \(20\)/);
   });
 
-  it("pig_latin validation samples greedily and scores an exact answer", async () => {
+  it("pig_latin validation samples greedily and scores the words translated right", async () => {
+    expect([wordAccuracy(" ello-hay orld-way", "ello-hay orld-way"), wordAccuracy("ello-hay x", "ello-hay orld-way"), wordAccuracy("", "a-way")]).toEqual([1, 0.5, 0]);
     const runner = await runnerFor(PigLatinRolloutWorker);
     const [trajectory] = (await runner.run(task({ data: { input: "hi", output: "ih-ay" }, prompt: "hi", isVal: true }))).trajectories;
     expect(trajectory!.reward).toBe(0);

@@ -12,9 +12,24 @@ import type { RecipeConfig } from "../../recipe/schema/recipe.js";
  *   `minGroupSize` rollouts that produced trajectories is dropped whole.
  */
 export type FailurePolicy =
-  | { readonly mode: "fail_fast" }
-  | { readonly mode: "retry"; readonly retries: number }
-  | { readonly mode: "skip"; readonly retries: number; readonly minGroupSize: number };
+  | {
+      /** Stop at the first failure. */
+      readonly mode: "fail_fast";
+    }
+  | {
+      /** Retry, then stop. */
+      readonly mode: "retry";
+      /** Retries after the first attempt. */
+      readonly retries: number;
+    }
+  | {
+      /** Retry, then drop the task. */
+      readonly mode: "skip";
+      /** Retries after the first attempt. */
+      readonly retries: number;
+      /** Fewest productive rollouts a group keeps to be trained on. */
+      readonly minGroupSize: number;
+    };
 
 /**
  * The policy a recipe asks for: `runtime_monitor.exception_handling.policy: continue` skips

@@ -4,7 +4,7 @@
  */
 import { getLossFunction, type LossBackend, type LossFunctionName } from "../../types/losses.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import { datum, type Datum } from "../../types/wire.js";
+import { dtypeForKey, type Datum, type TensorData } from "../../types/wire.js";
 import { TrainerError } from "../errors.js";
 
 /** What a loss reads from a trajectory: target weights (`supervised`) or logprobs and advantages (`policy`). */
@@ -47,23 +47,42 @@ export interface DatumOptions {
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
   const n = t.tokens.length - 1;
   if (n < 1) return undefined;
-  const mask = t.lossMask.slice(1);
-  const targets = t.tokens.slice(1);
-  const inputs = t.tokens.slice(0, n);
   const where = `trajectory (group ${t.groupId ?? "?"}, run ${t.runId ?? "?"})`;
+  // This runs over every token of every batch: each tensor starts as a slice (one packed array
+  // of the right length) and is filled in place, without per-token callbacks or array growth.
+  const mask = t.lossMask.slice(1);
   if (lossKind(options.lossFn) === "supervised") {
-    const total = mask.reduce((a, b) => a + b, 0);
+    let total = 0;
+    for (let j = 0; j < n; j++) total += mask[j]!;
     if (total === 0) return undefined;
-    const scale = options.reduction === "mean" ? 1 / total : 1;
-    return datum(inputs, { target_tokens: targets, weights: mask.map((m) => m * scale) });
+    if (options.reduction === "mean") for (let j = 0; j < n; j++) mask[j]! /= total;
+    return ownedDatum(t.tokens, { target_tokens: t.tokens.slice(1), weights: mask });
   }
   if (t.logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
   if (t.advantages === undefined && t.advantage === undefined) {
     throw new TrainerError(`${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`);
   }
-  const advantages = mask.map((m, j) => (m === 0 ? 0 : (t.advantages?.[j + 1] ?? t.advantage!)));
-  if (advantages.every((a) => a === 0)) return undefined;
-  const lossFnInputs: Record<string, number[]> = { target_tokens: targets, logprobs: t.logprobs.slice(1), advantages };
+  const advantages = options.backend === "weaver" ? mask.slice() : mask;
+  let signal = false;
+  for (let j = 0; j < n; j++) {
+    if (advantages[j] === 0) continue;
+    const a = t.advantages?.[j + 1] ?? t.advantage!;
+    advantages[j] = a;
+    if (a !== 0) signal = true;
+  }
+  if (!signal) return undefined;
+  const lossFnInputs: Record<string, number[]> = { target_tokens: t.tokens.slice(1), logprobs: t.logprobs.slice(1), advantages };
   if (options.backend === "weaver") lossFnInputs.loss_mask = mask;
-  return datum(inputs, lossFnInputs);
+  return ownedDatum(t.tokens, lossFnInputs);
+}
+
+/**
+ * The datum reading `tokens[0..n-2]`, over loss-input arrays made for it alone: unlike `datum()`
+ * it does not copy them again. Their values come from a trajectory, and every client checks a
+ * datum against its loss contract before sending it.
+ */
+function ownedDatum(tokens: readonly number[], lossFnInputs: Record<string, number[]>): Datum {
+  const loss_fn_inputs: Record<string, TensorData> = {};
+  for (const [key, data] of Object.entries(lossFnInputs)) loss_fn_inputs[key] = { data, dtype: dtypeForKey(key) };
+  return { model_input: { chunks: [{ type: "encoded_text", tokens: tokens.slice(0, -1) }] }, loss_fn_inputs };
 }

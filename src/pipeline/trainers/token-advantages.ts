@@ -16,6 +16,24 @@ export function discountedFutureSum(values: readonly number[], gamma: number): n
   return out;
 }
 
+/** What {@link klPenaltyAdvantages} returns. */
+export interface KlPenaltyResult {
+  /** Per-token advantages of each trajectory. */
+  advantages: number[][];
+  /** d̄: mean of q − b over the batch's trained tokens (`train/kl_policy_reference`). */
+  meanKl: number;
+}
+
+/** What {@link distillationAdvantages} returns. */
+export interface DistillationResult {
+  /** Per-token advantages. */
+  advantages: number[];
+  /** Mean reverse KL over the trained tokens the teacher scored. */
+  reverseKl: number;
+  /** Trained tokens the teacher scored. */
+  tokens: number;
+}
+
 /** Inputs of {@link klPenaltyAdvantages} for one trajectory (arrays as long as its tokens). */
 export interface KlPenaltyInput {
   /** 0/1 loss mask. */
@@ -34,7 +52,7 @@ export interface KlPenaltyInput {
  * A_t = A + coef·(d̄ − d_t) (with d first replaced by its discounted future sum when
  * `discount` > 0). Tokens outside the loss mask get 0. Returns the advantages and d̄.
  */
-export function klPenaltyAdvantages(batch: readonly KlPenaltyInput[], coef: number, discount = 0): { advantages: number[][]; meanKl: number } {
+export function klPenaltyAdvantages(batch: readonly KlPenaltyInput[], coef: number, discount = 0): KlPenaltyResult {
   let sum = 0;
   let count = 0;
   const diffs = batch.map(({ lossMask, logprobs, referenceLogprobs }) =>
@@ -66,7 +84,7 @@ export function distillationAdvantages(
   teacherLogprobs: ReadonlyArray<number | null>,
   coef: number,
   discount = 0,
-): { advantages: number[]; reverseKl: number; tokens: number } {
+): DistillationResult {
   let sum = 0;
   let tokens = 0;
   const raw = lossMask.map((m, t) => {

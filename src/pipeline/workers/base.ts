@@ -23,6 +23,18 @@ export interface RolloutWorkerContext {
   readonly tokenizer: Tokenizer;
 }
 
+/** A sequence cut by {@link BaseRolloutWorker.truncate}. */
+export interface TruncatedSequence {
+  /** The tokens, at most `max_sequence_length`. */
+  tokens: number[];
+  /** The loss mask, cut alike. */
+  lossMask: number[];
+  /** The logprobs, cut alike, when given. */
+  logprobs: number[] | undefined;
+  /** Whether anything was cut. */
+  truncated: boolean;
+}
+
 /** What `rollout()` may return: trajectories (built or as plain objects), or nothing after `putTrajectory`. */
 export type RolloutResult = Trajectory | TrajectoryInit | ReadonlyArray<Trajectory | TrajectoryInit> | void | undefined;
 
@@ -121,7 +133,7 @@ export abstract class BaseRolloutWorker {
    * Cuts a sequence to `rollout_worker.max_sequence_length` tokens (when set). Call it before
    * scoring: a truncated answer is usually worth reward 0.
    */
-  protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): { tokens: number[]; lossMask: number[]; logprobs: number[] | undefined; truncated: boolean } {
+  protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): TruncatedSequence {
     const max = this.config.max_sequence_length;
     if (max === undefined || tokens.length <= max) return { tokens, lossMask, logprobs, truncated: false };
     return { tokens: tokens.slice(0, max), lossMask: lossMask.slice(0, max), logprobs: logprobs?.slice(0, max), truncated: true };

@@ -8,11 +8,19 @@ import type { RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 
+/** Fraction of the words of `expected` that `answer` has at the same place. */
+export function wordAccuracy(answer: string, expected: string): number {
+  const got = answer.trim().split(/\s+/);
+  const want = expected.trim().split(/\s+/);
+  return want.filter((word, i) => got[i] === word).length / want.length;
+}
+
 /**
  * Builds a supervised trajectory from a row `{input, output}` without sampling: the prompt
  * `English: <input>\nPig Latin:` (with BOS) has loss mask 0, the answer ` <output>` and EOS have
- * loss mask 1, reward 1. Validation tasks are sampled greedily instead and score 1 for an exact
- * answer, so `val/reward_mean` is the exact-match accuracy.
+ * loss mask 1, reward 1. Validation tasks are sampled greedily instead and score the fraction of
+ * words translated right (word by word, in place), so `val/reward_mean` is the word accuracy and 1
+ * means an exact answer.
  */
 export class PigLatinRolloutWorker extends BaseRolloutWorker {
   /** The prompt of an input phrase. */
@@ -30,7 +38,7 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
     const prompt = PigLatinRolloutWorker.prompt(input);
     if (task.isVal) {
       const result = await this.inferenceClient.completion(prompt, { temperature: 0 });
-      return completionTrajectory(result, result.response.trim() === output ? 1 : 0, { answer: output });
+      return completionTrajectory(result, wordAccuracy(result.response, output), { answer: output });
     }
     const promptTokens = this.tokenizer.encode(prompt, { addBos: true });
     const answerTokens = [...this.tokenizer.encode(` ${output}`), this.tokenizer.eosId];
