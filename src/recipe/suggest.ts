@@ -21,7 +21,8 @@ export function editDistance(a: string, b: string): number {
  * The candidate closest to `word`, or undefined when none is close enough. A candidate is close
  * when its case-insensitive edit distance is at most a third of the longer word (at least 2), or
  * when one of them ends with the other after an underscore (`agent_config_path` →
- * `nexau_agent_config_path`). Ties go to the earlier candidate.
+ * `nexau_agent_config_path`), which only a candidate within 2 edits beats. Ties go to the earlier
+ * candidate.
  */
 export function didYouMean(word: string, candidates: Iterable<string>): string | undefined {
   const lower = word.toLowerCase();
@@ -33,7 +34,8 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
     const limit = Math.max(2, Math.floor(Math.max(lower.length, other.length) / 3));
     const distance = editDistance(lower, other);
     const affix = other.endsWith(`_${lower}`) || lower.endsWith(`_${other}`);
-    const score = distance <= limit ? distance : affix ? limit + 0.5 : Infinity;
+    // An underscore affix is a stronger hint than a loose edit distance: only typos of at most 2 edits beat it.
+    const score = affix ? Math.min(distance, 2.5) : distance <= limit ? distance : Infinity;
     if (score < bestDistance) {
       best = candidate;
       bestDistance = score;

@@ -9,6 +9,39 @@ import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
 /** Built-in rollout worker types, plus `custom` for a user class. */
 export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
 
+/** Shape of `rollout_worker.agent:`, the options of `agent` and `nexau` episodes (every key has a default). */
+export const agentOptionsSchema = z
+  .strictObject({
+    /** Options of the `single_turn_math` agent. */
+    math: z
+      .strictObject({
+        /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
+        judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
+      })
+      .prefault({}),
+    /** Most model calls per episode; the next call is refused and the episode is truncated. */
+    max_turns: positiveInt.default(16),
+    /** Most tokens sampled per episode (all calls together); unset for no limit besides `max_response_length` per call. */
+    max_tokens: positiveInt.optional(),
+    /** Seconds an episode may run before it is cut short (truncated); 0 for no limit. */
+    timeout_seconds: z.number().min(0).default(0),
+    /** Reward of a truncated episode; null keeps the evaluator's. */
+    truncated_reward: z.number().nullable().default(0),
+    /** Loss weight of each trajectory of an episode: `inverse_count` (1 / trajectories in the episode, so long episodes do not dominate) or `one`. */
+    trajectory_weight: z.enum(["inverse_count", "one"]).default("inverse_count"),
+    /** Offer tasks to agents in other processes (`POST /tasks/claim`, `POST /trajectories`) instead of running an agent in-process. */
+    external: z.boolean().default(false),
+    /** Where the agent gateway listens. */
+    gateway: z
+      .strictObject({
+        /** Interface to bind; keep 127.0.0.1 unless agents run on other machines. */
+        host: nonEmpty.default("127.0.0.1"),
+        /** Port; 0 picks a free one (external agents need a fixed one). */
+        port: nonNegativeInt.max(65535).default(0),
+      })
+      .prefault({}),
+  });
+
 /** Shape of `rollout_worker:`. */
 export const rolloutWorkerSchema = z
   .strictObject({
@@ -28,20 +61,16 @@ export const rolloutWorkerSchema = z
     max_sequence_length: positiveInt.optional(),
     /** Tokenizer (a model name or a `tokenizer.json` path); defaults to the inference model's. */
     tokenizer: z.string().nullable().optional(),
-    /** Agent of an `agent` worker. */
+    /** Built-in agent of an `agent` worker (NexRL's `single_turn_math`); leave it out to run `agent_module_path`. */
     agent_cls: z.enum(["single_turn_math"]).optional(),
-    /** Options of the `agent` worker's agents. */
-    agent: z
-      .strictObject({
-        /** Options of the `single_turn_math` agent. */
-        math: z
-          .strictObject({
-            /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
-            judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
-          })
-          .prefault({}),
-      })
-      .optional(),
+    /**
+     * Agent of an `agent` worker, as `path/to/agent.ts` (default export) or `path/to/agent.ts:name`:
+     * an async function `(task, { openai, baseURL, model, signal }) => result`, or a class with
+     * `run(task, context)`. It talks to the policy through the agent gateway.
+     */
+    agent_module_path: nonEmpty.optional(),
+    /** Options of the `agent` and `nexau` workers' episodes. */
+    agent: agentOptionsSchema.optional(),
     /** NexAU agent YAML (`nexau` worker). */
     nexau_agent_config_path: nonEmpty.optional(),
     /** Evaluator class as `path/to/file.ts:ClassName` (`nexau` worker). */
@@ -87,6 +116,21 @@ export const rolloutWorkerSchema = z
         if (worker[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: "required when `type` is `nexau`" });
       }
     }
+    const sources: string[][] = [
+      ...(worker.agent_module_path !== undefined ? [["agent_module_path"]] : []),
+      ...(worker.nexau_agent_config_path !== undefined ? [["nexau_agent_config_path"]] : []),
+      ...(worker.agent?.external ? [["agent", "external"]] : []),
+    ];
+    if ((worker.type === "agent" || worker.type === "nexau") && sources.length > 1) {
+      const names = sources.map((path) => path.join(".")).join(", ");
+      ctx.addIssue({ code: "custom", path: sources[1]!, message: `a \`${worker.type}\` worker runs one agent: give one of agent_module_path, nexau_agent_config_path and agent.external (got ${names})` });
+    }
+    if (worker.type === "agent" && worker.agent_cls !== undefined && sources.length > 0) {
+      ctx.addIssue({ code: "custom", path: ["agent_cls"], message: `agent_cls runs a built-in agent; leave it out to run ${sources[0]!.join(".")}` });
+    }
+    if (worker.agent?.external && worker.agent.gateway.port === 0) {
+      ctx.addIssue({ code: "custom", path: ["agent", "gateway", "port"], message: "external agents need to know where to connect: set a fixed port (e.g. 8765)" });
+    }
   })
   .transform((worker) => ({
     ...worker,
@@ -111,3 +155,6 @@ export const trajectoryPoolSchema = z
       .default("loaded_batch_finished"),
   })
   .prefault({});
+
+/** `rollout_worker.agent` of a parsed recipe. */
+export type AgentOptions = z.output<typeof agentOptionsSchema>;
