@@ -25,8 +25,10 @@ export interface RunStartEvent {
   readonly fromStep: number;
   /** `trainer.total_train_steps`. */
   readonly totalSteps: number;
+  /** `fresh`, `resume` (continuing a checkpoint exactly) or `warm_start` (a checkpoint's weights, from step 0). */
+  readonly start: "fresh" | "resume" | "warm_start";
   /** The run-state file it resumed or warm-started from. */
-  readonly resumedFrom?: string;
+  readonly from?: string;
 }
 
 /** A training step finished and its metrics row was written. */

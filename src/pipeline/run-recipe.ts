@@ -146,10 +146,12 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
   }
 }
 
+const START_WORDS = { fresh: "starting", resume: "resuming from", warm_start: "starting from the weights of" } as const;
+
 function report(progress: ProgressPrinter, event: RunEvent): void {
   switch (event.type) {
     case "start":
-      progress.message(`${event.resumedFrom ? `resuming from ${event.resumedFrom} at step ${event.fromStep}` : "starting"}: ${event.totalSteps} steps, outputs in ${event.outputDir}`);
+      progress.message(`${START_WORDS[event.start]}${event.from ? ` ${event.from}` : ""}: step ${event.fromStep} of ${event.totalSteps}, outputs in ${event.outputDir}`);
       break;
     case "step":
       progress.step(event.step, event.metrics);

@@ -22,13 +22,24 @@ export interface SampleRow extends StepRow {
   prompt: string;
   /** Decoded tokens from the first trained token on. */
   response: string;
+  /** The trajectory's `extraFields.diagnostics` (such as an agent's prefix breaks), when it has any. */
+  diagnostics?: unknown[];
 }
 
-/** Up to `count` trajectories spread evenly over `trajectories`, decoded. */
+/** A trajectory's non-empty `extraFields.diagnostics`. */
+function diagnosticsOf(t: Trajectory): unknown[] | undefined {
+  const diagnostics = t.extraFields.diagnostics;
+  return Array.isArray(diagnostics) && diagnostics.length > 0 ? diagnostics : undefined;
+}
+
+/** Up to `count` trajectories spread evenly over `trajectories`, plus every one with diagnostics, decoded. */
 export function sampleRows(step: number, trajectories: readonly Trajectory[], tokenizer: Tokenizer, count: number): SampleRow[] {
   const picked = new Set<number>();
   for (let k = 0; k < Math.min(count, trajectories.length); k++) picked.add(Math.floor((k * trajectories.length) / Math.min(count, trajectories.length)));
-  return [...picked].map((i) => {
+  trajectories.forEach((t, i) => {
+    if (diagnosticsOf(t)) picked.add(i);
+  });
+  return [...picked].sort((a, b) => a - b).map((i) => {
     const t = trajectories[i]!;
     const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
     let advantage: number | null = t.advantage ?? null;
@@ -45,6 +56,7 @@ export function sampleRows(step: number, trajectories: readonly Trajectory[], to
       policy_version: t.policyVersion ?? null,
       prompt: tokenizer.decode(t.tokens.slice(0, split)),
       response: tokenizer.decode(t.tokens.slice(split)),
+      ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
     };
   });
 }

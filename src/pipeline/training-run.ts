@@ -143,7 +143,7 @@ class TrainingRun {
     });
     const versions = { released: resume?.step ?? 0 };
     const policy = failurePolicyFromRecipe(config, options.minGroupSize);
-    const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path);
+    const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal);
     const runnerParts = { workerClass, tokenizer, policy, maxSequenceLength, currentVersion: () => versions.released, signal: stopSignal };
     const runner = createRunner(config, { ...runnerParts, namePrefix: "rollout_worker", inference: config.rollout_worker.need_llm_inference ? inference : undefined });
     const loader = await openDataLoader(config.data, tokenizer, false);
@@ -188,7 +188,7 @@ class TrainingRun {
     const { config } = this.options.recipe;
     const total = config.trainer.total_train_steps;
     const { signal, emit, start } = this.options;
-    emit({ type: "start", outputDir: this.options.outputDir, fromStep: this.step, totalSteps: total, ...(start.kind !== "fresh" && { resumedFrom: start.path }) });
+    emit({ type: "start", outputDir: this.options.outputDir, fromStep: this.step, totalSteps: total, start: start.kind, ...(start.kind !== "fresh" && { from: start.path }) });
     if (this.step === 0 && this.parts.validator && config.validate.validate_before_train) {
       const validation = await this.validate();
       await this.parts.metrics.append({ step: 0, ...validation.metrics, "time/validation_s": validation.seconds });

@@ -66,7 +66,7 @@ describe("runRecipe", () => {
     const events: RunEvent[] = [];
     const resumed = await runRecipe(recipe.path, { outputDir: out, overrides: ["resume.mode=auto"], onEvent: (e) => events.push(e) });
     expect(resumed).toMatchObject({ steps: 4, stopReason: "completed" });
-    expect(events[0]).toMatchObject({ type: "start", fromStep: 2, resumedFrom: first.lastCheckpoint });
+    expect(events[0]).toMatchObject({ type: "start", fromStep: 2, start: "resume", from: first.lastCheckpoint });
     expect(resumed.metrics.map((r) => r.step)).toEqual([1, 2, 3, 4]);
     expect(JSON.parse(await readFile(join(out, "run.json"), "utf8")).sessions.map((s: { start: string }) => s.start)).toEqual(["fresh", "resume"]);
     expect(await readdir(join(out, "sampler_weights"))).toContain("step_000003-s1.nxw");
@@ -155,7 +155,9 @@ trainer: {type: remote_api_cross_entropy, total_train_steps: 6, save_freq: 6}
 service: {train_service: {backend: local, model: tiny, config: {learning_rate: 0.01}}}
 ${extra}`;
     const sft = await runRecipe(await writeRecipe(dir, yaml("")), { outputDir: join(dir, "sft") });
-    const warm = await runRecipe(await writeRecipe(dir, yaml(`resume: {mode: from_path, resume_path: sft, resume_dataloader: false}\n`)), { outputDir: join(dir, "warm") });
+    const events: RunEvent[] = [];
+    const warm = await runRecipe(await writeRecipe(dir, yaml(`resume: {mode: from_path, resume_path: sft, resume_dataloader: false}\n`)), { outputDir: join(dir, "warm"), onEvent: (e) => events.push(e) });
+    expect(events[0]).toMatchObject({ type: "start", start: "warm_start", fromStep: 0, from: join(dir, "sft", "checkpoints", "step_000006.json") });
     expect(warm.metrics.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(warm.metrics[0]!["train/loss"]!).toBeLessThan(sft.metrics[0]!["train/loss"]! - 0.5);
     const missing = await writeRecipe(dir, yaml(`resume: {mode: from_path, resume_path: nowhere}\n`));

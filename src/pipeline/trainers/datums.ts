@@ -23,6 +23,20 @@ export function lossKind(lossFn: LossFunctionName): LossKind {
   throw new TrainerError(`loss ${lossFn} is one half of a client-side custom loss and cannot be a trainer's loss_fn; use cross_entropy or a policy loss (importance_sampling, ppo, cispo, dro)`);
 }
 
+/**
+ * A trajectory's share of the loss: `extraFields.loss_weight` (an agent episode splits its weight
+ * over its trajectories), else 1.
+ * @throws {@link TrainerError} for a weight that is not a finite number ≥ 0.
+ */
+function lossWeight(t: Trajectory, where: string): number {
+  const weight = t.extraFields.loss_weight;
+  if (weight === undefined) return 1;
+  if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0) {
+    throw new TrainerError(`${where} has extraFields.loss_weight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`);
+  }
+  return weight;
+}
+
 /** Options of {@link trajectoryToDatum}. */
 export interface DatumOptions {
   /** The loss the datum is for. */
@@ -41,38 +55,42 @@ export interface DatumOptions {
  * `tokens[j+1]`; its loss mask, sampler logprob and advantage are those of token `j+1`. Supervised
  * losses get `weights` = the shifted loss mask (divided by its sum for `mean`). Policy losses get
  * `logprobs` and `advantages` (the per-token `advantages`, else the scalar `advantage`), with
- * advantage 0 wherever the loss mask is 0.
+ * advantage 0 wherever the loss mask is 0. Both are multiplied by `extraFields.loss_weight` when
+ * the trajectory has one.
  * @throws {@link TrainerError} naming the trajectory when a policy loss lacks logprobs or advantages.
  */
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
   const n = t.tokens.length - 1;
   if (n < 1) return undefined;
+  const { lossMask } = t;
   const where = `trajectory (group ${t.groupId ?? "?"}, run ${t.runId ?? "?"})`;
-  // This runs over every token of every batch: each tensor starts as a slice (one packed array
-  // of the right length) and is filled in place, without per-token callbacks or array growth.
-  const mask = t.lossMask.slice(1);
+  // This runs over every token of every batch. Each tensor is one fresh array made by `slice`
+  // (the cheapest way to a packed array of the right length) and filled in place: no per-token
+  // callbacks, no growth, no second copy.
   if (lossKind(options.lossFn) === "supervised") {
+    const weights = lossMask.slice(1);
     let total = 0;
-    for (let j = 0; j < n; j++) total += mask[j]!;
+    for (let j = 0; j < n; j++) total += weights[j]!;
     if (total === 0) return undefined;
-    if (options.reduction === "mean") for (let j = 0; j < n; j++) mask[j]! /= total;
-    return ownedDatum(t.tokens, { target_tokens: t.tokens.slice(1), weights: mask });
+    if (options.reduction === "mean") for (let j = 0; j < n; j++) weights[j]! /= total;
+    return ownedDatum(t.tokens, { target_tokens: t.tokens.slice(1), weights });
   }
   if (t.logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
   if (t.advantages === undefined && t.advantage === undefined) {
     throw new TrainerError(`${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`);
   }
-  const advantages = options.backend === "weaver" ? mask.slice() : mask;
+  // Starts as a copy of the (floating-point) logprobs, every value overwritten: a copy of the
+  // integer mask would be converted to doubles at the first advantage, a second copy.
+  const advantages = t.logprobs.slice(1);
   let signal = false;
   for (let j = 0; j < n; j++) {
-    if (advantages[j] === 0) continue;
-    const a = t.advantages?.[j + 1] ?? t.advantage!;
+    const a = lossMask[j + 1] === 0 ? 0 : (t.advantages?.[j + 1] ?? t.advantage!);
     advantages[j] = a;
     if (a !== 0) signal = true;
   }
   if (!signal) return undefined;
   const lossFnInputs: Record<string, number[]> = { target_tokens: t.tokens.slice(1), logprobs: t.logprobs.slice(1), advantages };
-  if (options.backend === "weaver") lossFnInputs.loss_mask = mask;
+  if (options.backend === "weaver") lossFnInputs.loss_mask = lossMask.slice(1);
   return ownedDatum(t.tokens, lossFnInputs);
 }
 

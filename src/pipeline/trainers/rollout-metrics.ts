@@ -7,8 +7,10 @@ import { putSummary } from "../stats.js";
 
 /**
  * `rollout/num_trajectories`, `rollout/reward_{mean,std,min,max}`,
- * `rollout/response_len_{mean,max}` (trained tokens), `rollout/seq_len_mean`, and
- * `rollout/score/<key>_mean` for each numeric entry of `extraFields.score`.
+ * `rollout/response_len_{mean,max}` (trained tokens), `rollout/seq_len_mean`,
+ * `rollout/score/<key>_mean` for each numeric entry of `extraFields.score`, and the sum over the
+ * batch of each numeric entry of `extraFields.counters` under its own key (such as
+ * `agent/prefix_breaks`).
  */
 export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<string, number> {
   const metrics: Record<string, number> = { "rollout/num_trajectories": trajectories.length };
@@ -24,5 +26,10 @@ export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<stri
     }
   }
   for (const [key, values] of scores) putSummary(metrics, `rollout/score/${key}`, values, ["mean"]);
+  for (const t of trajectories) {
+    const counters = t.extraFields.counters;
+    if (typeof counters !== "object" || counters === null) continue;
+    for (const [key, value] of Object.entries(counters)) if (typeof value === "number" && Number.isFinite(value)) metrics[key] = (metrics[key] ?? 0) + value;
+  }
   return metrics;
 }
