@@ -29,6 +29,12 @@ export const agentOptionsSchema = z
     truncated_reward: z.number().nullable().default(0),
     /** Loss weight of each trajectory of an episode: `inverse_count` (1 / trajectories in the episode, so long episodes do not dominate) or `one`. */
     trajectory_weight: z.enum(["inverse_count", "one"]).default("inverse_count"),
+    /**
+     * How an answer the agent sends back unchanged is rendered: `tokens` splices in the sampled
+     * tokens (the prompt continues token for token); `text` renders the text through the chat
+     * template as a server would, so that templates which rewrite earlier turns show up as prefix breaks.
+     */
+    replay_answers: z.enum(["tokens", "text"]).default("tokens"),
     /** Offer tasks to agents in other processes (`POST /tasks/claim`, `POST /trajectories`) instead of running an agent in-process. */
     external: z.boolean().default(false),
     /** Where the agent gateway listens. */

@@ -1,0 +1,389 @@
+/**
+ * {@link AgentGateway}: the agent service's HTTP server. Each rollout gets an OpenAI-compatible
+ * API at `/rollouts/{rolloutId}/v1` that forwards to the rollout's inference client and records
+ * every call token-exact; agents in other processes claim tasks and push finished episodes.
+ * @module
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ContextLengthError } from "../engine/errors.js";
+import type { RolloutTask } from "../pipeline/task.js";
+import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
+import {
+  chatCompletionBody,
+  chatCompletionEvents,
+  completionBody,
+  completionEvents,
+  cutAtStop,
+  OpenAIApiError,
+  openAIErrorOf,
+  openAIRequestSchemas,
+  parseOpenAIRequest,
+  readOpenAIBody,
+  requestMessages,
+  requestTools,
+  responseFormat,
+  sendOpenAIError,
+  sendOpenAIEvents,
+  sendOpenAIJson,
+  stopStrings,
+  type GeneratedChoice,
+  type GenerationRequest,
+} from "../server/openai-protocol.js";
+import type { ChatMessage } from "../types/tokenizer.js";
+import { AgentGatewayError } from "./errors.js";
+import { ExternalAgents } from "./external.js";
+import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
+import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
+import { RolloutSession, type RolloutOptions } from "./session.js";
+import { parseToolCalls } from "./tool-calls.js";
+
+/** Options of {@link AgentGateway.start}. */
+export interface AgentGatewayOptions {
+  /** Interface to bind (default `127.0.0.1`: only this machine can connect). */
+  host?: string;
+  /** Port; 0 (the default) picks a free one. */
+  port?: number;
+  /** The model name `/v1/models` lists (default `policy`); requests may name any model. */
+  modelName?: string;
+  /** Largest request body in bytes (default 16 MiB). */
+  maxBodyBytes?: number;
+  /** Longest wait of a `POST /tasks/claim`, in ms (default 30 000). */
+  maxClaimWaitMs?: number;
+  /** Do not keep the process alive for the gateway alone. */
+  unref?: boolean;
+  /** Where failures of the model (500 answers) are reported (default: standard error). */
+  log?: (line: string) => void;
+}
+
+/** Header naming the rollout of a request sent to `/v1/...` instead of `/rollouts/{id}/v1/...`. */
+export const ROLLOUT_ID_HEADER = "x-nexrl-rollout-id";
+
+/** Rollout ids remembered after they finish, to answer 410 instead of 404. */
+const FINISHED_MEMORY = 4096;
+
+const { completion: completionRequest, chat: chatRequest } = openAIRequestSchemas("the nexrl agent gateway");
+
+/** A rollout id: 128 random bits. */
+function newRolloutId(): string {
+  return `r-${randomBytes(16).toString("base64url")}`;
+}
+
+function newCallId(): string {
+  return `call_${randomBytes(12).toString("base64url")}`;
+}
+
+const notFound = (id: string) =>
+  new OpenAIApiError(404, `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`, "invalid_request_error", null, "rollout_not_found");
+const finished = (id: string) => new OpenAIApiError(410, `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`, "invalid_request_error", null, "rollout_finished");
+
+/**
+ * The agent service's server: a recording OpenAI-compatible gateway per rollout, plus the
+ * endpoints of external agents.
+ *
+ * Per rollout, at `/rollouts/{id}/v1` (or at `/v1` with the header `x-nexrl-rollout-id: {id}`):
+ * - `GET /models`: the served model.
+ * - `POST /chat/completions`: `messages` (with `tools`, `tool_choice`) rendered with the model's
+ *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
+ *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
+ * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
+ *
+ * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
+ * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
+ * message the gateway answered, sent back unchanged, is rendered as the tokens the model sampled
+ * (unless the rollout's `replayAnswers` is `text`), so a well-behaved agent's prompts continue
+ * each other token for token. vLLM's
+ * `return_token_ids` and `return_tokens_as_token_ids` work as in `nexrl serve`.
+ *
+ * External agents: `POST /tasks/claim` (`{ wait_seconds? }`) answers a task with its rollout's
+ * base URL, or 204 when none came; `POST /trajectories` completes a claimed rollout (see
+ * `parsePush`). `GET /healthz` answers `{ ok: true }`.
+ *
+ * Errors have OpenAI's shape `{ error: { message, type, param, code } }`: 404
+ * `rollout_not_found`, 410 `rollout_finished`, 400 for malformed requests and for
+ * `rollout_limit_reached` (turns, tokens, time, context), 500 when the model fails.
+ */
+export class AgentGateway {
+  private readonly sessions = new Map<string, RolloutSession>();
+  private readonly finishedIds = new Set<string>();
+  private readonly external = new ExternalAgents();
+  private readonly closing = new AbortController();
+  private readonly modelName: string;
+  private readonly maxBodyBytes: number;
+  private readonly maxClaimWaitMs: number;
+  private readonly log: (line: string) => void;
+
+  private constructor(
+    private readonly server: Server,
+    /** The server's address, `http://host:port`. */
+    readonly url: string,
+    options: AgentGatewayOptions,
+  ) {
+    this.modelName = options.modelName ?? "policy";
+    this.maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+    this.maxClaimWaitMs = options.maxClaimWaitMs ?? 30_000;
+    this.log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  }
+
+  /**
+   * Starts a gateway.
+   * @throws {@link AgentGatewayError} when the address cannot be bound.
+   */
+  static async start(options: AgentGatewayOptions = {}): Promise<AgentGateway> {
+    const host = options.host ?? "127.0.0.1";
+    const port = options.port ?? 0;
+    let gateway: AgentGateway | undefined;
+    const server = createServer((req, res) => void gateway!.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (error: NodeJS.ErrnoException) =>
+        reject(
+          new AgentGatewayError(
+            error.code === "EADDRINUSE"
+              ? `the agent gateway cannot listen on ${host}:${port}: the port is in use; set rollout_worker.agent.gateway.port to a free port (0 picks one)`
+              : `the agent gateway cannot listen on ${host}:${port}: ${error.message}`,
+            { cause: error },
+          ),
+        ),
+      );
+      server.listen(port, host, resolve);
+    });
+    if (options.unref) server.unref();
+    const address = server.address() as AddressInfo;
+    const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    return gateway;
+  }
+
+  /** Rollouts open now. */
+  get openRollouts(): number {
+    return this.sessions.size;
+  }
+
+  /** Opens a rollout whose calls `inference` answers, with `options` (limits, rendering); finish it with `session.finish()`. */
+  openRollout(inference: InferenceClient, options: RolloutOptions = {}): RolloutSession {
+    const id = newRolloutId();
+    const session = new RolloutSession(id, `${this.url}/rollouts/${id}/v1`, inference, options, (done) => this.forget(done));
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  /**
+   * Offers `task` to external agents, to be run in `session`; resolves with the episode one of
+   * them pushes. Rejects when `signal` aborts first (the offer is withdrawn).
+   */
+  async offerTask(session: RolloutSession, task: RolloutTask, rules: PushRules, signal: AbortSignal): Promise<PushedEpisode> {
+    signal.throwIfAborted();
+    const pushed = this.external.offer(session, task, this.modelName, rules);
+    const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+    try {
+      return await Promise.race([pushed, aborted]);
+    } finally {
+      this.external.withdraw(session.id);
+    }
+  }
+
+  /** Stops listening, drops connections and finishes every open rollout. */
+  async close(): Promise<void> {
+    this.closing.abort();
+    for (const session of [...this.sessions.values()]) session.finish();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private forget(session: RolloutSession): void {
+    this.sessions.delete(session.id);
+    this.finishedIds.add(session.id);
+    if (this.finishedIds.size > FINISHED_MEMORY) this.finishedIds.delete(this.finishedIds.values().next().value!);
+  }
+
+  private session(id: string): RolloutSession {
+    const session = this.sessions.get(id);
+    if (session?.isOpen) return session;
+    throw this.finishedIds.has(id) || session ? finished(id) : notFound(id);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
+    const method = req.method ?? "GET";
+    let allowed = "";
+    try {
+      const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
+      const header = req.headers[ROLLOUT_ID_HEADER];
+      const rolloutId = match ? decodeURIComponent(match[1]!) : typeof header === "string" ? header : undefined;
+      const route = this.route(match ? match[2]! : path, rolloutId, req, res);
+      if (!route) {
+        throw new OpenAIApiError(404, `no route ${method} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`, "invalid_request_error", null, "not_found");
+      }
+      allowed = route.method;
+      if (method !== allowed) throw new OpenAIApiError(405, `${path} accepts ${allowed} requests, not ${method}`, "invalid_request_error", null, "method_not_allowed");
+      await route.run();
+    } catch (error) {
+      const api = openAIErrorOf(error);
+      if (api.status >= 500) this.log(`nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      sendOpenAIError(res, api, api.status === 405 ? { allow: allowed } : {});
+    }
+  }
+
+  /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */
+  private route(route: string, rolloutId: string | undefined, req: IncomingMessage, res: ServerResponse): { method: string; run: () => Promise<void> } | undefined {
+    const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
+      if (rolloutId === undefined) {
+        throw new OpenAIApiError(400, `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`, "invalid_request_error", null, "rollout_missing");
+      }
+      await run(this.session(rolloutId));
+    };
+    switch (route) {
+      case "/healthz":
+        return { method: "GET", run: async () => sendOpenAIJson(res, 200, { ok: true, open_rollouts: this.sessions.size }) };
+      case "/tasks/claim":
+        return { method: "POST", run: async () => this.claim(await this.readBody(req), res) };
+      case "/trajectories":
+        return { method: "POST", run: async () => this.push(await this.readBody(req), res) };
+      case "/v1/models":
+        return {
+          method: "GET",
+          run: async () => {
+            if (rolloutId !== undefined) this.session(rolloutId);
+            sendOpenAIJson(res, 200, { object: "list", data: [{ id: this.modelName, object: "model", created: 0, owned_by: "nexrl" }] });
+          },
+        };
+      case "/v1/chat/completions":
+        return { method: "POST", run: inRollout(async (session) => this.chat(session, await this.readBody(req), res)) };
+      case "/v1/completions":
+        return { method: "POST", run: inRollout(async (session) => this.completions(session, await this.readBody(req), res)) };
+      default:
+        return undefined;
+    }
+  }
+
+  private readBody(req: IncomingMessage): Promise<unknown> {
+    return readOpenAIBody(req, this.maxBodyBytes);
+  }
+
+  private async chat(session: RolloutSession, body: unknown, res: ServerResponse): Promise<void> {
+    const request = parseOpenAIRequest(chatRequest, body);
+    checkSingleChoice(request);
+    const tokenizer = session.inference.tokenizer;
+    const tools = requestTools(request);
+    const messages = requestMessages(request);
+    const templateOptions = {
+      addGenerationPrompt: request.add_generation_prompt ?? true,
+      ...(tools && { tools }),
+      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
+    };
+    const prompt =
+      session.options.replayAnswers === "text"
+        ? tokenizer.applyChatTemplate(messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)), templateOptions)
+        : renderChat(tokenizer, messages, session.answered, templateOptions);
+    const parseTools = (tools?.length ?? 0) > 0 && request.tool_choice !== "none";
+    const { choice, promptTokens } = await this.sample(session, prompt, request, request.max_completion_tokens ?? request.max_tokens ?? undefined, { messages, parseTools });
+    const format = responseFormat(request, `chatcmpl-${randomUUID()}`, tokenizer);
+    if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, [choice]));
+    else sendOpenAIJson(res, 200, chatCompletionBody(format, promptTokens, [choice]));
+  }
+
+  private async completions(session: RolloutSession, body: unknown, res: ServerResponse): Promise<void> {
+    const request = parseOpenAIRequest(completionRequest, body);
+    checkSingleChoice(request);
+    const { prompt } = request;
+    if (Array.isArray(prompt) && typeof prompt[0] !== "number") {
+      throw new OpenAIApiError(400, "prompt: the gateway records one prompt per call; send the prompts one by one", "invalid_request_error", "prompt");
+    }
+    const tokens = typeof prompt === "string" ? session.inference.tokenizer.encode(prompt, { addBos: request.add_special_tokens ?? true }) : (prompt as number[]);
+    if (tokens.length === 0) throw new OpenAIApiError(400, "prompt encodes to no tokens; give a non-empty prompt", "invalid_request_error", "prompt");
+    const { choice, promptTokens } = await this.sample(session, tokens, request, request.max_tokens ?? undefined, undefined);
+    const format = responseFormat(request, `cmpl-${randomUUID()}`, session.inference.tokenizer);
+    if (request.stream) sendOpenAIEvents(res, completionEvents(format, [promptTokens], [[choice]]));
+    else sendOpenAIJson(res, 200, completionBody(format, [promptTokens], [[choice]]));
+  }
+
+  /** Samples one choice of `prompt` within the rollout's limits and records the call. */
+  private async sample(
+    session: RolloutSession,
+    prompt: number[],
+    request: GenerationRequest,
+    maxTokens: number | undefined,
+    chat: { messages: ChatMessage[]; parseTools: boolean } | undefined,
+  ): Promise<{ choice: GeneratedChoice; promptTokens: number[] }> {
+    const budget = session.admit(maxTokens);
+    const startedAt = Date.now();
+    const t0 = performance.now();
+    const stops = stopStrings(request.stop);
+    let result: InferenceResult;
+    try {
+      result = await session.inference.completion(prompt, {
+        maxTokens: budget.maxTokens,
+        ...(request.temperature != null && { temperature: request.temperature }),
+        ...(request.top_p != null && { topP: request.top_p }),
+        ...(request.top_k != null && { topK: request.top_k }),
+        ...(request.seed != null && { seed: request.seed }),
+        ...(stops.length > 0 && { stop: stops }),
+        signal: session.signal,
+      });
+    } catch (error) {
+      session.release(budget);
+      if (error instanceof ContextLengthError) session.truncate("context_length", error.message);
+      if (session.signal.aborted || (error instanceof Error && error.name === "AbortError")) {
+        if (!session.isOpen) throw finished(session.id);
+        throw new OpenAIApiError(400, `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`, "invalid_request_error", null, "rollout_limit_reached");
+      }
+      throw error;
+    }
+    const tokenizer = session.inference.tokenizer;
+    const { text, stopReason } = cutAtStop(tokenizer, result.responseTokens, result.finishReason, stops, request.include_stop_str_in_output ?? false);
+    const parsed = chat?.parseTools ? parseToolCalls(text, newCallId) : { content: text, toolCalls: [] };
+    const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
+    const generated = tokenizer.decode(result.responseTokens);
+    session.record(
+      {
+        turn: budget.turn,
+        endpoint: chat ? "chat.completions" : "completions",
+        promptTokens: result.promptTokens,
+        completionTokens: result.responseTokens,
+        logprobs: result.logprobs,
+        finishReason,
+        text: generated,
+        toolCalls: parsed.toolCalls,
+        ...(chat && { messages: chat.messages }),
+        reply: { content: parsed.content, toolCalls: parsed.toolCalls },
+        ...(result.policyVersion !== undefined && { policyVersion: result.policyVersion }),
+        ...(result.retokenized && { retokenized: result.retokenized }),
+        startedAt,
+        durationMs: performance.now() - t0,
+      },
+      budget,
+      { content: parsed.content, toolCalls: parsed.toolCalls, generated, tokens: result.responseTokens },
+    );
+    const choice: GeneratedChoice = { tokens: result.responseTokens, logprobs: result.logprobs, text: parsed.content, finishReason, stopReason, ...(parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }) };
+    return { choice, promptTokens: result.promptTokens };
+  }
+
+  private async claim(body: unknown, res: ServerResponse): Promise<void> {
+    const waitSeconds = (body as { wait_seconds?: unknown } | null)?.wait_seconds;
+    if (waitSeconds !== undefined && (typeof waitSeconds !== "number" || !(waitSeconds >= 0))) {
+      throw new OpenAIApiError(400, "wait_seconds: must be a number >= 0 (seconds to wait for a task)", "invalid_request_error", "wait_seconds");
+    }
+    const waitMs = Math.min((waitSeconds ?? 10) * 1000, this.maxClaimWaitMs);
+    const claimed = await this.external.claim(waitMs, this.closing.signal);
+    if (this.closing.signal.aborted) throw new OpenAIApiError(503, "the agent gateway is shutting down: the run has ended", "server_error", null, "gateway_closed");
+    if (!claimed) {
+      res.writeHead(204).end();
+      return;
+    }
+    sendOpenAIJson(res, 200, claimed);
+  }
+
+  private push(body: unknown, res: ServerResponse): void {
+    const id = pushedRolloutId(body);
+    const episode = this.external.push(id, body);
+    const calls = this.sessions.get(id)?.recordedCalls ?? 0;
+    sendOpenAIJson(res, 200, { accepted: true, rollout_id: id, trajectories: episode.trajectories?.length ?? "from_recorded_calls", recorded_calls: calls });
+  }
+}
+
+function checkSingleChoice(request: GenerationRequest): void {
+  if ((request.n ?? 1) !== 1) throw new OpenAIApiError(400, "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more", "invalid_request_error", "n");
+}

@@ -1,0 +1,154 @@
+/**
+ * {@link RolloutSession}: the gateway's state for one rollout — its inference client, its limits,
+ * the calls recorded so far, and the assistant messages it answered.
+ * @module
+ */
+import type { InferenceClient } from "../services/inference/types.js";
+import { OpenAIApiError } from "../server/openai-protocol.js";
+import type { AnsweredMessage } from "./render.js";
+import type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
+
+/** How a rollout's calls are rendered and limited. */
+export interface RolloutOptions {
+  /** Most model calls (default: unlimited); the next one is refused and the episode is truncated. */
+  maxTurns?: number;
+  /** Most tokens sampled over the whole episode (default: unlimited); each call's `max_tokens` is capped to what is left. */
+  maxTokens?: number;
+  /** Most tokens of one call: the `max_tokens` of calls that give none, and the cap of those that ask for more (default 256). */
+  maxTokensPerCall?: number;
+  /**
+   * How an assistant message the gateway answered is rendered when the agent sends it back
+   * unchanged: `tokens` (default) splices in the very tokens the model sampled, so the prompt
+   * continues token for token; `text` renders the generated text through the chat template, as a
+   * server would (templates that rewrite earlier turns then break the prefix, which is reported).
+   */
+  replayAnswers?: "tokens" | "text";
+}
+
+/** What a call may sample, once the limits allow it. */
+export interface CallBudget {
+  /** Its turn. */
+  turn: number;
+  /** `max_tokens` after the episode budget. */
+  maxTokens: number;
+  /** Whether the episode budget lowered it. */
+  capped: boolean;
+}
+
+/** Answered when a limit refuses a call: 400, so that OpenAI clients do not retry. */
+function limitError(message: string): OpenAIApiError {
+  return new OpenAIApiError(400, message, "invalid_request_error", null, "rollout_limit_reached");
+}
+
+/**
+ * One rollout's state in the gateway. Calls are numbered by arrival; a limit (turns, episode
+ * tokens, a timeout, the model's context) truncates the episode; {@link RolloutSession.finish}
+ * closes it and returns the trace.
+ */
+export class RolloutSession {
+  private readonly calls: GatewayCall[] = [];
+  private readonly answeredMessages: AnsweredMessage[] = [];
+  private readonly abort = new AbortController();
+  private started = 0;
+  private sampled = 0;
+  private reserved = 0;
+  private truncation: RolloutTrace["truncation"];
+  private open = true;
+
+  /**
+   * @param id the rollout id.
+   * @param baseURL the rollout's OpenAI-compatible base URL (ends in `/v1`).
+   * @param inference what samples this rollout's calls.
+   * @param options limits, defaults and rendering.
+   * @param onFinish called once when the rollout finishes.
+   */
+  constructor(
+    readonly id: string,
+    readonly baseURL: string,
+    readonly inference: InferenceClient,
+    readonly options: RolloutOptions = {},
+    private readonly onFinish?: (session: RolloutSession) => void,
+  ) {}
+
+  /** Aborted when the rollout finishes or is truncated by a timeout: cancels calls in flight. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** Whether calls are still accepted. */
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /** Calls recorded so far. */
+  get recordedCalls(): number {
+    return this.calls.length;
+  }
+
+  /** The assistant messages answered so far. */
+  get answered(): readonly AnsweredMessage[] {
+    return this.answeredMessages;
+  }
+
+  /**
+   * Admits a call asking for `requested` tokens (undefined: the default).
+   * @throws {@link OpenAIApiError} 400 `rollout_limit_reached` when the episode is out of turns or tokens or was truncated.
+   */
+  admit(requested: number | undefined): CallBudget {
+    if (this.truncation) throw limitError(`this episode was cut short (${this.truncation.message}); the gateway takes no more calls for it`);
+    const { maxTurns, maxTokens } = this.options;
+    if (maxTurns !== undefined && this.started >= maxTurns) {
+      throw limitError(this.truncate("max_turns", `the episode made its ${maxTurns} model calls (rollout_worker.agent.max_turns)`));
+    }
+    const perCall = this.options.maxTokensPerCall ?? 256;
+    let budget = Math.min(requested ?? perCall, perCall);
+    let capped = false;
+    if (maxTokens !== undefined) {
+      const left = maxTokens - this.sampled - this.reserved;
+      if (left <= 0) throw limitError(this.truncate("max_tokens", `the episode sampled its ${maxTokens} tokens (rollout_worker.agent.max_tokens)`));
+      if (left < budget) {
+        budget = left;
+        capped = true;
+      }
+    }
+    this.started++;
+    this.reserved += budget;
+    return { turn: this.started, maxTokens: budget, capped };
+  }
+
+  /** Records a finished call admitted with `budget`; a call cut by the episode budget truncates the episode. */
+  record(call: GatewayCall, budget: CallBudget, answered: AnsweredMessage): void {
+    if (!this.open) return;
+    this.reserved -= budget.maxTokens;
+    this.sampled += call.completionTokens.length;
+    this.calls.push(call);
+    this.answeredMessages.push(answered);
+    if (budget.capped && call.finishReason === "length") this.truncate("max_tokens", `the episode sampled its ${this.options.maxTokens} tokens (rollout_worker.agent.max_tokens)`);
+  }
+
+  /** Gives back the budget of a call that failed. */
+  release(budget: CallBudget): void {
+    this.reserved -= budget.maxTokens;
+  }
+
+  /**
+   * Marks the episode truncated (the first reason wins) and returns the message. A timeout also
+   * cancels the calls in flight.
+   */
+  truncate(reason: TruncationReason, message: string): string {
+    this.truncation ??= { reason, message };
+    if (reason === "timeout") this.abort.abort(new Error(message));
+    return message;
+  }
+
+  /** Closes the rollout (later calls are answered 410) and returns what it recorded. */
+  finish(): RolloutTrace {
+    if (this.open) {
+      this.open = false;
+      this.onFinish?.(this);
+    }
+    if (!this.abort.signal.aborted) this.abort.abort(new Error(`rollout ${this.id} finished`));
+    const calls = [...this.calls].sort((a, b) => a.turn - b.turn);
+    return { rolloutId: this.id, calls, ...(this.truncation && { truncation: this.truncation }) };
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * What the gateway records of a rollout: every model call, token-exact, with its timing.
+ * @module
+ */
+import type { FinishReason } from "../services/inference/types.js";
+import type { ChatMessage, ToolCall } from "../types/tokenizer.js";
+
+/** Why an episode was cut short. */
+export type TruncationReason = "max_turns" | "max_tokens" | "timeout" | "context_length" | "agent_max_turns";
+
+/** One model call of a rollout, as the model saw and produced it. */
+export interface GatewayCall {
+  /** Order of arrival within the rollout, from 1. */
+  turn: number;
+  /** The endpoint called. */
+  endpoint: "chat.completions" | "completions";
+  /** The prompt's token ids exactly as the model read them. */
+  promptTokens: number[];
+  /** The sampled token ids (a stop token included). */
+  completionTokens: number[];
+  /** Logprob of each sampled token under the sampling weights. */
+  logprobs: number[];
+  /** Why sampling ended (`tool_calls` when the gateway parsed tool calls out of the text). */
+  finishReason: FinishReason | "tool_calls";
+  /** The decoded completion, as generated (before stop strings are cut and tool calls parsed). */
+  text: string;
+  /** Tool calls parsed out of the text (empty for none). */
+  toolCalls: ToolCall[];
+  /** Chat calls: the conversation the agent sent. */
+  messages?: ChatMessage[];
+  /** The assistant message answered: its content (tool calls removed) and its calls. */
+  reply: { content: string; toolCalls: ToolCall[] };
+  /** Version of the weights that sampled it, when the inference client reports one. */
+  policyVersion?: number;
+  /** Token ids the inference client re-tokenised instead of reporting them (never for a sampler). */
+  retokenized?: Array<"prompt" | "response">;
+  /** When the call arrived (ms since the epoch). */
+  startedAt: number;
+  /** How long the model took, in ms. */
+  durationMs: number;
+}
+
+/** Everything recorded of one rollout once it finished. */
+export interface RolloutTrace {
+  /** The rollout id. */
+  rolloutId: string;
+  /** Its calls, by turn. */
+  calls: GatewayCall[];
+  /** Set when a limit cut the episode short. */
+  truncation?: { reason: TruncationReason; message: string };
+}
