@@ -262,7 +262,7 @@ class TrainingRun {
       "time/step_s": seconds(t0),
     };
     await this.parts.metrics.append(row);
-    for (const sample of sampleRows(this.step, result.trajectories, this.parts.tokenizer, this.options.samplesPerStep)) await this.parts.samples.append(sample);
+    for (const sample of sampleRows(this.step, result.trajectories, this.parts.tokenizer, this.options.samplesPerStep, batch.trajectories)) await this.parts.samples.append(sample);
     this.options.emit({ type: "step", step: this.step, metrics: row });
     const saveFreq = config.trainer.save_freq;
     if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted) await this.checkpoint();

@@ -67,12 +67,14 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
   // This runs over every token of every batch. Each tensor is one fresh array made by `slice`
   // (the cheapest way to a packed array of the right length) and filled in place: no per-token
   // callbacks, no growth, no second copy.
+  const weight = lossWeight(t, where);
   if (lossKind(options.lossFn) === "supervised") {
     const weights = lossMask.slice(1);
     let total = 0;
     for (let j = 0; j < n; j++) total += weights[j]!;
     if (total === 0) return undefined;
-    if (options.reduction === "mean") for (let j = 0; j < n; j++) weights[j]! /= total;
+    const scale = (options.reduction === "mean" ? 1 / total : 1) * weight;
+    if (scale !== 1) for (let j = 0; j < n; j++) weights[j]! *= scale;
     return ownedDatum(t.tokens, { target_tokens: t.tokens.slice(1), weights });
   }
   if (t.logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
@@ -84,7 +86,7 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
   const advantages = t.logprobs.slice(1);
   let signal = false;
   for (let j = 0; j < n; j++) {
-    const a = lossMask[j + 1] === 0 ? 0 : (t.advantages?.[j + 1] ?? t.advantage!);
+    const a = lossMask[j + 1] === 0 ? 0 : (t.advantages?.[j + 1] ?? t.advantage!) * weight;
     advantages[j] = a;
     if (a !== 0) signal = true;
   }
