@@ -187,6 +187,8 @@ export class AgentGateway {
   async close(): Promise<void> {
     this.closing.abort();
     for (const session of [...this.sessions.values()]) session.finish();
+    // Let waiting claims answer 503 before the connections drop.
+    await new Promise((resolve) => setImmediate(resolve));
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -222,7 +224,7 @@ export class AgentGateway {
       await route.run();
     } catch (error) {
       const api = openAIErrorOf(error);
-      if (api.status >= 500) this.log(`nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (api.status === 500) this.log(`nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       sendOpenAIError(res, api, api.status === 405 ? { allow: allowed } : {});
     }
   }
