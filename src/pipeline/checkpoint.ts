@@ -3,7 +3,7 @@
  * and how the latest one is found.
  * @module
  */
-import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DataCursor } from "./data/data-loader.js";
 import { RunSetupError } from "./errors.js";
@@ -52,6 +52,16 @@ export async function writeRunState(dir: string, state: RunState): Promise<strin
   await writeFile(`${path}.tmp`, `${JSON.stringify(state, null, 1)}\n`);
   await rename(`${path}.tmp`, path);
   return path;
+}
+
+/**
+ * Deletes a run-state file and, when its training state is a file on this machine (the local
+ * engine's), that file too. Remote checkpoints are left to the service's own lifetime rules.
+ */
+export async function removeRunState(path: string): Promise<void> {
+  const state = await readRunState(path);
+  if ((await stat(state.trainingState).catch(() => undefined))?.isFile()) await rm(state.trainingState, { force: true });
+  await rm(path, { force: true });
 }
 
 /**

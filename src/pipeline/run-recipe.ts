@@ -140,6 +140,7 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       emit,
       samplesPerStep: options.samplesPerStep ?? 4,
       minGroupSize: options.minGroupSize,
+      env,
     });
   } finally {
     progress?.end();

@@ -4,8 +4,8 @@
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { loadTokenizer } from "../services/inference/tokenizers/load.js";
-import { LocalTrainingService } from "../services/training/local/index.js";
-import type { TrainingBackend, TrainingService } from "../services/training/types.js";
+import { createTrainingService } from "../services/training/index.js";
+import type { TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { BackendNotAvailableError } from "./errors.js";
 
@@ -13,20 +13,28 @@ import { BackendNotAvailableError } from "./errors.js";
 export interface OpenTrainingServiceOptions {
   /** The run's output folder (the local engine keeps its checkpoints and snapshots there). */
   outputDir: string;
-  /** Seed of model initialisation. */
-  seed: number;
+  /** Environment of `TINKER_*` / `WEAVER_*` fallbacks. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Receives the service's retry and heartbeat warnings. */
+  log: (line: string) => void;
 }
 
 /**
- * A training service for `backend`. The embedded engine serves `local`; Tinker and Weaver clients
- * are reached through the training-service factory once it is part of nexrl.
- * @throws {@link BackendNotAvailableError} for a backend this build cannot reach.
+ * The training service of `service.train_service.backend`: the embedded engine for `local`
+ * (models seeded by `data.seed`), else a Tinker or Weaver client with the key and base URL of
+ * `service.tinker_service` / `service.weaver_service` (falling back to the environment).
  */
-export function openTrainingService(backend: TrainingBackend, options: OpenTrainingServiceOptions): TrainingService {
-  if (backend === "local") return new LocalTrainingService({ outputDir: options.outputDir, seed: options.seed });
-  throw new BackendNotAvailableError(
-    `the ${backend} training backend is not available yet in this version of nexrl; run the recipe with service.train_service.backend: local (the embedded CPU engine) in the meantime`,
-  );
+export function openTrainingService(config: RecipeConfig, options: OpenTrainingServiceOptions): TrainingService {
+  const backend = config.service.train_service.backend;
+  const remote = backend === "tinker" ? config.service.tinker_service : backend === "weaver" ? config.service.weaver_service : undefined;
+  return createTrainingService(backend, {
+    outputDir: options.outputDir,
+    seed: config.data.seed,
+    env: options.env,
+    log: options.log,
+    ...(remote?.api_key && { apiKey: remote.api_key }),
+    ...(remote?.base_url && { baseUrl: remote.base_url }),
+  });
 }
 
 /**

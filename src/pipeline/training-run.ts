@@ -9,7 +9,7 @@ import { SamplerInferenceClient } from "../services/inference/sampler-inference.
 import type { TrainingClient, TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "../types/trajectory.js";
-import { writeRunState, type RunState } from "./checkpoint.js";
+import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataLoader } from "./data/data-loader.js";
 import { RunSetupError } from "./errors.js";
 import type { MetricsRow, RunEvent, RunResult, StopReason } from "./events.js";
@@ -54,10 +54,14 @@ export interface ExecuteRunOptions {
   samplesPerStep: number;
   /** Minimum productive rollouts per group under the skip policy (default: see `failurePolicyFromRecipe`). */
   minGroupSize: number | undefined;
+  /** Environment of the services' `TINKER_*` / `WEAVER_*` fallbacks. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 const pad = (step: number): string => String(step).padStart(6, "0");
 const seconds = (from: number): number => (performance.now() - from) / 1000;
+/** Seconds the service keeps the snapshot of the starting weights, the KL reference of the whole run (a week). */
+const REFERENCE_TTL_SECONDS = 7 * 24 * 3600;
 /** Sampler snapshot names are unique per output folder: later sessions add `-s<n>`. */
 const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${session}`);
 
@@ -65,7 +69,7 @@ const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${se
 export async function executeRun(options: ExecuteRunOptions): Promise<RunResult> {
   const { config } = options.recipe;
   checkInferenceBackend(config);
-  const service = openTrainingService(config.service.train_service.backend, { outputDir: options.outputDir, seed: config.data.seed });
+  const service = openTrainingService(config, { outputDir: options.outputDir, env: options.env, log: (message) => options.emit({ type: "warning", message }) });
   const stop = new AbortController();
   try {
     await service.connect();
@@ -133,14 +137,17 @@ class TrainingRun {
       await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
     }
     const resume = start.kind === "resume" ? start.state : undefined;
-    const initialSamplerPath = resume?.initialSamplerPath ?? (await (await client.saveWeightsForSampler(`initial${sessionSuffix(options.session)}`)).result()).path;
-    const sampler = resume?.sampler ?? { path: initialSamplerPath, version: 0 };
-    const inference = new SamplerInferenceClient({
-      tokenizer,
-      samplingClient: await service.createSamplingClient(sampler.path),
-      policyVersion: sampler.version,
-      defaultMaxTokens: config.rollout_worker.max_response_length,
-    });
+    const suffix = sessionSuffix(options.session);
+    const initialSamplerPath = resume?.initialSamplerPath ?? (await (await client.saveWeightsForSampler(`initial${suffix}`, { ttlSeconds: REFERENCE_TTL_SECONDS })).result()).path;
+    let sampler = resume?.sampler ?? { path: initialSamplerPath, version: 0 };
+    let samplingClient = await service.createSamplingClient(sampler.path).catch(() => undefined);
+    if (!samplingClient && resume) {
+      // The snapshot expired: the checkpoint's weights serve instead (the same weights in sync mode).
+      options.emit({ type: "warning", message: `the sampler snapshot ${sampler.path} of the checkpoint is gone; sampling from the checkpoint's weights instead` });
+      sampler = { path: (await (await client.saveWeightsForSampler(`step_${pad(resume.step)}${suffix}`)).result()).path, version: resume.step };
+    }
+    samplingClient ??= await service.createSamplingClient(sampler.path);
+    const inference = new SamplerInferenceClient({ tokenizer, samplingClient, policyVersion: sampler.version, defaultMaxTokens: config.rollout_worker.max_response_length });
     const versions = { released: resume?.step ?? 0 };
     const policy = failurePolicyFromRecipe(config, options.minGroupSize);
     const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal);
@@ -304,8 +311,10 @@ class TrainingRun {
       model: { backend: train.backend, name: train.model },
       savedAt: new Date().toISOString(),
     };
+    const previous = this.lastCheckpoint;
     this.lastCheckpoint = await writeRunState(this.options.checkpointDir, state);
     this.lastCheckpointStep = this.step;
+    if (previous && previous !== this.lastCheckpoint && this.options.recipe.config.trainer.remove_previous_ckpt) await removeRunState(previous);
     this.options.emit({ type: "checkpoint", step: this.step, path: this.lastCheckpoint });
     this.parts.scheduler.resume();
   }
