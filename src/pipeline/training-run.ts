@@ -110,6 +110,8 @@ class TrainingRun {
     private readonly parts: RunParts,
   ) {
     this.step = parts.versions.released;
+    // A resumed run's checkpoint is its latest until it saves another (`remove_previous_ckpt` then deletes it).
+    if (options.start.kind === "resume") [this.lastCheckpoint, this.lastCheckpointStep] = [options.start.path, this.step];
   }
 
   static async create(options: ExecuteRunOptions, service: TrainingService, stopSignal: AbortSignal): Promise<TrainingRun> {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFile, readdir } from "node:fs/promises";
+import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BackendNotAvailableError, runRecipe, RunSetupError, type MetricsRow, type RunEvent } from "../../src/pipeline/index.js";
@@ -63,10 +63,14 @@ describe("runRecipe", () => {
     expect(first).toMatchObject({ steps: 2, stopReason: "aborted", lastCheckpoint: join(out, "checkpoints", "step_000002.json") });
     const state = JSON.parse(await readFile(first.lastCheckpoint!, "utf8"));
     expect(state).toMatchObject({ format: "nexrl.run-state", step: 2, sampler: { version: 2 }, data: { batches: 2 }, model: { backend: "local", name: "tiny" } });
+    // the sampler snapshot of the checkpoint has expired: the checkpoint's weights are exported again
+    await rm(join(out, "sampler_weights", "step_000002.nxw"));
     const events: RunEvent[] = [];
-    const resumed = await runRecipe(recipe.path, { outputDir: out, overrides: ["resume.mode=auto"], onEvent: (e) => events.push(e) });
+    const resumed = await runRecipe(recipe.path, { outputDir: out, overrides: ["resume.mode=auto", "trainer.save_freq=1", "trainer.remove_previous_ckpt=true"], onEvent: (e) => events.push(e) });
     expect(resumed).toMatchObject({ steps: 4, stopReason: "completed" });
-    expect(events[0]).toMatchObject({ type: "start", fromStep: 2, start: "resume", from: first.lastCheckpoint });
+    expect(events[0]).toMatchObject({ type: "warning", message: expect.stringMatching(/step_000002\.nxw of the checkpoint is gone; sampling from the checkpoint's weights instead$/) });
+    expect(events[1]).toMatchObject({ type: "start", fromStep: 2, start: "resume", from: first.lastCheckpoint });
+    expect((await readdir(join(out, "checkpoints"))).sort()).toEqual(["step_000004.json", "step_000004.nxs"]);
     expect(resumed.metrics.map((r) => r.step)).toEqual([1, 2, 3, 4]);
     expect(JSON.parse(await readFile(join(out, "run.json"), "utf8")).sessions.map((s: { start: string }) => s.start)).toEqual(["fresh", "resume"]);
     expect(await readdir(join(out, "sampler_weights"))).toContain("step_000003-s1.nxw");
