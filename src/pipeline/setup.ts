@@ -10,7 +10,6 @@ import type { FailurePolicy } from "./rollout/failure-policy.js";
 import { RolloutRunner } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
 import { promptMessages } from "./workers/messages.js";
-import type { RolloutTask } from "./task.js";
 
 /** The `data:` section of a recipe (also the shape of `validate.data:`). */
 export type DataConfig = RecipeConfig["data"];
@@ -18,7 +17,7 @@ export type DataConfig = RecipeConfig["data"];
 /** Tokens of a prompt as the model reads it: text with BOS, chat messages through the template. */
 function promptLength(tokenizer: Tokenizer, prompt: unknown): number {
   if (typeof prompt === "string") return tokenizer.encode(prompt, { addBos: true }).length;
-  return tokenizer.applyChatTemplate(promptMessages({ prompt } as RolloutTask), { addGenerationPrompt: true }).length;
+  return tokenizer.applyChatTemplate(promptMessages(prompt, "a data row"), { addGenerationPrompt: true }).length;
 }
 
 /** A loader over `data.data_files` with the section's batching, order and prompt filter. */

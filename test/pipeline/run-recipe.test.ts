@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BackendNotAvailableError, runRecipe, RunSetupError, type MetricsRow, type RunEvent } from "../../src/pipeline/index.js";
+import { BackendNotAvailableError, DataLoaderError, runRecipe, RunSetupError, type MetricsRow, type RunEvent } from "../../src/pipeline/index.js";
 import { RecipeError, UserModuleError } from "../../src/recipe/index.js";
 import { additionRows, fixture, grpoRecipeYaml, pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
@@ -181,6 +181,10 @@ ${extra}`;
     await expect(runRecipe(tooLong, { outputDir: out })).rejects.toThrow(
       new RunSetupError("rollout_worker.max_sequence_length (500) is longer than the context of model tiny (128 tokens); lower it, with max_response_length and max_prompt_length to fit"),
     );
+    const filtered = await writeRecipe(dir, grpoRecipeYaml(), ["+data.filter_prompts=true", "data.max_prompt_length=5", "rollout_worker.max_sequence_length=20"]);
+    const noTask = await runRecipe(filtered, { outputDir: out }).catch((e: unknown) => e);
+    expect(noTask).toBeInstanceOf(DataLoaderError);
+    expect((noTask as Error).message).toMatch(/^no task left in .*train\.jsonl: all 6 rows have prompts longer than 5 tokens \(data\.max_prompt_length\)$/);
     const openai = await writeRecipe(dir, grpoRecipeYaml(), ["+service.inference_service.backend=vllm", "+service.inference_service.base_url=http://127.0.0.1:1"]);
     await expect(runRecipe(openai, { outputDir: out })).rejects.toThrow(new BackendNotAvailableError(
       "rollouts through an vllm inference server are not available yet: weight sync cannot push new weights to it. Leave service.inference_service.backend unset to sample through the training service",

@@ -24,7 +24,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
     if (groundTruth === undefined) {
       throw new NexrlError(`row ${task.index} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`);
     }
-    const result = await this.inferenceClient.chat(promptMessages(task));
+    const result = await this.inferenceClient.chat(promptMessages(task.prompt, `row ${task.index}`));
     const extracted = extractFinalAnswer(result.response);
     const correct = result.finishReason !== "length" && answersMatch(extracted, groundTruth);
     const trajectory = completionTrajectory(result, correct ? 1 : 0, {
