@@ -29,7 +29,7 @@ export interface AgentRecipeBase {
 async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<AgentFunction | "external"> {
   const worker = config.rollout_worker;
   if (worker.agent?.external) return "external";
-  if (worker.agent_module_path !== undefined) return loadAgentModule(worker.agent_module_path, base);
+  if (worker.agent_module_path != null) return loadAgentModule(worker.agent_module_path, base);
   if (worker.nexau_agent_config_path !== undefined) {
     return declarativeAgent(await loadAgentConfig(worker.nexau_agent_config_path, worker.nexau_agent_workspace), worker.task_name);
   }

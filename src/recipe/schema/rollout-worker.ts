@@ -72,9 +72,10 @@ export const rolloutWorkerSchema = z
     /**
      * Agent of an `agent` worker, as `path/to/agent.ts` (default export) or `path/to/agent.ts:name`:
      * an async function `(task, { openai, baseURL, model, signal }) => result`, or a class with
-     * `run(task, context)`. It talks to the policy through the agent gateway.
+     * `run(task, context)`. It talks to the policy through the agent gateway. `null` unsets it
+     * (to switch a composed recipe to another agent).
      */
-    agent_module_path: nonEmpty.optional(),
+    agent_module_path: nonEmpty.nullish(),
     /** Options of the `agent` and `nexau` workers' episodes. */
     agent: agentOptionsSchema.optional(),
     /** NexAU agent YAML (`nexau` worker). */
@@ -123,7 +124,7 @@ export const rolloutWorkerSchema = z
       }
     }
     const sources: string[][] = [
-      ...(worker.agent_module_path !== undefined ? [["agent_module_path"]] : []),
+      ...(worker.agent_module_path != null ? [["agent_module_path"]] : []),
       ...(worker.nexau_agent_config_path !== undefined ? [["nexau_agent_config_path"]] : []),
       ...(worker.agent?.external ? [["agent", "external"]] : []),
     ];
