@@ -14,7 +14,7 @@ export type RolloutWorkerClass = new (context: RolloutWorkerContext) => BaseRoll
 
 /** Whether an `agent` worker runs NexRL's built-in `single_turn_math` agent rather than an agent of the agent service. */
 function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
-  return worker.agent_cls !== undefined || (worker.agent_module_path === undefined && worker.nexau_agent_config_path === undefined && !worker.agent?.external);
+  return worker.agent_cls !== undefined || (worker.agent_module_path == null && worker.nexau_agent_config_path === undefined && !worker.agent?.external);
 }
 
 /**
