@@ -162,7 +162,8 @@ Options:
                              export is defineRecipe({...}). Alias: --config.
   -r, --run-nexrl            run the training. Without it, the resolved recipe and the plan are
                              printed and nothing runs.
-  -t, --tag TAG              names the run; outputs go to outputs/<experiment_name>/<TAG>.
+  -t, --tag TAG              names the run; outputs go to $NEXRL_STORAGE_PATH/<TAG>
+                             (./runs/<TAG> by default; a UTC timestamp without a tag).
   -o, --output-dir DIR       where the run writes metrics, samples and checkpoints.
   -h, --help                 this text.
   -v, --version              the version.
