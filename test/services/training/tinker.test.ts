@@ -9,6 +9,7 @@ import {
   createTrainingService,
   reduceMetrics,
 } from "../../../src/services/training/index.js";
+import { estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
 import { LossInputError } from "../../../src/types/losses.js";
 import { adamParams, datum } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir, tokens } from "./helpers.js";
@@ -41,8 +42,9 @@ describe("tinker chunking", () => {
     expect(chunked.metrics["loss:sum"]).toBeCloseTo(reference.metrics["loss:sum"]!, 9);
   });
 
-  it("starts a new chunk when the byte budget is spent", () => {
-    const size = Buffer.byteLength(JSON.stringify(DATUMS[4]));
+  it("starts a new chunk when the byte budget, estimated as the Tinker SDK does, is spent", () => {
+    expect(estimateDatumBytes(DATUMS[4]!)).toBe(10 * 3 * DATUMS[4]!.loss_fn_inputs.target_tokens!.data.length);
+    const size = estimateDatumBytes(DATUMS[4]!);
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: size * 2 }).map((c) => c.length)).toEqual([2, 2, 1]);
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: 1 }).map((c) => c.length)).toEqual([1, 1, 1, 1, 1]);
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: 5_000_000 })).toEqual([DATUMS]);

@@ -1,8 +1,8 @@
 /**
  * Large `forward` / `forward_backward` calls go out in chunks (at most `fwdbwd_max_chunk_len`
- * datums and about `fwdbwd_max_chunk_bytes_count` bytes each, consecutive `seq_id`s); their
- * results are concatenated and their metrics reduced by the `name:reduction` suffix of each key
- * (wire-protocols §2.6), weighting by the datums of each chunk.
+ * datums and `fwdbwd_max_chunk_bytes_count` bytes by the SDK's size estimate each, consecutive
+ * `seq_id`s); their results are concatenated and their metrics reduced by the `name:reduction`
+ * suffix of each key (wire-protocols §2.6), weighting by the datums of each chunk.
  *
  * @module
  */
@@ -20,13 +20,27 @@ export interface ChunkLimits {
 /** Tinker's default chunk limits. */
 export const DEFAULT_CHUNK_LIMITS: Readonly<ChunkLimits> = Object.freeze({ maxDatums: 1024, maxBytes: 5_000_000 });
 
-/** Splits `data` into consecutive chunks within `limits` (a datum larger than `maxBytes` goes alone). */
+/**
+ * The Tinker SDK's size estimate of a datum: 10 bytes per token and per loss-input value, an
+ * image's data or location length. Serialising each datum to measure it would cost as much as
+ * sending it.
+ */
+export function estimateDatumBytes(datum: Datum): number {
+  let bytes = 0;
+  for (const chunk of datum.model_input.chunks) {
+    bytes += chunk.type === "encoded_text" ? chunk.tokens.length * 10 : chunk.type === "image" ? chunk.data.length : chunk.location.length;
+  }
+  for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += tensor.data.length * 10;
+  return bytes;
+}
+
+/** Splits `data` into consecutive chunks within `limits` by {@link estimateDatumBytes} (a datum larger than `maxBytes` goes alone). */
 export function chunkDatums(data: readonly Datum[], limits: ChunkLimits): Datum[][] {
   const chunks: Datum[][] = [];
   let current: Datum[] = [];
   let bytes = 0;
   for (const datum of data) {
-    const size = Buffer.byteLength(JSON.stringify(datum));
+    const size = estimateDatumBytes(datum);
     if (current.length > 0 && (current.length >= limits.maxDatums || bytes + size > limits.maxBytes)) {
       chunks.push(current);
       current = [];
