@@ -61,6 +61,12 @@ export interface RolloutCounts {
   skipped: number;
 }
 
+/**
+ * Why an attempt's signal aborts once the attempt is over. One shared reason: `abort()` without
+ * one builds a DOMException, stack trace included, for every rollout.
+ */
+const ATTEMPT_OVER = new Error("the rollout attempt is over");
+
 const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
 
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
@@ -87,12 +93,18 @@ function outputs(result: RolloutResult): Array<Trajectory | TrajectoryInit> {
 export class RolloutRunner {
   private readonly limit;
   private readonly free: Array<{ slot: number; worker: BaseRolloutWorker }> = [];
+  /** Controllers of the attempts running; the run's signal aborts them all. */
+  private readonly attempts = new Set<AbortController>();
   private counts = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
   constructor(private readonly options: RolloutRunnerOptions) {
     this.limit = pLimit(options.numWorkers);
     for (let slot = options.numWorkers - 1; slot >= 0; slot--) this.free.push({ slot, worker: options.createWorker(slot) });
+    // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
+    // costs a weak reference held by the run's signal until it is garbage-collected.
+    const stop = options.signal;
+    stop?.addEventListener("abort", () => this.attempts.forEach((controller) => controller.abort(stop.reason)), { once: true });
   }
 
   /** Rollouts waiting for a free worker plus those running. */
@@ -142,8 +154,10 @@ export class RolloutRunner {
   private async attempt(task: RolloutTask, attempt: number): Promise<Trajectory[]> {
     const { options } = this;
     const entry = this.free.pop()!;
+    // runWithRetries returns before an attempt once the run's signal has aborted.
     const controller = new AbortController();
-    const signal = options.signal ? AbortSignal.any([controller.signal, options.signal]) : controller.signal;
+    this.attempts.add(controller);
+    const signal = controller.signal;
     const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), signal, options.sampling);
     const produced: Array<Trajectory | TrajectoryInit> = [];
     let open = true;
@@ -178,7 +192,8 @@ export class RolloutRunner {
     } finally {
       open = false;
       clearTimeout(timer);
-      controller.abort();
+      this.attempts.delete(controller);
+      controller.abort(ATTEMPT_OVER);
       // A timed-out rollout may still be running: its instance is abandoned and replaced.
       this.free.push(timedOut ? { slot: entry.slot, worker: options.createWorker(entry.slot) } : entry);
     }
