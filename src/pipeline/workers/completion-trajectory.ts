@@ -11,10 +11,13 @@ import { Trajectory } from "../../types/trajectory.js";
  */
 export function completionTrajectory(result: InferenceResult, reward: number, extraFields: Record<string, unknown> = {}): Trajectory {
   const { promptTokens, responseTokens, logprobs } = result;
+  // `concat` sizes each array exactly; spreading two arrays into a literal grows it as it goes,
+  // leaving up to half its capacity unused for as long as the trajectory waits in the pool.
+  const zeros = promptTokens.map(() => 0);
   return new Trajectory({
-    tokens: [...promptTokens, ...responseTokens],
-    lossMask: [...promptTokens.map(() => 0), ...responseTokens.map(() => 1)],
-    logprobs: [...promptTokens.map(() => 0), ...logprobs],
+    tokens: promptTokens.concat(responseTokens),
+    lossMask: zeros.concat(responseTokens.map(() => 1)),
+    logprobs: zeros.concat(logprobs),
     reward,
     extraFields: { response: result.response, finish_reason: result.finishReason, ...extraFields },
   });
