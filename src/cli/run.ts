@@ -1,10 +1,13 @@
 import path from "node:path";
-import { stringify } from "yaml";
-import { resolveRunDirectory, runRecipe } from "../pipeline/index.js";
-import { loadRecipe, redactSecrets, RecipeError, type LoadedRecipe } from "../recipe/index.js";
+import { resolveRunDirectory } from "../pipeline/run-dir.js";
+import { RecipeError } from "../recipe/errors.js";
+import type { LoadedRecipe } from "../recipe/load.js";
+import { redactSecrets } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
-import { runServe } from "./serve.js";
+
+// The recipe loader (zod, tsx), the pipeline, yaml and the server are imported by the commands
+// that use them: loading them up front made `nexrl --help` take several times Node's own start.
 
 /** Where the CLI reads and writes; the real process in `main.ts`, buffers in tests. */
 export interface CliIO {
@@ -35,7 +38,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         io.stdout.write(`${io.version}\n`);
         return EXIT_CODES.ok;
       case "serve":
-        return await runServe(command, io);
+        return await (await import("./serve.js")).runServe(command, io);
       case "validate": {
         const recipe = await load(command.configPath, command.overrides, io);
         io.stdout.write(`recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`);
@@ -50,6 +53,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         }
         const recipe = await load(command.configPath, command.overrides, io);
         const outputDir = resolveOutputDir(command.tag, command.outputDir, io);
+        const { stringify } = await import("yaml");
         io.stdout.write(`# resolved recipe (${recipe.path})\n${stringify(redactSecrets(recipe.config, io.env))}\n`);
         io.stdout.write(formatPlan(recipe, outputDir));
         if (!command.runNexrl) {
@@ -77,7 +81,8 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
   }
 }
 
-function load(configPath: string, overrides: string[], io: CliIO): Promise<LoadedRecipe> {
+async function load(configPath: string, overrides: string[], io: CliIO): Promise<LoadedRecipe> {
+  const { loadRecipe } = await import("../recipe/load.js");
   return loadRecipe(path.resolve(io.cwd, configPath), { overrides, env: io.env, cwd: io.cwd });
 }
 
@@ -101,6 +106,7 @@ async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promis
   process.removeAllListeners("SIGINT");
   process.on("SIGINT", onInterrupt);
   try {
+    const { runRecipe } = await import("../pipeline/run-recipe.js");
     const result = await runRecipe(recipe, { outputDir, signal: controller.signal, progress: io.stdout, env: io.env, cwd: io.cwd });
     return result.stopReason === "aborted" ? EXIT_CODES.interrupted : EXIT_CODES.ok;
   } finally {
