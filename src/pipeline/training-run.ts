@@ -56,6 +56,8 @@ export interface ExecuteRunOptions {
   minGroupSize: number | undefined;
   /** Environment of the services' `TINKER_*` / `WEAVER_*` fallbacks. */
   env: Readonly<Record<string, string | undefined>>;
+  /** The training service to run against instead of the recipe's backend (the pipeline benchmark's timed fakes); closed at the end. */
+  service?: TrainingService;
 }
 
 const pad = (step: number): string => String(step).padStart(6, "0");
@@ -69,7 +71,7 @@ const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${se
 export async function executeRun(options: ExecuteRunOptions): Promise<RunResult> {
   const { config } = options.recipe;
   checkInferenceBackend(config);
-  const service = openTrainingService(config, { outputDir: options.outputDir, env: options.env, log: (message) => options.emit({ type: "warning", message }) });
+  const service = options.service ?? openTrainingService(config, { outputDir: options.outputDir, env: options.env, log: (message) => options.emit({ type: "warning", message }) });
   const stop = new AbortController();
   try {
     await service.connect();
