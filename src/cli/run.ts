@@ -53,13 +53,15 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         }
         const recipe = await load(command.configPath, command.overrides, io);
         const outputDir = resolveOutputDir(command.tag, command.outputDir, io);
-        const { stringify } = await import("yaml");
-        io.stdout.write(`# resolved recipe (${recipe.path})\n${stringify(redactSecrets(recipe.config, io.env))}\n`);
-        io.stdout.write(formatPlan(recipe, outputDir));
         if (!command.runNexrl) {
+          const { stringify } = await import("yaml");
+          io.stdout.write(`# resolved recipe (${recipe.path})\n${stringify(redactSecrets(recipe.config, io.env))}\n`);
+          io.stdout.write(formatPlan(recipe, outputDir));
           io.stdout.write("\nNothing was run. Add --run-nexrl to train.\n");
           return EXIT_CODES.ok;
         }
+        // A training run writes the resolved recipe to config.resolved.yaml; the console gets the plan.
+        io.stdout.write(formatPlan(recipe, outputDir));
         return await train(recipe, outputDir, io);
       }
     }
@@ -125,7 +127,7 @@ function formatPlan(recipe: LoadedRecipe, outputDir: string): string {
     `trainer:        ${config.trainer.type}, ${config.trainer.total_train_steps} steps`,
     `data:           ${(config.data.data_files ?? []).join(", ")} (batch ${config.data.batch_size})`,
     `weight sync:    ${config.weight.sync_mode}`,
-    `output dir:     ${outputDir}`,
+    `output dir:     ${outputDir} (resolved recipe: config.resolved.yaml)`,
   ];
   return `${lines.join("\n")}\n`;
 }

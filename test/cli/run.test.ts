@@ -87,6 +87,9 @@ describe("nexrl CLI", () => {
     expect(code).toBe(EXIT_CODES.ok);
     expect(stdout).toMatch(/step 1\/2 \| reward 1\.000 \| loss \d+\.\d{3} \|/);
     expect(stdout).toContain("done after step 2");
+    expect(stdout).toContain("(resolved recipe: config.resolved.yaml)");
+    expect(stdout).not.toContain("# resolved recipe");
+    expect(await readFile(path.join(dir, "config.resolved.yaml"), "utf8")).toContain("total_train_steps: 2");
     const rows = (await readFile(path.join(dir, "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line));
     expect(rows.map((row: { step: number }) => row.step)).toEqual([1, 2]);
   });
