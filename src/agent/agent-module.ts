@@ -30,8 +30,8 @@ export interface AgentContext {
  */
 export type AgentFunction = (task: RolloutTask, context: AgentContext) => unknown;
 
-/** True for `class` syntax. */
-function isClass(value: unknown): value is new () => { run?: unknown } {
+/** True for `class` syntax (not plain or arrow functions). */
+export function isClass(value: unknown): value is new () => { run?: unknown } {
   return typeof value === "function" && /^class[\s{]/.test(Function.prototype.toString.call(value));
 }
 

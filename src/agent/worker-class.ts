@@ -4,15 +4,18 @@
  * @module
  */
 import type { BaseRolloutWorker, RolloutWorkerContext } from "../pipeline/workers/base.js";
+import type { DataRow } from "../pipeline/data/files.js";
+import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
+import { findRecipeFile } from "../recipe/paths.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { agentOptionsSchema } from "../recipe/schema/rollout-worker.js";
 import { loadUserClass } from "../recipe/user-module.js";
-import { loadAgentModule, type AgentFunction } from "./agent-module.js";
+import { isClass, loadAgentModule, type AgentFunction } from "./agent-module.js";
 import { loadAgentConfig } from "./declarative/config.js";
 import { declarativeAgent } from "./declarative/loop.js";
 import { AgentSetupError } from "./errors.js";
-import { Evaluator } from "./evaluator.js";
+import { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./evaluator.js";
 import { AgentGateway } from "./gateway.js";
 import { AgentRolloutWorker, type AgentWorkerSetup } from "./worker.js";
 
@@ -38,10 +41,45 @@ async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<A
   );
 }
 
+/** An {@link Evaluator} calling `evaluate` (errors name the function). */
+function functionEvaluator(evaluate: (data: Readonly<DataRow>, target: EvaluationTarget) => EvaluationRunResult | Promise<EvaluationRunResult>): Evaluator {
+  const FunctionEvaluator = class extends Evaluator {
+    override evaluate(data: Readonly<DataRow>, target: EvaluationTarget): EvaluationRunResult | Promise<EvaluationRunResult> {
+      return evaluate(data, target);
+    }
+  };
+  Object.defineProperty(FunctionEvaluator, "name", { value: evaluate.name || "evaluate" });
+  return new FunctionEvaluator();
+}
+
+/**
+ * The evaluator `reference` names (`file.ts:Name`): a class extending {@link Evaluator},
+ * constructed with no arguments, or a function `(data, target) => { reward, extraInfo }`.
+ */
+async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<Evaluator> {
+  const { modulePath, exportName } = parseModuleReference(reference);
+  const { found } = findRecipeFile(modulePath, base);
+  const imported = found === undefined ? undefined : await importFile(found);
+  const value = imported?.ok ? imported.namespace[exportName] : undefined;
+  if (typeof value === "function" && !isClass(value)) return functionEvaluator(value as Parameters<typeof functionEvaluator>[0]);
+  const EvaluatorClass = await loadUserClass({
+    modulePath,
+    exportName,
+    expectedBase: Evaluator,
+    recipeDir: base.recipeDir,
+    keyPath: "rollout_worker.evaluator_module_path",
+    ...(base.cwd !== undefined && { cwd: base.cwd }),
+    ...(base.recipeFile !== undefined && { recipeFile: base.recipeFile }),
+  });
+  return new EvaluatorClass();
+}
+
 /**
  * Loads the agent and evaluator of `config.rollout_worker`, starts the agent gateway and returns
  * the worker class the pipeline constructs. The gateway closes when `signal` aborts (the end of
  * the run); without a signal it does not keep the process alive.
+ * The evaluator (`evaluator_module_path: file.ts:Name`) is a class extending {@link Evaluator}
+ * or a plain function `(data, target) => { reward, extraInfo }`.
  * @throws {@link AgentSetupError} for a missing or malformed agent, `UserModuleError` for the
  * evaluator, `AgentGatewayError` when the gateway cannot listen.
  */
@@ -49,20 +87,7 @@ export async function createAgentWorkerClass(config: RecipeConfig, base: AgentRe
   const worker = config.rollout_worker;
   const options = worker.agent ?? agentOptionsSchema.parse({});
   const agent = await loadAgent(config, base);
-  let evaluator: Evaluator | undefined;
-  if (worker.evaluator_module_path !== undefined) {
-    const { modulePath, exportName } = parseModuleReference(worker.evaluator_module_path);
-    const EvaluatorClass = await loadUserClass({
-      modulePath,
-      exportName,
-      expectedBase: Evaluator,
-      recipeDir: base.recipeDir,
-      keyPath: "rollout_worker.evaluator_module_path",
-      ...(base.cwd !== undefined && { cwd: base.cwd }),
-      ...(base.recipeFile !== undefined && { recipeFile: base.recipeFile }),
-    });
-    evaluator = new EvaluatorClass();
-  }
+  const evaluator = worker.evaluator_module_path === undefined ? undefined : await loadEvaluator(worker.evaluator_module_path, base);
   signal?.throwIfAborted();
   const gateway = await AgentGateway.start({ host: options.gateway.host, port: options.gateway.port, modelName: config.service.inference_service.model, unref: signal === undefined });
   signal?.addEventListener("abort", () => void gateway.close(), { once: true });

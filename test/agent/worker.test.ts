@@ -123,13 +123,18 @@ describe("agent worker: limits and failures", () => {
     expect(trajectories[0]!.extraFields).toMatchObject({ agent: { truncation_reason: "timeout" }, evaluation: { truncated: true } });
   });
 
-  it("fails the rollout when the agent throws for its own reasons, or nothing can score it", async () => {
+  it("fails the rollout when the agent throws for its own reasons or nothing can score it; takes evaluator classes and functions", async () => {
     const broken = await agentRunner(`${agent("scripted-agents.ts", "broken")}, ${evaluator("ParityEvaluator")}`, await tinyInference());
     await expect(broken.run(task({ question: "hi" }))).rejects.toThrow(/failed after 1 attempt\(s\): the agent's tool crashed/);
     const unscored = await agentRunner(agent("scripted-agents.ts", "unscored"), await tinyInference());
     await expect(unscored.run(task({ question: "hi" }))).rejects.toThrow(/no evaluator is configured and the agent returned a string; set rollout_worker\.evaluator_module_path/);
     const wrong = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("WrongEvaluator")}`, await tinyInference());
     await expect(wrong.run(task({ question: "hi" }))).rejects.toThrow(/WrongEvaluator\.evaluate returned \{"reward":null\} for row 0; return \{ reward: <finite number>/);
+    const byFunction = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("scoreAnswer")}`, await tinyInference());
+    const [scored] = (await byFunction.run(task({ question: "hi", answer: "?" }))).trajectories;
+    expect([scored!.reward, scored!.extraFields.evaluation]).toEqual([0.75, { expected: "?" }]);
+    const noVerdict = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("noVerdict")}`, await tinyInference());
+    await expect(noVerdict.run(task({ question: "hi" }))).rejects.toThrow(/noVerdict\.evaluate returned "fine" for row 0/);
     const selfScoring = await agentRunner(agent("scripted-agents.ts", "selfScoring"), await tinyInference());
     expect((await selfScoring.run(task({ question: "hi" }))).trajectories.map((t) => t.reward)).toEqual([0.25]);
   });
