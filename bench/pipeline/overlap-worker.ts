@@ -1,0 +1,14 @@
+/**
+ * The rollout worker of the overlap row: one completion per task, rewarded 1 on even runs and 0
+ * on odd ones, so that every GRPO group has a signal and every step trains.
+ */
+import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
+import type { RolloutTask } from "../../src/pipeline/task.js";
+import type { Trajectory } from "../../src/types/trajectory.js";
+
+export class AlternatingRewardWorker extends BaseRolloutWorker {
+  async rollout(task: RolloutTask): Promise<Trajectory> {
+    return completionTrajectory(await this.inferenceClient.completion(String(task.prompt)), task.runId % 2 === 0 ? 1 : 0);
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Row 2 of the pipeline suite: rollouts through the pipeline's {@link RolloutRunner} (a trivial
+ * worker calling {@link OpenAIInferenceClient}, trajectories collected in a
+ * {@link TrajectoryPool}) against a bare undici request loop, both at the same concurrency
+ * against the same loopback server (`openai-server.ts`, in a child process).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+import { Pool } from "undici";
+import { ByteTokenizer } from "../../src/engine/index.js";
+import { TrajectoryPool } from "../../src/pipeline/pool.js";
+import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
+import type { RolloutTask, TaskGroup } from "../../src/pipeline/task.js";
+import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
+import type { RecipeConfig } from "../../src/recipe/index.js";
+import { OpenAIInferenceClient } from "../../src/services/inference/openai/index.js";
+import type { Trajectory } from "../../src/types/trajectory.js";
+import { PROMPT_TOKENS } from "./completion.js";
+
+/** Tasks per group, as with `data.rollout_repeat_n`. */
+const GROUP_SIZE = 8;
+/** Longest a measurement round may take before the suite gives up. */
+const ROUND_TIMEOUT_MS = 120_000;
+/** Per-request timeout of both clients. */
+const REQUEST_TIMEOUT_MS = 30_000;
+const MAX_TOKENS = 16;
+
+/** The loopback server process and its address. */
+export interface LoopbackServer {
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** Forks `openai-server.ts` answering after `delayMs`. */
+export async function startLoopbackServer(delayMs: number): Promise<LoopbackServer> {
+  const script = fileURLToPath(new URL("./openai-server.ts", import.meta.url));
+  // fork() reuses this process's execArgv, which carries tsx's loader flags.
+  const child: ChildProcess = fork(script, [String(delayMs)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const [message] = (await Promise.race([once(child, "message"), once(child, "exit").then(() => Promise.reject(new Error("the loopback server exited before listening")))])) as [{ port: number }];
+  return {
+    baseUrl: `http://127.0.0.1:${message.port}`,
+    close: async () => {
+      const exited = once(child, "exit");
+      child.disconnect();
+      await exited;
+    },
+  };
+}
+
+/** The trivial worker: one completion of fixed prompt ids, reward 1. */
+class EchoWorker extends BaseRolloutWorker {
+  async rollout(): Promise<Trajectory> {
+    return completionTrajectory(await this.inferenceClient.completion([...PROMPT_TOKENS]), 1);
+  }
+}
+
+function groups(count: number): TaskGroup[] {
+  return Array.from({ length: count / GROUP_SIZE }, (_, g) => {
+    const groupId = `0-${g}`;
+    const tasks = Array.from({ length: GROUP_SIZE }, (_, runId): RolloutTask => ({
+      data: { prompt: "" },
+      prompt: "",
+      index: g,
+      epoch: 0,
+      batchIndex: 0,
+      groupId,
+      runId,
+      groupSize: GROUP_SIZE,
+      isVal: false,
+      seed: g * GROUP_SIZE + runId,
+    }));
+    return { groupId, index: g, epoch: 0, batchIndex: 0, tasks };
+  });
+}
+
+async function bounded<T>(what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ROUND_TIMEOUT_MS} ms`)), ROUND_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `requests` calls of `call`, `concurrency` at a time, bounded in time; returns `requests`. */
+async function loops(what: string, concurrency: number, requests: number, call: () => Promise<unknown>): Promise<number> {
+  let left = requests;
+  const loop = async (): Promise<void> => {
+    while (left > 0) {
+      left--;
+      await call();
+    }
+  };
+  await bounded(`${requests} ${what} at concurrency ${concurrency}`, Promise.all(Array.from({ length: concurrency }, loop)));
+  return requests;
+}
+
+/** Both contenders at one concurrency; each call runs `requests` rollouts (or requests) and returns that count. */
+export interface RolloutBench {
+  pipeline(): Promise<number>;
+  bare(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Sets up {@link RolloutBench} against `baseUrl` at `concurrency`, `requests` per call (a multiple of the group size). */
+export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency: number, requests: number): RolloutBench {
+  const tokenizer = new ByteTokenizer();
+  // The run's stop signal, which a pipeline's runner always has (never aborted here).
+  const stop = new AbortController();
+  const inference = new OpenAIInferenceClient({ baseURL: `${baseUrl}/v1`, apiKey: "bench", model: "bench", tokenizer, timeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 0 });
+  const runner = new RolloutRunner({
+    createWorker: (slot) => new EchoWorker({ name: `rollout_worker-${slot}`, recipe, tokenizer }),
+    numWorkers: concurrency,
+    timeoutMs: 0,
+    policy: { mode: "fail_fast" },
+    inference,
+    sampling: { temperature: 1, maxTokens: MAX_TOKENS },
+    currentVersion: () => 0,
+    signal: stop.signal,
+  });
+  const pipeline = async (): Promise<number> => {
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: requests, stalenessThreshold: 0 });
+    const runs = groups(requests).flatMap((group) => {
+      pool.register(group);
+      return group.tasks.map(async (task) => pool.put(task, (await runner.run(task)).trajectories));
+    });
+    await bounded(`${requests} rollouts at concurrency ${concurrency}`, Promise.all(runs));
+    const batch = pool.take(0).batch;
+    if (batch?.length !== requests) throw new Error(`expected ${requests} trajectories, the pool handed out ${batch?.length ?? 0}`);
+    return requests;
+  };
+
+  // The same body the inference client sends (sampling fields, token-id options, prompt ids).
+  const body = JSON.stringify({
+    max_tokens: MAX_TOKENS,
+    n: 1,
+    temperature: 1,
+    seed: 1,
+    return_token_ids: true,
+    return_tokens_as_token_ids: true,
+    include_stop_str_in_output: true,
+    model: "bench",
+    prompt: PROMPT_TOKENS,
+    logprobs: 1,
+  });
+  const http = new Pool(baseUrl, { connections: concurrency, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+  const headers = { "content-type": "application/json", authorization: "Bearer bench" };
+  const bare = (): Promise<number> =>
+    loops("bare requests", concurrency, requests, async () => {
+      const response = await http.request({ path: "/v1/completions", method: "POST", headers, body });
+      if (response.statusCode !== 200) throw new Error(`the loopback server answered ${response.statusCode}`);
+      await response.body.json();
+    });
+  return { pipeline, bare, close: () => http.close() };
+}
+
+/**
+ * The layers under the pipeline's rollouts, each alone in the same request loop as the bare
+ * baseline, to show where the time between the two goes: WHATWG `fetch` (which the `openai`
+ * package uses), the `openai` package's `completions.create`, and `OpenAIInferenceClient.completion`.
+ */
+export function inferenceLayers(baseUrl: string, concurrency: number, requests: number): Record<"fetch" | "openai_sdk" | "inference_client", () => Promise<number>> {
+  const body = JSON.stringify({ model: "bench", prompt: PROMPT_TOKENS, max_tokens: MAX_TOKENS, logprobs: 1 });
+  const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "bench", timeout: REQUEST_TIMEOUT_MS, maxRetries: 0 });
+  const client = new OpenAIInferenceClient({ baseURL: `${baseUrl}/v1`, apiKey: "bench", model: "bench", tokenizer: new ByteTokenizer(), timeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 0 });
+  return {
+    fetch: () =>
+      loops("fetch requests", concurrency, requests, async () => {
+        const response = await fetch(`${baseUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+        await response.json();
+      }),
+    openai_sdk: () => loops("openai requests", concurrency, requests, () => openai.completions.create({ model: "bench", prompt: [...PROMPT_TOKENS], max_tokens: MAX_TOKENS, logprobs: 1 })),
+    inference_client: () => loops("inference client calls", concurrency, requests, () => client.completion([...PROMPT_TOKENS], { maxTokens: MAX_TOKENS })),
+  };
+}

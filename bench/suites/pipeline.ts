@@ -1,0 +1,167 @@
+/**
+ * The pipeline's own cost, each row against the limit of this machine measured in the same run:
+ * datum building and wire encoding against `JSON.stringify`, rollouts against a bare undici
+ * loop, the overlap of rollouts and training against its ideal, the trajectory pool's memory
+ * per token, and the CLI's start-up against Node's.
+ */
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { loadRecipe } from "../../src/recipe/index.js";
+import { encodingBench, LOSS_FN } from "../pipeline/encoding.js";
+import { stepMs } from "../pipeline/overlap.js";
+import { inferenceLayers, rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
+import { buildIfStale, CLI, nodeRun } from "../pipeline/startup.js";
+import { comparedRow, targetRow, type Row, type Suite } from "../lib/suite.js";
+import { median, sideBySide, type Contender } from "../lib/timing.js";
+
+/** Row 1: trajectory lengths, and tokens encoded per timed call. */
+const ENCODE_LENGTHS = [1_000, 10_000, 100_000];
+const ENCODE_TOKENS_PER_CALL = 200_000;
+const ENCODE = { warmup: 3, runs: 21 };
+/** Row 2: the server's answer delay, concurrencies, rollouts per timed call (per unit of concurrency). */
+const SERVER_DELAY_MS = 20;
+const CONCURRENCIES = [64, 256, 1024];
+const ROLLOUTS_PER_WORKER = 8;
+const ROLLOUT = { warmup: 1, runs: 5 };
+/** Concurrency at which the layers under the rollouts are timed too (in `setup`, no row). */
+const LAYERS_CONCURRENCY = 256;
+const LAYERS = { warmup: 1, runs: 3 };
+/** Row 3: rollout batch and training step times, and runs of each mode (alternated). */
+const OVERLAP = { rolloutMs: 200, trainMs: 200 };
+const OVERLAP_RUNS = 2;
+/** Row 4: tokens in each half of the pool fill, tokens per trajectory. */
+const POOL_TOKENS = 2_000_000;
+const POOL_TRAJECTORY_TOKENS = 1_000;
+/** Row 5: fresh processes per contender. */
+const STARTUP = { warmup: 2, runs: 15 };
+const VALIDATE_RECIPE = "recipe/math/local.yaml";
+
+/** Wraps a contender to count the page faults it causes (first touches of fresh memory). */
+function countingFaults(contender: Contender): { contender: Contender; faults: () => number } {
+  let faults = 0;
+  let calls = 0;
+  return {
+    contender: async () => {
+      const before = process.resourceUsage().minorPageFault;
+      const units = await contender();
+      faults += process.resourceUsage().minorPageFault - before;
+      calls++;
+      return units;
+    },
+    faults: () => Math.round(faults / calls),
+  };
+}
+
+/** RSS readings of `pool-rss-child.ts`, forked with --expose-gc. */
+function poolRss(): Promise<{ emptyMb: number; halfMb: number; fullMb: number; tokens: number }> {
+  const script = fileURLToPath(new URL("../pipeline/pool-rss-child.ts", import.meta.url));
+  return new Promise((resolve, reject) => {
+    // fork() reuses this process's execArgv, which carries tsx's loader flags.
+    const child = fork(script, [String(POOL_TOKENS), String(POOL_TRAJECTORY_TOKENS)], { execArgv: [...process.execArgv, "--expose-gc"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    let result: { emptyMb: number; halfMb: number; fullMb: number; tokens: number } | undefined;
+    child.on("message", (m: typeof result) => (result = m));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 && result ? resolve(result) : reject(new Error(`pool RSS child exited with code ${code}`))));
+  });
+}
+
+export const suite: Suite = {
+  description: "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, CLI start-up",
+  async *run(ctx): AsyncIterable<Row> {
+    const samplesMs: Record<string, Record<string, number[]>> = {};
+    ctx.setup("samples_ms", samplesMs);
+
+    // 1. Datum building + wire encoding.
+    const faults: Record<string, { ours: number; limit: number }> = {};
+    const bytes: Record<string, number> = {};
+    ctx.setup("encode", {
+      loss: LOSS_FN,
+      baseline: "JSON.stringify of the same request bodies, parsed back into plain objects once",
+      request: "one forward_backward request per trajectory, through TinkerTrainingClient with the network cut off after JSON.stringify",
+      tokens_per_call: ENCODE_TOKENS_PER_CALL,
+      ...ENCODE,
+      body_bytes_per_call: bytes,
+      page_faults_per_call: faults,
+    });
+    for (const length of ENCODE_LENGTHS) {
+      const name = `encode_${length / 1000}k_token_trajectories`;
+      ctx.log(`${name}: timing`);
+      const bench = await encodingBench(ENCODE_TOKENS_PER_CALL / length, length);
+      try {
+        const ours = countingFaults(() => bench.ours());
+        const limit = countingFaults(() => bench.limit());
+        const t = await sideBySide({ ours: ours.contender, limit: limit.contender }, ENCODE);
+        samplesMs[name] = { ours: t.ours.samplesMs, limit: t.limit.samplesMs };
+        faults[name] = { ours: ours.faults(), limit: limit.faults() };
+        bytes[name] = bench.bytes;
+        yield comparedRow(name, "tokens/s", t.ours.perSecond, t.limit.perSecond, { op: ">=", bound: 0.8 });
+      } finally {
+        await bench.close();
+      }
+    }
+
+    // 2. Rollout throughput.
+    const server = await startLoopbackServer(SERVER_DELAY_MS);
+    // Workers are given the parsed recipe; this one is never run.
+    const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), { env: {} });
+    ctx.setup("rollouts", {
+      server: `node:http in a child process on 127.0.0.1, answering after ${SERVER_DELAY_MS} ms`,
+      ours: "RolloutRunner (a worker making one OpenAIInferenceClient.completion) into a TrajectoryPool",
+      baseline: "undici Pool.request loops, one per unit of concurrency, reading each JSON answer",
+      rollouts_per_call: `${ROLLOUTS_PER_WORKER} × concurrency`,
+      ...ROLLOUT,
+    });
+    try {
+      for (const concurrency of CONCURRENCIES) {
+        const name = `rollouts_concurrency_${concurrency}`;
+        ctx.log(`${name}: timing`);
+        const bench = rolloutBench(server.baseUrl, config, concurrency, ROLLOUTS_PER_WORKER * concurrency);
+        try {
+          const t = await sideBySide({ pipeline: () => bench.pipeline(), bare: () => bench.bare() }, ROLLOUT);
+          samplesMs[name] = { pipeline: t.pipeline.samplesMs, bare: t.bare.samplesMs };
+          yield comparedRow(name, "rollouts/s", t.pipeline.perSecond, t.bare.perSecond, { op: ">=", bound: 0.8 });
+          if (concurrency === LAYERS_CONCURRENCY) {
+            ctx.log(`rollout layers at concurrency ${concurrency}: timing`);
+            const layers = inferenceLayers(server.baseUrl, concurrency, ROLLOUTS_PER_WORKER * concurrency);
+            const l = await sideBySide({ bare: () => bench.bare(), ...layers, pipeline: () => bench.pipeline() }, LAYERS);
+            ctx.setup(
+              `rollout_layers_per_s_concurrency_${concurrency}`,
+              Object.fromEntries(Object.entries(l).map(([layer, timing]) => [layer, Math.round(timing.perSecond)])),
+            );
+          }
+        } finally {
+          await bench.close();
+        }
+      }
+    } finally {
+      await server.close();
+    }
+
+    // 3. Overlap of rollouts and training.
+    ctx.setup("overlap", { ...OVERLAP, runs: OVERLAP_RUNS, driver: "executeRun (the loop runRecipe runs) with FakeTrainingService", async: "weight.sync_mode batch-async, staleness_threshold 1" });
+    const steps = { sync: [] as number[], async: [] as number[] };
+    for (let i = 0; i < OVERLAP_RUNS; i++) {
+      ctx.log(`overlap: run ${i + 1} of ${OVERLAP_RUNS} in each mode`);
+      steps.sync.push(await stepMs("sync", OVERLAP));
+      steps.async.push(await stepMs("batch-async", OVERLAP));
+    }
+    samplesMs.overlap_step = steps;
+    yield comparedRow("step_async_staleness_1", "ms/step", median(steps.async), Math.max(OVERLAP.rolloutMs, OVERLAP.trainMs), { op: "<=", bound: 1.1 });
+    yield comparedRow("step_sync", "ms/step", median(steps.sync), OVERLAP.rolloutMs + OVERLAP.trainMs, { op: "<=", bound: 1.05 });
+
+    // 4. Memory held in the trajectory pool.
+    ctx.log("pool_rss_per_million_tokens: child process");
+    const rss = await poolRss();
+    ctx.setup("pool_rss", { ...rss, trajectory_tokens: POOL_TRAJECTORY_TOKENS, measure: "RSS growth while the second half of the tokens fills the pool (the first half also pays the young generation's growth)" });
+    yield targetRow("pool_rss_per_million_tokens", "MB", (rss.fullMb - rss.halfMb) / (rss.tokens / 1e6), { op: "<=", bound: 40 });
+
+    // 5. Start-up.
+    ctx.setup("startup", { rebuilt_dist: await buildIfStale(), ...STARTUP });
+    ctx.log("cli_help: timing");
+    const t = await sideBySide({ help: nodeRun([CLI, "--help"]), node: nodeRun(["-e", "0"]), validate: nodeRun([CLI, "validate", "-c", VALIDATE_RECIPE]) }, STARTUP);
+    samplesMs.startup = { help: t.help.samplesMs, node: t.node.samplesMs, validate: t.validate.samplesMs };
+    ctx.setup("validate_ms", { recipe: VALIDATE_RECIPE, median: t.validate.medianMs, ratio_to_node: t.validate.medianMs / t.node.medianMs });
+    ctx.log(`nexrl validate -c ${VALIDATE_RECIPE}: ${t.validate.medianMs.toFixed(0)} ms (${(t.validate.medianMs / t.node.medianMs).toFixed(2)} × node -e 0; no target)`);
+    yield comparedRow("cli_help", "ms", t.help.medianMs, t.node.medianMs, { op: "<=", bound: 3 });
+  },
+};
