@@ -16,8 +16,11 @@ const shipped = readdirSync(RECIPES, { withFileTypes: true })
   .flatMap((entry) => readdirSync(join(RECIPES, entry.name)).filter((name) => name.endsWith(".yaml") && name !== "common.yaml").map((name) => `${entry.name}/${name}`));
 
 describe("shipped recipes", () => {
-  it("include local, tinker and weaver variants of pig_latin and math", () => {
-    expect(shipped.sort()).toEqual(["math/local.yaml", "math/tinker.yaml", "math/weaver.yaml", "pig_latin/local.yaml", "pig_latin/tinker.yaml", "pig_latin/weaver.yaml"]);
+  it("include local, tinker and weaver variants of agent_tools, pig_latin and math", () => {
+    expect(shipped.sort()).toEqual([
+      "agent_tools/local.yaml", "agent_tools/tinker.yaml", "agent_tools/weaver.yaml",
+      "math/local.yaml", "math/tinker.yaml", "math/weaver.yaml", "pig_latin/local.yaml", "pig_latin/tinker.yaml", "pig_latin/weaver.yaml",
+    ]);
   });
 
   for (const name of shipped) {
