@@ -2,8 +2,8 @@
 """A tool-using agent in plain Python (standard library only) that trains with nexrl.
 
 It claims tasks from a running nexrl agent gateway, answers each one by chatting with the policy
-through the rollout's OpenAI-compatible base URL (calling a `lookup` or `calc` tool when the model
-asks for one), scores its own answer, and pushes the finished episode back as trajectories built
+through the rollout's OpenAI-compatible base URL (calling the `get` or `calc` tool of the
+agent_tools recipe when the model asks for one), scores its own answer, and pushes the finished episode back as trajectories built
 from the token ids the gateway reported.
 
     python3 examples/python_agent/agent.py --gateway http://127.0.0.1:8765 \
@@ -27,9 +27,9 @@ TOOLS = [
     {
         "type": "function",
         "function": {
-            "name": "lookup",
-            "description": "The code of a word.",
-            "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+            "name": "get",
+            "description": "The secret code of an animal.",
+            "parameters": {"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"]},
         },
     },
     {
@@ -37,7 +37,7 @@ TOOLS = [
         "function": {
             "name": "calc",
             "description": "Evaluates an integer expression with + - * and parentheses.",
-            "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
+            "parameters": {"type": "object", "properties": {"e": {"type": "string"}}, "required": ["e"]},
         },
     },
 ]
@@ -85,10 +85,11 @@ def run_tool(call, codes):
     name = call["function"]["name"]
     try:
         args = json.loads(call["function"]["arguments"] or "{}")
-        if name == "lookup":
-            return codes.get(str(args.get("key", "")), "unknown key")
+        if name == "get":
+            key = str(args.get("k", "")).strip().lower()
+            return codes.get(key, 'no code for "%s"' % key)
         if name == "calc":
-            return calc(str(args.get("expression", "")))
+            return calc(str(args.get("e", "")))
         return "error: unknown tool " + name
     except (ValueError, SyntaxError, TypeError) as error:
         return "error: " + str(error)
@@ -152,7 +153,7 @@ def episode(claim, codes, max_turns, max_tokens):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gateway", required=True, help="the agent gateway's address, e.g. http://127.0.0.1:8765")
-    parser.add_argument("--codes", help="JSON file of the lookup tool's codes (word -> code)")
+    parser.add_argument("--codes", help="JSON file of the get tool's codes (animal -> code)")
     parser.add_argument("--episodes", type=int, default=0, help="stop after this many episodes (0: until the run ends)")
     parser.add_argument("--idle", type=float, default=60.0, help="stop after this many seconds without a task")
     parser.add_argument("--max-turns", type=int, default=4)
