@@ -9,4 +9,4 @@ export { TinkerTrainingClient } from "./training-client.js";
 export { TinkerSamplingClient } from "./sampling-client.js";
 export { RequestFailedError, UnsupportedTrainingModeError, type RequestErrorCategory } from "./errors.js";
 export { TinkerResponseError } from "./wire.js";
-export { DEFAULT_CHUNK_LIMITS, chunkDatums, reduceMetrics, type ChunkLimits } from "./chunks.js";
+export { DEFAULT_CHUNK_LIMITS, chunkDatums, estimateDatumBytes, reduceMetrics, type ChunkLimits } from "./chunks.js";
