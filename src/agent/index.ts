@@ -5,7 +5,7 @@
  * @module
  */
 export { AgentGateway, ROLLOUT_ID_HEADER, type AgentGatewayOptions } from "./gateway.js";
-export { RolloutSession, type CallBudget, type RolloutOptions } from "./session.js";
+export { RolloutSession, type RolloutOptions } from "./session.js";
 export type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 export { mergeCalls, type MergedSequence, type MergedTrace, type PrefixBreak } from "./merge.js";
 export { episodeTrajectories, type EpisodeScore, type EpisodeSequence, type EpisodeTrajectoryOptions, type TrajectoryWeight } from "./episode.js";

@@ -27,7 +27,10 @@ const pushSchema = z.strictObject({
 });
 
 /** A pushed trajectory; without a reward it takes the episode's. */
-export type PushedTrajectory = Omit<TrajectoryInit, "reward"> & { reward?: number };
+export type PushedTrajectory = Omit<TrajectoryInit, "reward"> & {
+  /** Its own reward, if the pushing agent gave one. */
+  reward?: number;
+};
 
 /** A validated push. */
 export interface PushedEpisode {

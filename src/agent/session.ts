@@ -25,7 +25,7 @@ export interface RolloutOptions {
   replayAnswers?: "tokens" | "text";
 }
 
-/** What a call may sample, once the limits allow it. */
+/** What a call may sample, once the limits allow it. @internal */
 export interface CallBudget {
   /** Its turn. */
   turn: number;
@@ -85,14 +85,15 @@ export class RolloutSession {
     return this.calls.length;
   }
 
-  /** The assistant messages answered so far. */
+  /** The assistant messages answered so far. @internal */
   get answered(): readonly AnsweredMessage[] {
     return this.answeredMessages;
   }
 
   /**
    * Admits a call asking for `requested` tokens (undefined: the default).
-   * @throws {@link OpenAIApiError} 400 `rollout_limit_reached` when the episode is out of turns or tokens or was truncated.
+   * @throws OpenAIApiError 400 `rollout_limit_reached` when the episode is out of turns or tokens or was truncated.
+   * @internal
    */
   admit(requested: number | undefined): CallBudget {
     if (this.truncation) throw limitError(`this episode was cut short (${this.truncation.message}); the gateway takes no more calls for it`);
@@ -116,7 +117,7 @@ export class RolloutSession {
     return { turn: this.started, maxTokens: budget, capped };
   }
 
-  /** Records a finished call admitted with `budget`; a call cut by the episode budget truncates the episode. */
+  /** Records a finished call admitted with `budget`; a call cut by the episode budget truncates the episode. @internal */
   record(call: GatewayCall, budget: CallBudget, answered: AnsweredMessage): void {
     if (!this.open) return;
     this.reserved -= budget.maxTokens;
@@ -126,7 +127,7 @@ export class RolloutSession {
     if (budget.capped && call.finishReason === "length") this.truncate("max_tokens", `the episode sampled its ${this.options.maxTokens} tokens (rollout_worker.agent.max_tokens)`);
   }
 
-  /** Gives back the budget of a call that failed. */
+  /** Gives back the budget of a call that failed. @internal */
   release(budget: CallBudget): void {
     this.reserved -= budget.maxTokens;
   }

@@ -28,8 +28,13 @@ export interface GatewayCall {
   toolCalls: ToolCall[];
   /** Chat calls: the conversation the agent sent. */
   messages?: ChatMessage[];
-  /** The assistant message answered: its content (tool calls removed) and its calls. */
-  reply: { content: string; toolCalls: ToolCall[] };
+  /** The assistant message answered. */
+  reply: {
+    /** Its content (stop string cut, tool calls removed). */
+    content: string;
+    /** Its tool calls. */
+    toolCalls: ToolCall[];
+  };
   /** Version of the weights that sampled it, when the inference client reports one. */
   policyVersion?: number;
   /** Token ids the inference client re-tokenised instead of reporting them (never for a sampler). */
@@ -47,5 +52,10 @@ export interface RolloutTrace {
   /** Its calls, by turn. */
   calls: GatewayCall[];
   /** Set when a limit cut the episode short. */
-  truncation?: { reason: TruncationReason; message: string };
+  truncation?: {
+    /** Which limit. */
+    reason: TruncationReason;
+    /** What happened, naming the recipe key. */
+    message: string;
+  };
 }

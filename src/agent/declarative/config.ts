@@ -43,8 +43,17 @@ export interface DeclarativeAgentConfig {
   systemPrompt: Template | string | undefined;
   /** Most model calls of the loop. */
   maxTurns: number;
-  /** Sampling fields sent with every call (`temperature`, `max_tokens`, `top_p`, `stop`). */
-  llm: { temperature?: number; max_tokens?: number; top_p?: number; stop?: string | string[] };
+  /** Sampling fields sent with every call (from `llm_config`). */
+  llm: {
+    /** Sampling temperature. */
+    temperature?: number;
+    /** Most tokens per call. */
+    max_tokens?: number;
+    /** Nucleus sampling mass. */
+    top_p?: number;
+    /** Stop strings. */
+    stop?: string | string[];
+  };
   /** The tools. */
   tools: AgentTool[];
 }
