@@ -167,6 +167,10 @@ describe("agent worker: declarative agents (agent_config.yaml)", () => {
     expect(t.logprobs).toEqual(logprobs);
     expect(t.reward).toBe(1);
     expect(t.extraFields).toMatchObject({ response: "7", task_name: "finder", counters: { "agent/tool_calls": 1, "agent/prefix_breaks": 0 } });
+    const oneTurn = await agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": config.replace("max_turns: 4", "max_turns: 1") }, 80);
+    const [cut] = (await oneTurn.run(task({ question: "find a", answer: "7" }, { prompt: "find a" }))).trajectories;
+    expect([cut!.reward, tokenizer.decode(cut!.tokens)]).toEqual([0, `<|user|>\nfind a<|assistant|>\n${TOOL_CALL_TEXT}`]);
+    expect(cut!.extraFields).toMatchObject({ is_truncated: true, agent: { truncation_reason: "agent_max_turns" } });
   });
 
   it("renders the system prompt with the date and the task's fields, and explains bad tool bindings", async () => {
