@@ -175,10 +175,15 @@ export class AgentGateway {
   async offerTask(session: RolloutSession, task: RolloutTask, rules: PushRules, signal: AbortSignal): Promise<PushedEpisode> {
     signal.throwIfAborted();
     const pushed = this.external.offer(session, task, this.modelName, rules);
-    const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+    let onAbort = (): void => undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
     try {
       return await Promise.race([pushed, aborted]);
     } finally {
+      signal.removeEventListener("abort", onAbort);
       this.external.withdraw(session.id);
     }
   }
