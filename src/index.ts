@@ -12,3 +12,4 @@ export { startServer, parseFaults, FaultSpecError, type ServerOptions, type Runn
 export { createOpenAIHandler, type ServedModel, type OpenAIHandlerOptions, type OpenAIRequestHandler } from "./server/openai.js";
 export * from "./services/inference/index.js";
 export * from "./pipeline/index.js";
+export * from "./agent/index.js";
