@@ -19,12 +19,13 @@ describe("shipped recipes", () => {
   it("include local, tinker and weaver variants of agent_tools, pig_latin and math", () => {
     expect(shipped.sort()).toEqual([
       "agent_tools/local.yaml", "agent_tools/tinker.yaml", "agent_tools/weaver.yaml",
-      "math/local.yaml", "math/tinker.yaml", "math/weaver.yaml", "pig_latin/local.yaml", "pig_latin/tinker.yaml", "pig_latin/weaver.yaml",
+      "math/local.yaml", "math/tinker.yaml", "math/weaver.yaml", "math/weaver_full_ft.yaml", "pig_latin/local.yaml", "pig_latin/tinker.yaml", "pig_latin/weaver.yaml",
     ]);
   });
 
   for (const name of shipped) {
-    const backend = name.split("/")[1]!.replace(".yaml", "");
+    // `weaver_full_ft.yaml` is a weaver recipe: the backend is the file name up to the first `_`.
+    const backend = name.split("/")[1]!.replace(".yaml", "").split("_")[0]!;
     const variable = ENV_KEY[backend];
     if (variable === undefined) {
       it(`${name} loads with no environment variables and uses the embedded engine`, async () => {
@@ -45,6 +46,12 @@ describe("shipped recipes", () => {
       });
     }
   }
+});
+
+it("math/weaver_full_ft.yaml trains the whole model on Weaver", async () => {
+  const { config } = await loadRecipe(join(RECIPES, "math/weaver_full_ft.yaml"), { env: { WEAVER_API_KEY: "key-123456789" } });
+  expect(config.service.weaver_service?.training_mode).toBe("full_ft");
+  expect(config.trainer.algorithm.learning_rate).toBe(1e-5);
 });
 
 describe("shipped data", () => {
