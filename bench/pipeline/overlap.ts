@@ -2,9 +2,11 @@
  * Row 3 of the pipeline suite: the real training loop (`executeRun`, as `runRecipe` calls it)
  * against {@link FakeTrainingService}, whose rollouts take R and training steps take T. In sync
  * mode a step should take R + T; with `batch-async` and staleness 1 the next batch rolls out while
- * the trainer steps, so a step should take max(R, T).
+ * the trainer steps, so a step should take max(R, T). {@link timerStepMs} is that limit as this
+ * machine keeps it: the same timers with nothing around them.
  */
 import { mkdir } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { executeRun } from "../../src/pipeline/training-run.js";
@@ -47,7 +49,27 @@ weight:
 `;
 }
 
-/** Milliseconds per step once running: the time from the end of step `WARM_STEPS` to the end of the last, divided by the steps in between. */
+/** Milliseconds per step once running: from the end of step `WARM_STEPS` to the end of the last, divided by the steps in between. */
+function perStep(ends: readonly number[]): number {
+  return (ends[STEPS - 1]! - ends[WARM_STEPS - 1]!) / (STEPS - WARM_STEPS);
+}
+
+/** {@link stepMs} of bare timers: a step is R then T in sync mode, R and T at once otherwise. */
+export async function timerStepMs(mode: "sync" | "batch-async", times: FakeTimes): Promise<number> {
+  const ends: number[] = [];
+  for (let step = 0; step < STEPS; step++) {
+    if (mode === "sync") {
+      await sleep(times.rolloutMs);
+      await sleep(times.trainMs);
+    } else {
+      await Promise.all([sleep(times.rolloutMs), sleep(times.trainMs)]);
+    }
+    ends.push(performance.now());
+  }
+  return perStep(ends);
+}
+
+/** Milliseconds per step of the pipeline once running (see {@link perStep}). */
 export async function stepMs(mode: "sync" | "batch-async", times: FakeTimes): Promise<number> {
   const rows = Array.from({ length: (STEPS + 2) * BATCH }, (_, i) => ({ prompt: `row ${i}` }));
   const { recipe, dir, remove } = await tempRecipe(recipeYaml(mode), rows);
@@ -73,5 +95,5 @@ export async function stepMs(mode: "sync" | "batch-async", times: FakeTimes): Pr
   } finally {
     await remove();
   }
-  return (ends[STEPS - 1]! - ends[WARM_STEPS - 1]!) / (STEPS - WARM_STEPS);
+  return perStep(ends);
 }
