@@ -5,6 +5,7 @@
  */
 import { DEFAULT_BACKOFF } from "../../src/http/backoff.js";
 import { HttpTransport, type HttpRequest, type HttpResponse } from "../../src/http/transport.js";
+import { seededRandom } from "../../src/pipeline/seed.js";
 import { trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
 import { DEFAULT_CHUNK_LIMITS } from "../../src/services/training/tinker/chunks.js";
 import { TinkerTrainingClient } from "../../src/services/training/tinker/training-client.js";
@@ -16,25 +17,13 @@ export const LOSS_FN: LossFunctionName = "importance_sampling";
 /** Share of each trajectory that is prompt (loss mask 0). */
 const PROMPT_SHARE = 0.1;
 
-/** A small deterministic generator (mulberry32), so that every run encodes the same numbers. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 /**
  * `count` trajectories of `length` tokens shaped like sampler output: vocabulary-sized ids,
  * float32 logprobs (as vLLM and Tinker report them), a GRPO-like scalar advantage. The arrays are
  * packed, as those built from parsed JSON are.
  */
 function makeTrajectories(count: number, length: number): Trajectory[] {
-  const next = random(count * length);
+  const next = seededRandom(count * length);
   const prompt = Math.round(length * PROMPT_SHARE);
   const trajectories: Trajectory[] = [];
   for (let i = 0; i < count; i++) {

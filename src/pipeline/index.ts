@@ -31,3 +31,4 @@ export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } fro
 export { discountedFutureSum, distillationAdvantages, klPenaltyAdvantages, type DistillationResult, type KlPenaltyInput, type KlPenaltyResult } from "./trainers/token-advantages.js";
 export { lossKind, trajectoryToDatum, type DatumOptions, type LossKind } from "./trainers/datums.js";
 export { rolloutMetrics } from "./trainers/rollout-metrics.js";
+export { seededRandom } from "./seed.js";

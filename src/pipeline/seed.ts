@@ -25,8 +25,11 @@ export function deriveSeed(...parts: ReadonlyArray<number | string>): number {
   return h >>> 0;
 }
 
-/** A uniform float stream in [0, 1) from a 32-bit seed (mulberry32). */
-function uniformStream(seed: number): () => number {
+/**
+ * A uniform float stream in [0, 1) from a 32-bit seed (mulberry32): the same seed gives the same
+ * numbers on every platform. The pipeline shuffles with it; data generators can use it too.
+ */
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -40,7 +43,7 @@ function uniformStream(seed: number): () => number {
 /** `items` in an order drawn from `seed` (Fisher–Yates); the input is not changed. */
 export function seededShuffle<T>(items: readonly T[], seed: number): T[] {
   const out = [...items];
-  const next = uniformStream(seed);
+  const next = seededRandom(seed);
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];

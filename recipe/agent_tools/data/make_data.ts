@@ -16,6 +16,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { seededRandom } from "nexrl";
 
 /** One tool-use question. */
 export interface ToolRow {
@@ -29,18 +30,6 @@ export interface ToolRow {
   arguments: { k: string } | { e: string };
   /** The kind of question, for per-source validation metrics. */
   data_source: "lookup" | "calc";
-}
-
-/** Deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const ANIMALS = [
@@ -57,7 +46,7 @@ const TEST_SIZE = 40;
 
 /** The codes, the train rows and the test rows. */
 export function makeData(): { codes: Record<string, string>; train: ToolRow[]; test: ToolRow[] } {
-  const next = random(11);
+  const next = seededRandom(11);
   const between = (low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
   const codes: Record<string, string> = {};
   for (const animal of ANIMALS) codes[animal] = String(between(100, 999));

@@ -15,6 +15,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { seededRandom } from "nexrl";
 
 /** One arithmetic question. */
 export interface MathRow {
@@ -26,25 +27,13 @@ export interface MathRow {
   data_source: "addition" | "subtraction" | "multiplication";
 }
 
-/** Deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Rows in each split. */
 const TRAIN_SIZE = 400;
 const TEST_SIZE = 100;
 
 /** The train and test rows: sums and differences of numbers below 100, products up to 12 × 12. */
 export function makeRows(): { train: MathRow[]; test: MathRow[] } {
-  const next = random(7);
+  const next = seededRandom(7);
   const between = (low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
   const rows = new Map<string, MathRow>();
   while (rows.size < TRAIN_SIZE + TEST_SIZE) {
@@ -85,7 +74,7 @@ export function makeEasyRows(): { train: MathRow[]; test: MathRow[] } {
       if (a >= b) add(a, "-", b);
     }
   }
-  const next = random(11);
+  const next = seededRandom(11);
   const all = [...rows.values()];
   for (let i = all.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));

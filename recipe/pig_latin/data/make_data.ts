@@ -13,6 +13,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { seededRandom } from "nexrl";
 
 /** One example: an English phrase and its Pig Latin. */
 export interface PigLatinRow {
@@ -66,18 +67,6 @@ const OBJECTS = [
   "the sweet cake", "a bright star", "the wooden chair", "the quick fox",
 ];
 
-/** Deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Number of generated `subject verb object` phrases. */
 const GENERATED = 320;
 /** Every `VAL_EVERY`-th phrase goes to the validation split. */
@@ -85,7 +74,7 @@ const VAL_EVERY = 10;
 
 /** The train and validation rows. */
 export function makeRows(): { train: PigLatinRow[]; val: PigLatinRow[] } {
-  const next = random(42);
+  const next = seededRandom(42);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const phrases = new Set(PHRASES);
   while (phrases.size < PHRASES.length + GENERATED) phrases.add(`${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)}`);
