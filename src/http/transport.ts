@@ -6,6 +6,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
 import type { Dispatcher } from "undici";
 import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
 import { ApiConnectionError, ApiStatusError, ApiTimeoutError, HttpError, RequestAbortedError, statusError, type HttpErrorContext } from "./errors.js";
@@ -29,6 +30,8 @@ export interface HttpTransportOptions {
   apiKey?: string;
   /** Header carrying the API key, e.g. `X-API-Key` (Tinker) or `X-WEAVER-API-KEY` (Weaver). */
   apiKeyHeader?: string;
+  /** Scheme written before the key, e.g. `Bearer` for `Authorization: Bearer <key>` (default: the key alone). */
+  apiKeyScheme?: string;
   /** Where the key comes from, named in authentication errors (e.g. `TINKER_API_KEY`). */
   apiKeySource?: string;
   /** Headers sent with every request. */
@@ -132,6 +135,8 @@ export class HttpTransport {
   private readonly prefix: string;
   private readonly lease: PoolLease;
   private readonly closing = new AbortController();
+  /** The abort emitters of attempts in flight, which `close()` fires. */
+  private readonly inFlight = new Set<EventEmitter>();
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   private readonly timeoutMs: number;
@@ -152,7 +157,7 @@ export class HttpTransport {
       "user-agent": "nexrl",
       accept: "application/json",
       ...options.headers,
-      ...(options.apiKey !== undefined && options.apiKey !== "" && { [keyHeader]: options.apiKey }),
+      ...(options.apiKey !== undefined && options.apiKey !== "" && { [keyHeader]: options.apiKeyScheme ? `${options.apiKeyScheme} ${options.apiKey}` : options.apiKey }),
     };
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.maxRetries = options.maxRetries ?? 10;
@@ -180,13 +185,16 @@ export class HttpTransport {
   async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
-    const headers: Record<string, string> = {
-      ...this.baseHeaders,
-      ...(request.body !== undefined && { "content-type": "application/json" }),
-      ...(key !== undefined && { "x-idempotency-key": key }),
-      ...request.headers,
-    };
-    const context: HttpErrorContext = { method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) };
+    const headers = request.body === undefined && key === undefined && request.headers === undefined
+      ? this.baseHeaders
+      : {
+          ...this.baseHeaders,
+          ...(request.body !== undefined && { "content-type": "application/json" }),
+          ...(key !== undefined && { "x-idempotency-key": key }),
+          ...request.headers,
+        };
+    // Built only for an error: redacting the headers of every request would be wasted work.
+    const context = (): HttpErrorContext => ({ method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) });
     const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -194,7 +202,7 @@ export class HttpTransport {
       } catch (error) {
         if (!(error instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(error, mode)) throw error;
         const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
-        this.log?.(this.redact(`nexrl http: ${request.method} ${context.url} failed (${this.describe(error)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
+        this.log?.(this.redact(`nexrl http: ${request.method} ${error.url} failed (${this.describe(error)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
         await this.wait(wait, request.signal, context);
       }
     }
@@ -203,6 +211,7 @@ export class HttpTransport {
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
+    for (const attempt of this.inFlight) attempt.emit("abort");
     await this.lease.release();
   }
 
@@ -217,12 +226,12 @@ export class HttpTransport {
     return error instanceof ApiTimeoutError ? "timeout" : "connection error";
   }
 
-  private async wait(ms: number, signal: AbortSignal | undefined, context: HttpErrorContext): Promise<void> {
+  private async wait(ms: number, signal: AbortSignal | undefined, context: () => HttpErrorContext): Promise<void> {
     const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     try {
       await sleep(ms, abort);
     } catch {
-      throw new RequestAbortedError(context, this.abortReason(signal));
+      throw new RequestAbortedError(context(), this.abortReason(signal));
     }
   }
 
@@ -232,10 +241,26 @@ export class HttpTransport {
     return this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted"));
   }
 
-  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | undefined, context: HttpErrorContext): Promise<HttpResponse<T>> {
+  /**
+   * One attempt. Its abort signal is one EventEmitter fired by a plain timer, the caller's signal
+   * or `close()`: on Node 20 `AbortSignal.timeout` plus `AbortSignal.any` cost about 30 µs per
+   * request, and a bare `AbortController` 5 µs, against 0.2 µs for an emitter — as much as the
+   * rest of the client's work on a loopback round trip.
+   */
+  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | undefined, context: () => HttpErrorContext): Promise<HttpResponse<T>> {
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signals = [timeout, this.closing.signal, ...(request.signal ? [request.signal] : [])];
+    const caller = request.signal;
+    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context(), this.abortReason(caller));
+    // undici takes an EventEmitter as a request's abort signal.
+    const attempt = new EventEmitter();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attempt.emit("abort");
+    }, timeoutMs);
+    const onAbort = (): boolean => attempt.emit("abort");
+    caller?.addEventListener("abort", onAbort, { once: true });
+    this.inFlight.add(attempt);
     let response: Dispatcher.ResponseData;
     let text: string;
     try {
@@ -244,14 +269,18 @@ export class HttpTransport {
         method: request.method,
         headers,
         body: body ?? null,
-        signal: AbortSignal.any(signals),
+        signal: attempt,
       });
       text = await response.body.text();
     } catch (error) {
-      if (request.signal?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context, this.abortReason(request.signal));
-      if (timeout.aborted) throw new ApiTimeoutError(context, timeoutMs);
+      if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context(), this.abortReason(caller));
+      if (timedOut) throw new ApiTimeoutError(context(), timeoutMs);
       const code = errorCode(error);
-      throw new ApiConnectionError(context, !(code !== undefined && NOT_CONNECTED.has(code)), error);
+      throw new ApiConnectionError(context(), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    } finally {
+      clearTimeout(timer);
+      caller?.removeEventListener("abort", onAbort);
+      this.inFlight.delete(attempt);
     }
     const responseHeaders = flatHeaders(response.headers);
     const parsed = parseBody(text, responseHeaders["content-type"]);
@@ -262,7 +291,7 @@ export class HttpTransport {
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(
       {
-        ...context,
+        ...context(),
         status: response.statusCode,
         body: this.redactor.value(parsed),
         headers: responseHeaders,

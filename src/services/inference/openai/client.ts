@@ -1,10 +1,11 @@
 /**
  * An {@link InferenceClient} over an OpenAI-compatible server (vLLM, SGLang, `nexrl serve`),
- * token-in/token-out, through the official `openai` package.
+ * token-in/token-out, over the undici {@link HttpTransport}.
  *
  * @module
  */
-import OpenAI, { APIError, APIUserAbortError } from "openai";
+import { HttpError, RequestAbortedError } from "../../../http/errors.js";
+import { HttpTransport } from "../../../http/transport.js";
 import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
 import { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
@@ -29,7 +30,7 @@ export interface OpenAIInferenceClientOptions {
   defaults?: SamplingDefaults;
   /** Milliseconds before a request is abandoned (default 600 000). */
   timeoutMs?: number;
-  /** Retries of connection failures, 408, 409, 429 and 5xx, with backoff (default 2). */
+  /** Retries of connection failures, timeouts, 408, 429 and 5xx, with jittered backoff honouring `retry-after` (default 2). */
   maxRetries?: number;
   /**
    * Re-tokenise locally when the server reports no token ids (default false: such a call fails
@@ -50,6 +51,27 @@ export interface OpenAIInferenceClientOptions {
 }
 
 const DEFAULT_MAX_TOKENS = 256;
+
+/** The logprobs of a `/v1/completions` choice. */
+interface CompletionLogprobs {
+  tokens?: string[] | null;
+  token_logprobs?: Array<number | null> | null;
+}
+
+/** The fields of a `/v1/completions` answer the client reads. */
+interface CompletionAnswer {
+  choices?: Array<VllmTokenIdFields & { text?: string; finish_reason?: string | null; logprobs?: CompletionLogprobs | null }>;
+}
+
+/** The fields of a `/v1/chat/completions` answer the client reads (vLLM puts `prompt_token_ids` at the top). */
+interface ChatCompletionAnswer extends VllmTokenIdFields {
+  choices?: Array<{
+    message?: { content?: string | null; tool_calls?: Array<{ id: string; type: string; function?: { name: string; arguments: string } }> | null };
+    finish_reason?: string | null;
+    logprobs?: { content?: Array<{ token: string; logprob: number | null }> | null } | null;
+    token_ids?: number[] | null;
+  }>;
+}
 
 /** Maps an OpenAI `finish_reason` to nexrl's: a tool call or content filter also stopped the turn. */
 function finishReasonOf(reason: string | null | undefined): FinishReason {
@@ -79,7 +101,7 @@ function reportedIds(tokenIds: number[] | null | undefined, logprobTokens: reado
 export class OpenAIInferenceClient implements InferenceClient {
   /** The tokenizer of the served model. */
   readonly tokenizer: Tokenizer;
-  private readonly openai: OpenAI;
+  private readonly http: HttpTransport;
   private readonly baseURL: string;
   private modelName: string;
   private version: number | undefined;
@@ -90,12 +112,20 @@ export class OpenAIInferenceClient implements InferenceClient {
     this.baseURL = options.baseURL.replace(/\/+$/, "");
     this.modelName = options.model;
     this.version = options.policyVersion;
-    this.openai = new OpenAI({
-      baseURL: this.baseURL,
+    this.http = new HttpTransport({
+      baseUrl: this.baseURL,
       apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? "EMPTY",
-      timeout: options.timeoutMs ?? 600_000,
+      apiKeyHeader: "authorization",
+      apiKeyScheme: "Bearer",
+      apiKeySource: "apiKey (or OPENAI_API_KEY)",
+      timeoutMs: options.timeoutMs ?? 600_000,
       maxRetries: options.maxRetries ?? 2,
     });
+  }
+
+  /** Aborts calls in flight and lets go of the connections to the server. */
+  close(): Promise<void> {
+    return this.http.close();
   }
 
   /** The model new calls sample from. */
@@ -128,40 +158,34 @@ export class OpenAIInferenceClient implements InferenceClient {
   private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
     const model = this.modelName;
     const policyVersion = this.version;
-    const params: OpenAI.CompletionCreateParamsNonStreaming & VllmTokenIdRequestFields & Record<string, unknown> = {
-      ...this.sampling(options),
-      model,
-      prompt: promptTokens,
-      logprobs: 1,
-    };
-    const response = await this.send("/completions", options, (signal) => this.openai.completions.create(params, { signal }));
-    const choice = response.choices[0] as (OpenAI.CompletionChoice & VllmTokenIdFields) | undefined;
+    const response = await this.send<CompletionAnswer>("/completions", { ...this.sampling(options), model, prompt: promptTokens, logprobs: 1 }, options);
+    const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`);
     const retokenized: Array<"prompt" | "response"> = [];
     let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);
     if (!responseTokens) {
       this.allowRetokenize("token_ids");
-      responseTokens = this.tokenizer.encode(choice.text);
+      responseTokens = this.tokenizer.encode(choice.text ?? "");
       retokenized.push("response");
     }
     const logprobs = this.checkLogprobs("/completions", choice.logprobs?.token_logprobs, responseTokens.length);
-    return this.result({ promptTokens: choice.prompt_token_ids ?? promptTokens, responseTokens, response: choice.text, logprobs, finishReason: finishReasonOf(choice.finish_reason) }, retokenized, policyVersion);
+    return this.result({ promptTokens: choice.prompt_token_ids ?? promptTokens, responseTokens, response: choice.text ?? "", logprobs, finishReason: finishReasonOf(choice.finish_reason) }, retokenized, policyVersion);
   }
 
   private async chatCompletion(messages: readonly ChatMessage[], options: InferenceOptions): Promise<InferenceResult> {
     const policyVersion = this.version;
-    const params: OpenAI.ChatCompletionCreateParamsNonStreaming & VllmTokenIdRequestFields & Record<string, unknown> = {
+    const params = {
       ...this.sampling(options),
       model: this.modelName,
-      messages: messages as OpenAI.ChatCompletionMessageParam[],
+      messages,
       logprobs: true,
-      ...(options.tools && options.tools.length > 0 && { tools: options.tools as OpenAI.ChatCompletionTool[] }),
+      ...(options.tools && options.tools.length > 0 && { tools: options.tools }),
       ...(options.chatTemplateKwargs && { chat_template_kwargs: options.chatTemplateKwargs }),
     };
-    const response = (await this.send("/chat/completions", options, (signal) => this.openai.chat.completions.create(params, { signal }))) as OpenAI.ChatCompletion & VllmTokenIdFields;
-    const choice = response.choices[0] as (OpenAI.ChatCompletion.Choice & VllmTokenIdFields) | undefined;
+    const response = await this.send<ChatCompletionAnswer>("/chat/completions", params, options);
+    const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`);
-    const text = choice.message.content ?? "";
+    const text = choice.message?.content ?? "";
     const entries = choice.logprobs?.content ?? undefined;
     const retokenized: Array<"prompt" | "response"> = [];
     let promptTokens = response.prompt_token_ids ?? undefined;
@@ -177,8 +201,8 @@ export class OpenAIInferenceClient implements InferenceClient {
       retokenized.push("response");
     }
     const logprobs = this.checkLogprobs("/chat/completions", entries?.map((e) => e.logprob), responseTokens.length);
-    const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
-      call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
+    const toolCalls: ToolCall[] = (choice.message?.tool_calls ?? []).flatMap((call) =>
+      call.type === "function" && call.function ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
     );
     return this.result(
       { promptTokens, responseTokens, response: text, logprobs, finishReason: finishReasonOf(choice.finish_reason), ...(toolCalls.length > 0 && { toolCalls }) },
@@ -188,7 +212,7 @@ export class OpenAIInferenceClient implements InferenceClient {
   }
 
   /** The request fields every call shares: sampling parameters and the token-id options. */
-  private sampling(options: InferenceOptions): Record<string, unknown> {
+  private sampling(options: InferenceOptions): VllmTokenIdRequestFields & Record<string, unknown> {
     const d = this.options.defaults ?? {};
     const temperature = options.temperature ?? d.temperature;
     const topP = options.topP ?? d.topP;
@@ -215,13 +239,19 @@ export class OpenAIInferenceClient implements InferenceClient {
     return this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools && { tools }), ...(chatTemplateKwargs && { chatTemplateKwargs }) });
   }
 
-  /** Sends a request, turning the `openai` client's failures into {@link InferenceRequestError}; aborts pass through. */
-  private async send<T>(path: string, options: InferenceOptions, request: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
-    options.signal?.throwIfAborted();
+  /**
+   * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
+   * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
+   */
+  private async send<T>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<T> {
     try {
-      return await request(options.signal);
+      const response = await this.http.request<T | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) });
+      if (response.body === null || typeof response.body !== "object") {
+        throw new InferenceResponseError(`POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
+      }
+      return response.body;
     } catch (error) {
-      if (error instanceof APIError && !(error instanceof APIUserAbortError)) throw new InferenceRequestError(`POST ${this.baseURL}${path}`, error);
+      if (error instanceof HttpError && !(error instanceof RequestAbortedError)) throw new InferenceRequestError(`POST ${this.baseURL}${path}`, error);
       throw error;
     }
   }

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { APIConnectionTimeoutError, type APIError } from "openai";
+import { ApiStatusError, ApiTimeoutError, type HttpError } from "../../../http/errors.js";
 import { NexrlError } from "../../../types/errors.js";
 import { networkReason } from "../network-reason.js";
 
@@ -16,33 +16,41 @@ function statusHint(status: number): string {
   return "the server failed; check its logs";
 }
 
+/** The server's explanation in an OpenAI-style error body (`{ error: { message } }`), else the body's text. */
+function serverMessage(body: unknown): string {
+  if (typeof body === "string") return body.trim().slice(0, 500);
+  const error = body && typeof body === "object" ? (body as { error?: unknown }).error : undefined;
+  const message = error && typeof error === "object" ? (error as { message?: unknown }).message : error;
+  if (typeof message === "string") return message;
+  return body === undefined ? "" : JSON.stringify(body).slice(0, 500);
+}
+
 /** An OpenAI-compatible request that failed: an HTTP error status, no connection or a timeout. */
 export class InferenceRequestError extends NexrlError {
   /** HTTP status; undefined when no response arrived. */
   readonly status: number | undefined;
   /** The server's request id, when it gave one. */
   readonly requestId: string | undefined;
-  /** Whether sending the request again may succeed (408, 409, 429, 5xx, connection failures, timeouts). */
+  /** Whether sending the request again may succeed (408, 429, 5xx, connection failures, timeouts). */
   readonly isRetryable: boolean;
 
   /**
    * @param request method and URL, e.g. `POST http://127.0.0.1:8000/v1/completions`.
-   * @param error the `openai` client's error.
+   * @param error the transport's error, after its retries.
    */
-  constructor(request: string, error: APIError) {
+  constructor(request: string, error: HttpError) {
     const status = error.status;
-    const requestId = error.requestID ?? undefined;
-    const timedOut = error instanceof APIConnectionTimeoutError;
+    const requestId = error.requestId;
     const what =
-      status !== undefined
-        ? `failed with HTTP ${status}${requestId ? ` (request id ${requestId})` : ""}: ${error.message}; ${statusHint(status)}`
-        : timedOut
+      error instanceof ApiStatusError
+        ? `failed with HTTP ${error.status}${requestId ? ` (request id ${requestId})` : ""}: ${serverMessage(error.body)}; ${statusHint(error.status)}`
+        : error instanceof ApiTimeoutError
           ? "timed out; raise timeoutMs or lower maxTokens"
           : `could not reach the server (${networkReason(error)}); check baseURL and that the server is running`;
     super(`${request} ${what}`, { cause: error });
     this.status = status;
     this.requestId = requestId;
-    this.isRetryable = status === undefined || status === 408 || status === 409 || status === 429 || status >= 500;
+    this.isRetryable = error.isRetryable;
   }
 }
 
