@@ -4,7 +4,7 @@
  * service, against `JSON.stringify` of the same bodies pre-built as plain objects (the limit).
  */
 import { DEFAULT_BACKOFF } from "../../src/http/backoff.js";
-import { HttpTransport, type HttpRequest, type HttpResponse } from "../../src/http/transport.js";
+import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } from "../../src/http/transport.js";
 import { seededRandom } from "../../src/pipeline/seed.js";
 import { trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
 import { DEFAULT_CHUNK_LIMITS } from "../../src/services/training/tinker/chunks.js";
@@ -43,7 +43,7 @@ function makeTrajectories(count: number, length: number): Trajectory[] {
 
 /**
  * The transport with the network cut off: it serialises each body as `HttpTransport.request`
- * does (`JSON.stringify`) and answers the submission at once, so that the client's own work —
+ * does (`requestBodyText`) and answers the submission at once, so that the client's own work —
  * datum checks, chunking, body building and serialisation — is all that is timed.
  */
 class EncodingTransport extends HttpTransport {
@@ -52,8 +52,8 @@ class EncodingTransport extends HttpTransport {
   private nextId = 0;
 
   override async request<T>(request: HttpRequest): Promise<HttpResponse<T>> {
-    const body = JSON.stringify(request.body);
-    this.capture?.push(body);
+    const body = requestBodyText(request)!;
+    this.capture?.push(typeof body === "string" ? body : Buffer.from(body).toString("utf8"));
     return { status: 200, headers: {}, body: { request_id: `req-${this.nextId++}` } as T };
   }
 }

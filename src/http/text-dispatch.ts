@@ -1,0 +1,96 @@
+/**
+ * One HTTP request through undici's `dispatch` API, its answer collected as text. Lighter than
+ * `Pool.request`, which wraps every answer in a `Readable` stream and then consumes it: for the
+ * small JSON answers of sampling and training calls the stream machinery costs more than the
+ * parsing.
+ *
+ * @module
+ */
+import type { Dispatcher } from "undici";
+
+/** Response headers as undici parses them: lower-cased names, repeated headers as arrays. */
+export type ResponseHeaders = Dispatcher.ResponseData["headers"];
+
+/** A complete answer: status, headers (lower-cased names) and the body decoded as UTF-8. */
+export interface TextAnswer {
+  statusCode: number;
+  headers: ResponseHeaders;
+  text: string;
+}
+
+/** A request in flight: its answer, and a way to give up on it. */
+export interface TextExchange {
+  /** Settles with the answer, or rejects with undici's error or the reason given to `abort`. */
+  readonly answer: Promise<TextAnswer>;
+  /** Rejects `answer` with `reason` at once and stops the request whenever it reaches a socket. */
+  abort(reason: Error): void;
+}
+
+/** The handler of one exchange; `settle` is set once `answer` has settled. */
+class TextHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: Error | undefined;
+  private statusCode = 0;
+  private headers: ResponseHeaders = {};
+  private readonly chunks: Buffer[] = [];
+  private settled = false;
+
+  constructor(
+    private readonly resolve: (answer: TextAnswer) => void,
+    private readonly reject: (error: Error) => void,
+  ) {}
+
+  abort(reason: Error): void {
+    this.fail(reason);
+    if (this.controller) this.controller.abort(reason);
+    else this.abortReason = reason;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortReason) controller.abort(this.abortReason);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: ResponseHeaders): void {
+    // 1xx answers are informational: the real one follows.
+    if (statusCode < 200) return;
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.settled = true;
+    // Concatenated before decoding: a multi-byte character may span two chunks.
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: body.toString("utf8") });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.fail(error);
+  }
+
+  private fail(error: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(error);
+  }
+}
+
+/** Sends `options` on `dispatcher` and collects the answer as text. */
+export function dispatchText(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): TextExchange {
+  let handler!: TextHandler;
+  const answer = new Promise<TextAnswer>((resolve, reject) => {
+    handler = new TextHandler(resolve, reject);
+  });
+  try {
+    dispatcher.dispatch(options, handler);
+  } catch (error) {
+    handler.abort(error instanceof Error ? error : new Error(String(error)));
+  }
+  return { answer, abort: (reason) => handler.abort(reason) };
+}
