@@ -3,14 +3,13 @@
  * concurrency, a timeout and the failure policy.
  * @module
  */
-import pLimit from "p-limit";
 import type { InferenceClient } from "../../services/inference/types.js";
 import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
 import { RolloutError, RolloutTimeoutError } from "../errors.js";
 import { deriveSeed } from "../seed.js";
 import type { RolloutTask } from "../task.js";
 import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult } from "../workers/base.js";
-import { RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
+import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 
 /** Options of {@link RolloutRunner}. */
@@ -62,10 +61,16 @@ export interface RolloutCounts {
 }
 
 /**
- * Why an attempt's signal aborts once the attempt is over. One shared reason: `abort()` without
- * one builds a DOMException, stack trace included, for every rollout.
+ * A worker instance and the abort controller of its inference calls. The controller lives as
+ * long as the instance and is replaced only when it had to fire (a timeout, or calls still in
+ * flight when an attempt ended): on Node 20 an `AbortSignal` costs about 5 µs to make and as
+ * much to fire, a third of a loopback rollout's own work if paid per attempt.
  */
-const ATTEMPT_OVER = new Error("the rollout attempt is over");
+interface Slot {
+  readonly index: number;
+  worker: BaseRolloutWorker;
+  controller: AbortController;
+}
 
 const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
 
@@ -91,25 +96,27 @@ function outputs(result: RolloutResult): Array<Trajectory | TrajectoryInit> {
  * {@link FailurePolicy}.
  */
 export class RolloutRunner {
-  private readonly limit;
-  private readonly free: Array<{ slot: number; worker: BaseRolloutWorker }> = [];
-  /** Controllers of the attempts running; the run's signal aborts them all. */
-  private readonly attempts = new Set<AbortController>();
+  private readonly slots: Slot[] = [];
+  /** Slots without a rollout; the last is handed out first. */
+  private readonly free: Slot[] = [];
+  /** Rollouts waiting for a slot, first come first served (`waiting[waitingHead]` is next). */
+  private waiting: Array<(slot: Slot) => void> = [];
+  private waitingHead = 0;
   private counts = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
   constructor(private readonly options: RolloutRunnerOptions) {
-    this.limit = pLimit(options.numWorkers);
-    for (let slot = options.numWorkers - 1; slot >= 0; slot--) this.free.push({ slot, worker: options.createWorker(slot) });
+    for (let index = 0; index < options.numWorkers; index++) this.slots.push({ index, worker: options.createWorker(index), controller: new AbortController() });
+    this.free.push(...[...this.slots].reverse());
     // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
     // costs a weak reference held by the run's signal until it is garbage-collected.
     const stop = options.signal;
-    stop?.addEventListener("abort", () => this.attempts.forEach((controller) => controller.abort(stop.reason)), { once: true });
+    stop?.addEventListener("abort", () => this.slots.forEach((slot) => slot.controller.abort(stop.reason)), { once: true });
   }
 
   /** Rollouts waiting for a free worker plus those running. */
   get busy(): number {
-    return this.limit.activeCount + this.limit.pendingCount;
+    return this.slots.length - this.free.length + this.waiting.length - this.waitingHead;
   }
 
   /** The counters since the last call, reset. */
@@ -123,18 +130,37 @@ export class RolloutRunner {
    * Runs `task` under the failure policy once a worker is free.
    * @throws {@link RolloutError} when the policy stops the run.
    */
-  run(task: RolloutTask): Promise<RolloutOutcome> {
-    return this.limit(() => this.runWithRetries(task));
+  async run(task: RolloutTask): Promise<RolloutOutcome> {
+    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.push(resolve)));
+    try {
+      return await this.runWithRetries(task, slot);
+    } finally {
+      this.release(slot);
+    }
   }
 
-  private async runWithRetries(task: RolloutTask): Promise<RolloutOutcome> {
+  /** Hands `slot` to the longest-waiting rollout, or back to the free list. */
+  private release(slot: Slot): void {
+    if (this.waitingHead === this.waiting.length) {
+      this.free.push(slot);
+      return;
+    }
+    const next = this.waiting[this.waitingHead++]!;
+    if (this.waitingHead === this.waiting.length) {
+      this.waiting = [];
+      this.waitingHead = 0;
+    }
+    next(slot);
+  }
+
+  private async runWithRetries(task: RolloutTask, slot: Slot): Promise<RolloutOutcome> {
     const { policy, signal } = this.options;
     const retries = policy.mode === "fail_fast" ? 0 : policy.retries;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
       if (attempt > 0) this.counts.retried++;
       try {
-        const trajectories = await this.attempt(task, attempt);
+        const trajectories = await this.attempt(task, attempt, slot);
         this.counts.succeeded++;
         return { task, status: "ok", trajectories, attempts: attempt + 1 };
       } catch (error) {
@@ -151,17 +177,13 @@ export class RolloutRunner {
     }
   }
 
-  private async attempt(task: RolloutTask, attempt: number): Promise<Trajectory[]> {
+  private async attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
     const { options } = this;
-    const entry = this.free.pop()!;
     // runWithRetries returns before an attempt once the run's signal has aborted.
-    const controller = new AbortController();
-    this.attempts.add(controller);
-    const signal = controller.signal;
-    const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), signal, options.sampling);
+    const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), slot.controller.signal, options.sampling);
     const produced: Array<Trajectory | TrajectoryInit> = [];
     let open = true;
-    const worker = entry.worker;
+    const worker = slot.worker;
     worker[ROLLOUT_SCOPE] = {
       inference,
       put: (t) => {
@@ -192,10 +214,14 @@ export class RolloutRunner {
     } finally {
       open = false;
       clearTimeout(timer);
-      this.attempts.delete(controller);
-      controller.abort(ATTEMPT_OVER);
+      // Calls of this attempt still in flight are aborted; later ones fail (the client has ended).
+      const stragglers = inference?.end() ?? false;
+      if (timedOut || stragglers) {
+        slot.controller.abort(ATTEMPT_OVER);
+        slot.controller = new AbortController();
+      }
       // A timed-out rollout may still be running: its instance is abandoned and replaced.
-      this.free.push(timedOut ? { slot: entry.slot, worker: options.createWorker(entry.slot) } : entry);
+      if (timedOut) slot.worker = options.createWorker(slot.index);
     }
   }
 

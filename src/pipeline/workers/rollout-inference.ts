@@ -8,6 +8,12 @@ import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
 import { deriveSeed } from "../seed.js";
 
+/**
+ * Why the calls of a rollout attempt fail once it is over. One shared reason: `abort()` without
+ * one builds a DOMException, stack trace included, for every rollout.
+ */
+export const ATTEMPT_OVER = new Error("the rollout attempt is over");
+
 /** Defaults applied to every call unless the worker passes its own value. */
 export interface RolloutSamplingDefaults {
   /** `rollout_worker.temperature`. */
@@ -23,12 +29,14 @@ export interface RolloutSamplingDefaults {
  */
 export class RolloutInferenceClient implements InferenceClient {
   private calls = 0;
+  private inFlight = 0;
+  private ended = false;
   private oldest: number | undefined;
 
   /**
    * @param inner the shared client.
    * @param seed the attempt's seed.
-   * @param signal aborted when the rollout times out or the run stops.
+   * @param signal aborted when the rollout times out, the run stops, or the attempt ends with calls in flight.
    * @param defaults sampling defaults of the recipe.
    */
   constructor(
@@ -58,7 +66,17 @@ export class RolloutInferenceClient implements InferenceClient {
     return this.record(this.inner.chat(messages, this.options(options)));
   }
 
+  /**
+   * Ends the attempt: later calls, and calls still in flight when they return, fail. Returns whether calls are still
+   * in flight (the caller then aborts the signal).
+   */
+  end(): boolean {
+    this.ended = true;
+    return this.inFlight > 0;
+  }
+
   private options(options: InferenceOptions): InferenceOptions {
+    if (this.ended) throw ATTEMPT_OVER;
     this.signal.throwIfAborted();
     const seed = deriveSeed(this.seed, this.calls++);
     const signal = options.signal ? AbortSignal.any([options.signal, this.signal]) : this.signal;
@@ -66,7 +84,14 @@ export class RolloutInferenceClient implements InferenceClient {
   }
 
   private async record(call: Promise<InferenceResult>): Promise<InferenceResult> {
-    const result = await call;
+    this.inFlight++;
+    let result: InferenceResult;
+    try {
+      result = await call;
+    } finally {
+      this.inFlight--;
+    }
+    if (this.ended) throw ATTEMPT_OVER;
     this.signal.throwIfAborted();
     if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
     return result;
