@@ -26,8 +26,11 @@ export interface TextExchange {
   abort(reason: Error): void;
 }
 
-/** The handler of one exchange; `settle` is set once `answer` has settled. */
-class TextHandler implements Dispatcher.DispatchHandler {
+/** The handler of one exchange, and the exchange itself. */
+class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
+  readonly answer: Promise<TextAnswer>;
+  private resolve!: (answer: TextAnswer) => void;
+  private reject!: (error: Error) => void;
   private controller: Dispatcher.DispatchController | undefined;
   private abortReason: Error | undefined;
   private statusCode = 0;
@@ -35,10 +38,12 @@ class TextHandler implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
   private settled = false;
 
-  constructor(
-    private readonly resolve: (answer: TextAnswer) => void,
-    private readonly reject: (error: Error) => void,
-  ) {}
+  constructor() {
+    this.answer = new Promise<TextAnswer>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
 
   abort(reason: Error): void {
     this.fail(reason);
@@ -83,14 +88,11 @@ class TextHandler implements Dispatcher.DispatchHandler {
 
 /** Sends `options` on `dispatcher` and collects the answer as text. */
 export function dispatchText(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): TextExchange {
-  let handler!: TextHandler;
-  const answer = new Promise<TextAnswer>((resolve, reject) => {
-    handler = new TextHandler(resolve, reject);
-  });
+  const handler = new TextHandler();
   try {
     dispatcher.dispatch(options, handler);
   } catch (error) {
     handler.abort(error instanceof Error ? error : new Error(String(error)));
   }
-  return { answer, abort: (reason) => handler.abort(reason) };
+  return handler;
 }

@@ -85,6 +85,9 @@ export interface HttpResponse<T = unknown> {
   requestId?: string;
 }
 
+/** What `close()` gives up on the attempts in flight with. */
+const CLOSED = new Error("the client was closed");
+
 /** The bytes `request` sends: `encodedBody`, else `body` as JSON, else none. */
 export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody">): string | Uint8Array | undefined {
   if (request.encodedBody !== undefined) return request.encodedBody;
@@ -103,7 +106,8 @@ function errorCode(error: unknown): string | undefined {
 
 function flatHeaders(headers: ResponseHeaders): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
   }
   return out;
@@ -146,6 +150,8 @@ export class HttpTransport {
   private readonly inFlight = new Set<TextExchange>();
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
+  /** `baseHeaders` plus the JSON content type, for calls with a body. */
+  private readonly jsonHeaders: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
   private readonly backoff: BackoffOptions;
@@ -166,6 +172,7 @@ export class HttpTransport {
       ...options.headers,
       ...(options.apiKey !== undefined && options.apiKey !== "" && { [keyHeader]: options.apiKeyScheme ? `${options.apiKeyScheme} ${options.apiKey}` : options.apiKey }),
     };
+    this.jsonHeaders = { ...this.baseHeaders, "content-type": "application/json" };
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.maxRetries = options.maxRetries ?? 10;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
@@ -193,24 +200,16 @@ export class HttpTransport {
     const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
     const body = requestBodyText(request);
-    const headers = body === undefined && key === undefined && request.headers === undefined
-      ? this.baseHeaders
-      : {
-          ...this.baseHeaders,
-          ...(body !== undefined && { "content-type": "application/json" }),
-          ...(key !== undefined && { "x-idempotency-key": key }),
-          ...request.headers,
-        };
-    // Built only for an error: redacting the headers of every request would be wasted work.
-    const context = (): HttpErrorContext => ({ method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) });
+    const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
+    const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.send<T>(request, headers, body, context);
+        return await this.send<T>(request, headers, body);
       } catch (error) {
         if (!(error instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(error, mode)) throw error;
         const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
         this.log?.(this.redact(`nexrl http: ${request.method} ${error.url} failed (${this.describe(error)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
-        await this.wait(wait, request.signal, context);
+        await this.wait(wait, request, headers);
       }
     }
   }
@@ -218,7 +217,7 @@ export class HttpTransport {
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
-    for (const attempt of this.inFlight) attempt.abort(new Error("the client was closed"));
+    for (const attempt of this.inFlight) attempt.abort(CLOSED);
     await this.lease.release();
   }
 
@@ -233,12 +232,18 @@ export class HttpTransport {
     return error instanceof ApiTimeoutError ? "timeout" : "connection error";
   }
 
-  private async wait(ms: number, signal: AbortSignal | undefined, context: () => HttpErrorContext): Promise<void> {
+  /** What errors say about a request; built only for an error, as redacting headers costs. */
+  private context(request: HttpRequest, headers: Record<string, string>): HttpErrorContext {
+    return { method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) };
+  }
+
+  private async wait(ms: number, request: HttpRequest, headers: Record<string, string>): Promise<void> {
+    const signal = request.signal;
     const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     try {
       await sleep(ms, abort);
     } catch {
-      throw new RequestAbortedError(context(), this.abortReason(signal));
+      throw new RequestAbortedError(this.context(request, headers), this.abortReason(signal));
     }
   }
 
@@ -254,30 +259,27 @@ export class HttpTransport {
    * `AbortSignal.any` cost about 30 µs per request and a bare `AbortController` 5 µs — as much as
    * the rest of the client's work on a loopback round trip.
    */
-  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | Uint8Array | undefined, context: () => HttpErrorContext): Promise<HttpResponse<T>> {
+  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | Uint8Array | undefined): Promise<HttpResponse<T>> {
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     const caller = request.signal;
-    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context(), this.abortReason(caller));
+    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(this.context(request, headers), this.abortReason(caller));
     const exchange = dispatchText(this.lease.pool, { path: this.prefix + request.path, method: request.method, headers, body: body ?? null });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      exchange.abort(new Error(`no answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onAbort = (): void => exchange.abort(new Error("aborted"));
-    caller?.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(() => exchange.abort(new ApiTimeoutError(this.context(request, headers), timeoutMs)), timeoutMs);
+    const onAbort = caller && ((): void => exchange.abort(new RequestAbortedError(this.context(request, headers), this.abortReason(caller))));
+    if (onAbort) caller!.addEventListener("abort", onAbort, { once: true });
     this.inFlight.add(exchange);
     let response: TextAnswer;
     try {
       response = await exchange.answer;
     } catch (error) {
-      if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(context(), this.abortReason(caller));
-      if (timedOut) throw new ApiTimeoutError(context(), timeoutMs);
+      // The caller's signal and the timer reject with the transport's own errors.
+      if (error instanceof HttpError) throw error;
+      if (error === CLOSED) throw new RequestAbortedError(this.context(request, headers), this.abortReason(caller));
       const code = errorCode(error);
-      throw new ApiConnectionError(context(), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+      throw new ApiConnectionError(this.context(request, headers), !(code !== undefined && NOT_CONNECTED.has(code)), error);
     } finally {
       clearTimeout(timer);
-      caller?.removeEventListener("abort", onAbort);
+      if (onAbort) caller!.removeEventListener("abort", onAbort);
       this.inFlight.delete(exchange);
     }
     const text = response.text;
@@ -290,7 +292,7 @@ export class HttpTransport {
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(
       {
-        ...context(),
+        ...this.context(request, headers),
         status: response.statusCode,
         body: this.redactor.value(parsed),
         headers: responseHeaders,

@@ -100,34 +100,42 @@ export class Trajectory {
    *   non-finite `reward`, `logprobs`, `advantage` or `advantages`.
    */
   validate(): this {
-    const where = this.describe();
-    const fail = (field: string, what: string): never => {
-      throw new TrajectoryError(field, `Trajectory${where}: ${field} ${what}`);
-    };
-    if (!Array.isArray(this.tokens) || this.tokens.length === 0) fail("tokens", "is empty; a trajectory needs at least one token");
-    const n = this.tokens.length;
-    this.tokens.forEach((t, i) => {
-      if (!Number.isInteger(t) || t < 0) fail("tokens", `[${i}] is ${t}; token ids are non-negative integers`);
-    });
-    const sameLength = (field: string, values: unknown) => {
-      if (!Array.isArray(values)) fail(field, "must be an array");
-      else if (values.length !== n) fail(field, `has length ${values.length} but tokens has length ${n}; they must match`);
-    };
-    sameLength("lossMask", this.lossMask);
-    this.lossMask.forEach((m, i) => {
-      if (m !== 0 && m !== 1) fail("lossMask", `[${i}] is ${m}; mask values are 0 or 1`);
-    });
-    if (typeof this.reward !== "number" || !Number.isFinite(this.reward)) fail("reward", `is ${this.reward}; it must be a finite number`);
-    for (const field of ["logprobs", "advantages"] as const) {
-      const values = this[field];
-      if (values === undefined) continue;
-      sameLength(field, values);
-      values.forEach((v, i) => {
-        if (typeof v !== "number" || !Number.isFinite(v)) fail(field, `[${i}] is ${v}; it must be a finite number`);
-      });
+    // Plain loops, and messages built only on failure: this runs on every rollout.
+    const { tokens, lossMask } = this;
+    if (!Array.isArray(tokens) || tokens.length === 0) this.fail("tokens", "is empty; a trajectory needs at least one token");
+    const n = tokens.length;
+    for (let i = 0; i < n; i++) {
+      const t = tokens[i];
+      if (!Number.isInteger(t) || t! < 0) this.fail("tokens", `[${i}] is ${t}; token ids are non-negative integers`);
     }
-    if (this.advantage !== undefined && !Number.isFinite(this.advantage)) fail("advantage", `is ${this.advantage}; it must be a finite number`);
+    this.checkLength("lossMask", lossMask, n);
+    for (let i = 0; i < n; i++) {
+      const m = lossMask[i];
+      if (m !== 0 && m !== 1) this.fail("lossMask", `[${i}] is ${m}; mask values are 0 or 1`);
+    }
+    if (typeof this.reward !== "number" || !Number.isFinite(this.reward)) this.fail("reward", `is ${this.reward}; it must be a finite number`);
+    this.checkFinite("logprobs", this.logprobs, n);
+    this.checkFinite("advantages", this.advantages, n);
+    if (this.advantage !== undefined && !Number.isFinite(this.advantage)) this.fail("advantage", `is ${this.advantage}; it must be a finite number`);
     return this;
+  }
+
+  private checkLength(field: string, values: unknown, n: number): asserts values is unknown[] {
+    if (!Array.isArray(values)) this.fail(field, "must be an array");
+    if (values.length !== n) this.fail(field, `has length ${values.length} but tokens has length ${n}; they must match`);
+  }
+
+  private checkFinite(field: "logprobs" | "advantages", values: number[] | undefined, n: number): void {
+    if (values === undefined) return;
+    this.checkLength(field, values, n);
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      if (typeof v !== "number" || !Number.isFinite(v)) this.fail(field, `[${i}] is ${v}; it must be a finite number`);
+    }
+  }
+
+  private fail(field: string, what: string): never {
+    throw new TrajectoryError(field, `Trajectory${this.describe()}: ${field} ${what}`);
   }
 
   private describe(): string {

@@ -80,9 +80,9 @@ function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
   return value instanceof Trajectory ? value : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
 }
 
-function outputs(result: RolloutResult): Array<Trajectory | TrajectoryInit> {
+function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
   if (result === undefined || result === null) return [];
-  if (Array.isArray(result)) return [...result];
+  if (Array.isArray(result)) return result;
   if (typeof result === "object" && "tokens" in result) return [result as Trajectory | TrajectoryInit];
   // NexRL workers return status strings ("success"); anything else carries no trajectory.
   return [];
@@ -195,10 +195,10 @@ export class RolloutRunner {
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const running = Promise.resolve().then(() => worker.rollout(task));
+      // A worker that throws before its first await fails the attempt like one that rejects.
       const result = options.timeoutMs > 0
         ? await Promise.race([
-            running,
+            Promise.resolve().then(() => worker.rollout(task)),
             new Promise<never>((_, reject) => {
               timer = setTimeout(() => {
                 timedOut = true;
@@ -207,10 +207,13 @@ export class RolloutRunner {
               }, options.timeoutMs);
             }),
           ])
-        : await running;
+        : await worker.rollout(task);
       open = false;
       const version = inference?.oldestPolicyVersion ?? startVersion;
-      return [...produced, ...outputs(result)].map((value) => this.accept(toTrajectory(value), task, version));
+      const values = produced.length === 0 ? outputs(result) : [...produced, ...outputs(result)];
+      const trajectories: Trajectory[] = [];
+      for (const value of values) trajectories.push(this.accept(toTrajectory(value), task, version));
+      return trajectories;
     } finally {
       open = false;
       clearTimeout(timer);

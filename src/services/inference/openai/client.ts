@@ -146,7 +146,7 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   /** Continues `prompt` on `/v1/completions`; text is encoded with BOS, token ids are sent as they are. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.complete(typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : [...prompt], options);
+    return this.complete(typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt, options);
   }
 
   /** Answers a conversation (with `options.tools` and `options.chatTemplateKwargs`), as `chatVia` says. */
@@ -155,21 +155,30 @@ export class OpenAIInferenceClient implements InferenceClient {
     return this.chatCompletion(messages, options);
   }
 
+  /**
+   * `/v1/completions` of `promptTokens`. The body is serialised before the first await, so the
+   * caller's array is copied only when it becomes part of the result (a server that does not
+   * report the prompt's ids).
+   */
   private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
-    const model = this.modelName;
     const policyVersion = this.version;
-    const response = await this.send<CompletionAnswer>("/completions", { ...this.sampling(options), model, prompt: promptTokens, logprobs: 1 }, options);
+    const body = this.sampling(options);
+    body.model = this.modelName;
+    body.prompt = promptTokens;
+    body.logprobs = 1;
+    const response = await this.send<CompletionAnswer>("/completions", body, options);
     const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`);
-    const retokenized: Array<"prompt" | "response"> = [];
     let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);
+    let retokenized: Array<"prompt" | "response"> | undefined;
     if (!responseTokens) {
       this.allowRetokenize("token_ids");
       responseTokens = this.tokenizer.encode(choice.text ?? "");
-      retokenized.push("response");
+      retokenized = ["response"];
     }
     const logprobs = this.checkLogprobs("/completions", choice.logprobs?.token_logprobs, responseTokens.length);
-    return this.result({ promptTokens: choice.prompt_token_ids ?? promptTokens, responseTokens, response: choice.text ?? "", logprobs, finishReason: finishReasonOf(choice.finish_reason) }, retokenized, policyVersion);
+    const result: InferenceResult = { promptTokens: choice.prompt_token_ids ?? promptTokens.slice(), responseTokens, response: choice.text ?? "", logprobs, finishReason: finishReasonOf(choice.finish_reason) };
+    return this.stamp(result, retokenized, policyVersion);
   }
 
   private async chatCompletion(messages: readonly ChatMessage[], options: InferenceOptions): Promise<InferenceResult> {
@@ -204,34 +213,35 @@ export class OpenAIInferenceClient implements InferenceClient {
     const toolCalls: ToolCall[] = (choice.message?.tool_calls ?? []).flatMap((call) =>
       call.type === "function" && call.function ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
     );
-    return this.result(
+    return this.stamp(
       { promptTokens, responseTokens, response: text, logprobs, finishReason: finishReasonOf(choice.finish_reason), ...(toolCalls.length > 0 && { toolCalls }) },
-      retokenized,
+      retokenized.length > 0 ? retokenized : undefined,
       policyVersion,
     );
   }
 
-  /** The request fields every call shares: sampling parameters and the token-id options. */
+  /**
+   * A new request body with the fields every call shares: sampling parameters and the token-id
+   * options. Built field by field: this runs once per rollout call.
+   */
   private sampling(options: InferenceOptions): VllmTokenIdRequestFields & Record<string, unknown> {
     const d = this.options.defaults ?? {};
+    const body: VllmTokenIdRequestFields & Record<string, unknown> = { max_tokens: options.maxTokens ?? d.maxTokens ?? DEFAULT_MAX_TOKENS, n: 1 };
     const temperature = options.temperature ?? d.temperature;
+    if (temperature !== undefined) body.temperature = temperature;
     const topP = options.topP ?? d.topP;
+    if (topP !== undefined) body.top_p = topP;
     const topK = options.topK ?? d.topK;
+    if (topK !== undefined) body.top_k = topK;
     const stop = options.stop ?? d.stop;
+    if (stop !== undefined && stop.length > 0) body.stop = stop;
     const seed = options.seed ?? d.seed;
-    return {
-      max_tokens: options.maxTokens ?? d.maxTokens ?? DEFAULT_MAX_TOKENS,
-      n: 1,
-      ...(temperature !== undefined && { temperature }),
-      ...(topP !== undefined && { top_p: topP }),
-      ...(topK !== undefined && { top_k: topK }),
-      ...(stop !== undefined && stop.length > 0 && { stop }),
-      ...(seed !== undefined && { seed }),
-      return_token_ids: true,
-      return_tokens_as_token_ids: true,
-      include_stop_str_in_output: true,
-      ...this.options.extraBody,
-    };
+    if (seed !== undefined) body.seed = seed;
+    body.return_token_ids = true;
+    body.return_tokens_as_token_ids = true;
+    body.include_stop_str_in_output = true;
+    if (this.options.extraBody) Object.assign(body, this.options.extraBody);
+    return body;
   }
 
   private localChatPrompt(messages: readonly ChatMessage[], options: InferenceOptions): number[] {
@@ -269,7 +279,9 @@ export class OpenAIInferenceClient implements InferenceClient {
   }
 
   private checkLogprobs(path: string, logprobs: ReadonlyArray<number | null> | null | undefined, count: number): number[] {
-    if (!logprobs || logprobs.length !== count || logprobs.some((lp) => typeof lp !== "number")) {
+    let valid = logprobs !== null && logprobs !== undefined && logprobs.length === count;
+    for (let i = 0; valid && i < count; i++) valid = typeof logprobs![i] === "number";
+    if (!valid) {
       throw new InferenceResponseError(
         `POST ${this.baseURL}${path} returned ${logprobs ? `${logprobs.length} logprobs` : "no logprobs"} for ${count} response tokens; the server must honour logprobs${path === "/completions" ? ": 1" : ": true"} (with re-tokenised ids the counts can differ: use a server that reports token ids)`,
       );
@@ -277,7 +289,10 @@ export class OpenAIInferenceClient implements InferenceClient {
     return logprobs as number[];
   }
 
-  private result(result: InferenceResult, retokenized: Array<"prompt" | "response">, policyVersion: number | undefined): InferenceResult {
-    return { ...result, ...(policyVersion !== undefined && { policyVersion }), ...(retokenized.length > 0 && { retokenized }) };
+  /** `result` with the policy version and what was re-tokenised, when known. */
+  private stamp(result: InferenceResult, retokenized: Array<"prompt" | "response"> | undefined, policyVersion: number | undefined): InferenceResult {
+    if (policyVersion !== undefined) result.policyVersion = policyVersion;
+    if (retokenized) result.retokenized = retokenized;
+    return result;
   }
 }
