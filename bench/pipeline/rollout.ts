@@ -1,8 +1,9 @@
 /**
- * Row 2 of the pipeline suite: rollouts through the pipeline's {@link RolloutRunner} (a trivial
- * worker calling {@link OpenAIInferenceClient}, trajectories collected in a
- * {@link TrajectoryPool}) against a bare undici request loop, both at the same concurrency
- * against the same loopback server (`openai-server.ts`, in a child process).
+ * Row 2 of the pipeline suite: rollouts through the pipeline as a training run drives them — a
+ * {@link DataLoader} batch, the {@link RolloutScheduler}, the {@link RolloutRunner} (a trivial
+ * worker calling {@link OpenAIInferenceClient}) and the {@link TrajectoryPool} handing the batch
+ * out — against a bare undici request loop, both at the same concurrency against the same
+ * loopback server (`openai-server.ts`, in a child process).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -10,9 +11,10 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { Pool } from "undici";
 import { ByteTokenizer } from "../../src/engine/index.js";
+import { DataLoader } from "../../src/pipeline/data/data-loader.js";
 import { TrajectoryPool } from "../../src/pipeline/pool.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
-import type { RolloutTask, TaskGroup } from "../../src/pipeline/task.js";
+import { RolloutScheduler } from "../../src/pipeline/scheduler.js";
 import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
 import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
@@ -55,25 +57,6 @@ class EchoWorker extends BaseRolloutWorker {
   async rollout(): Promise<Trajectory> {
     return completionTrajectory(await this.inferenceClient.completion([...PROMPT_TOKENS]), 1);
   }
-}
-
-function groups(count: number): TaskGroup[] {
-  return Array.from({ length: count / GROUP_SIZE }, (_, g) => {
-    const groupId = `0-${g}`;
-    const tasks = Array.from({ length: GROUP_SIZE }, (_, runId): RolloutTask => ({
-      data: { prompt: "" },
-      prompt: "",
-      index: g,
-      epoch: 0,
-      batchIndex: 0,
-      groupId,
-      runId,
-      groupSize: GROUP_SIZE,
-      isVal: false,
-      seed: g * GROUP_SIZE + runId,
-    }));
-    return { groupId, index: g, epoch: 0, batchIndex: 0, tasks };
-  });
 }
 
 async function bounded<T>(what: string, work: Promise<T>): Promise<T> {
@@ -124,15 +107,14 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
     currentVersion: () => 0,
     signal: stop.signal,
   });
+  // One data row per group; every call rolls out the whole set as one batch.
+  const rows = Array.from({ length: requests / GROUP_SIZE }, (_, i) => ({ prompt: `row ${i}` }));
   const pipeline = async (): Promise<number> => {
+    const loader = new DataLoader(rows, { promptKey: "prompt", batchSize: rows.length, seed: 0, rolloutRepeatN: GROUP_SIZE, maxEpochs: 1 });
     const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: requests, stalenessThreshold: 0 });
-    const runs = groups(requests).flatMap((group) => {
-      pool.register(group);
-      return group.tasks.map(async (task) => pool.put(task, (await runner.run(task)).trajectories));
-    });
-    await bounded(`${requests} rollouts at concurrency ${concurrency}`, Promise.all(runs));
-    const batch = pool.take(0).batch;
-    if (batch?.length !== requests) throw new Error(`expected ${requests} trajectories, the pool handed out ${batch?.length ?? 0}`);
+    const scheduler = new RolloutScheduler({ loader, runner, pool, mode: "batches", lookahead: 0, batchSize: requests });
+    const batch = await bounded(`${requests} rollouts at concurrency ${concurrency}`, scheduler.next(0));
+    if (batch?.trajectories.length !== requests) throw new Error(`expected ${requests} trajectories, the scheduler handed out ${batch?.trajectories.length ?? 0}`);
     return requests;
   };
 

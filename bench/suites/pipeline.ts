@@ -106,7 +106,7 @@ export const suite: Suite = {
     const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), { env: {} });
     ctx.setup("rollouts", {
       server: `node:http in a child process on 127.0.0.1, answering after ${SERVER_DELAY_MS} ms`,
-      ours: "RolloutRunner (a worker making one OpenAIInferenceClient.completion) into a TrajectoryPool",
+      ours: "a DataLoader batch through RolloutScheduler, RolloutRunner (a worker making one OpenAIInferenceClient.completion) and TrajectoryPool",
       baseline: "undici Pool.request loops, one per unit of concurrency, reading each JSON answer",
       rollouts_per_call: `${ROLLOUTS_PER_WORKER} × concurrency`,
       ...ROLLOUT,

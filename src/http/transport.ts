@@ -85,6 +85,13 @@ export interface HttpResponse<T = unknown> {
   requestId?: string;
 }
 
+/** An attempt on its way: its exchange, its timeout timer and its listener on the caller's signal. */
+interface SentAttempt {
+  exchange: TextExchange;
+  timer: NodeJS.Timeout;
+  onAbort: (() => void) | undefined;
+}
+
 /** What `close()` gives up on the attempts in flight with. */
 const CLOSED = new Error("the client was closed");
 
@@ -146,8 +153,12 @@ export class HttpTransport {
   private readonly prefix: string;
   private readonly lease: PoolLease;
   private readonly closing = new AbortController();
-  /** The attempts in flight, which `close()` aborts. */
-  private readonly inFlight = new Set<TextExchange>();
+  /**
+   * The attempts in flight, which `close()` aborts. An array with swap-removal rather than a
+   * `Set`: at a few hundred concurrent calls a `Set` under constant churn doubled what survived
+   * each young-generation collection (V8 trace-gc: 1.46 vs 0.77 MB per scavenge).
+   */
+  private readonly inFlight: TextExchange[] = [];
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   /** `baseHeaders` plus the JSON content type, for calls with a body. */
@@ -202,22 +213,29 @@ export class HttpTransport {
     const body = requestBodyText(request);
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
     const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
+    // One async frame per call, attempts included: a few hundred calls wait at once during
+    // rollouts, and every frame they hold is copied by each young-generation collection.
     for (let attempt = 0; ; attempt++) {
+      const sent = this.send(request, headers, body);
+      let failure: unknown;
       try {
-        return await this.send<T>(request, headers, body);
+        return this.answer<T>(await sent.exchange.answer, request, headers);
       } catch (error) {
-        if (!(error instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(error, mode)) throw error;
-        const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
-        this.log?.(this.redact(`nexrl http: ${request.method} ${error.url} failed (${this.describe(error)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
-        await this.wait(wait, request, headers);
+        failure = this.failure(error, request, headers);
+      } finally {
+        this.settle(sent, request.signal);
       }
+      if (!(failure instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(failure, mode)) throw failure;
+      const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
+      this.log?.(this.redact(`nexrl http: ${request.method} ${failure.url} failed (${this.describe(failure)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
+      await this.wait(wait, request, headers);
     }
   }
 
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
-    for (const attempt of this.inFlight) attempt.abort(CLOSED);
+    for (const attempt of [...this.inFlight]) attempt.abort(CLOSED);
     await this.lease.release();
   }
 
@@ -254,12 +272,13 @@ export class HttpTransport {
   }
 
   /**
-   * One attempt, through {@link dispatchText}. It is given up on by a plain timer, the caller's
-   * signal or `close()`, without an `AbortSignal` of its own: on Node 20 `AbortSignal.timeout` plus
-   * `AbortSignal.any` cost about 30 µs per request and a bare `AbortController` 5 µs — as much as
-   * the rest of the client's work on a loopback round trip.
+   * Starts one attempt, through {@link dispatchText}. It is given up on by a plain timer, the
+   * caller's signal or `close()`, without an `AbortSignal` of its own: on Node 20
+   * `AbortSignal.timeout` plus `AbortSignal.any` cost about 30 µs per request and a bare
+   * `AbortController` 5 µs — as much as the rest of the client's work on a loopback round trip.
+   * @throws {@link RequestAbortedError} when the caller's signal or `close()` came first.
    */
-  private async send<T>(request: HttpRequest, headers: Record<string, string>, body: string | Uint8Array | undefined): Promise<HttpResponse<T>> {
+  private send(request: HttpRequest, headers: Record<string, string>, body: string | Uint8Array | undefined): SentAttempt {
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     const caller = request.signal;
     if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(this.context(request, headers), this.abortReason(caller));
@@ -267,33 +286,44 @@ export class HttpTransport {
     const timer = setTimeout(() => exchange.abort(new ApiTimeoutError(this.context(request, headers), timeoutMs)), timeoutMs);
     const onAbort = caller && ((): void => exchange.abort(new RequestAbortedError(this.context(request, headers), this.abortReason(caller))));
     if (onAbort) caller!.addEventListener("abort", onAbort, { once: true });
-    this.inFlight.add(exchange);
-    let response: TextAnswer;
-    try {
-      response = await exchange.answer;
-    } catch (error) {
-      // The caller's signal and the timer reject with the transport's own errors.
-      if (error instanceof HttpError) throw error;
-      if (error === CLOSED) throw new RequestAbortedError(this.context(request, headers), this.abortReason(caller));
-      const code = errorCode(error);
-      throw new ApiConnectionError(this.context(request, headers), !(code !== undefined && NOT_CONNECTED.has(code)), error);
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) caller!.removeEventListener("abort", onAbort);
-      this.inFlight.delete(exchange);
-    }
-    const text = response.text;
-    const responseHeaders = flatHeaders(response.headers);
-    const parsed = parseBody(text, responseHeaders["content-type"]);
+    this.inFlight.push(exchange);
+    return { exchange, timer, onAbort };
+  }
+
+  /** Undoes what `send` set up, once the attempt has settled. */
+  private settle(sent: SentAttempt, caller: AbortSignal | undefined): void {
+    clearTimeout(sent.timer);
+    if (sent.onAbort) caller!.removeEventListener("abort", sent.onAbort);
+    const i = this.inFlight.lastIndexOf(sent.exchange);
+    const last = this.inFlight.pop()!;
+    if (last !== sent.exchange) this.inFlight[i] = last;
+  }
+
+  /** The error an attempt failed with, as the transport reports it. */
+  private failure(error: unknown, request: HttpRequest, headers: Record<string, string>): unknown {
+    // Status errors, and the caller's signal and the timer, are the transport's own already.
+    if (error instanceof HttpError) return error;
+    if (error === CLOSED) return new RequestAbortedError(this.context(request, headers), this.abortReason(request.signal));
+    const code = errorCode(error);
+    return new ApiConnectionError(this.context(request, headers), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+  }
+
+  /**
+   * The response of a complete answer.
+   * @throws {@link ApiStatusError} for a status outside 2xx.
+   */
+  private answer<T>(answer: TextAnswer, request: HttpRequest, headers: Record<string, string>): HttpResponse<T> {
+    const responseHeaders = flatHeaders(answer.headers);
+    const parsed = parseBody(answer.text, responseHeaders["content-type"]);
     const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
-    if (response.statusCode >= 200 && response.statusCode < 300) {
-      return { status: response.statusCode, headers: responseHeaders, body: parsed as T, ...(requestId !== undefined && { requestId }) };
+    if (answer.statusCode >= 200 && answer.statusCode < 300) {
+      return { status: answer.statusCode, headers: responseHeaders, body: parsed as T, ...(requestId !== undefined && { requestId }) };
     }
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(
       {
         ...this.context(request, headers),
-        status: response.statusCode,
+        status: answer.statusCode,
         body: this.redactor.value(parsed),
         headers: responseHeaders,
         ...(requestId !== undefined && { requestId }),

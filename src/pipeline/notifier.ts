@@ -22,6 +22,7 @@ export class Notifier {
 
   /** Wakes every current waiter. */
   notify(): void {
+    if (this.waiters.length === 0) return;
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();

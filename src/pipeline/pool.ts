@@ -71,6 +71,12 @@ interface Entry {
   /** Trajectories per run id, in emission order; undefined until that run finished. */
   runs: Array<Trajectory[] | undefined>;
   finished: number;
+  /** Set once every run has finished and the group was kept. */
+  ready: boolean;
+  /** Trajectories over all runs. */
+  trajectories: number;
+  /** Oldest policy version among its trajectories (Infinity when none says): set when ready. */
+  oldest: number;
 }
 
 /**
@@ -79,10 +85,16 @@ interface Entry {
  * `minGroupSize` productive rollouts are dropped and counted. {@link TrajectoryPool.take} first
  * removes finished groups whose oldest trajectory was sampled more than `stalenessThreshold`
  * versions before the trainer's, then hands out a batch when the readiness rule says so.
+ *
+ * Bookkeeping is incremental (each group's trajectory count and oldest version are kept when it
+ * finishes): the trainer may ask after every finished group, and at a thousand groups in flight
+ * a scan per question made the pool the pipeline's bottleneck.
  */
 export class TrajectoryPool {
   private readonly entries = new Map<string, Entry>();
-  private readonly readyOrder: string[] = [];
+  private readyOrder: string[] = [];
+  /** Trajectories in the groups of `readyOrder`. */
+  private readyCount = 0;
   /** Loaded batches not yet handed out: batch index → its groups still in the pool (batch-order readiness only). */
   private readonly batches = new Map<number, string[]>();
   private readonly notifier = new Notifier();
@@ -94,27 +106,33 @@ export class TrajectoryPool {
 
   /** Registers a group whose tasks are about to run. */
   register(group: TaskGroup): void {
-    this.entries.set(group.groupId, { group, runs: group.tasks.map(() => undefined), finished: 0 });
+    this.entries.set(group.groupId, { group, runs: group.tasks.map(() => undefined), finished: 0, ready: false, trajectories: 0, oldest: Infinity });
     this.trackBatch(group);
     this.notifier.notify();
   }
 
-  /** Records that `task` finished with `trajectories` (empty when it produced none or was skipped). */
-  put(task: RolloutTask, trajectories: readonly Trajectory[]): void {
+  /**
+   * Records that `task` finished with `trajectories` (empty when it produced none or was
+   * skipped). Returns true when this finished its group (kept or dropped).
+   */
+  put(task: RolloutTask, trajectories: readonly Trajectory[]): boolean {
     const entry = this.entries.get(task.groupId);
-    if (!entry || entry.runs[task.runId] !== undefined) return;
+    if (!entry || entry.runs[task.runId] !== undefined) return false;
     entry.runs[task.runId] = [...trajectories];
+    entry.trajectories += trajectories.length;
     entry.finished++;
-    if (entry.finished === entry.group.tasks.length) {
+    const finished = entry.finished === entry.group.tasks.length;
+    if (finished) {
       const productive = entry.runs.filter((run) => run!.length > 0).length;
       if (productive < (this.options.minGroupSize ?? 1)) {
         this.remove(task.groupId);
         this.droppedGroups++;
       } else {
-        this.readyOrder.push(task.groupId);
+        this.markReady(entry);
       }
     }
     this.notifier.notify();
+    return finished;
   }
 
   /** Resolves at the next change (a registration or a finished task), or when `signal` aborts. */
@@ -129,7 +147,7 @@ export class TrajectoryPool {
 
   /** Trajectories in finished groups not yet handed out. */
   get readyTrajectories(): number {
-    return this.readyOrder.reduce((n, id) => n + count(this.entries.get(id)!), 0);
+    return this.readyCount;
   }
 
   /** Groups dropped for too few productive rollouts since the last call, reset. */
@@ -146,21 +164,26 @@ export class TrajectoryPool {
   take(trainerVersion: number): PoolTake {
     const stale: TaskGroup[] = [];
     let staleTrajectories = 0;
-    for (const id of [...this.readyOrder]) {
-      const entry = this.entries.get(id)!;
-      const oldest = Math.min(...entry.runs.flatMap((run) => run!.map((t) => t.policyVersion ?? trainerVersion)));
-      if (trainerVersion - oldest > this.options.stalenessThreshold) {
+    const threshold = this.options.stalenessThreshold;
+    if (this.readyOrder.some((id) => trainerVersion - this.entries.get(id)!.oldest > threshold)) {
+      const staleIds = new Set<string>();
+      for (const id of this.readyOrder) {
+        const entry = this.entries.get(id)!;
+        if (trainerVersion - entry.oldest <= threshold) continue;
         stale.push(entry.group);
-        staleTrajectories += count(entry);
-        this.remove(id);
+        staleTrajectories += entry.trajectories;
+        staleIds.add(id);
       }
+      this.removeAll(staleIds);
     }
     const ids = this.readyIds();
     if (ids === undefined) return { batch: undefined, stale, staleTrajectories };
     const entries = ids.map((id) => this.entries.get(id)!);
-    ids.forEach((id) => this.remove(id));
+    this.removeAll(new Set(ids));
     entries.sort((a, b) => a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index);
-    return { batch: entries.flatMap((entry) => entry.runs.flatMap((run) => run!)), stale, staleTrajectories };
+    const batch: Trajectory[] = [];
+    for (const entry of entries) for (const run of entry.runs) batch.push(...run!);
+    return { batch, stale, staleTrajectories };
   }
 
   /** The pool's finished groups, for a checkpoint taken while no rollout runs. */
@@ -181,31 +204,41 @@ export class TrajectoryPool {
       const group = groupOf(saved.group);
       const runs: Trajectory[][] = group.tasks.map(() => []);
       for (const init of saved.trajectories) runs[init.runId ?? 0]?.push(new Trajectory(init));
-      this.entries.set(group.groupId, { group, runs, finished: group.tasks.length });
-      this.readyOrder.push(group.groupId);
+      const entry: Entry = { group, runs, finished: group.tasks.length, ready: false, trajectories: saved.trajectories.length, oldest: Infinity };
+      this.entries.set(group.groupId, entry);
+      this.markReady(entry);
       this.trackBatch(group);
     }
     this.notifier.notify();
   }
 
+  private markReady(entry: Entry): void {
+    let oldest = Infinity;
+    for (const run of entry.runs) for (const t of run!) if (t.policyVersion !== undefined && t.policyVersion < oldest) oldest = t.policyVersion;
+    entry.oldest = oldest;
+    entry.ready = true;
+    this.readyOrder.push(entry.group.groupId);
+    this.readyCount += entry.trajectories;
+  }
+
   private readyIds(): string[] | undefined {
     if (this.options.readiness === "batch_size_reached") {
+      if (this.readyCount < this.options.batchSize) return undefined;
       const ids: string[] = [];
       let n = 0;
       for (const id of this.readyOrder) {
         if (n >= this.options.batchSize) break;
         ids.push(id);
-        n += count(this.entries.get(id)!);
+        n += this.entries.get(id)!.trajectories;
       }
-      return n >= this.options.batchSize ? ids : undefined;
+      return ids;
     }
     // The oldest loaded batch, once all of its groups still here have finished (it may be empty
     // when every group was dropped: the trainer then skips the step).
     if (this.batches.size === 0) return undefined;
     const oldest = Math.min(...this.batches.keys());
     const ids = this.batches.get(oldest)!;
-    const ready = new Set(this.readyOrder);
-    if (!ids.every((id) => ready.has(id))) return undefined;
+    if (!ids.every((id) => this.entries.get(id)!.ready)) return undefined;
     this.batches.delete(oldest);
     return [...ids];
   }
@@ -218,15 +251,23 @@ export class TrajectoryPool {
   }
 
   private remove(id: string): void {
-    const entry = this.entries.get(id);
-    this.entries.delete(id);
-    const at = this.readyOrder.indexOf(id);
-    if (at >= 0) this.readyOrder.splice(at, 1);
-    const ids = entry && this.batches.get(entry.group.batchIndex);
-    if (ids) ids.splice(ids.indexOf(id), 1);
+    this.removeAll(new Set([id]));
   }
-}
 
-function count(entry: Entry): number {
-  return entry.runs.reduce((n, run) => n + (run?.length ?? 0), 0);
+  /** Forgets the groups `ids`, in one pass over the ready list. */
+  private removeAll(ids: ReadonlySet<string>): void {
+    let readyRemoved = false;
+    for (const id of ids) {
+      const entry = this.entries.get(id);
+      if (!entry) continue;
+      this.entries.delete(id);
+      if (entry.ready) {
+        this.readyCount -= entry.trajectories;
+        readyRemoved = true;
+      }
+      const batch = this.batches.get(entry.group.batchIndex);
+      if (batch) batch.splice(batch.indexOf(id), 1);
+    }
+    if (readyRemoved) this.readyOrder = this.readyOrder.filter((id) => !ids.has(id));
+  }
 }

@@ -53,8 +53,18 @@ export class RolloutScheduler {
   private paused = false;
   private exhausted = false;
   private fatal: { error: unknown } | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * Rollouts started and not yet in the pool. A count, not a set of promises: a few hundred
+   * rollouts churn through it at once, and a `Set` under that churn doubled what survived each
+   * young-generation collection.
+   */
+  private inFlight = 0;
   private readonly running = new Map<string, TaskGroup>();
+  /**
+   * Notified when a group finishes, a rollout stops the run, the data runs out or the last
+   * rollout in flight ends: what `next` and `drain` wait for. (Not on every finished rollout:
+   * `next` would then look for a batch a thousand times per batch at high concurrency.)
+   */
   private readonly wake = new Notifier();
 
   /** @param options loader, runner, pool and mode. */
@@ -85,8 +95,8 @@ export class RolloutScheduler {
         }
       }
       if (take.batch) return { trajectories: take.batch, staleDropped, staleRequeued };
-      if (this.exhausted && this.inFlight.size === 0) return undefined;
-      await Promise.race([this.options.pool.changed(), this.wake.changed()]);
+      if (this.exhausted && this.inFlight === 0) return undefined;
+      await this.wake.changed();
     }
   }
 
@@ -96,7 +106,7 @@ export class RolloutScheduler {
    */
   async drain(): Promise<void> {
     this.paused = true;
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    while (this.inFlight > 0) await this.wake.changed();
     if (this.fatal) throw this.fatal.error;
   }
 
@@ -130,26 +140,25 @@ export class RolloutScheduler {
   private launch(group: TaskGroup): void {
     this.options.pool.register(group);
     this.running.set(group.groupId, group);
-    let left = group.tasks.length;
-    for (const task of group.tasks) {
-      const done = this.runTask(task).finally(() => {
-        this.inFlight.delete(done);
-        if (--left === 0) {
-          this.running.delete(group.groupId);
-          this.pump();
-        }
-      });
-      this.inFlight.add(done);
-    }
+    const left = { tasks: group.tasks.length };
+    for (const task of group.tasks) void this.runTask(task, group, left);
   }
 
-  private async runTask(task: RolloutTask): Promise<void> {
+  /** Runs one task into the pool; never rejects (a failure that stops the run is kept in `fatal`). */
+  private async runTask(task: RolloutTask, group: TaskGroup, left: { tasks: number }): Promise<void> {
+    this.inFlight++;
+    let changed = false;
     try {
       const outcome = await this.options.runner.run(task);
-      if (outcome.status !== "aborted") this.options.pool.put(task, outcome.trajectories);
+      if (outcome.status !== "aborted") changed = this.options.pool.put(task, outcome.trajectories);
     } catch (error) {
       this.fatal ??= { error };
-      this.wake.notify();
+      changed = true;
+    }
+    if (--this.inFlight === 0 || changed) this.wake.notify();
+    if (--left.tasks === 0) {
+      this.running.delete(group.groupId);
+      this.pump();
     }
   }
 

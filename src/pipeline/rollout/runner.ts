@@ -130,13 +130,11 @@ export class RolloutRunner {
    * Runs `task` under the failure policy once a worker is free.
    * @throws {@link RolloutError} when the policy stops the run.
    */
-  async run(task: RolloutTask): Promise<RolloutOutcome> {
-    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.push(resolve)));
-    try {
-      return await this.runWithRetries(task, slot);
-    } finally {
-      this.release(slot);
-    }
+  run(task: RolloutTask): Promise<RolloutOutcome> {
+    // Not an async function: a rollout waiting for a slot holds one promise, not a frame.
+    const slot = this.free.pop();
+    if (slot) return this.runOn(task, slot);
+    return new Promise<Slot>((resolve) => this.waiting.push(resolve)).then((next) => this.runOn(task, next));
   }
 
   /** Hands `slot` to the longest-waiting rollout, or back to the free list. */
@@ -153,33 +151,38 @@ export class RolloutRunner {
     next(slot);
   }
 
-  private async runWithRetries(task: RolloutTask, slot: Slot): Promise<RolloutOutcome> {
+  /** Runs `task` on `slot` under the failure policy, then hands the slot on. */
+  private async runOn(task: RolloutTask, slot: Slot): Promise<RolloutOutcome> {
     const { policy, signal } = this.options;
     const retries = policy.mode === "fail_fast" ? 0 : policy.retries;
-    for (let attempt = 0; ; attempt++) {
-      if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
-      if (attempt > 0) this.counts.retried++;
-      try {
-        const trajectories = await this.attempt(task, attempt, slot);
-        this.counts.succeeded++;
-        return { task, status: "ok", trajectories, attempts: attempt + 1 };
-      } catch (error) {
-        if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
-        this.counts.failed++;
-        if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
-        if (attempt < retries) continue;
-        if (policy.mode === "skip") {
-          this.counts.skipped++;
-          return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
+    try {
+      for (let attempt = 0; ; attempt++) {
+        if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
+        if (attempt > 0) this.counts.retried++;
+        try {
+          const trajectories = await this.attempt(task, attempt, slot);
+          this.counts.succeeded++;
+          return { task, status: "ok", trajectories, attempts: attempt + 1 };
+        } catch (error) {
+          if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
+          this.counts.failed++;
+          if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
+          if (attempt < retries) continue;
+          if (policy.mode === "skip") {
+            this.counts.skipped++;
+            return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
+          }
+          throw this.stopError(task, attempt + 1, error);
         }
-        throw this.stopError(task, attempt + 1, error);
       }
+    } finally {
+      this.release(slot);
     }
   }
 
   private async attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
     const { options } = this;
-    // runWithRetries returns before an attempt once the run's signal has aborted.
+    // runOn returns before an attempt once the run's signal has aborted.
     const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), slot.controller.signal, options.sampling);
     const produced: Array<Trajectory | TrajectoryInit> = [];
     let open = true;

@@ -252,18 +252,20 @@ export class OpenAIInferenceClient implements InferenceClient {
   /**
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
    * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
+   * Not an async function: one frame fewer for each of the calls waiting at once.
    */
-  private async send<T>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<T> {
-    try {
-      const response = await this.http.request<T | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) });
-      if (response.body === null || typeof response.body !== "object") {
-        throw new InferenceResponseError(`POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
-      }
-      return response.body;
-    } catch (error) {
-      if (error instanceof HttpError && !(error instanceof RequestAbortedError)) throw new InferenceRequestError(`POST ${this.baseURL}${path}`, error);
-      throw error;
-    }
+  private send<T>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<T> {
+    return this.http.request<T | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) }).then(
+      (response) => {
+        if (response.body === null || typeof response.body !== "object") {
+          throw new InferenceResponseError(`POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
+        }
+        return response.body;
+      },
+      (error: unknown) => {
+        throw error instanceof HttpError && !(error instanceof RequestAbortedError) ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error) : error;
+      },
+    );
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
