@@ -85,11 +85,20 @@ export interface HttpResponse<T = unknown> {
   requestId?: string;
 }
 
-/** An attempt on its way: its exchange, its timeout timer and its listener on the caller's signal. */
-interface SentAttempt {
-  exchange: TextExchange;
-  timer: NodeJS.Timeout;
+/** One call of {@link HttpTransport.request} across its attempts, and its attempt in flight. */
+interface Call {
+  request: HttpRequest;
+  headers: Record<string, string>;
+  body: string | Uint8Array | undefined;
+  mode: RetryMode;
+  /** Retries made so far. */
+  attempt: number;
+  /** The attempt in flight: its exchange, its timeout timer, its listener on the caller's signal. */
+  exchange: TextExchange | undefined;
+  timer: NodeJS.Timeout | undefined;
   onAbort: (() => void) | undefined;
+  /** Where it is in the transport's in-flight list while an attempt is in flight. */
+  index: number;
 }
 
 /** What `close()` gives up on the attempts in flight with. */
@@ -154,11 +163,12 @@ export class HttpTransport {
   private readonly lease: PoolLease;
   private readonly closing = new AbortController();
   /**
-   * The attempts in flight, which `close()` aborts. An array with swap-removal rather than a
-   * `Set`: at a few hundred concurrent calls a `Set` under constant churn doubled what survived
-   * each young-generation collection (V8 trace-gc: 1.46 vs 0.77 MB per scavenge).
+   * The attempts in flight, which `close()` aborts; each knows its index. An array with
+   * swap-removal rather than a `Set`: at a few hundred concurrent calls a `Set` under constant
+   * churn doubled what survived each young-generation collection (V8 trace-gc: 1.46 vs 0.77 MB
+   * per scavenge).
    */
-  private readonly inFlight: TextExchange[] = [];
+  private readonly inFlight: Call[] = [];
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   /** `baseHeaders` plus the JSON content type, for calls with a body. */
@@ -207,35 +217,61 @@ export class HttpTransport {
    * {@link ApiConnectionError} when no response arrived, {@link ApiTimeoutError} when the timeout
    * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
    */
-  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+  request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
-    const body = requestBodyText(request);
+    let body: string | Uint8Array | undefined;
+    try {
+      body = requestBodyText(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
     const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
-    // One async frame per call, attempts included: a few hundred calls wait at once during
-    // rollouts, and every frame they hold is copied by each young-generation collection.
-    for (let attempt = 0; ; attempt++) {
-      const sent = this.send(request, headers, body);
-      let failure: unknown;
-      try {
-        return this.answer<T>(await sent.exchange.answer, request, headers);
-      } catch (error) {
-        failure = this.failure(error, request, headers);
-      } finally {
-        this.settle(sent, request.signal);
-      }
-      if (!(failure instanceof HttpError) || attempt >= this.maxRetries || !this.mayRetry(failure, mode)) throw failure;
-      const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(attempt + 1, this.backoff);
-      this.log?.(this.redact(`nexrl http: ${request.method} ${failure.url} failed (${this.describe(failure)}); retry ${attempt + 1}/${this.maxRetries} in ${Math.round(wait)} ms`));
-      await this.wait(wait, request, headers);
+    return this.attempt<T>({ request, headers, body, mode, attempt: 0, exchange: undefined, timer: undefined, onAbort: undefined, index: -1 });
+  }
+
+  /**
+   * One attempt of `call`, then its retries: a promise chain rather than an async function. A
+   * few hundred calls wait at once during rollouts, and the frame an async function keeps while
+   * it waits (its registers, its awaits' closures) is copied by every young-generation collection.
+   */
+  private attempt<T>(call: Call): Promise<HttpResponse<T>> {
+    let answer: Promise<TextAnswer>;
+    try {
+      answer = this.send(call);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    return answer.then(
+      (text) => {
+        this.settle(call);
+        try {
+          return this.answer<T>(text, call);
+        } catch (error) {
+          return this.retry<T>(call, error);
+        }
+      },
+      (error: unknown) => {
+        this.settle(call);
+        return this.retry<T>(call, this.failure(error, call));
+      },
+    );
+  }
+
+  /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else rejects with `failure`. */
+  private retry<T>(call: Call, failure: unknown): Promise<HttpResponse<T>> {
+    if (!(failure instanceof HttpError) || call.attempt >= this.maxRetries || !this.mayRetry(failure, call.mode)) return Promise.reject(failure);
+    call.attempt++;
+    const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(call.attempt, this.backoff);
+    this.log?.(this.redact(`nexrl http: ${call.request.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`));
+    return this.wait(wait, call).then(() => this.attempt<T>(call));
   }
 
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
-    for (const attempt of [...this.inFlight]) attempt.abort(CLOSED);
+    for (const call of [...this.inFlight]) call.exchange!.abort(CLOSED);
     await this.lease.release();
   }
 
@@ -250,18 +286,18 @@ export class HttpTransport {
     return error instanceof ApiTimeoutError ? "timeout" : "connection error";
   }
 
-  /** What errors say about a request; built only for an error, as redacting headers costs. */
-  private context(request: HttpRequest, headers: Record<string, string>): HttpErrorContext {
-    return { method: request.method, url: this.baseUrl + request.path, requestHeaders: this.redactor.headers(headers) };
+  /** What errors say about a call; built only for an error, as redacting headers costs. */
+  private context(call: Call): HttpErrorContext {
+    return { method: call.request.method, url: this.baseUrl + call.request.path, requestHeaders: this.redactor.headers(call.headers) };
   }
 
-  private async wait(ms: number, request: HttpRequest, headers: Record<string, string>): Promise<void> {
-    const signal = request.signal;
+  private async wait(ms: number, call: Call): Promise<void> {
+    const signal = call.request.signal;
     const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     try {
       await sleep(ms, abort);
     } catch {
-      throw new RequestAbortedError(this.context(request, headers), this.abortReason(signal));
+      throw new RequestAbortedError(this.context(call), this.abortReason(signal));
     }
   }
 
@@ -278,41 +314,49 @@ export class HttpTransport {
    * `AbortController` 5 µs — as much as the rest of the client's work on a loopback round trip.
    * @throws {@link RequestAbortedError} when the caller's signal or `close()` came first.
    */
-  private send(request: HttpRequest, headers: Record<string, string>, body: string | Uint8Array | undefined): SentAttempt {
+  private send(call: Call): Promise<TextAnswer> {
+    const { request } = call;
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     const caller = request.signal;
-    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(this.context(request, headers), this.abortReason(caller));
-    const exchange = dispatchText(this.lease.pool, { path: this.prefix + request.path, method: request.method, headers, body: body ?? null });
-    const timer = setTimeout(() => exchange.abort(new ApiTimeoutError(this.context(request, headers), timeoutMs)), timeoutMs);
-    const onAbort = caller && ((): void => exchange.abort(new RequestAbortedError(this.context(request, headers), this.abortReason(caller))));
-    if (onAbort) caller!.addEventListener("abort", onAbort, { once: true });
-    this.inFlight.push(exchange);
-    return { exchange, timer, onAbort };
+    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(this.context(call), this.abortReason(caller));
+    const exchange = dispatchText(this.lease.pool, { path: this.prefix + request.path, method: request.method, headers: call.headers, body: call.body ?? null });
+    call.exchange = exchange;
+    call.timer = setTimeout(() => exchange.abort(new ApiTimeoutError(this.context(call), timeoutMs)), timeoutMs);
+    if (caller) {
+      call.onAbort = () => exchange.abort(new RequestAbortedError(this.context(call), this.abortReason(caller)));
+      caller.addEventListener("abort", call.onAbort, { once: true });
+    }
+    call.index = this.inFlight.length;
+    this.inFlight.push(call);
+    return exchange.answer;
   }
 
   /** Undoes what `send` set up, once the attempt has settled. */
-  private settle(sent: SentAttempt, caller: AbortSignal | undefined): void {
-    clearTimeout(sent.timer);
-    if (sent.onAbort) caller!.removeEventListener("abort", sent.onAbort);
-    const i = this.inFlight.lastIndexOf(sent.exchange);
+  private settle(call: Call): void {
+    clearTimeout(call.timer);
+    if (call.onAbort) call.request.signal!.removeEventListener("abort", call.onAbort);
+    call.onAbort = undefined;
     const last = this.inFlight.pop()!;
-    if (last !== sent.exchange) this.inFlight[i] = last;
+    if (last !== call) {
+      this.inFlight[call.index] = last;
+      last.index = call.index;
+    }
   }
 
   /** The error an attempt failed with, as the transport reports it. */
-  private failure(error: unknown, request: HttpRequest, headers: Record<string, string>): unknown {
+  private failure(error: unknown, call: Call): unknown {
     // Status errors, and the caller's signal and the timer, are the transport's own already.
     if (error instanceof HttpError) return error;
-    if (error === CLOSED) return new RequestAbortedError(this.context(request, headers), this.abortReason(request.signal));
+    if (error === CLOSED) return new RequestAbortedError(this.context(call), this.abortReason(call.request.signal));
     const code = errorCode(error);
-    return new ApiConnectionError(this.context(request, headers), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    return new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
 
   /**
    * The response of a complete answer.
    * @throws {@link ApiStatusError} for a status outside 2xx.
    */
-  private answer<T>(answer: TextAnswer, request: HttpRequest, headers: Record<string, string>): HttpResponse<T> {
+  private answer<T>(answer: TextAnswer, call: Call): HttpResponse<T> {
     const responseHeaders = flatHeaders(answer.headers);
     const parsed = parseBody(answer.text, responseHeaders["content-type"]);
     const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
@@ -322,7 +366,7 @@ export class HttpTransport {
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(
       {
-        ...this.context(request, headers),
+        ...this.context(call),
         status: answer.statusCode,
         body: this.redactor.value(parsed),
         headers: responseHeaders,

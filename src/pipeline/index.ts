@@ -19,7 +19,7 @@ export { SimpleRolloutWorker } from "./workers/simple.js";
 export { answersMatch, extractFinalAnswer } from "./workers/math-answer.js";
 export { RolloutInferenceClient, type RolloutSamplingDefaults } from "./workers/rollout-inference.js";
 export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-policy.js";
-export { RolloutRunner, type RolloutCounts, type RolloutOutcome, type RolloutRunnerOptions } from "./rollout/runner.js";
+export { RolloutRunner, type RolloutCounts, type RolloutOutcome, type RolloutReceiver, type RolloutRunnerOptions } from "./rollout/runner.js";
 export { TrajectoryPool, type BatchReadiness, type PooledGroup, type PooledGroupState, type PoolState, type PoolTake, type TrajectoryPoolOptions } from "./pool.js";
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";

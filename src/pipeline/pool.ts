@@ -95,6 +95,8 @@ export class TrajectoryPool {
   private readyOrder: string[] = [];
   /** Trajectories in the groups of `readyOrder`. */
   private readyCount = 0;
+  /** Oldest policy version over the groups of `readyOrder` (Infinity when none); undefined when it must be recomputed. */
+  private readyOldest: number | undefined = Infinity;
   /** Loaded batches not yet handed out: batch index → its groups still in the pool (batch-order readiness only). */
   private readonly batches = new Map<number, string[]>();
   private readonly notifier = new Notifier();
@@ -165,7 +167,8 @@ export class TrajectoryPool {
     const stale: TaskGroup[] = [];
     let staleTrajectories = 0;
     const threshold = this.options.stalenessThreshold;
-    if (this.readyOrder.some((id) => trainerVersion - this.entries.get(id)!.oldest > threshold)) {
+    this.readyOldest ??= this.readyOrder.reduce((oldest, id) => Math.min(oldest, this.entries.get(id)!.oldest), Infinity);
+    if (trainerVersion - this.readyOldest > threshold) {
       const staleIds = new Set<string>();
       for (const id of this.readyOrder) {
         const entry = this.entries.get(id)!;
@@ -219,6 +222,7 @@ export class TrajectoryPool {
     entry.ready = true;
     this.readyOrder.push(entry.group.groupId);
     this.readyCount += entry.trajectories;
+    if (this.readyOldest !== undefined) this.readyOldest = Math.min(this.readyOldest, oldest);
   }
 
   private readyIds(): string[] | undefined {
@@ -268,6 +272,9 @@ export class TrajectoryPool {
       const batch = this.batches.get(entry.group.batchIndex);
       if (batch) batch.splice(batch.indexOf(id), 1);
     }
-    if (readyRemoved) this.readyOrder = this.readyOrder.filter((id) => !ids.has(id));
+    if (readyRemoved) {
+      this.readyOrder = this.readyOrder.filter((id) => !ids.has(id));
+      this.readyOldest = undefined;
+    }
   }
 }

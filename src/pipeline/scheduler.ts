@@ -6,7 +6,7 @@
 import type { DataLoader } from "./data/data-loader.js";
 import { Notifier } from "./notifier.js";
 import type { TrajectoryPool } from "./pool.js";
-import type { RolloutRunner } from "./rollout/runner.js";
+import type { RolloutReceiver, RolloutRunner } from "./rollout/runner.js";
 import type { RolloutTask, TaskGroup } from "./task.js";
 import type { Trajectory } from "../types/trajectory.js";
 
@@ -59,7 +59,18 @@ export class RolloutScheduler {
    * young-generation collection.
    */
   private inFlight = 0;
-  private readonly running = new Map<string, TaskGroup>();
+  /** Launched groups with tasks still running: how many of their tasks are left. */
+  private readonly running = new Map<string, { size: number; left: number }>();
+  /** Tasks of the groups in `running` (finished ones included until their group is done). */
+  private runningTasks = 0;
+  /** How the runner hands each task's outcome back: one object for every task. */
+  private readonly receiver: RolloutReceiver = {
+    outcome: (outcome) => this.finished(outcome.task, outcome.status === "aborted" ? false : this.options.pool.put(outcome.task, outcome.trajectories)),
+    failed: (task, error) => {
+      this.fatal ??= { error };
+      this.finished(task, true);
+    },
+  };
   /**
    * Notified when a group finishes, a rollout stops the run, the data runs out or the last
    * rollout in flight ends: what `next` and `drain` wait for. (Not on every finished rollout:
@@ -127,8 +138,7 @@ export class RolloutScheduler {
       }
       return;
     }
-    let outstanding = pool.readyTrajectories;
-    for (const group of this.running.values()) outstanding += group.tasks.length;
+    let outstanding = pool.readyTrajectories + this.runningTasks;
     while (outstanding < (lookahead + 1) * batchSize) {
       const group = loader.nextGroup();
       if (!group) return this.setExhausted();
@@ -139,25 +149,19 @@ export class RolloutScheduler {
 
   private launch(group: TaskGroup): void {
     this.options.pool.register(group);
-    this.running.set(group.groupId, group);
-    const left = { tasks: group.tasks.length };
-    for (const task of group.tasks) void this.runTask(task, group, left);
+    this.running.set(group.groupId, { size: group.tasks.length, left: group.tasks.length });
+    this.runningTasks += group.tasks.length;
+    this.inFlight += group.tasks.length;
+    for (const task of group.tasks) this.options.runner.submit(task, this.receiver);
   }
 
-  /** Runs one task into the pool; never rejects (a failure that stops the run is kept in `fatal`). */
-  private async runTask(task: RolloutTask, group: TaskGroup, left: { tasks: number }): Promise<void> {
-    this.inFlight++;
-    let changed = false;
-    try {
-      const outcome = await this.options.runner.run(task);
-      if (outcome.status !== "aborted") changed = this.options.pool.put(task, outcome.trajectories);
-    } catch (error) {
-      this.fatal ??= { error };
-      changed = true;
-    }
+  /** Bookkeeping once `task` is over; `changed`: a group finished or the run must stop. */
+  private finished(task: RolloutTask, changed: boolean): void {
     if (--this.inFlight === 0 || changed) this.wake.notify();
-    if (--left.tasks === 0) {
-      this.running.delete(group.groupId);
+    const group = this.running.get(task.groupId)!;
+    if (--group.left === 0) {
+      this.running.delete(task.groupId);
+      this.runningTasks -= group.size;
       this.pump();
     }
   }

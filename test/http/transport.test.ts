@@ -57,6 +57,15 @@ describe("HttpTransport", () => {
     expect(server.seen[0]!.headers["content-type"]).toBe("application/json");
   });
 
+  it("sends an already serialised body as it is, the same bytes on every retry", async () => {
+    let calls = 0;
+    const server = await serve((_req, res) => (++calls < 3 ? json(res, 503, { message: "busy" }) : json(res, 200, { ok: true })));
+    const encoded = '{"b":1,"a":[0.1,-0]}';
+    const response = await transport(server.url).request({ method: "POST", path: "/raw", encodedBody: Buffer.from(encoded), retry: "all" });
+    expect(response.body).toEqual({ ok: true });
+    expect(server.seen.map((s) => [s.body, s.headers["content-type"]])).toEqual(Array(3).fill([encoded, "application/json"]));
+  });
+
   it.each([
     [400, BadRequestError, false],
     [401, AuthenticationError, false],

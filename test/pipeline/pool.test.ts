@@ -90,6 +90,28 @@ describe("TrajectoryPool", () => {
     expect([later.stale.map((g) => g.groupId), later.batch]).toEqual([["0-2"], undefined]);
   });
 
+  it("keeps its counts and oldest version right through puts, takes and stale removals", () => {
+    const data = loader(4, 2, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 4, stalenessThreshold: 1 });
+    const groups = [1, 2, 3, 4].map(() => data.nextGroup()!);
+    groups.forEach((g) => pool.register(g));
+    // put reports whether the task finished its group
+    expect(pool.put(groups[0]!.tasks[0]!, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 0 })])).toBe(false);
+    expect(pool.put(groups[0]!.tasks[1]!, [])).toBe(true);
+    expect(pool.put(groups[0]!.tasks[1]!, [])).toBe(false);
+    finish(pool, groups[1]!, () => 1, 3);
+    expect([pool.readyTrajectories, pool.unfinishedGroups]).toEqual([3, 2]);
+    // version 0 is stale at 2; the group of version 3 stays, and 3 trajectories are not a batch of 4
+    const first = pool.take(2);
+    expect([first.stale.map((g) => g.groupId), first.staleTrajectories, first.batch, pool.readyTrajectories]).toEqual([["0-0"], 1, undefined, 2]);
+    finish(pool, groups[2]!, () => 1, 3);
+    finish(pool, groups[3]!, () => 1, 4);
+    // with the stale group gone the oldest version is 3, not 0: nothing is stale at 4
+    const second = pool.take(4);
+    expect([second.stale, second.batch!.map((t) => t.groupId)]).toEqual([[], ["0-1", "0-1", "0-2", "0-2"]]);
+    expect([pool.readyTrajectories, pool.unfinishedGroups]).toEqual([2, 0]);
+  });
+
   it("saves finished groups and restores them into a new pool", () => {
     const data = loader(2, 2, 1);
     const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 4, stalenessThreshold: 5 });

@@ -5,10 +5,11 @@ import {
   RolloutRunner,
   RolloutTimeoutError,
   type FailurePolicy,
+  type RolloutReceiver,
   type RolloutTask,
   type RolloutWorkerContext,
 } from "../../src/pipeline/index.js";
-import { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import { SamplerInferenceClient, type InferenceClient, type InferenceResult } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
@@ -195,5 +196,59 @@ describe("RolloutRunner", () => {
     }).Scripted, { mode: "fail_fast" }, { numWorkers: 3 });
     await Promise.all(Array.from({ length: 10 }, (_, i) => r.run(task({ runId: i }))));
     expect(peak).toBe(3);
+  });
+
+  it("aborts inference calls a rollout leaves running when it ends, and otherwise keeps one signal per worker", async () => {
+    const signals: AbortSignal[] = [];
+    const answer: InferenceResult = { promptTokens: [1], responseTokens: [2], response: "b", logprobs: [-0.5], finishReason: "stop" };
+    const client: InferenceClient = {
+      tokenizer: new ByteTokenizer(),
+      completion: (_prompt, options) => {
+        signals.push(options!.signal!);
+        // "hang" answers only by failing when its signal aborts: the rollout that fired it does not wait for it.
+        if (_prompt !== "hang") return Promise.resolve(answer);
+        return new Promise<InferenceResult>((_, reject) => options!.signal!.addEventListener("abort", () => reject(options!.signal!.reason as Error)));
+      },
+      chat: () => Promise.reject(new Error("not used")),
+    };
+    let leftBehind: Promise<unknown> | undefined;
+    const worker = scripted(async (w, t) => {
+      if (t.data.prompt === "hang") leftBehind = w.inferenceClient.completion("hang").catch((e: unknown) => e);
+      else await w.inferenceClient.completion("x");
+      return ok();
+    });
+    const r = await runner(worker.Scripted, { mode: "fail_fast" }, { numWorkers: 1, inference: client as SamplerInferenceClient });
+    await r.run(task({ data: { prompt: "x" } }));
+    await r.run(task({ data: { prompt: "x" } }));
+    expect(signals[1]).toBe(signals[0]);
+    expect(signals[0]!.aborted).toBe(false);
+    await r.run(task({ data: { prompt: "hang" } }));
+    expect(signals[2]).toBe(signals[0]);
+    expect(signals[2]!.aborted).toBe(true);
+    expect(await leftBehind).toMatchObject({ message: "the rollout attempt is over" });
+    await r.run(task({ data: { prompt: "x" } }));
+    expect(signals[3]).not.toBe(signals[2]);
+    expect(signals[3]!.aborted).toBe(false);
+  });
+
+  it("submit holds waiting tasks in order and tells each receiver once", async () => {
+    const started: number[] = [];
+    const r = await runner(scripted(async (_, t) => {
+      started.push(t.runId);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (t.runId === 2) throw new Error("row 2 fails");
+      return ok();
+    }).Scripted, { mode: "fail_fast" }, { numWorkers: 2 });
+    const heard: string[] = [];
+    const receiver: RolloutReceiver = {
+      outcome: (o) => heard.push(`ok ${o.task.runId}`),
+      failed: (t, e) => heard.push(`failed ${t.runId}: ${(e as Error).message.slice(0, 40)}`),
+    };
+    for (let runId = 0; runId < 5; runId++) r.submit(task({ runId }), receiver);
+    expect(r.busy).toBe(5);
+    while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    expect(heard.sort()).toEqual(["failed 2: rollout of row 0 (group 0-0, run 2) fail", "ok 0", "ok 1", "ok 3", "ok 4"]);
+    expect(r.busy).toBe(0);
   });
 });

@@ -28,19 +28,28 @@ describe("WeightSync", () => {
 
 /** A worker that samples nothing: its trajectories carry the version the runner reports. */
 class Echo extends BaseRolloutWorker {
+  constructor(
+    options: ConstructorParameters<typeof BaseRolloutWorker>[0],
+    private readonly gate?: (task: RolloutTask) => Promise<void> | undefined,
+  ) {
+    super(options);
+  }
+
   rollout(task: RolloutTask) {
-    return { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: task.runId };
+    const trajectory = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: task.runId };
+    const wait = this.gate?.(task);
+    return wait ? wait.then(() => trajectory) : trajectory;
   }
 }
 
-function parts(options: { stream: boolean; lookahead: number; threshold: number }) {
+function parts(options: { stream: boolean; lookahead: number; threshold: number; gate?: (task: RolloutTask) => Promise<void> | undefined }) {
   const version = { current: 0 };
   const loader = new DataLoader(
     Array.from({ length: 4 }, (_, i) => ({ prompt: `p${i}` })),
     { promptKey: "prompt", batchSize: 2, seed: 0, rolloutRepeatN: 2 },
   );
   const runner = new RolloutRunner({
-    createWorker: (slot) => new Echo({ name: `w-${slot}`, recipe: {} as RecipeConfig, tokenizer: new ByteTokenizer() }),
+    createWorker: (slot) => new Echo({ name: `w-${slot}`, recipe: {} as RecipeConfig, tokenizer: new ByteTokenizer() }, options.gate),
     numWorkers: 2,
     timeoutMs: 0,
     policy: { mode: "fail_fast" },
@@ -75,12 +84,18 @@ describe("RolloutScheduler", () => {
   });
 
   it("in fully-async mode hands stale groups back to the loader and counts them", async () => {
-    const { loader, scheduler, version } = parts({ stream: true, lookahead: 1, threshold: 1 });
+    // Rows 2 and 3 finish only when the gate opens, so that they are still running (and the
+    // scheduler cannot start more) when the first batch is handed out and the test drains.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { loader, scheduler, version } = parts({ stream: true, lookahead: 1, threshold: 1, gate: (task) => (task.index >= 2 ? gate : undefined) });
     scheduler.release(0);
     const fresh = await scheduler.next(0);
     expect(fresh).toMatchObject({ staleDropped: 0, staleRequeued: 0 });
     expect(fresh!.trajectories).toHaveLength(4);
-    await scheduler.drain();
+    const drained = scheduler.drain();
+    open();
+    await drained;
     // two more groups finished on version 0; the trainer is now at version 2: they are too old
     version.current = 2;
     scheduler.resume();
@@ -92,5 +107,7 @@ describe("RolloutScheduler", () => {
     const requeued = await scheduler.next(2);
     expect(requeued!.trajectories.map((t) => [t.groupId, t.policyVersion])).toEqual([["0-2", 2], ["0-2", 2], ["0-3", 2], ["0-3", 2]]);
     expect(loader.cursor().requeued).toEqual([]);
+    // Waiting for batches leaves nothing behind: a run of many steps must not pile up waiters.
+    expect((scheduler as unknown as { wake: { waiters: unknown[] } }).wake.waiters).toHaveLength(0);
   });
 });

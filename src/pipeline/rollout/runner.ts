@@ -61,6 +61,17 @@ export interface RolloutCounts {
 }
 
 /**
+ * Receives what became of a task handed to {@link RolloutRunner.submit}. Exactly one of the two
+ * is called, once; neither may throw.
+ */
+export interface RolloutReceiver {
+  /** The task ran, was skipped or was aborted. */
+  outcome(outcome: RolloutOutcome): void;
+  /** The failure policy stopped the run on `task` ({@link RolloutError}). */
+  failed(task: RolloutTask, error: unknown): void;
+}
+
+/**
  * A worker instance and the abort controller of its inference calls. The controller lives as
  * long as the instance and is replaced only when it had to fire (a timeout, or calls still in
  * flight when an attempt ended): on Node 20 an `AbortSignal` costs about 5 µs to make and as
@@ -99,8 +110,8 @@ export class RolloutRunner {
   private readonly slots: Slot[] = [];
   /** Slots without a rollout; the last is handed out first. */
   private readonly free: Slot[] = [];
-  /** Rollouts waiting for a slot, first come first served (`waiting[waitingHead]` is next). */
-  private waiting: Array<(slot: Slot) => void> = [];
+  /** Tasks waiting for a slot, first come first served (`waiting[waitingHead]` is next). */
+  private waiting: Array<{ task: RolloutTask; receiver: RolloutReceiver }> = [];
   private waitingHead = 0;
   private counts = zeroCounts();
 
@@ -131,13 +142,23 @@ export class RolloutRunner {
    * @throws {@link RolloutError} when the policy stops the run.
    */
   run(task: RolloutTask): Promise<RolloutOutcome> {
-    // Not an async function: a rollout waiting for a slot holds one promise, not a frame.
-    const slot = this.free.pop();
-    if (slot) return this.runOn(task, slot);
-    return new Promise<Slot>((resolve) => this.waiting.push(resolve)).then((next) => this.runOn(task, next));
+    return new Promise((resolve, reject) => this.submit(task, { outcome: resolve, failed: (_, error) => reject(error) }));
   }
 
-  /** Hands `slot` to the longest-waiting rollout, or back to the free list. */
+  /**
+   * Runs `task` under the failure policy once a worker is free and tells `receiver` what became
+   * of it. A task waiting for a worker is held as data, without a promise or a frame: a loaded
+   * batch may hold thousands of them. Rollouts in flight hold as little as possible too (promise
+   * chains instead of async functions where they wait): every young-generation collection
+   * copies what a thousand waiting rollouts hold.
+   */
+  submit(task: RolloutTask, receiver: RolloutReceiver): void {
+    const slot = this.free.pop();
+    if (slot) this.runOn(task, slot, receiver);
+    else this.waiting.push({ task, receiver });
+  }
+
+  /** Hands `slot` to the longest-waiting task, or back to the free list. */
   private release(slot: Slot): void {
     if (this.waitingHead === this.waiting.length) {
       this.free.push(slot);
@@ -148,36 +169,42 @@ export class RolloutRunner {
       this.waiting = [];
       this.waitingHead = 0;
     }
-    next(slot);
+    this.runOn(next.task, slot, next.receiver);
   }
 
-  /** Runs `task` on `slot` under the failure policy, then hands the slot on. */
-  private async runOn(task: RolloutTask, slot: Slot): Promise<RolloutOutcome> {
+  /**
+   * Runs attempt `attempt` of `task` on `slot` and, under the failure policy, the retries; then
+   * hands the slot on and tells `receiver`. A promise chain rather than an async function, for
+   * the reason given at {@link RolloutRunner.submit}.
+   */
+  private runOn(task: RolloutTask, slot: Slot, receiver: RolloutReceiver, attempt = 0): void {
     const { policy, signal } = this.options;
-    const retries = policy.mode === "fail_fast" ? 0 : policy.retries;
-    try {
-      for (let attempt = 0; ; attempt++) {
-        if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
-        if (attempt > 0) this.counts.retried++;
-        try {
-          const trajectories = await this.attempt(task, attempt, slot);
-          this.counts.succeeded++;
-          return { task, status: "ok", trajectories, attempts: attempt + 1 };
-        } catch (error) {
-          if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
-          this.counts.failed++;
-          if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
-          if (attempt < retries) continue;
-          if (policy.mode === "skip") {
-            this.counts.skipped++;
-            return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
-          }
-          throw this.stopError(task, attempt + 1, error);
+    if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
+    if (attempt > 0) this.counts.retried++;
+    this.attempt(task, attempt, slot).then(
+      (trajectories) => {
+        this.counts.succeeded++;
+        this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
+      },
+      (error: unknown) => {
+        if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
+        this.counts.failed++;
+        if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
+        if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries)) return this.runOn(task, slot, receiver, attempt + 1);
+        if (policy.mode === "skip") {
+          this.counts.skipped++;
+          return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
         }
-      }
-    } finally {
-      this.release(slot);
-    }
+        this.release(slot);
+        receiver.failed(task, this.stopError(task, attempt + 1, error));
+      },
+    );
+  }
+
+  /** Hands `slot` on, then tells `receiver` the outcome. */
+  private finish(slot: Slot, receiver: RolloutReceiver, outcome: RolloutOutcome): void {
+    this.release(slot);
+    receiver.outcome(outcome);
   }
 
   private async attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {

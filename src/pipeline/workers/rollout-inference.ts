@@ -83,17 +83,22 @@ export class RolloutInferenceClient implements InferenceClient {
     return { temperature: this.defaults.temperature, maxTokens: this.defaults.maxTokens, seed, ...options, signal };
   }
 
-  private async record(call: Promise<InferenceResult>): Promise<InferenceResult> {
+  /** Counts `call` in flight until it settles; a promise chain with handlers made once per client. */
+  private record(call: Promise<InferenceResult>): Promise<InferenceResult> {
     this.inFlight++;
-    let result: InferenceResult;
-    try {
-      result = await call;
-    } finally {
-      this.inFlight--;
-    }
+    return call.then(this.recorded, this.failed);
+  }
+
+  private readonly recorded = (result: InferenceResult): InferenceResult => {
+    this.inFlight--;
     if (this.ended) throw ATTEMPT_OVER;
     this.signal.throwIfAborted();
     if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
     return result;
-  }
+  };
+
+  private readonly failed = (error: unknown): never => {
+    this.inFlight--;
+    throw error;
+  };
 }

@@ -160,13 +160,17 @@ export class OpenAIInferenceClient implements InferenceClient {
    * caller's array is copied only when it becomes part of the result (a server that does not
    * report the prompt's ids).
    */
-  private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
+  private complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
     const policyVersion = this.version;
     const body = this.sampling(options);
     body.model = this.modelName;
     body.prompt = promptTokens;
     body.logprobs = 1;
-    const response = await this.send<CompletionAnswer>("/completions", body, options);
+    // A promise chain, not an async function: see HttpTransport.request.
+    return this.send<CompletionAnswer>("/completions", body, options).then((response) => this.completionResult(response, promptTokens, policyVersion));
+  }
+
+  private completionResult(response: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined): InferenceResult {
     const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`);
     let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);

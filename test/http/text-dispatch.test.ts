@@ -1,0 +1,57 @@
+import { Pool } from "undici";
+import { afterEach, describe, expect, it } from "vitest";
+import { dispatchText } from "../../src/http/text-dispatch.js";
+import { testServer } from "./helpers.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((c) => c()));
+});
+
+async function serve(handler: Parameters<typeof testServer>[0]) {
+  const server = await testServer(handler);
+  const pool = new Pool(server.url, { connections: 1 });
+  cleanups.push(async () => {
+    await pool.destroy();
+    await server.close();
+  });
+  return { server, pool };
+}
+
+describe("dispatchText", () => {
+  it("collects an answer sent in pieces, a character split between two of them included", async () => {
+    const euro = Buffer.from("€", "utf8");
+    const { pool } = await serve((_req, res) => {
+      res.writeHead(201, { "content-type": "text/plain", "x-request-id": "r-1" });
+      res.write(Buffer.concat([Buffer.from("price: "), euro.subarray(0, 1)]));
+      setTimeout(() => res.end(Buffer.concat([euro.subarray(1), Buffer.from("5")])), 20);
+    });
+    const answer = await dispatchText(pool, { path: "/a", method: "POST", body: "{}" }).answer;
+    expect(answer.statusCode).toBe(201);
+    expect(answer.headers["x-request-id"]).toBe("r-1");
+    expect(answer.text).toBe("price: €5");
+  });
+
+  it("rejects at once when aborted while waiting for a connection, and never sends that request", async () => {
+    const held: Array<() => void> = [];
+    const { server, pool } = await serve((_req, res) => held.push(() => res.end("first")));
+    // One connection: the second request waits for the first to be answered.
+    const first = dispatchText(pool, { path: "/first", method: "GET" });
+    const second = dispatchText(pool, { path: "/second", method: "GET" });
+    while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const reason = new Error("given up");
+    second.abort(reason);
+    await expect(second.answer).rejects.toBe(reason);
+    held[0]!();
+    expect((await first.answer).text).toBe("first");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(server.seen.map((s) => s.url)).toEqual(["/first"]);
+  });
+
+  it("rejects with the abort reason while the answer is on its way", async () => {
+    const { pool } = await serve(() => undefined);
+    const exchange = dispatchText(pool, { path: "/slow", method: "GET" });
+    setTimeout(() => exchange.abort(new Error("timed out")), 30);
+    await expect(exchange.answer).rejects.toThrow("timed out");
+  });
+});
