@@ -10,12 +10,16 @@
  * the row and the copy of a rollout). Different parts give independent-looking seeds.
  */
 export function deriveSeed(...parts: ReadonlyArray<number | string>): number {
-  // FNV-1a over the parts' text, then a murmur3 finaliser to spread the bits.
+  // FNV-1a over the parts' text joined by U+001F, then a murmur3 finaliser to spread the bits.
+  // The text is hashed part by part rather than joined: this runs for every rollout and call.
   let h = 0x811c9dc5;
-  const text = parts.join("\u001f");
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+  for (let p = 0; p < parts.length; p++) {
+    if (p > 0) h = Math.imul(h ^ 0x1f, 0x01000193);
+    const text = String(parts[p]);
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193);
+    }
   }
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);

@@ -8,7 +8,7 @@ import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/tr
 import { RolloutError, RolloutTimeoutError } from "../errors.js";
 import { deriveSeed } from "../seed.js";
 import type { RolloutTask } from "../task.js";
-import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult } from "../workers/base.js";
+import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 
@@ -91,12 +91,40 @@ function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
   return value instanceof Trajectory ? value : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
 }
 
+const NONE: ReadonlyArray<Trajectory | TrajectoryInit> = [];
+
 function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
-  if (result === undefined || result === null) return [];
+  if (result === undefined || result === null) return NONE;
   if (Array.isArray(result)) return result;
   if (typeof result === "object" && "tokens" in result) return [result as Trajectory | TrajectoryInit];
   // NexRL workers return status strings ("success"); anything else carries no trajectory.
-  return [];
+  return NONE;
+}
+
+/** What a worker sees of its current attempt (`putTrajectory`, `inferenceClient`), and the attempt's state. */
+class AttemptScope implements RolloutScope {
+  /** Whether `putTrajectory` is still accepted. */
+  open = true;
+  timedOut = false;
+  timer: NodeJS.Timeout | undefined;
+  private produced: Array<Trajectory | TrajectoryInit> | undefined;
+
+  constructor(
+    private readonly worker: BaseRolloutWorker,
+    private readonly task: RolloutTask,
+    readonly inference: RolloutInferenceClient | undefined,
+  ) {}
+
+  put(trajectory: Trajectory | TrajectoryInit): void {
+    if (!this.open) throw new Error(`${this.worker.name}: putTrajectory was called after the rollout of row ${this.task.index} ended (it returned, failed or timed out)`);
+    (this.produced ??= []).push(trajectory);
+  }
+
+  /** What was put, then what `result` holds. */
+  take(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
+    const returned = outputs(result);
+    return this.produced ? [...this.produced, ...returned] : returned;
+  }
 }
 
 /**
@@ -207,55 +235,66 @@ export class RolloutRunner {
     receiver.outcome(outcome);
   }
 
-  private async attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
+  /**
+   * One attempt of `task` on `slot`: its validated trajectories. A promise chain, for the reason
+   * given at {@link RolloutRunner.submit}.
+   */
+  private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
     const { options } = this;
     // runOn returns before an attempt once the run's signal has aborted.
     const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), slot.controller.signal, options.sampling);
-    const produced: Array<Trajectory | TrajectoryInit> = [];
-    let open = true;
-    const worker = slot.worker;
-    worker[ROLLOUT_SCOPE] = {
-      inference,
-      put: (t) => {
-        if (!open) throw new Error(`${worker.name}: putTrajectory was called after the rollout of row ${task.index} ended (it returned, failed or timed out)`);
-        produced.push(t);
-      },
-    };
+    const scope = new AttemptScope(slot.worker, task, inference);
+    slot.worker[ROLLOUT_SCOPE] = scope;
     const startVersion = options.currentVersion();
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
+    let running: Promise<RolloutResult>;
     try {
       // A worker that throws before its first await fails the attempt like one that rejects.
-      const result = options.timeoutMs > 0
-        ? await Promise.race([
-            Promise.resolve().then(() => worker.rollout(task)),
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(() => {
-                timedOut = true;
-                const seconds = options.timeoutMs / 1000;
-                reject(new RolloutTimeoutError(`the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${seconds} s)`));
-              }, options.timeoutMs);
-            }),
-          ])
-        : await worker.rollout(task);
-      open = false;
-      const version = inference?.oldestPolicyVersion ?? startVersion;
-      const values = produced.length === 0 ? outputs(result) : [...produced, ...outputs(result)];
-      const trajectories: Trajectory[] = [];
-      for (const value of values) trajectories.push(this.accept(toTrajectory(value), task, version));
-      return trajectories;
-    } finally {
-      open = false;
-      clearTimeout(timer);
-      // Calls of this attempt still in flight are aborted; later ones fail (the client has ended).
-      const stragglers = inference?.end() ?? false;
-      if (timedOut || stragglers) {
-        slot.controller.abort(ATTEMPT_OVER);
-        slot.controller = new AbortController();
-      }
-      // A timed-out rollout may still be running: its instance is abandoned and replaced.
-      if (timedOut) slot.worker = options.createWorker(slot.index);
+      running = Promise.resolve(slot.worker.rollout(task));
+    } catch (error) {
+      running = Promise.reject(error);
     }
+    if (options.timeoutMs > 0) running = Promise.race([running, this.timeout(task, scope)]);
+    return running.then(
+      (result) => {
+        this.endAttempt(slot, scope);
+        return this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
+      },
+      (error: unknown) => {
+        this.endAttempt(slot, scope);
+        throw error;
+      },
+    );
+  }
+
+  /** Rejects once the rollout has run longer than the timeout (marking `scope` timed out). */
+  private timeout(task: RolloutTask, scope: AttemptScope): Promise<never> {
+    const ms = this.options.timeoutMs;
+    return new Promise<never>((_, reject) => {
+      scope.timer = setTimeout(() => {
+        scope.timedOut = true;
+        reject(new RolloutTimeoutError(`the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`));
+      }, ms);
+    });
+  }
+
+  /** Closes the attempt: no more puts, its inference calls still in flight aborted, a timed-out worker replaced. */
+  private endAttempt(slot: Slot, scope: AttemptScope): void {
+    scope.open = false;
+    clearTimeout(scope.timer);
+    const stragglers = scope.inference?.end() ?? false;
+    if (scope.timedOut || stragglers) {
+      slot.controller.abort(ATTEMPT_OVER);
+      slot.controller = new AbortController();
+    }
+    // A timed-out rollout may still be running: its instance is abandoned and replaced.
+    if (scope.timedOut) slot.worker = this.options.createWorker(slot.index);
+  }
+
+  /** What a rollout produced, each trajectory stamped and validated. */
+  private accepted(task: RolloutTask, values: ReadonlyArray<Trajectory | TrajectoryInit>, version: number): Trajectory[] {
+    const trajectories: Trajectory[] = [];
+    for (const value of values) trajectories.push(this.accept(toTrajectory(value), task, version));
+    return trajectories;
   }
 
   /** Fills the task's fields a worker left unset, and validates. */
