@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { lossKind, TrainerError, trajectoryToDatum } from "../../src/pipeline/index.js";
 import { validateLossInputs } from "../../src/types/losses.js";
 import { Trajectory } from "../../src/types/trajectory.js";
-import { modelInputTokens, tensorValues, type Datum } from "../../src/types/wire.js";
+import { datum, modelInputTokens, tensorValues, type Datum } from "../../src/types/wire.js";
 
 const inputs = (d: Datum) => Object.fromEntries(Object.entries(d.loss_fn_inputs).map(([k, v]) => [k, tensorValues(v)]));
 
@@ -49,6 +49,43 @@ describe("trajectoryToDatum", () => {
     );
     const noLogprobs = new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, advantage: 1 });
     expect(() => trajectoryToDatum(noLogprobs, { lossFn: "dro", backend: "local" })).toThrow(/has no logprobs, which dro needs/);
+  });
+
+  it("reads its arrays from the trajectory on first read, and then keeps them", () => {
+    const t = rl();
+    const d = trajectoryToDatum(t, { lossFn: "importance_sampling", backend: "tinker" })!;
+    t.logprobs![2] = -0.5;
+    const logprobs = d.loss_fn_inputs.logprobs!.data;
+    expect(logprobs).toEqual([0, -0.5, -0.2, -0.3]);
+    t.logprobs![2] = -0.7;
+    expect(d.loss_fn_inputs.logprobs!.data).toBe(logprobs);
+    expect(logprobs).toEqual([0, -0.5, -0.2, -0.3]);
+    d.loss_fn_inputs.advantages!.data[1] = 3;
+    expect(inputs(d).advantages).toEqual([0, 3, 0, 2]);
+  });
+
+  it("serialises as the datum of the same arrays built by datum()", () => {
+    const weighted = rl();
+    weighted.extraFields.loss_weight = 0.5;
+    const cases: Array<[Datum, Datum]> = [
+      [trajectoryToDatum(sft(), { lossFn: "cross_entropy", backend: "tinker", reduction: "mean" })!, datum([10, 11, 12, 13], { target_tokens: [11, 12, 13, 14], weights: [0, 1 / 3, 1 / 3, 1 / 3] })],
+      [trajectoryToDatum(weighted, { lossFn: "ppo", backend: "weaver" })!, datum([10, 11, 12, 13], { target_tokens: [11, 12, 13, 14], logprobs: [0, -0.1, -0.2, -0.3], advantages: [0, 1, 0, 1], loss_mask: [0, 1, 0, 1] })],
+    ];
+    for (const [view, plain] of cases) expect(JSON.stringify(view)).toBe(JSON.stringify(plain));
+  });
+
+  it("names the trajectory and the field when a per-token array does not match the tokens", () => {
+    const short = rl();
+    short.logprobs = [0, 0, -0.1];
+    expect(() => trajectoryToDatum(short, { lossFn: "importance_sampling", backend: "tinker" })).toThrow(
+      new TrainerError("trajectory (group ?, run ?) has 3 logprobs values for 5 tokens; there must be one per token"),
+    );
+    const mask = sft();
+    mask.lossMask = [0, 1];
+    expect(() => trajectoryToDatum(mask, { lossFn: "cross_entropy", backend: "local" })).toThrow(/has 2 lossMask values for 5 tokens/);
+    const typed = rl();
+    typed.advantages = new Float64Array(5) as unknown as number[];
+    expect(() => trajectoryToDatum(typed, { lossFn: "ppo", backend: "local" })).toThrow(/advantages must be an array, got \[object Float64Array\]/);
   });
 
   it("classifies losses and refuses the halves of a custom loss", () => {

@@ -4,6 +4,7 @@
  */
 import { getLossFunction, type LossBackend, type LossFunctionName } from "../../types/losses.js";
 import type { Trajectory } from "../../types/trajectory.js";
+import { LazyValues, TensorView, TokensView } from "../../types/datum-view.js";
 import { dtypeForKey, type Datum, type TensorData } from "../../types/wire.js";
 import { TrainerError } from "../errors.js";
 
@@ -57,52 +58,67 @@ export interface DatumOptions {
  * `logprobs` and `advantages` (the per-token `advantages`, else the scalar `advantage`), with
  * advantage 0 wherever the loss mask is 0. Both are multiplied by `extraFields.loss_weight` when
  * the trajectory has one.
- * @throws {@link TrainerError} naming the trajectory when a policy loss lacks logprobs or advantages.
+ *
+ * The datum's arrays are not copies: they are read from the trajectory's `tokens`, `lossMask`,
+ * `logprobs` and `advantages` arrays when they are first read — or, by the Tinker client, when the
+ * datum is sent, with no array built at all. Build datums once the trajectory is final, and do
+ * not change its arrays until the datum is sent. Reading or assigning a datum array gives an
+ * ordinary array, which may be changed like any other.
+ * @throws {@link TrainerError} naming the trajectory when a policy loss lacks logprobs or
+ *   advantages, or when `lossMask`, `logprobs` or `advantages` is not an array with one value per token.
  */
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
-  const n = t.tokens.length - 1;
+  const { tokens, lossMask } = t;
+  const n = tokens.length - 1;
   if (n < 1) return undefined;
-  const { lossMask } = t;
   const where = `trajectory (group ${t.groupId ?? "?"}, run ${t.runId ?? "?"})`;
-  // This runs over every token of every batch. Each tensor is one fresh array made by `slice`
-  // (the cheapest way to a packed array of the right length) and filled in place: no per-token
-  // callbacks, no growth, no second copy.
+  // This runs over every token of every batch: the loops below only read, and no array is
+  // built (see the note above).
   const weight = lossWeight(t, where);
   if (lossKind(options.lossFn) === "supervised") {
-    const weights = lossMask.slice(1);
+    perToken(where, { tokens, lossMask });
     let total = 0;
-    for (let j = 0; j < n; j++) total += weights[j]!;
+    for (let j = 1; j <= n; j++) total += lossMask[j]!;
     if (total === 0) return undefined;
     const scale = (options.reduction === "mean" ? 1 / total : 1) * weight;
-    if (scale !== 1) for (let j = 0; j < n; j++) weights[j]! *= scale;
-    return ownedDatum(t.tokens, { target_tokens: t.tokens.slice(1), weights });
+    const weights = scale === 1 ? shifted(lossMask, n) : new LazyValues(n, { at: (j) => lossMask[j + 1]! * scale });
+    return shiftedDatum(tokens, { target_tokens: shifted(tokens, n), weights });
   }
-  if (t.logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
-  if (t.advantages === undefined && t.advantage === undefined) {
+  const { logprobs, advantages, advantage } = t;
+  if (logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
+  if (advantages === undefined && advantage === undefined) {
     throw new TrainerError(`${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`);
   }
-  // Starts as a copy of the (floating-point) logprobs, every value overwritten: a copy of the
-  // integer mask would be converted to doubles at the first advantage, a second copy.
-  const advantages = t.logprobs.slice(1);
+  perToken(where, { tokens, lossMask, logprobs, ...(advantages !== undefined && { advantages }) });
+  const at = (j: number): number => (lossMask[j + 1] === 0 ? 0 : (advantages?.[j + 1] ?? advantage!) * weight);
   let signal = false;
-  for (let j = 0; j < n; j++) {
-    const a = lossMask[j + 1] === 0 ? 0 : (t.advantages?.[j + 1] ?? t.advantage!) * weight;
-    advantages[j] = a;
-    if (a !== 0) signal = true;
-  }
+  for (let j = 0; j < n && !signal; j++) signal = at(j) !== 0;
   if (!signal) return undefined;
-  const lossFnInputs: Record<string, number[]> = { target_tokens: t.tokens.slice(1), logprobs: t.logprobs.slice(1), advantages };
-  if (options.backend === "weaver") lossFnInputs.loss_mask = lossMask.slice(1);
-  return ownedDatum(t.tokens, lossFnInputs);
+  const lossFnInputs: Record<string, LazyValues> = { target_tokens: shifted(tokens, n), logprobs: shifted(logprobs, n), advantages: new LazyValues(n, { at }) };
+  if (options.backend === "weaver") lossFnInputs.loss_mask = shifted(lossMask, n);
+  return shiftedDatum(tokens, lossFnInputs);
 }
 
 /**
- * The datum reading `tokens[0..n-2]`, over loss-input arrays made for it alone: unlike `datum()`
- * it does not copy them again. Their values come from a trajectory, and every client checks a
- * datum against its loss contract before sending it.
+ * Checks that each of `arrays` is an array with one value per token.
+ * @throws {@link TrainerError} naming the trajectory and the field.
  */
-function ownedDatum(tokens: readonly number[], lossFnInputs: Record<string, number[]>): Datum {
+function perToken(where: string, arrays: { tokens: readonly number[] } & Record<string, readonly number[]>): void {
+  const length = arrays.tokens.length;
+  for (const [field, values] of Object.entries(arrays)) {
+    if (!Array.isArray(values)) throw new TrainerError(`${where}: ${field} must be an array, got ${Object.prototype.toString.call(values)}`);
+    if (values.length !== length) throw new TrainerError(`${where} has ${values.length} ${field} values for ${length} tokens; there must be one per token`);
+  }
+}
+
+/** Values 1..n of `array`: what position `j` of a datum reads from token `j+1`. */
+function shifted(array: readonly number[], n: number): LazyValues {
+  return new LazyValues(n, { window: { array, start: 1 } });
+}
+
+/** The datum reading `tokens[0..n-1]` (n = the loss inputs' length), with the given loss inputs. */
+function shiftedDatum(tokens: readonly number[], lossFnInputs: Record<string, LazyValues>): Datum {
   const loss_fn_inputs: Record<string, TensorData> = {};
-  for (const [key, data] of Object.entries(lossFnInputs)) loss_fn_inputs[key] = { data, dtype: dtypeForKey(key) };
-  return { model_input: { chunks: [{ type: "encoded_text", tokens: tokens.slice(0, -1) }] }, loss_fn_inputs };
+  for (const [key, values] of Object.entries(lossFnInputs)) loss_fn_inputs[key] = new TensorView(values, dtypeForKey(key));
+  return { model_input: { chunks: [new TokensView(new LazyValues(tokens.length - 1, { window: { array: tokens, start: 0 } }))] }, loss_fn_inputs };
 }
