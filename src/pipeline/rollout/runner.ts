@@ -206,27 +206,24 @@ export class RolloutRunner {
    * the reason given at {@link RolloutRunner.submit}.
    */
   private runOn(task: RolloutTask, slot: Slot, receiver: RolloutReceiver, attempt = 0): void {
-    const { policy, signal } = this.options;
-    if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
+    if (this.options.signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
     if (attempt > 0) this.counts.retried++;
-    this.attempt(task, attempt, slot).then(
-      (trajectories) => {
-        this.counts.succeeded++;
-        this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
-      },
-      (error: unknown) => {
-        if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
-        this.counts.failed++;
-        if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
-        if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries)) return this.runOn(task, slot, receiver, attempt + 1);
-        if (policy.mode === "skip") {
-          this.counts.skipped++;
-          return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
-        }
-        this.release(slot);
-        receiver.failed(task, this.stopError(task, attempt + 1, error));
-      },
-    );
+    this.attempt(task, attempt, slot, receiver);
+  }
+
+  /** After attempt `attempt` of `task` failed with `error`: a retry, a skip, or the end of the run. */
+  private attemptFailed(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver, error: unknown): void {
+    const { policy, signal } = this.options;
+    if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
+    this.counts.failed++;
+    if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
+    if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries)) return this.runOn(task, slot, receiver, attempt + 1);
+    if (policy.mode === "skip") {
+      this.counts.skipped++;
+      return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
+    }
+    this.release(slot);
+    receiver.failed(task, this.stopError(task, attempt + 1, error));
   }
 
   /** Hands `slot` on, then tells `receiver` the outcome. */
@@ -236,10 +233,10 @@ export class RolloutRunner {
   }
 
   /**
-   * One attempt of `task` on `slot`: its validated trajectories. A promise chain, for the reason
-   * given at {@link RolloutRunner.submit}.
+   * Attempt `attempt` of `task` on `slot`; what became of it goes on to `receiver` (or to a
+   * retry). One promise step, for the reason given at {@link RolloutRunner.submit}.
    */
-  private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
+  private attempt(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver): void {
     const { options } = this;
     // runOn returns before an attempt once the run's signal has aborted.
     const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), slot.controller.signal, options.sampling);
@@ -254,14 +251,26 @@ export class RolloutRunner {
       running = Promise.reject(error);
     }
     if (options.timeoutMs > 0) running = Promise.race([running, this.timeout(task, scope)]);
-    return running.then(
+    running.then(
       (result) => {
-        this.endAttempt(slot, scope);
-        return this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
+        let trajectories: Trajectory[];
+        try {
+          this.endAttempt(slot, scope);
+          trajectories = this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
+        } catch (error) {
+          return this.attemptFailed(task, attempt, slot, receiver, error);
+        }
+        this.counts.succeeded++;
+        this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
       },
       (error: unknown) => {
-        this.endAttempt(slot, scope);
-        throw error;
+        try {
+          this.endAttempt(slot, scope);
+        } catch (replacing) {
+          // Making the replacement of a timed-out worker failed: that is the attempt's failure now.
+          error = replacing;
+        }
+        this.attemptFailed(task, attempt, slot, receiver, error);
       },
     );
   }

@@ -167,7 +167,7 @@ export class OpenAIInferenceClient implements InferenceClient {
     body.prompt = promptTokens;
     body.logprobs = 1;
     // A promise chain, not an async function: see HttpTransport.request.
-    return this.send<CompletionAnswer>("/completions", body, options).then((response) => this.completionResult(response, promptTokens, policyVersion));
+    return this.send("/completions", body, options, (answer: CompletionAnswer) => this.completionResult(answer, promptTokens, policyVersion));
   }
 
   private completionResult(response: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined): InferenceResult {
@@ -195,7 +195,7 @@ export class OpenAIInferenceClient implements InferenceClient {
       ...(options.tools && options.tools.length > 0 && { tools: options.tools }),
       ...(options.chatTemplateKwargs && { chat_template_kwargs: options.chatTemplateKwargs }),
     };
-    const response = await this.send<ChatCompletionAnswer>("/chat/completions", params, options);
+    const response = await this.send("/chat/completions", params, options, (answer: ChatCompletionAnswer) => answer);
     const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`);
     const text = choice.message?.content ?? "";
@@ -255,16 +255,17 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   /**
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
-   * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
-   * Not an async function: one frame fewer for each of the calls waiting at once.
+   * returns `read` of the parsed answer; failures become {@link InferenceRequestError}, aborts
+   * pass through. One promise step, not an async function: every call waiting on the server holds
+   * what its steps hold.
    */
-  private send<T>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<T> {
-    return this.http.request<T | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) }).then(
+  private send<A, R>(path: string, body: Record<string, unknown>, options: InferenceOptions, read: (answer: A) => R): Promise<R> {
+    return this.http.request<A | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) }).then(
       (response) => {
         if (response.body === null || typeof response.body !== "object") {
           throw new InferenceResponseError(`POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
         }
-        return response.body;
+        return read(response.body);
       },
       (error: unknown) => {
         throw error instanceof HttpError && !(error instanceof RequestAbortedError) ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error) : error;
