@@ -1,5 +1,9 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { MissingApiKeyError } from "../../../src/http/endpoint.js";
+import { HttpTransport } from "../../../src/http/transport.js";
+import { trajectoryToDatum } from "../../../src/pipeline/index.js";
 import {
   LocalTrainingService,
   TinkerTrainingService,
@@ -9,8 +13,11 @@ import {
   createTrainingService,
   reduceMetrics,
 } from "../../../src/services/training/index.js";
-import { estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
+import { DEFAULT_CHUNK_LIMITS, estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
+import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
+import { TensorView } from "../../../src/types/datum-view.js";
 import { LossInputError } from "../../../src/types/losses.js";
+import { Trajectory } from "../../../src/types/trajectory.js";
 import { adamParams, datum } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir, tokens } from "./helpers.js";
 
@@ -48,6 +55,19 @@ describe("tinker chunking", () => {
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: size * 2 }).map((c) => c.length)).toEqual([2, 2, 1]);
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: 1 }).map((c) => c.length)).toEqual([1, 1, 1, 1, 1]);
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: 5_000_000 })).toEqual([DATUMS]);
+  });
+
+  it("chunks datums of trajectories by the byte estimate without reading their arrays", async () => {
+    const { server, svc } = await tinker({ tinkerClientConfig: { fwdbwd_max_chunk_bytes_count: 240 } });
+    const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
+    const lengths = [5, 3, 4, 6, 2];
+    const datums = lengths.map((n) => trajectoryToDatum(new Trajectory({ tokens: tokens("xyzw".slice(0, n - 2)), lossMask: Array(n).fill(1), reward: 1 }), { lossFn: "cross_entropy", backend: "tinker" })!);
+    // Estimates of 10 bytes per value, 3 arrays of n - 1 values: 120, 60, 90, 150, 30 against a budget of 240.
+    const result = await (await client.forwardBackward(datums, "cross_entropy")).result();
+    const submits = server.requests.filter((r) => r.path === "/api/v1/forward_backward").map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });
+    expect(submits.sort((a, b) => a.seq_id - b.seq_id).map((b) => [b.seq_id, b.forward_backward_input.data.length])).toEqual([[1, 2], [2, 2], [3, 1]]);
+    expect(result.lossFnOutputs.map((o) => o.logprobs.length)).toEqual(lengths.map((n) => n - 1));
+    expect(datums.every((d) => Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread))).toBe(true);
   });
 
   it("reduces metrics by their name:reduction suffix, weighting means by datums per chunk", () => {
@@ -118,5 +138,58 @@ describe("createTrainingService", () => {
     expect(createTrainingService("local", { outputDir: "out" })).toBeInstanceOf(LocalTrainingService);
     expect(() => createTrainingService("local")).toThrow(TrainingServiceConfigError);
     expect(() => createTrainingService("cloud" as "local", {})).toThrow(/unknown training backend "cloud"/);
+  });
+});
+
+describe("tinker submissions", () => {
+  it("send the same bytes on a retry and on a resubmission after 410, the documented JSON", async () => {
+    // A Tinker service that fails the first submission with 503 and the first poll with 410.
+    const submissions: Buffer[] = [];
+    let polls = 0;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const answer = (status: number, body: unknown): void => {
+          res.writeHead(status, { "content-type": "application/json" });
+          res.end(JSON.stringify(body));
+        };
+        if (req.url === "/api/v1/forward_backward") {
+          submissions.push(Buffer.concat(chunks));
+          return submissions.length === 1 ? answer(503, { error: "busy" }) : answer(200, { request_id: `r${submissions.length}` });
+        }
+        if (++polls === 1) return answer(410, { error: "expired" });
+        answer(200, { loss_fn_outputs: [{ logprobs: { data: [-1, -2], dtype: "float32" } }], metrics: { "loss:sum": 3 } });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise((resolve) => server.close(resolve)));
+    const http = new HttpTransport({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: API_KEY, backoff: { initialDelayMs: 1, maxDelayMs: 2 } });
+    onCleanup(() => http.close());
+    const closed = new AbortController();
+    const ctx = { http, sessionId: "s", limits: DEFAULT_CHUNK_LIMITS, pollTimeoutMs: 5000, maxRetries: 3, backoff: { initialDelayMs: 1, maxDelayMs: 2 }, closed: closed.signal, log: undefined };
+    const client = new TinkerTrainingClient(ctx, "s:train:0", "tiny");
+    const t = new Trajectory({ tokens: [7, 8, 9], lossMask: [0, 1, 1], logprobs: [0, Math.fround(-0.1), -0], reward: 1, advantage: 0.1 + 0.2 });
+    const d = trajectoryToDatum(t, { lossFn: "importance_sampling", backend: "tinker" })!;
+    const result = await (await client.forwardBackward([d], "importance_sampling")).result();
+    expect(result.metrics["loss:sum"]).toBe(3);
+    const expected = JSON.stringify({
+      forward_backward_input: {
+        data: [
+          {
+            model_input: { chunks: [{ type: "encoded_text", tokens: [7, 8] }] },
+            loss_fn_inputs: {
+              target_tokens: { data: [8, 9], dtype: "int64", shape: [2] },
+              logprobs: { data: [Math.fround(-0.1), -0], dtype: "float32", shape: [2] },
+              advantages: { data: [0.1 + 0.2, 0.1 + 0.2], dtype: "float32", shape: [2] },
+            },
+          },
+        ],
+        loss_fn: "importance_sampling",
+      },
+      model_id: "s:train:0",
+      seq_id: 1,
+    });
+    expect(submissions.map((b) => b.toString("utf8"))).toEqual([expected, expected, expected]);
   });
 });

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { tokenCount, valueCount } from "../../../types/datum-view.js";
 import type { Datum } from "../../../types/wire.js";
 import type { ForwardBackwardOutput } from "../types.js";
 
@@ -28,29 +29,34 @@ export const DEFAULT_CHUNK_LIMITS: Readonly<ChunkLimits> = Object.freeze({ maxDa
 export function estimateDatumBytes(datum: Datum): number {
   let bytes = 0;
   for (const chunk of datum.model_input.chunks) {
-    bytes += chunk.type === "encoded_text" ? chunk.tokens.length * 10 : chunk.type === "image" ? chunk.data.length : chunk.location.length;
+    bytes += chunk.type === "encoded_text" ? tokenCount(chunk) * 10 : chunk.type === "image" ? chunk.data.length : chunk.location.length;
   }
-  for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += tensor.data.length * 10;
+  for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += valueCount(tensor) * 10;
   return bytes;
 }
 
-/** Splits `data` into consecutive chunks within `limits` by {@link estimateDatumBytes} (a datum larger than `maxBytes` goes alone). */
-export function chunkDatums(data: readonly Datum[], limits: ChunkLimits): Datum[][] {
-  const chunks: Datum[][] = [];
-  let current: Datum[] = [];
+/** Splits `items` into consecutive chunks within `limits`, sizing each with `bytesOf` (an item larger than `maxBytes` goes alone). */
+export function chunkBySize<T>(items: readonly T[], bytesOf: (item: T) => number, limits: ChunkLimits): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
   let bytes = 0;
-  for (const datum of data) {
-    const size = estimateDatumBytes(datum);
+  for (const item of items) {
+    const size = bytesOf(item);
     if (current.length > 0 && (current.length >= limits.maxDatums || bytes + size > limits.maxBytes)) {
       chunks.push(current);
       current = [];
       bytes = 0;
     }
-    current.push(datum);
+    current.push(item);
     bytes += size;
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/** Splits `data` into consecutive chunks within `limits` by {@link estimateDatumBytes} (a datum larger than `maxBytes` goes alone). */
+export function chunkDatums(data: readonly Datum[], limits: ChunkLimits): Datum[][] {
+  return chunkBySize(data, estimateDatumBytes, limits);
 }
 
 function weightedMean(values: number[], weights: number[]): number {

@@ -29,16 +29,19 @@ export interface TinkerContext {
   readonly log: ((line: string) => void) | undefined;
 }
 
+/** A request body: an object sent as JSON, or JSON already serialised (sent as it is). */
+export type SubmitBody = { body: unknown } | { encodedBody: string | Uint8Array };
+
 /**
  * Submits a request that answers with a future and returns its `request_id`. Submissions are
  * retried on every retryable failure with one idempotency key: the service deduplicates them
  * by `seq_id` (or `model_seq_id`), so a retry never applies an operation twice.
  */
-export async function submitRequest(ctx: TinkerContext, endpoint: string, body: unknown, requestType: string, headers: Record<string, string> = {}): Promise<string> {
+export async function submitRequest(ctx: TinkerContext, endpoint: string, payload: SubmitBody, requestType: string, headers: Record<string, string> = {}): Promise<string> {
   const { body: answer } = await ctx.http.request<{ request_id?: unknown }>({
     method: "POST",
     path: `/api/v1/${endpoint}`,
-    body,
+    ...payload,
     retry: "all",
     idempotencyKey: true,
     headers: { "X-Tinker-Request-Type": requestType, ...headers },

@@ -46,7 +46,7 @@ export class TinkerSamplingClient implements SamplingClient {
   }
 
   private async submit<T>(body: Record<string, unknown>, read: (body: unknown) => T): Promise<ApiFuture<T>> {
-    const send = (): Promise<string> => submitRequest(this.ctx, "asample", body, "Sample", { "X-Tinker-Sampling-Backpressure": "1" });
+    const send = (): Promise<string> => submitRequest(this.ctx, "asample", { body }, "Sample", { "X-Tinker-Sampling-Backpressure": "1" });
     return new TinkerFuture(this.ctx, await send(), send, read, `asample (seq_id ${String(body.seq_id)})`);
   }
 }

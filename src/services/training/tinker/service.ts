@@ -111,7 +111,7 @@ export class TinkerTrainingService implements TrainingService {
       lora_config: { rank: options.loraRank ?? 32, ...(options.seed !== undefined && { seed: options.seed }), train_unembed: true, train_mlp: true, train_attn: true },
       type: "create_model",
     };
-    const send = (): Promise<string> => submitRequest(ctx, "create_model", body, "CreateModel");
+    const send = (): Promise<string> => submitRequest(ctx, "create_model", { body }, "CreateModel");
     const future = new TinkerFuture(ctx, await send(), send, (answer) => (answer as { model_id?: unknown }).model_id, `create_model (${options.baseModel})`);
     const modelId = await future.result();
     if (typeof modelId !== "string") throw new TinkerResponseError("create_model answered without a model_id");

@@ -8,10 +8,11 @@ import { SubmitOrder } from "../../../http/submit-order.js";
 import type { LossFunctionName } from "../../../types/losses.js";
 import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
 import type { ApiFuture, ForwardBackwardOutput, ModelInfo, OptimStepOutput, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
-import { chunkDatums, combineChunks } from "./chunks.js";
+import { chunkBySize, combineChunks } from "./chunks.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
-import { lossInput, readForwardBackward, readOptimStep, readPath, tinkerDatums } from "./wire.js";
+import { checkDatums, lossBody } from "./loss-body.js";
+import { readForwardBackward, readOptimStep, readPath } from "./wire.js";
 
 /**
  * Trains one Tinker model. Every operation takes the next `seq_id` (from 1) when it is called;
@@ -105,7 +106,7 @@ export class TinkerTrainingClient implements TrainingClient {
     const body = build(seq);
     const what = `${endpoint} (seq_id ${seq})`;
     return this.order.run(what, async () => {
-      const send = (): Promise<string> => submitRequest(this.ctx, endpoint, body, requestType);
+      const send = (): Promise<string> => submitRequest(this.ctx, endpoint, { body }, requestType);
       return new TinkerFuture(this.ctx, await send(), send, read, what);
     });
   }
@@ -118,11 +119,13 @@ export class TinkerTrainingClient implements TrainingClient {
     lossFn: LossFunctionName,
     config: Record<string, number> | undefined,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    const chunks = chunkDatums(tinkerDatums(data, lossFn, config), this.ctx.limits);
+    const chunks = chunkBySize(checkDatums(data, lossFn, config), (d) => d.bytes, this.ctx.limits);
     const seqs = chunks.map(() => this.nextSeq++);
+    // Serialised once: a retry or a resubmission (after a 410) sends the same bytes.
+    const bodies = chunks.map((chunk, i) => lossBody(inputKey, chunk, lossFn, config, this.modelId, seqs[i]!));
     const what = `${endpoint} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
     return this.order.run(what, async () => {
-      const senders = chunks.map((chunk, i) => (): Promise<string> => submitRequest(this.ctx, endpoint, { [inputKey]: lossInput(chunk, lossFn, config), model_id: this.modelId, seq_id: seqs[i] }, requestType));
+      const senders = bodies.map((encodedBody) => (): Promise<string> => submitRequest(this.ctx, endpoint, { encodedBody }, requestType));
       // Like the Tinker SDK: later chunks first, in parallel, then the first, which the service
       // waits for before running any of them.
       const later = await Promise.all(senders.slice(1).map((send) => send()));

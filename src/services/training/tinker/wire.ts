@@ -6,15 +6,11 @@
  * @module
  */
 import { NexrlError } from "../../../types/errors.js";
-import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
-import { tensorValues, type Datum, type ModelInput, type TensorData } from "../../../types/wire.js";
+import { tensorValues, type ModelInput, type TensorData } from "../../../types/wire.js";
 import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput, SampleOutput, SampledSequence, SamplingParams } from "../types.js";
 
 /** Thrown when a Tinker answer does not have the documented shape. */
 export class TinkerResponseError extends NexrlError {}
-
-/** Loss-input keys nexrl datums may carry that Tinker rejects; they are removed before sending. */
-const CLIENT_ONLY_KEYS = new Set(["mask", "loss_mask"]);
 
 function record(value: unknown, what: string): Record<string, unknown> {
   if (!value || typeof value !== "object" || Array.isArray(value)) throw new TinkerResponseError(`${what}: expected a JSON object from the Tinker service, got ${JSON.stringify(value)?.slice(0, 200)}`);
@@ -24,30 +20,6 @@ function record(value: unknown, what: string): Record<string, unknown> {
 function numbers(value: unknown, what: string): number[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === "number")) throw new TinkerResponseError(`${what}: expected a list of numbers from the Tinker service`);
   return value as number[];
-}
-
-function tensorOnWire(tensor: TensorData): TensorData {
-  return { ...tensor, shape: tensor.shape ?? [tensor.data.length] };
-}
-
-/**
- * The datums as Tinker receives them: client-only keys (`mask`, `loss_mask`) removed, every
- * tensor with its `shape`, each checked against the loss contract for Tinker.
- * @throws LossInputError when a datum breaks the contract, or there is no datum.
- */
-export function tinkerDatums(data: readonly Datum[], lossFn: LossFunctionName, config: Record<string, number> | undefined): Datum[] {
-  if (data.length === 0) throw new LossInputError(`${lossFn} on tinker: no datums were given; pass at least one`);
-  return data.map((d) => {
-    const inputs = Object.fromEntries(Object.entries(d.loss_fn_inputs).filter(([key]) => !CLIENT_ONLY_KEYS.has(key)).map(([key, t]) => [key, tensorOnWire(t)]));
-    const datum: Datum = { model_input: d.model_input, loss_fn_inputs: inputs };
-    validateLossInputs(lossFn, datum, { backend: "tinker", ...(config && { config }) });
-    return datum;
-  });
-}
-
-/** `forward_input` / `forward_backward_input`. */
-export function lossInput(data: Datum[], lossFn: LossFunctionName, config: Record<string, number> | undefined): Record<string, unknown> {
-  return { data, loss_fn: lossFn, ...(config && { loss_fn_config: config }) };
 }
 
 /** `sampling_params` of `asample`, Tinker's defaults filled in (temperature 1, top_k −1, top_p 1). */
