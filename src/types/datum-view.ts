@@ -72,7 +72,8 @@ export class LazyValues {
  * The descriptor of an enumerable own property backed by the {@link LazyValues} that `valuesOf`
  * finds on the object. One descriptor (the same getter and setter) serves every instance, so that
  * they all share one shape: an accessor of its own per object would put each in dictionary mode,
- * and such objects survive scavenges — as costly as the copies the views spare.
+ * and such objects survive scavenges — as costly as the copies the views spare. It cannot be
+ * deleted or redefined, so every read and write of the property goes through the values.
  */
 function lazyDescriptor(valuesOf: (target: object) => LazyValues): PropertyDescriptor {
   return {
@@ -83,7 +84,7 @@ function lazyDescriptor(valuesOf: (target: object) => LazyValues): PropertyDescr
       valuesOf(this).replace(value);
     },
     enumerable: true,
-    configurable: true,
+    configurable: false,
   };
 }
 

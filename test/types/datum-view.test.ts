@@ -50,6 +50,7 @@ describe("TensorView and TokensView", () => {
     tensor.data = [4];
     expect(tensor.data).toEqual([4]);
     expect(TensorView.valuesOf(tensor)).toBe(values);
+    expect(() => delete (tensor as Partial<TensorView>).data).toThrow(TypeError);
   });
 
   it("are told from plain objects, and counted without being read", () => {

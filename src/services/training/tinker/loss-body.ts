@@ -5,20 +5,19 @@
  * `JSON.stringify` of the documented body (`{ <input key>: { data, loss_fn, loss_fn_config? },
  * model_id, seq_id }`, client-only loss inputs dropped, every tensor with its `shape`).
  *
- * Datums built by `trajectoryToDatum` read their arrays from the trajectory (`TensorView`,
- * `TokensView`); while nothing has read them, they are checked and written from the trajectory's
- * arrays, never copied, and the token run that the model input and `target_tokens` share — the
- * same tokens, shifted by one — is serialised once. Any other datum is checked by
- * `validateLossInputs` and written by `JSON.stringify`.
+ * Number arrays are written from where their values are (`datum-parts.ts`, `number-json.ts`):
+ * the trajectory's own arrays for an untouched datum of `trajectoryToDatum`, which is never
+ * copied, else the datum's arrays. When `target_tokens` are the model input's tokens shifted by
+ * one, as in every datum of a sequence, the run they share is serialised once and copied.
  *
  * @module
  */
-import { TensorView, TokensView, type ArrayWindow, type LazyValues } from "../../../types/datum-view.js";
 import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
 import type { Datum, TensorData } from "../../../types/wire.js";
 import { estimateDatumBytes } from "./chunks.js";
+import { plainParts, viewParts, type DatumParts } from "./datum-parts.js";
 import { JsonWriter } from "./json-writer.js";
-import { writeLazy, writeWindow } from "./number-json.js";
+import { writeValues, writeWindow, type SourcedValues } from "./number-json.js";
 
 /** Loss-input keys nexrl datums may carry that Tinker rejects; they are removed before sending. */
 const CLIENT_ONLY_KEYS = new Set(["mask", "loss_mask"]);
@@ -34,12 +33,6 @@ export interface CheckedDatum {
   write(out: JsonWriter): void;
 }
 
-/** The parts of a datum built by `trajectoryToDatum`, unread. */
-interface Views {
-  tokens: LazyValues;
-  inputs: Array<[string, LazyValues, TensorData]>;
-}
-
 /** The loss inputs Tinker receives: all but the client-only keys, in their order. */
 function sentInputs(datum: Datum): Record<string, TensorData> {
   const inputs: Record<string, TensorData> = {};
@@ -47,110 +40,58 @@ function sentInputs(datum: Datum): Record<string, TensorData> {
   return inputs;
 }
 
-/** The unread views behind a datum's tokens and loss inputs, or undefined unless every part is an untouched view. */
-function untouchedViews(datum: Datum, inputs: Record<string, TensorData>): Views | undefined {
-  const modelInput = datum.model_input;
-  const chunk = modelInput.chunks.length === 1 && Object.keys(modelInput).length === 1 ? modelInput.chunks[0]! : undefined;
-  if (chunk?.type !== "encoded_text" || Object.keys(chunk).length !== 2) return undefined;
-  const tokens = TokensView.valuesOf(chunk);
-  if (!tokens?.unread) return undefined;
-  const views: Views["inputs"] = [];
-  for (const [key, tensor] of Object.entries(inputs)) {
-    const values = TensorView.valuesOf(tensor);
-    if (!values?.unread || Object.keys(tensor).length !== 2) return undefined;
-    views.push([key, values, tensor]);
-  }
-  return { tokens, inputs: views };
-}
-
-/** Whether every value is a finite number and, for `tokenIds`, a non-negative integer (the value checks of `validateLossInputs` on Tinker). */
-function valuesPass(values: LazyValues, tokenIds: boolean): boolean {
-  const { source, length } = values;
-  // One loop per case, each with its test inline: this runs over every value sent.
-  if ("at" in source) {
-    for (let i = 0; i < length; i++) {
-      const v = source.at(i);
-      if (tokenIds ? !(Number.isInteger(v) && v >= 0) : !Number.isFinite(v)) return false;
-    }
-    return true;
-  }
-  const { array, start } = source.window;
-  const end = start + length;
-  if (tokenIds) {
-    for (let i = start; i < end; i++) {
-      const v = array[i]!;
-      if (!(Number.isInteger(v) && v >= 0)) return false;
-    }
-  } else {
-    for (let i = start; i < end; i++) if (!Number.isFinite(array[i])) return false;
-  }
+/** Whether `targets` are `tokens` shifted by one: `targets[j] = tokens[j + 1]` for every `j < n - 1`. */
+function shiftedByOne(tokens: SourcedValues, targets: SourcedValues): boolean {
+  const a = tokens.source;
+  const b = targets.source;
+  if (!("window" in a) || !("window" in b) || tokens.length !== targets.length) return false;
+  if (a.window.array === b.window.array && b.window.start === a.window.start + 1) return true;
+  const { array: x, start: i0 } = a.window;
+  const { array: y, start: j0 } = b.window;
+  for (let j = 0; j < targets.length - 1; j++) if (y[j0 + j] !== x[i0 + j + 1]) return false;
   return true;
 }
 
-/**
- * Checks a datum made of untouched views: undefined when a size or a value is wrong (the general
- * path then reports it, worded as ever), else the checked datum.
- * @throws LossInputError when it breaks a part of the contract that does not depend on values.
- */
-function checkViews(views: Views, lossFn: LossFunctionName, config: Record<string, number> | undefined, bytes: number): CheckedDatum | undefined {
-  const n = views.tokens.length;
-  // The model input is not checked by the contract, but only finite numbers are written here.
-  if (!valuesPass(views.tokens, false)) return undefined;
-  for (const [key, values] of views.inputs) if (values.length !== n || !valuesPass(values, key === "target_tokens")) return undefined;
-  // Sizes and values are right, so only the checks that do not read values can fail: names,
-  // dtypes, the backend and the config. Run exactly those, on the datum with its values left out.
-  const withoutValues: Record<string, TensorData> = {};
-  for (const [key, , tensor] of views.inputs) withoutValues[key] = { data: [], dtype: tensor.dtype };
-  validateLossInputs(lossFn, { model_input: { chunks: [] }, loss_fn_inputs: withoutValues }, { backend: "tinker", ...(config && { config }) });
-  return { bytes, write: (out) => writeViews(out, views, withoutValues) };
-}
-
-/**
- * The array whose window `tokens[0..n-1]` is the model input and `tokens[1..n]` the
- * `target_tokens`, when they are so (as `trajectoryToDatum` builds them), with those targets.
- */
-function sharedRun(views: Views): { window: ArrayWindow; targets: LazyValues } | undefined {
-  const targets = views.inputs.find(([key]) => key === "target_tokens")?.[1];
-  const a = views.tokens.source;
-  const b = targets?.source;
-  if (!b || !("window" in a) || !("window" in b) || a.window.array !== b.window.array || b.window.start !== a.window.start + 1) return undefined;
-  return { window: a.window, targets: targets! };
-}
-
-/** Writes a checked datum of views; the token run shared by the model input and `target_tokens` is serialised once and copied. */
-function writeViews(out: JsonWriter, views: Views, dtypes: Record<string, TensorData>): void {
-  const n = views.tokens.length;
-  const shared = sharedRun(views);
+/** Writes a checked datum from its parts. */
+function writeDatum(out: JsonWriter, datum: Datum, parts: DatumParts): void {
+  const { tokens } = parts;
+  const targets = parts.inputs.find(([key]) => key === "target_tokens")?.[1];
+  const shared = tokens && targets && shiftedByOne(tokens, targets) && "window" in tokens.source ? tokens.source.window : undefined;
+  const n = tokens?.length ?? 0;
   let run: [number, number] | undefined;
-  out.ascii('{"model_input":{"chunks":[{"type":"encoded_text","tokens":[');
-  if (shared) {
-    writeWindow(out, shared.window, 0, 1);
-    if (n > 1) {
+  out.ascii('{"model_input":');
+  if (!tokens) {
+    out.json(datum.model_input);
+  } else {
+    out.ascii('{"chunks":[{"type":"encoded_text","tokens":[');
+    if (shared && n > 1) {
+      writeWindow(out, shared, 0, 1);
       out.comma();
       const start = out.position;
-      writeWindow(out, shared.window, 1, n);
+      writeWindow(out, shared, 1, n);
       run = [start, out.position];
+    } else {
+      writeValues(out, tokens);
     }
-  } else {
-    writeLazy(out, views.tokens);
+    out.ascii("]}]}");
   }
-  out.ascii(']}]},"loss_fn_inputs":{');
-  views.inputs.forEach(([key, values], i) => {
+  out.ascii(',"loss_fn_inputs":{');
+  parts.inputs.forEach(([key, values, tensor], i) => {
     if (i > 0) out.comma();
     out.json(key);
-    out.ascii(':{"data":[');
-    if (values === shared?.targets) {
-      if (run) {
-        out.again(run[0], run[1]);
-        out.comma();
-      }
-      writeWindow(out, shared.window, n, n + 1);
+    out.ascii(":");
+    if (!values) return out.json(tensor);
+    out.ascii('{"data":[');
+    if (values === targets && run && "window" in values.source) {
+      out.again(run[0], run[1]);
+      out.comma();
+      writeWindow(out, values.source.window, n - 1, n);
     } else {
-      writeLazy(out, values);
+      writeValues(out, values);
     }
     out.ascii('],"dtype":');
-    out.json(dtypes[key]!.dtype);
-    out.ascii(`,"shape":[${n}]}`);
+    out.json(tensor.dtype);
+    out.ascii(`,"shape":[${values.length}]}`);
   });
   out.ascii("}}");
 }
@@ -163,13 +104,13 @@ function writeViews(out: JsonWriter, views: Views, dtypes: Record<string, Tensor
 export function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum {
   const inputs = sentInputs(datum);
   const bytes = estimateDatumBytes({ model_input: datum.model_input, loss_fn_inputs: inputs });
-  const views = untouchedViews(datum, inputs);
-  const checked = views && checkViews(views, lossFn, config, bytes);
-  if (checked) return checked;
+  const views = viewParts(datum, inputs, lossFn, config);
+  if (views) return { bytes, write: (out) => writeDatum(out, datum, views) };
   const wire: Datum = { model_input: datum.model_input, loss_fn_inputs: {} };
   for (const [key, tensor] of Object.entries(inputs)) wire.loss_fn_inputs[key] = { ...tensor, shape: tensor.shape ?? [tensor.data.length] };
   validateLossInputs(lossFn, wire, { backend: "tinker", ...(config && { config }) });
-  return { bytes, write: (out) => out.json(wire) };
+  const parts = plainParts(wire, inputs);
+  return { bytes, write: (out) => writeDatum(out, wire, parts) };
 }
 
 /**

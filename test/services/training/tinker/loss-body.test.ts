@@ -87,6 +87,17 @@ describe("tinker loss bodies", () => {
     expect(JSON.parse(sent([d], "importance_sampling")).forward_backward_input.data[0].loss_fn_inputs.logprobs.data[3]).toBe(-0.125);
   });
 
+  it("write plain datums as JSON.stringify does, whatever their key order, shifted or not", () => {
+    const shifted = datum([5, 6, 7, 8], { target_tokens: [6, 7, 8, 9], weights: [0, 1, 1, 0.5] });
+    const unshifted = datum([5, 6, 7, 8], { target_tokens: [6, 7, 0, 9], weights: [1, 1, 1, 1] });
+    const reordered: Datum = {
+      model_input: { chunks: [{ tokens: [1, 2], type: "encoded_text" } as never] },
+      loss_fn_inputs: { weights: { dtype: "float32", data: [1, -0] } as never, target_tokens: { data: [2, 3], dtype: "int64", shape: [2] } },
+    };
+    const long = datum(Array.from({ length: 3000 }, (_, i) => i), { target_tokens: Array.from({ length: 3000 }, (_, i) => i + 1), weights: Array(3000).fill(1) });
+    for (const d of [shifted, unshifted, reordered, long]) expect(sent([d], "cross_entropy")).toBe(documented([d], "cross_entropy", undefined));
+  });
+
   it("write plain datums with no positions and model inputs the contract does not check", () => {
     const empty = datum([], { target_tokens: [], weights: [] });
     expect(sent([empty], "cross_entropy")).toBe(documented([empty], "cross_entropy", undefined));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { JsonWriter } from "../../../../src/services/training/tinker/json-writer.js";
-import { writeComputed, writeLazy, writeWindow } from "../../../../src/services/training/tinker/number-json.js";
+import { writeComputed, writeValues, writeWindow } from "../../../../src/services/training/tinker/number-json.js";
 import { LazyValues } from "../../../../src/types/datum-view.js";
 
 /** The array text `write` produces. */
@@ -22,6 +22,14 @@ describe("writeWindow", () => {
       expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(JSON.stringify(array.slice(from, to)));
     }
     expect(written((out) => writeWindow(out, { array, start: 3 }, 1, 1500))).toBe(JSON.stringify(array.slice(4, 1503)));
+  });
+
+  it("writes runs of one value, short and long, at either end and across blocks, as JSON.stringify does", () => {
+    const runs: Array<[number, number]> = [[0, 16], [0.5, 15], [-0, 3], [0, 1100], [0.1 + 0.2, 17], [1, 1], [-1e-7, 2000], [2, 16]];
+    const array = runs.flatMap(([value, count]) => Array<number>(count).fill(value));
+    for (const [from, to] of [[0, array.length], [1, array.length - 1], [16, 31], [20, 1200], [1140, 3168]] as const) {
+      expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(JSON.stringify(array.slice(from, to)));
+    }
   });
 });
 
@@ -47,12 +55,12 @@ describe("writeComputed", () => {
   });
 });
 
-describe("writeLazy", () => {
+describe("writeValues", () => {
   it("writes lazy values from their source without reading them", () => {
     const window = new LazyValues(3, { window: { array: [9, 1.5, -0, 2], start: 1 } });
     const computed = new LazyValues(20, { at: (i) => (i < 18 ? 0.25 : i) });
-    expect(written((out) => writeLazy(out, window))).toBe("[1.5,0,2]");
-    expect(written((out) => writeLazy(out, computed))).toBe(JSON.stringify(computed.read()));
+    expect(written((out) => writeValues(out, window))).toBe("[1.5,0,2]");
+    expect(written((out) => writeValues(out, computed))).toBe(JSON.stringify(computed.read()));
     expect(window.unread).toBe(true);
   });
 });
