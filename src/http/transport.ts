@@ -87,7 +87,8 @@ export interface HttpResponse<T = unknown> {
 
 /** One call of {@link HttpTransport.request} across its attempts, and its attempt in flight. */
 interface Call {
-  request: HttpRequest;
+  /** The request without its body, which `body` holds serialised: a large body object is not kept alive while the call waits. */
+  request: Pick<HttpRequest, "method" | "path" | "signal" | "timeoutMs">;
   headers: Record<string, string>;
   body: string | Uint8Array | undefined;
   mode: RetryMode;
@@ -228,7 +229,8 @@ export class HttpTransport {
     }
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
     const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
-    return this.attempt<T>({ request, headers, body, mode, attempt: 0, exchange: undefined, timer: undefined, onAbort: undefined, index: -1 });
+    const { method, path, signal, timeoutMs } = request;
+    return this.attempt<T>({ request: { method, path, signal, timeoutMs }, headers, body, mode, attempt: 0, exchange: undefined, timer: undefined, onAbort: undefined, index: -1 });
   }
 
   /**
