@@ -42,9 +42,9 @@ function makeTrajectories(count: number, length: number): Trajectory[] {
 }
 
 /**
- * The transport with the network cut off: it serialises each body as `HttpTransport.request`
- * does (`requestBodyText`) and answers the submission at once, so that the client's own work —
- * datum checks, chunking, body building and serialisation — is all that is timed.
+ * The transport with the network cut off: it takes each body as `HttpTransport.request` does
+ * (`requestBodyText`: the bytes the client serialised) and answers the submission at once, so
+ * that the client's own work — datum checks, chunking and serialisation — is all that is timed.
  */
 class EncodingTransport extends HttpTransport {
   /** Receives the serialised bodies while set (only outside the timed calls: keeping bodies alive would add garbage-collector work the real transport does not have). */

@@ -77,7 +77,7 @@ export const suite: Suite = {
     ctx.setup("encode", {
       loss: LOSS_FN,
       baseline: "JSON.stringify of the same request bodies, parsed back into plain objects once",
-      request: "one forward_backward request per trajectory, through TinkerTrainingClient with the network cut off after JSON.stringify",
+      request: "one forward_backward request per trajectory, through TinkerTrainingClient, with the network cut off once the client has serialised the body",
       tokens_per_call: ENCODE_TOKENS_PER_CALL,
       ...ENCODE,
       body_bytes_per_call: bytes,
