@@ -101,7 +101,7 @@ function writeDatum(out: JsonWriter, datum: Datum, parts: DatumParts): void {
  * keys (`mask`, `loss_mask`) removed, every tensor with its `shape`.
  * @throws LossInputError when the datum breaks the contract.
  */
-export function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum {
+function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum {
   const inputs = sentInputs(datum);
   const bytes = estimateDatumBytes({ model_input: datum.model_input, loss_fn_inputs: inputs });
   const views = viewParts(datum, inputs, lossFn, config);
