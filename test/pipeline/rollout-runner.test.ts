@@ -213,8 +213,10 @@ describe("RolloutRunner", () => {
     };
     let leftBehind: Promise<unknown> | undefined;
     const worker = scripted(async (w, t) => {
-      if (t.data.prompt === "hang") leftBehind = w.inferenceClient.completion("hang").catch((e: unknown) => e);
-      else await w.inferenceClient.completion("x");
+      // inferenceClient is protected: what a worker's own rollout() would call.
+      const llm = (w as unknown as { inferenceClient: InferenceClient }).inferenceClient;
+      if (t.data.prompt === "hang") leftBehind = llm.completion("hang").catch((e: unknown) => e);
+      else await llm.completion("x");
       return ok();
     });
     const r = await runner(worker.Scripted, { mode: "fail_fast" }, { numWorkers: 1, inference: client as SamplerInferenceClient });

@@ -6,10 +6,9 @@ import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { AlgorithmConfig } from "../../recipe/schema/trainer.js";
 import type { TrainingClient, TrainingService } from "../../services/training/types.js";
-import { validateLossInputs } from "../../types/losses.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import { adamParams, datum, tensorValues, type Datum } from "../../types/wire.js";
+import { adamParams, datum, type Datum } from "../../types/wire.js";
 import { TrainerError } from "../errors.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
@@ -111,11 +110,11 @@ export abstract class RemoteApiTrainer {
     if (!Array.isArray(prepared)) throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
     const lossFn = this.algorithm.loss_fn;
     const backend = this.context.service.backend;
-    const built: Array<{ datum: Datum; mask: number[] }> = [];
+    const built: Array<{ datum: Datum; mask: number[]; trajectory: Trajectory }> = [];
     for (const t of prepared) {
       t.validate();
       const d = trajectoryToDatum(t, { lossFn, backend, reduction: this.supervisedReduction() });
-      if (d) built.push({ datum: d, mask: t.lossMask.slice(1) });
+      if (d) built.push({ datum: d, mask: t.lossMask.slice(1), trajectory: t });
     }
     metrics["train/num_datums"] = built.length;
     metrics["train/datums_without_signal"] = prepared.length - built.length;
@@ -124,7 +123,9 @@ export abstract class RemoteApiTrainer {
     if (built.length === 0) return { trajectories: prepared, datums: 0, stepped: false };
     const datums = built.map((b) => b.datum);
     const lossFnConfig = this.lossFnConfig();
-    for (const d of datums) validateLossInputs(lossFn, d, { backend, config: lossFnConfig });
+    // Every training client checks its datums against the loss contract (validateLossInputs)
+    // before sending; checking here too would read every datum's arrays out of its trajectory,
+    // the copies trajectoryToDatum's datums exist to avoid.
     const client = this.context.trainingClient;
     const a = this.algorithm;
     const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
@@ -180,19 +181,20 @@ export abstract class RemoteApiTrainer {
     return config;
   }
 
-  private putLossMetrics(metrics: Record<string, number>, built: ReadonlyArray<{ datum: Datum; mask: number[] }>, logprobs: readonly number[][], lossSum: number): void {
+  private putLossMetrics(metrics: Record<string, number>, built: ReadonlyArray<{ mask: number[]; trajectory: Trajectory }>, logprobs: readonly number[][], lossSum: number): void {
     let tokens = 0;
     let nll = 0;
     let kl = 0;
     const policy = lossKind(this.algorithm.loss_fn) === "policy";
-    built.forEach(({ datum: d, mask }, i) => {
-      const sampler = policy ? tensorValues(d.loss_fn_inputs.logprobs!) : undefined;
+    built.forEach(({ mask, trajectory }, i) => {
+      // The datum's sampler logprob at position j is the trajectory's at j + 1.
+      const sampler = policy ? trajectory.logprobs : undefined;
       mask.forEach((m, j) => {
         if (m === 0) return;
         const lp = logprobs[i]?.[j] ?? 0;
         tokens++;
         nll -= lp;
-        if (sampler) kl += sampler[j]! - lp;
+        if (sampler) kl += sampler[j + 1]! - lp;
       });
     });
     metrics["train/loss_sum"] = lossSum;
