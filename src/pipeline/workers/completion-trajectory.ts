@@ -11,13 +11,17 @@ import { Trajectory } from "../../types/trajectory.js";
  */
 export function completionTrajectory(result: InferenceResult, reward: number, extraFields: Record<string, unknown> = {}): Trajectory {
   const { promptTokens, responseTokens, logprobs } = result;
-  // `concat` sizes each array exactly; spreading two arrays into a literal grows it as it goes,
-  // leaving up to half its capacity unused for as long as the trajectory waits in the pool.
-  const zeros = promptTokens.map(() => 0);
+  // Each array is made once at its final length and filled in place: no temporary arrays per
+  // rollout, and no spare capacity held for as long as the trajectory waits in the pool.
+  const p = promptTokens.length;
+  const n = p + responseTokens.length;
+  const lossMask = new Array<number>(n).fill(0, 0, p).fill(1, p);
+  const sampled = new Array<number>(n).fill(0, 0, p);
+  for (let i = p; i < n; i++) sampled[i] = logprobs[i - p]!;
   return new Trajectory({
     tokens: promptTokens.concat(responseTokens),
-    lossMask: zeros.concat(responseTokens.map(() => 1)),
-    logprobs: zeros.concat(logprobs),
+    lossMask,
+    logprobs: sampled,
     reward,
     extraFields: { response: result.response, finish_reason: result.finishReason, ...extraFields },
   });
