@@ -139,7 +139,14 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
       if (response.statusCode !== 200) throw new Error(`the loopback server answered ${response.statusCode}`);
       await response.body.json();
     });
-  return { pipeline, bare, close: () => http.close() };
+  return {
+    pipeline,
+    bare,
+    close: async () => {
+      await inference.close();
+      await http.close();
+    },
+  };
 }
 
 /**
@@ -147,11 +154,11 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
  * baseline, to show where the time between the two goes: WHATWG `fetch` (which the `openai`
  * package uses), the `openai` package's `completions.create`, and `OpenAIInferenceClient.completion`.
  */
-export function inferenceLayers(baseUrl: string, concurrency: number, requests: number): Record<"fetch" | "openai_sdk" | "inference_client", () => Promise<number>> {
+export function inferenceLayers(baseUrl: string, concurrency: number, requests: number): { contenders: Record<"fetch" | "openai_sdk" | "inference_client", () => Promise<number>>; close(): Promise<void> } {
   const body = JSON.stringify({ model: "bench", prompt: PROMPT_TOKENS, max_tokens: MAX_TOKENS, logprobs: 1 });
   const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "bench", timeout: REQUEST_TIMEOUT_MS, maxRetries: 0 });
   const client = new OpenAIInferenceClient({ baseURL: `${baseUrl}/v1`, apiKey: "bench", model: "bench", tokenizer: new ByteTokenizer(), timeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 0 });
-  return {
+  const contenders = {
     fetch: () =>
       loops("fetch requests", concurrency, requests, async () => {
         const response = await fetch(`${baseUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
@@ -160,4 +167,5 @@ export function inferenceLayers(baseUrl: string, concurrency: number, requests: 
     openai_sdk: () => loops("openai requests", concurrency, requests, () => openai.completions.create({ model: "bench", prompt: [...PROMPT_TOKENS], max_tokens: MAX_TOKENS, logprobs: 1 })),
     inference_client: () => loops("inference client calls", concurrency, requests, () => client.completion([...PROMPT_TOKENS], { maxTokens: MAX_TOKENS })),
   };
+  return { contenders, close: () => client.close() };
 }

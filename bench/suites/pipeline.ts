@@ -123,7 +123,7 @@ export const suite: Suite = {
           if (concurrency === LAYERS_CONCURRENCY) {
             ctx.log(`rollout layers at concurrency ${concurrency}: timing`);
             const layers = inferenceLayers(server.baseUrl, concurrency, ROLLOUTS_PER_WORKER * concurrency);
-            const l = await sideBySide({ bare: () => bench.bare(), ...layers, pipeline: () => bench.pipeline() }, LAYERS);
+            const l = await sideBySide({ bare: () => bench.bare(), ...layers.contenders, pipeline: () => bench.pipeline() }, LAYERS).finally(() => layers.close());
             ctx.setup(
               `rollout_layers_per_s_concurrency_${concurrency}`,
               Object.fromEntries(Object.entries(l).map(([layer, timing]) => [layer, Math.round(timing.perSecond)])),
