@@ -67,8 +67,8 @@ export class RolloutInferenceClient implements InferenceClient {
   }
 
   /**
-   * Ends the attempt: later calls, and calls still in flight when they return, fail. Returns whether calls are still
-   * in flight (the caller then aborts the signal).
+   * Ends the attempt: later calls, and calls still in flight when they return, fail. Returns
+   * whether calls are still in flight (the caller then aborts the signal).
    */
   end(): boolean {
     this.ended = true;
