@@ -7,6 +7,7 @@
  * @module
  */
 import type { Dispatcher } from "undici";
+import type { Connections } from "./pools.js";
 
 /** Response headers as undici parses them: lower-cased names, repeated headers as arrays. */
 export type ResponseHeaders = Dispatcher.ResponseData["headers"];
@@ -37,8 +38,10 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   private headers: ResponseHeaders = {};
   private readonly chunks: Buffer[] = [];
   private settled = false;
+  /** The connection of the request, until undici is done with it. */
+  private connection: Dispatcher | undefined;
 
-  constructor() {
+  constructor(private readonly connections: Connections) {
     this.answer = new Promise<TextAnswer>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -68,6 +71,7 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   }
 
   onResponseEnd(): void {
+    this.giveBack();
     if (this.settled) return;
     this.settled = true;
     // Concatenated before decoding: a multi-byte character may span two chunks.
@@ -76,7 +80,26 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.giveBack();
     this.fail(error);
+  }
+
+  /** Sends `options` on a connection taken from `connections`; it goes back once undici is done with the request. */
+  send(options: Dispatcher.DispatchOptions): void {
+    try {
+      this.connection = this.connections.take();
+      this.connection.dispatch(options, this);
+    } catch (error) {
+      this.giveBack();
+      this.abort(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private giveBack(): void {
+    const connection = this.connection;
+    if (connection === undefined) return;
+    this.connection = undefined;
+    this.connections.give(connection);
   }
 
   private fail(error: Error): void {
@@ -86,13 +109,9 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   }
 }
 
-/** Sends `options` on `dispatcher` and collects the answer as text. */
-export function dispatchText(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): TextExchange {
-  const handler = new TextHandler();
-  try {
-    dispatcher.dispatch(options, handler);
-  } catch (error) {
-    handler.abort(error instanceof Error ? error : new Error(String(error)));
-  }
+/** Sends `options` on a connection from `connections` and collects the answer as text. */
+export function dispatchText(connections: Connections, options: Dispatcher.DispatchOptions): TextExchange {
+  const handler = new TextHandler(connections);
+  handler.send(options);
   return handler;
 }
