@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { HttpTransport, requestBodyText, type HttpMethod, type HttpRequest, type HttpResponse, type HttpTransportOptions, type RetryMode } from "./transport.js";
+export { HttpTransport, requestBodyText, type HttpMethod, type HttpReceiver, type HttpRequest, type HttpResponse, type HttpTransportOptions, type RetryMode } from "./transport.js";
 export {
   ApiConnectionError,
   ApiStatusError,

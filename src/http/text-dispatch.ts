@@ -19,34 +19,40 @@ export interface TextAnswer {
   text: string;
 }
 
-/** A request in flight: its answer, and a way to give up on it. */
+/**
+ * Receives what became of one exchange: exactly one of the two is called, once, from within
+ * undici's callbacks (or from `abort`), so neither may throw.
+ */
+export interface TextReceiver {
+  /** The complete answer arrived. */
+  textAnswered(answer: TextAnswer): void;
+  /** The exchange failed with undici's error, or was given up on with the reason given to `abort`. */
+  textFailed(error: Error): void;
+}
+
+/** A request in flight, and a way to give up on it. */
 export interface TextExchange {
-  /** Settles with the answer, or rejects with undici's error or the reason given to `abort`. */
-  readonly answer: Promise<TextAnswer>;
-  /** Rejects `answer` with `reason` at once and stops the request whenever it reaches a socket. */
+  /** Fails the exchange with `reason` at once and stops the request whenever it reaches a socket. */
   abort(reason: Error): void;
 }
 
 /** The handler of one exchange, and the exchange itself. */
 class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
-  readonly answer: Promise<TextAnswer>;
-  private resolve!: (answer: TextAnswer) => void;
-  private reject!: (error: Error) => void;
   private controller: Dispatcher.DispatchController | undefined;
   private abortReason: Error | undefined;
   private statusCode = 0;
   private headers: ResponseHeaders = {};
-  private readonly chunks: Buffer[] = [];
+  /** The body's first chunk; a small JSON answer usually comes in one. */
+  private first: Buffer | undefined;
+  private rest: Buffer[] | undefined;
   private settled = false;
   /** The connection of the request, until undici is done with it. */
   private connection: Dispatcher | undefined;
 
-  constructor(private readonly connections: Connections) {
-    this.answer = new Promise<TextAnswer>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
+  constructor(
+    private readonly connections: Connections,
+    private readonly receiver: TextReceiver,
+  ) {}
 
   abort(reason: Error): void {
     this.fail(reason);
@@ -67,7 +73,8 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.chunks.push(chunk);
+    if (this.first === undefined) this.first = chunk;
+    else (this.rest ??= []).push(chunk);
   }
 
   onResponseEnd(): void {
@@ -75,8 +82,8 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
     if (this.settled) return;
     this.settled = true;
     // Concatenated before decoding: a multi-byte character may span two chunks.
-    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: body.toString("utf8") });
+    const body = this.rest ? Buffer.concat([this.first!, ...this.rest]) : this.first;
+    this.receiver.textAnswered({ statusCode: this.statusCode, headers: this.headers, text: body ? body.toString("utf8") : "" });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -105,13 +112,17 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
   private fail(error: Error): void {
     if (this.settled) return;
     this.settled = true;
-    this.reject(error);
+    this.receiver.textFailed(error);
   }
 }
 
-/** Sends `options` on a connection from `connections` and collects the answer as text. */
-export function dispatchText(connections: Connections, options: Dispatcher.DispatchOptions): TextExchange {
-  const handler = new TextHandler(connections);
+/**
+ * Sends `options` on a connection from `connections`, collects the answer as text and hands it
+ * to `receiver`. No promise per exchange: the caller's own object receives the outcome, which
+ * keeps what a waiting request holds small when a thousand of them wait at once.
+ */
+export function dispatchText(connections: Connections, options: Dispatcher.DispatchOptions, receiver: TextReceiver): TextExchange {
+  const handler = new TextHandler(connections, receiver);
   handler.send(options);
   return handler;
 }

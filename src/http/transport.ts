@@ -10,7 +10,7 @@ import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptio
 import { ApiConnectionError, ApiStatusError, ApiTimeoutError, HttpError, RequestAbortedError, statusError, type HttpErrorContext } from "./errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
-import { dispatchText, type ResponseHeaders, type TextAnswer, type TextExchange } from "./text-dispatch.js";
+import { dispatchText, type ResponseHeaders, type TextAnswer, type TextExchange, type TextReceiver } from "./text-dispatch.js";
 
 /**
  * Which failures a request may be sent again after:
@@ -85,21 +85,71 @@ export interface HttpResponse<T = unknown> {
   requestId?: string;
 }
 
-/** One call of {@link HttpTransport.request} across its attempts, and its attempt in flight. */
-interface Call {
-  /** The request without its body, which `body` holds serialised: a large body object is not kept alive while the call waits. */
-  request: Pick<HttpRequest, "method" | "path" | "signal" | "timeoutMs">;
-  headers: Record<string, string>;
-  body: string | Uint8Array | undefined;
-  mode: RetryMode;
+/**
+ * Receives the outcome of {@link HttpTransport.send}: exactly one of the two is called, once. They
+ * may be called from within undici's callbacks, so neither may throw.
+ */
+export interface HttpReceiver<T> {
+  /** The 2xx response. */
+  answered(response: HttpResponse<T>): void;
+  /** Why the call failed, as {@link HttpTransport.request} would reject. */
+  failed(error: unknown): void;
+}
+
+/**
+ * One call of {@link HttpTransport.send} across its attempts, and its attempt in flight. It
+ * receives its exchange's outcome itself: no promise or closure per attempt.
+ */
+class Call implements TextReceiver {
+  /** The attempt in flight, and its timeout timer. */
+  exchange: TextExchange | undefined = undefined;
+  timer: NodeJS.Timeout | undefined = undefined;
   /** Retries made so far. */
-  attempt: number;
-  /** The attempt in flight: its exchange, its timeout timer, its listener on the caller's signal. */
-  exchange: TextExchange | undefined;
-  timer: NodeJS.Timeout | undefined;
-  onAbort: (() => void) | undefined;
-  /** Where it is in the transport's in-flight list while an attempt is in flight. */
-  index: number;
+  attempt = 0;
+  /** Where it is in the transport's in-flight list, and in its signal's, while an attempt is in flight. */
+  index = -1;
+  signalIndex = -1;
+
+  constructor(
+    readonly owner: CallOwner,
+    readonly method: HttpMethod,
+    readonly path: string,
+    readonly signal: AbortSignal | undefined,
+    /** Timeout of each attempt in milliseconds. */
+    readonly timeoutMs: number,
+    readonly headers: Record<string, string>,
+    /** The body serialised: a large body object is not kept alive while the call waits. */
+    readonly body: string | Uint8Array | undefined,
+    readonly mode: RetryMode,
+    readonly receiver: HttpReceiver<unknown>,
+  ) {}
+
+  textAnswered(answer: TextAnswer): void {
+    this.owner.settled(this, answer, undefined);
+  }
+
+  textFailed(error: Error): void {
+    this.owner.settled(this, undefined, error);
+  }
+}
+
+/** What a {@link Call} needs of its transport (private methods of it, made once per transport). */
+interface CallOwner {
+  /** The outcome of the attempt in flight: the answer, or the error it failed with. */
+  settled(call: Call, answer: TextAnswer | undefined, error: Error | undefined): void;
+  /** What errors say about the call. */
+  context(call: Call): HttpErrorContext;
+}
+
+/** Times out the attempt of `call` in flight (a shared function: no closure per attempt). */
+function timeOut(call: Call): void {
+  call.exchange!.abort(new ApiTimeoutError(call.owner.context(call), call.timeoutMs));
+}
+
+/** The calls in flight that one caller's signal aborts, and its one listener. */
+interface SignalCalls {
+  calls: Call[];
+  listener: () => void;
 }
 
 /** What `close()` gives up on the attempts in flight with. */
@@ -170,6 +220,9 @@ export class HttpTransport {
    * per scavenge).
    */
   private readonly inFlight: Call[] = [];
+  /** The calls each caller's signal covers, while that signal lives. */
+  private readonly signals = new WeakMap<AbortSignal, SignalCalls>();
+  private readonly owner: CallOwner = { settled: (call, answer, error) => this.settled(call, answer, error), context: (call) => this.context(call) };
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   /** `baseHeaders` plus the JSON content type, for calls with a body. */
@@ -219,55 +272,28 @@ export class HttpTransport {
    * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
    */
   request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+    return new Promise((resolve, reject) => this.send<T>(request, { answered: resolve, failed: reject }));
+  }
+
+  /**
+   * {@link HttpTransport.request} with the outcome handed to `receiver` instead of a promise, for
+   * callers that keep their own state per call anyway (e.g. a sampling call of a rollout): a
+   * thousand calls waiting at once then hold one object each rather than a chain of promises.
+   */
+  send<T = unknown>(request: HttpRequest, receiver: HttpReceiver<T>): void {
     const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
     let body: string | Uint8Array | undefined;
     try {
       body = requestBodyText(request);
     } catch (error) {
-      return Promise.reject(error);
+      receiver.failed(error);
+      return;
     }
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
     const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
-    const { method, path, signal, timeoutMs } = request;
-    return this.attempt<T>({ request: { method, path, signal, timeoutMs }, headers, body, mode, attempt: 0, exchange: undefined, timer: undefined, onAbort: undefined, index: -1 });
-  }
-
-  /**
-   * One attempt of `call`, then its retries: a promise chain rather than an async function. A
-   * few hundred calls wait at once during rollouts, and the frame an async function keeps while
-   * it waits (its registers, its awaits' closures) is copied by every young-generation collection.
-   */
-  private attempt<T>(call: Call): Promise<HttpResponse<T>> {
-    let answer: Promise<TextAnswer>;
-    try {
-      answer = this.send(call);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return answer.then(
-      (text) => {
-        this.settle(call);
-        try {
-          return this.answer<T>(text, call);
-        } catch (error) {
-          return this.retry<T>(call, error);
-        }
-      },
-      (error: unknown) => {
-        this.settle(call);
-        return this.retry<T>(call, this.failure(error, call));
-      },
-    );
-  }
-
-  /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else rejects with `failure`. */
-  private retry<T>(call: Call, failure: unknown): Promise<HttpResponse<T>> {
-    if (!(failure instanceof HttpError) || call.attempt >= this.maxRetries || !this.mayRetry(failure, call.mode)) return Promise.reject(failure);
-    call.attempt++;
-    const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(call.attempt, this.backoff);
-    this.log?.(this.redact(`nexrl http: ${call.request.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`));
-    return this.wait(wait, call).then(() => this.attempt<T>(call));
+    const call = new Call(this.owner, request.method, request.path, request.signal, request.timeoutMs ?? this.timeoutMs, headers, body, mode, receiver as HttpReceiver<unknown>);
+    this.attempt(call);
   }
 
   /** Aborts calls in flight and gives the connection pool back. */
@@ -275,6 +301,55 @@ export class HttpTransport {
     this.closing.abort(new Error("the client was closed"));
     for (const call of [...this.inFlight]) call.exchange!.abort(CLOSED);
     await this.lease.release();
+  }
+
+  /**
+   * Starts an attempt of `call`, through {@link dispatchText}. It is given up on by a plain timer,
+   * the caller's signal or `close()`, without an `AbortSignal` of its own: on Node 20
+   * `AbortSignal.timeout` plus `AbortSignal.any` cost about 30 µs per request and a bare
+   * `AbortController` 5 µs — as much as the rest of the client's work on a loopback round trip.
+   */
+  private attempt(call: Call): void {
+    const caller = call.signal;
+    if (caller?.aborted || this.closing.signal.aborted) {
+      call.receiver.failed(new RequestAbortedError(this.context(call), this.abortReason(caller)));
+      return;
+    }
+    // In flight before it is dispatched: a connection that cannot be had fails the exchange at once.
+    call.index = this.inFlight.length;
+    this.inFlight.push(call);
+    if (caller) this.watch(caller, call);
+    call.timer = setTimeout(timeOut, call.timeoutMs, call);
+    call.exchange = dispatchText(this.lease.pool, { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null }, call);
+  }
+
+  /** The outcome of the attempt of `call` in flight: the answer, or the error it failed with. */
+  private settled(call: Call, answer: TextAnswer | undefined, error: Error | undefined): void {
+    this.settle(call);
+    let response: HttpResponse<unknown>;
+    try {
+      if (answer === undefined) throw this.failure(error, call);
+      response = this.answer(answer, call);
+    } catch (failure) {
+      this.retry(call, failure);
+      return;
+    }
+    call.receiver.answered(response);
+  }
+
+  /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else fails it with `failure`. */
+  private retry(call: Call, failure: unknown): void {
+    if (!(failure instanceof HttpError) || call.attempt >= this.maxRetries || !this.mayRetry(failure, call.mode)) {
+      call.receiver.failed(failure);
+      return;
+    }
+    call.attempt++;
+    const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(call.attempt, this.backoff);
+    this.log?.(this.redact(`nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`));
+    this.wait(wait, call).then(
+      () => this.attempt(call),
+      (error: unknown) => call.receiver.failed(error),
+    );
   }
 
   private mayRetry(error: HttpError, mode: RetryMode): boolean {
@@ -290,11 +365,11 @@ export class HttpTransport {
 
   /** What errors say about a call; built only for an error, as redacting headers costs. */
   private context(call: Call): HttpErrorContext {
-    return { method: call.request.method, url: this.baseUrl + call.request.path, requestHeaders: this.redactor.headers(call.headers) };
+    return { method: call.method, url: this.baseUrl + call.path, requestHeaders: this.redactor.headers(call.headers) };
   }
 
   private async wait(ms: number, call: Call): Promise<void> {
-    const signal = call.request.signal;
+    const signal = call.signal;
     const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     try {
       await sleep(ms, abort);
@@ -310,46 +385,44 @@ export class HttpTransport {
   }
 
   /**
-   * Starts one attempt, through {@link dispatchText}. It is given up on by a plain timer, the
-   * caller's signal or `close()`, without an `AbortSignal` of its own: on Node 20
-   * `AbortSignal.timeout` plus `AbortSignal.any` cost about 30 µs per request and a bare
-   * `AbortController` 5 µs — as much as the rest of the client's work on a loopback round trip.
-   * @throws {@link RequestAbortedError} when the caller's signal or `close()` came first.
+   * Lets `signal` abort `call` while it is in flight. A signal gets one listener however many
+   * calls it covers (a run's stop signal may cover a thousand): Node's `addEventListener` costs a
+   * few microseconds and a listener object per call, and warns past ten listeners.
    */
-  private send(call: Call): Promise<TextAnswer> {
-    const { request } = call;
-    const timeoutMs = request.timeoutMs ?? this.timeoutMs;
-    const caller = request.signal;
-    if (caller?.aborted || this.closing.signal.aborted) throw new RequestAbortedError(this.context(call), this.abortReason(caller));
-    const exchange = dispatchText(this.lease.pool, { path: this.prefix + request.path, method: request.method, headers: call.headers, body: call.body ?? null });
-    call.exchange = exchange;
-    call.timer = setTimeout(() => exchange.abort(new ApiTimeoutError(this.context(call), timeoutMs)), timeoutMs);
-    if (caller) {
-      call.onAbort = () => exchange.abort(new RequestAbortedError(this.context(call), this.abortReason(caller)));
-      caller.addEventListener("abort", call.onAbort, { once: true });
+  private watch(signal: AbortSignal, call: Call): void {
+    let watched = this.signals.get(signal);
+    if (!watched) {
+      const calls: Call[] = [];
+      const listener = (): void => {
+        this.signals.delete(signal);
+        for (const aborted of calls.splice(0)) {
+          aborted.signalIndex = -1;
+          aborted.exchange!.abort(new RequestAbortedError(this.context(aborted), this.abortReason(signal)));
+        }
+      };
+      watched = { calls, listener };
+      this.signals.set(signal, watched);
+      signal.addEventListener("abort", listener, { once: true });
     }
-    call.index = this.inFlight.length;
-    this.inFlight.push(call);
-    return exchange.answer;
+    call.signalIndex = watched.calls.length;
+    watched.calls.push(call);
   }
 
-  /** Undoes what `send` set up, once the attempt has settled. */
+  /** Undoes what `attempt` set up, once the attempt has settled. */
   private settle(call: Call): void {
     clearTimeout(call.timer);
-    if (call.onAbort) call.request.signal!.removeEventListener("abort", call.onAbort);
-    call.onAbort = undefined;
-    const last = this.inFlight.pop()!;
-    if (last !== call) {
-      this.inFlight[call.index] = last;
-      last.index = call.index;
+    if (call.signalIndex >= 0) {
+      removeAt(this.signals.get(call.signal!)!.calls, call, "signalIndex");
+      call.signalIndex = -1;
     }
+    removeAt(this.inFlight, call, "index");
   }
 
   /** The error an attempt failed with, as the transport reports it. */
   private failure(error: unknown, call: Call): unknown {
     // Status errors, and the caller's signal and the timer, are the transport's own already.
     if (error instanceof HttpError) return error;
-    if (error === CLOSED) return new RequestAbortedError(this.context(call), this.abortReason(call.request.signal));
+    if (error === CLOSED) return new RequestAbortedError(this.context(call), this.abortReason(call.signal));
     const code = errorCode(error);
     return new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
@@ -358,12 +431,12 @@ export class HttpTransport {
    * The response of a complete answer.
    * @throws {@link ApiStatusError} for a status outside 2xx.
    */
-  private answer<T>(answer: TextAnswer, call: Call): HttpResponse<T> {
+  private answer(answer: TextAnswer, call: Call): HttpResponse<unknown> {
     const responseHeaders = flatHeaders(answer.headers);
     const parsed = parseBody(answer.text, responseHeaders["content-type"]);
     const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      return { status: answer.statusCode, headers: responseHeaders, body: parsed as T, ...(requestId !== undefined && { requestId }) };
+      return { status: answer.statusCode, headers: responseHeaders, body: parsed, ...(requestId !== undefined && { requestId }) };
     }
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(
@@ -377,5 +450,14 @@ export class HttpTransport {
       },
       this.apiKeySource,
     );
+  }
+}
+
+/** Removes `call` from `list`, where `call[field]` is its index, by moving the last entry into its place. */
+function removeAt(list: Call[], call: Call, field: "index" | "signalIndex"): void {
+  const last = list.pop()!;
+  if (last !== call) {
+    list[call[field]] = last;
+    last[field] = call[field];
   }
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ConnectionPool, acquirePool } from "../../src/http/pools.js";
-import { dispatchText } from "../../src/http/text-dispatch.js";
+import { exchange } from "./exchange.js";
 import { testServer } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -25,7 +25,7 @@ describe("ConnectionPool", () => {
     const pool = new ConnectionPool(server.url);
     cleanups.push(() => pool.close());
 
-    const burst = Array.from({ length: 8 }, (_, i) => dispatchText(pool, { path: `/burst-${i}`, method: "GET" }));
+    const burst = Array.from({ length: 8 }, (_, i) => exchange(pool, { path: `/burst-${i}`, method: "GET" }));
     await until(8);
     expect(pool.size).toBe(8);
     release();
@@ -33,7 +33,7 @@ describe("ConnectionPool", () => {
 
     // Twenty more, four at a time: the eight connections are enough.
     for (let round = 0; round < 5; round++) {
-      const wave = Array.from({ length: 4 }, (_, i) => dispatchText(pool, { path: `/wave-${round}-${i}`, method: "GET" }));
+      const wave = Array.from({ length: 4 }, (_, i) => exchange(pool, { path: `/wave-${round}-${i}`, method: "GET" }));
       await until(4);
       release();
       await Promise.all(wave.map((e) => e.answer));
@@ -46,7 +46,7 @@ describe("ConnectionPool", () => {
     const { server, until, release } = await heldServer();
     const pool = new ConnectionPool(server.url);
     cleanups.push(() => pool.close());
-    const burst = Array.from({ length: 4 }, (_, i) => dispatchText(pool, { path: `/${i}`, method: "GET" }));
+    const burst = Array.from({ length: 4 }, (_, i) => exchange(pool, { path: `/${i}`, method: "GET" }));
     await until(4);
     release();
     await Promise.all(burst.map((e) => e.answer));
@@ -67,8 +67,8 @@ describe("ConnectionPool", () => {
     pool.give(client);
     expect(pool.size).toBe(0);
     await pool.close();
-    const exchange = dispatchText(pool, { path: "/late", method: "GET" });
-    await expect(exchange.answer).rejects.toThrow(`the connections to ${server.url} were closed`);
+    const sent = exchange(pool, { path: "/late", method: "GET" });
+    await expect(sent.answer).rejects.toThrow(`the connections to ${server.url} were closed`);
     expect(server.seen).toHaveLength(0);
   });
 

@@ -1,7 +1,7 @@
 import { Pool, type Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Connections } from "../../src/http/pools.js";
-import { dispatchText } from "../../src/http/text-dispatch.js";
+import { exchange } from "./exchange.js";
 import { testServer } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -30,7 +30,7 @@ describe("dispatchText", () => {
       res.write(Buffer.concat([Buffer.from("price: "), euro.subarray(0, 1)]));
       setTimeout(() => res.end(Buffer.concat([euro.subarray(1), Buffer.from("5")])), 20);
     });
-    const answer = await dispatchText(pool, { path: "/a", method: "POST", body: "{}" }).answer;
+    const answer = await exchange(pool, { path: "/a", method: "POST", body: "{}" }).answer;
     expect(answer.statusCode).toBe(201);
     expect(answer.headers["x-request-id"]).toBe("r-1");
     expect(answer.text).toBe("price: €5");
@@ -41,8 +41,8 @@ describe("dispatchText", () => {
     const held: Array<() => void> = [];
     const { server, pool, given } = await serve((_req, res) => held.push(() => res.end("first")));
     // One connection: the second request waits for the first to be answered.
-    const first = dispatchText(pool, { path: "/first", method: "GET" });
-    const second = dispatchText(pool, { path: "/second", method: "GET" });
+    const first = exchange(pool, { path: "/first", method: "GET" });
+    const second = exchange(pool, { path: "/second", method: "GET" });
     while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const reason = new Error("given up");
     second.abort(reason);
@@ -57,9 +57,9 @@ describe("dispatchText", () => {
 
   it("rejects with the abort reason while the answer is on its way", async () => {
     const { pool, given } = await serve(() => undefined);
-    const exchange = dispatchText(pool, { path: "/slow", method: "GET" });
-    setTimeout(() => exchange.abort(new Error("timed out")), 30);
-    await expect(exchange.answer).rejects.toThrow("timed out");
+    const sent = exchange(pool, { path: "/slow", method: "GET" });
+    setTimeout(() => sent.abort(new Error("timed out")), 30);
+    await expect(sent.answer).rejects.toThrow("timed out");
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(given).toHaveLength(1);
   });
@@ -67,8 +67,8 @@ describe("dispatchText", () => {
   it("rejects, and gives nothing back, when no connection can be taken", async () => {
     const refused = new Error("no connection");
     const given: Dispatcher[] = [];
-    const exchange = dispatchText({ take: () => { throw refused; }, give: (connection) => void given.push(connection) }, { path: "/", method: "GET" });
-    await expect(exchange.answer).rejects.toBe(refused);
+    const sent = exchange({ take: () => { throw refused; }, give: (connection) => void given.push(connection) }, { path: "/", method: "GET" });
+    await expect(sent.answer).rejects.toBe(refused);
     expect(given).toHaveLength(0);
   });
 });
