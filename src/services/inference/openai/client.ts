@@ -5,7 +5,7 @@
  * @module
  */
 import { HttpError, RequestAbortedError } from "../../../http/errors.js";
-import { HttpTransport } from "../../../http/transport.js";
+import { HttpTransport, type HttpReceiver, type HttpResponse } from "../../../http/transport.js";
 import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
 import { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
@@ -84,6 +84,52 @@ function reportedIds(tokenIds: number[] | null | undefined, logprobTokens: reado
   return logprobTokens ? parseTokenIdStrings(logprobTokens) : undefined;
 }
 
+/** The parsed body of a 2xx answer of `POST <baseURL><path>`, which must be a JSON object. */
+function answerBody<A>(baseURL: string, path: string, response: HttpResponse<A | undefined>): A {
+  if (response.body === null || typeof response.body !== "object") {
+    throw new InferenceResponseError(`POST ${baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
+  }
+  return response.body;
+}
+
+/** A failure of `POST <baseURL><path>` as the client reports it: transport errors wrapped, aborts as they are. */
+function requestFailure(baseURL: string, path: string, error: unknown): unknown {
+  return error instanceof HttpError && !(error instanceof RequestAbortedError) ? new InferenceRequestError(`POST ${baseURL}${path}`, error) : error;
+}
+
+/** What a {@link CompletionCall} needs of its client (a private method of it, bound once per client). */
+type CompletionReader = (answer: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined) => InferenceResult;
+
+/**
+ * One `/v1/completions` call waiting for its answer: it receives the transport's outcome and
+ * settles the caller's promise, so that a waiting call holds this object and its promise only.
+ */
+class CompletionCall implements HttpReceiver<CompletionAnswer | undefined> {
+  constructor(
+    private readonly baseURL: string,
+    private readonly read: CompletionReader,
+    private readonly promptTokens: number[],
+    private readonly policyVersion: number | undefined,
+    private readonly resolve: (result: InferenceResult) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  answered(response: HttpResponse<CompletionAnswer | undefined>): void {
+    let result: InferenceResult;
+    try {
+      result = this.read(answerBody(this.baseURL, "/completions", response), this.promptTokens, this.policyVersion);
+    } catch (error) {
+      this.reject(error);
+      return;
+    }
+    this.resolve(result);
+  }
+
+  failed(error: unknown): void {
+    this.reject(requestFailure(this.baseURL, "/completions", error));
+  }
+}
+
 /**
  * Token-in/token-out inference against an OpenAI-compatible server.
  *
@@ -103,6 +149,7 @@ export class OpenAIInferenceClient implements InferenceClient {
   readonly tokenizer: Tokenizer;
   private readonly http: HttpTransport;
   private readonly baseURL: string;
+  private readonly readCompletion: CompletionReader = (answer, promptTokens, policyVersion) => this.completionResult(answer, promptTokens, policyVersion);
   private modelName: string;
   private version: number | undefined;
 
@@ -166,8 +213,8 @@ export class OpenAIInferenceClient implements InferenceClient {
     body.model = this.modelName;
     body.prompt = promptTokens;
     body.logprobs = 1;
-    // A promise chain, not an async function: see HttpTransport.request.
-    return this.send("/completions", body, options, (answer: CompletionAnswer) => this.completionResult(answer, promptTokens, policyVersion));
+    const request = { method: "POST", path: "/completions", body, retry: "all", ...(options.signal && { signal: options.signal }) } as const;
+    return new Promise((resolve, reject) => this.http.send(request, new CompletionCall(this.baseURL, this.readCompletion, promptTokens, policyVersion, resolve, reject)));
   }
 
   private completionResult(response: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined): InferenceResult {
@@ -195,7 +242,7 @@ export class OpenAIInferenceClient implements InferenceClient {
       ...(options.tools && options.tools.length > 0 && { tools: options.tools }),
       ...(options.chatTemplateKwargs && { chat_template_kwargs: options.chatTemplateKwargs }),
     };
-    const response = await this.send("/chat/completions", params, options, (answer: ChatCompletionAnswer) => answer);
+    const response = await this.post<ChatCompletionAnswer>("/chat/completions", params, options);
     const choice = response.choices?.[0];
     if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`);
     const text = choice.message?.content ?? "";
@@ -255,22 +302,16 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   /**
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
-   * returns `read` of the parsed answer; failures become {@link InferenceRequestError}, aborts
-   * pass through. One promise step, not an async function: every call waiting on the server holds
-   * what its steps hold.
+   * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
    */
-  private send<A, R>(path: string, body: Record<string, unknown>, options: InferenceOptions, read: (answer: A) => R): Promise<R> {
-    return this.http.request<A | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) }).then(
-      (response) => {
-        if (response.body === null || typeof response.body !== "object") {
-          throw new InferenceResponseError(`POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
-        }
-        return read(response.body);
-      },
-      (error: unknown) => {
-        throw error instanceof HttpError && !(error instanceof RequestAbortedError) ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error) : error;
-      },
-    );
+  private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
+    let response: HttpResponse<A | undefined>;
+    try {
+      response = await this.http.request<A | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) });
+    } catch (error) {
+      throw requestFailure(this.baseURL, path, error);
+    }
+    return answerBody(this.baseURL, path, response);
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
