@@ -138,8 +138,12 @@ export class RolloutRunner {
   private readonly slots: Slot[] = [];
   /** Slots without a rollout; the last is handed out first. */
   private readonly free: Slot[] = [];
-  /** Tasks waiting for a slot, first come first served (`waiting[waitingHead]` is next). */
-  private waiting: Array<{ task: RolloutTask; receiver: RolloutReceiver }> = [];
+  /**
+   * Tasks waiting for a slot and their receivers, first come first served
+   * (`waiting[waitingHead]` is next): two arrays rather than an entry object per task.
+   */
+  private waiting: RolloutTask[] = [];
+  private waitingReceivers: RolloutReceiver[] = [];
   private waitingHead = 0;
   private counts = zeroCounts();
 
@@ -183,7 +187,10 @@ export class RolloutRunner {
   submit(task: RolloutTask, receiver: RolloutReceiver): void {
     const slot = this.free.pop();
     if (slot) this.runOn(task, slot, receiver);
-    else this.waiting.push({ task, receiver });
+    else {
+      this.waiting.push(task);
+      this.waitingReceivers.push(receiver);
+    }
   }
 
   /** Hands `slot` to the longest-waiting task, or back to the free list. */
@@ -192,12 +199,14 @@ export class RolloutRunner {
       this.free.push(slot);
       return;
     }
-    const next = this.waiting[this.waitingHead++]!;
+    const task = this.waiting[this.waitingHead]!;
+    const receiver = this.waitingReceivers[this.waitingHead++]!;
     if (this.waitingHead === this.waiting.length) {
       this.waiting = [];
+      this.waitingReceivers = [];
       this.waitingHead = 0;
     }
-    this.runOn(next.task, slot, next.receiver);
+    this.runOn(task, slot, receiver);
   }
 
   /**
