@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- suite...]`: runs the named suites (all of `bench/suites/*.ts` by default),
- * writes `bench/results/<suite>.json` for each and prints the rows as a table.
+ * `npm run bench [-- suite...]`: runs the named suites (all of `bench/suites/*.ts` by default)
+ * against `dist/` (rebuilt first when stale), writes `bench/results/<suite>.json` for each and
+ * prints the rows as a table.
  *
  * Missing a target is a finding, not a failure: the exit code is 0 whenever every suite ran, and
  * non-zero only when something crashed or a suite name is unknown.
@@ -8,6 +9,7 @@
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { buildIfStale } from "./lib/build.js";
 import { machineInfo } from "./lib/machine.js";
 import { formatNumber, formatTable, writeResult, type SuiteResult } from "./lib/report.js";
 import type { Row, Suite } from "./lib/suite.js";
@@ -37,6 +39,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const log = (message: string) => console.error(`  ${message}`);
+  if (await buildIfStale()) log("rebuilt dist/ (a source file was newer than the last build)");
   let met = 0;
   let total = 0;
   for (const name of requested) {

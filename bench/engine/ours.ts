@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { LocalEngine } from "../../src/engine/index.js";
-import { datum, type Datum } from "../../src/types/wire.js";
+import { LocalEngine } from "../../dist/engine/index.js";
+import { datum, type Datum } from "../../dist/types/wire.js";
 import { ADAM, MAX_TOKENS, NUM_SAMPLES, SEED, SHAPE, samplingPrompt, trainingBatch } from "./workload.js";
 
 export class OurEngine {

@@ -3,14 +3,14 @@
  * `forward_backward` request bodies, built and serialised by `TinkerTrainingClient` as for a real
  * service, against `JSON.stringify` of the same bodies pre-built as plain objects (the limit).
  */
-import { DEFAULT_BACKOFF } from "../../src/http/backoff.js";
-import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } from "../../src/http/transport.js";
-import { seededRandom } from "../../src/pipeline/seed.js";
-import { trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
-import { DEFAULT_CHUNK_LIMITS } from "../../src/services/training/tinker/chunks.js";
-import { TinkerTrainingClient } from "../../src/services/training/tinker/training-client.js";
-import type { LossFunctionName } from "../../src/types/losses.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { DEFAULT_BACKOFF } from "../../dist/http/backoff.js";
+import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } from "../../dist/http/transport.js";
+import { seededRandom } from "../../dist/pipeline/seed.js";
+import { trajectoryToDatum } from "../../dist/pipeline/trainers/datums.js";
+import { DEFAULT_CHUNK_LIMITS } from "../../dist/services/training/tinker/chunks.js";
+import { TinkerTrainingClient } from "../../dist/services/training/tinker/training-client.js";
+import type { LossFunctionName } from "../../dist/types/losses.js";
+import { Trajectory } from "../../dist/types/trajectory.js";
 
 /** The loss of an RL step: datums carry target tokens, sampler logprobs and advantages. */
 export const LOSS_FN: LossFunctionName = "importance_sampling";

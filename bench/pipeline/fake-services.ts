@@ -13,8 +13,8 @@ import type {
   SavedPath,
   TrainingClient,
   TrainingService,
-} from "../../src/services/training/types.js";
-import type { Datum } from "../../src/types/wire.js";
+} from "../../dist/services/training/types.js";
+import type { Datum } from "../../dist/types/wire.js";
 
 /** Milliseconds each fake takes. */
 export interface FakeTimes {

@@ -2,10 +2,10 @@
  * The rollout worker of the overlap row: one completion per task, rewarded 1 on even runs and 0
  * on odd ones, so that every GRPO group has a signal and every step trains.
  */
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
-import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
-import type { RolloutTask } from "../../src/pipeline/task.js";
-import type { Trajectory } from "../../src/types/trajectory.js";
+import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
+import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
+import type { RolloutTask } from "../../dist/pipeline/task.js";
+import type { Trajectory } from "../../dist/types/trajectory.js";
 
 export class AlternatingRewardWorker extends BaseRolloutWorker {
   async rollout(task: RolloutTask): Promise<Trajectory> {

@@ -10,10 +10,10 @@
  * Arguments: tokens per half, tokens per trajectory.
  */
 import process from "node:process";
-import { TrajectoryPool } from "../../src/pipeline/pool.js";
-import type { RolloutTask, TaskGroup } from "../../src/pipeline/task.js";
-import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
-import type { InferenceResult } from "../../src/services/inference/types.js";
+import { TrajectoryPool } from "../../dist/pipeline/pool.js";
+import type { RolloutTask, TaskGroup } from "../../dist/pipeline/task.js";
+import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
+import type { InferenceResult } from "../../dist/services/inference/types.js";
 
 const total = Number(process.argv[2]);
 const length = Number(process.argv[3]);

@@ -2,7 +2,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { loadRecipe, type LoadedRecipe } from "../../src/recipe/index.js";
+import { loadRecipe, type LoadedRecipe } from "../../dist/recipe/index.js";
 
 /** A loaded recipe and the folder holding it, its data and its outputs. */
 export interface TempRecipe {

@@ -10,16 +10,16 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { Pool } from "undici";
-import { ByteTokenizer } from "../../src/engine/index.js";
-import { DataLoader } from "../../src/pipeline/data/data-loader.js";
-import { TrajectoryPool } from "../../src/pipeline/pool.js";
-import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
-import { RolloutScheduler } from "../../src/pipeline/scheduler.js";
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
-import { completionTrajectory } from "../../src/pipeline/workers/completion-trajectory.js";
-import type { RecipeConfig } from "../../src/recipe/index.js";
-import { OpenAIInferenceClient } from "../../src/services/inference/openai/index.js";
-import type { Trajectory } from "../../src/types/trajectory.js";
+import { ByteTokenizer } from "../../dist/engine/index.js";
+import { DataLoader } from "../../dist/pipeline/data/data-loader.js";
+import { TrajectoryPool } from "../../dist/pipeline/pool.js";
+import { RolloutRunner } from "../../dist/pipeline/rollout/runner.js";
+import { RolloutScheduler } from "../../dist/pipeline/scheduler.js";
+import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
+import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
+import type { RecipeConfig } from "../../dist/recipe/index.js";
+import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";
+import type { Trajectory } from "../../dist/types/trajectory.js";
 import { PROMPT_TOKENS } from "./completion.js";
 
 /** Tasks per group, as with `data.rollout_repeat_n`. */

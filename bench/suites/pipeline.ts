@@ -6,11 +6,11 @@
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { loadRecipe } from "../../src/recipe/index.js";
+import { loadRecipe } from "../../dist/recipe/index.js";
 import { encodingBench, LOSS_FN } from "../pipeline/encoding.js";
 import { stepMs, timerStepMs } from "../pipeline/overlap.js";
 import { inferenceLayers, rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
-import { buildIfStale, CLI, nodeRun } from "../pipeline/startup.js";
+import { CLI, nodeRun } from "../pipeline/startup.js";
 import { comparedRow, targetRow, type Row, type Suite } from "../lib/suite.js";
 import { median, sideBySide, type Contender } from "../lib/timing.js";
 
@@ -21,8 +21,8 @@ const ENCODE = { warmup: 3, runs: 21 };
 /** Row 2: the server's answer delay, concurrencies, rollouts per timed call (per unit of concurrency). */
 const SERVER_DELAY_MS = 20;
 const CONCURRENCIES = [64, 256, 1024];
-const ROLLOUTS_PER_WORKER = 4;
-const ROLLOUT = { warmup: 1, runs: 5 };
+const ROLLOUTS_PER_WORKER = 8;
+const ROLLOUT = { warmup: 2, runs: 9 };
 /** Concurrency at which the layers under the rollouts are timed too (in `setup`, no row). */
 const LAYERS_CONCURRENCY = 256;
 const LAYERS = { warmup: 1, runs: 3 };
@@ -169,7 +169,7 @@ export const suite: Suite = {
     yield targetRow("pool_rss_per_million_tokens", "MB", (rss.fullMb - rss.halfMb) / (rss.tokens / 1e6), { op: "<=", bound: 40 });
 
     // 5. Start-up.
-    ctx.setup("startup", { rebuilt_dist: await buildIfStale(), ...STARTUP });
+    ctx.setup("startup", STARTUP);
     ctx.log("cli_help: timing");
     const t = await sideBySide({ help: nodeRun([CLI, "--help"]), node: nodeRun(["-e", "0"]), validate: nodeRun([CLI, "validate", "-c", VALIDATE_RECIPE]) }, STARTUP);
     samplesMs.startup = { help: t.help.samplesMs, node: t.node.samplesMs, validate: t.validate.samplesMs };
