@@ -146,12 +146,6 @@ function timeOut(call: Call): void {
   call.exchange!.abort(new ApiTimeoutError(call.owner.context(call), call.timeoutMs));
 }
 
-/** The calls in flight that one caller's signal aborts, and its one listener. */
-interface SignalCalls {
-  calls: Call[];
-  listener: () => void;
-}
-
 /** What `close()` gives up on the attempts in flight with. */
 const CLOSED = new Error("the client was closed");
 
@@ -220,8 +214,8 @@ export class HttpTransport {
    * per scavenge).
    */
   private readonly inFlight: Call[] = [];
-  /** The calls each caller's signal covers, while that signal lives. */
-  private readonly signals = new WeakMap<AbortSignal, SignalCalls>();
+  /** The calls in flight each caller's signal would abort (its one listener holds the list too). */
+  private readonly signals = new WeakMap<AbortSignal, Call[]>();
   private readonly owner: CallOwner = { settled: (call, answer, error) => this.settled(call, answer, error), context: (call) => this.context(call) };
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
@@ -390,29 +384,29 @@ export class HttpTransport {
    * few microseconds and a listener object per call, and warns past ten listeners.
    */
   private watch(signal: AbortSignal, call: Call): void {
-    let watched = this.signals.get(signal);
-    if (!watched) {
-      const calls: Call[] = [];
-      const listener = (): void => {
+    let calls = this.signals.get(signal);
+    if (!calls) {
+      const watched: Call[] = [];
+      calls = watched;
+      this.signals.set(signal, watched);
+      const abortAll = (): void => {
         this.signals.delete(signal);
-        for (const aborted of calls.splice(0)) {
+        for (const aborted of watched.splice(0)) {
           aborted.signalIndex = -1;
           aborted.exchange!.abort(new RequestAbortedError(this.context(aborted), this.abortReason(signal)));
         }
       };
-      watched = { calls, listener };
-      this.signals.set(signal, watched);
-      signal.addEventListener("abort", listener, { once: true });
+      signal.addEventListener("abort", abortAll, { once: true });
     }
-    call.signalIndex = watched.calls.length;
-    watched.calls.push(call);
+    call.signalIndex = calls.length;
+    calls.push(call);
   }
 
   /** Undoes what `attempt` set up, once the attempt has settled. */
   private settle(call: Call): void {
     clearTimeout(call.timer);
     if (call.signalIndex >= 0) {
-      removeAt(this.signals.get(call.signal!)!.calls, call, "signalIndex");
+      removeAt(this.signals.get(call.signal!)!, call, "signalIndex");
       call.signalIndex = -1;
     }
     removeAt(this.inFlight, call, "index");
