@@ -39,7 +39,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const log = (message: string) => console.error(`  ${message}`);
-  if (await buildIfStale()) log("rebuilt dist/ (a source file was newer than the last build)");
+  if (await buildIfStale()) log("rebuilt dist/ (it was missing, or older than a file in src/)");
   let met = 0;
   let total = 0;
   for (const name of requested) {
