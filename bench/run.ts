@@ -20,7 +20,10 @@ const resultsDir = path.join(benchDir, "results");
 
 async function availableSuites(): Promise<string[]> {
   const files = await readdir(suitesDir);
-  return files.filter((f) => f.endsWith(".ts")).map((f) => f.slice(0, -3)).sort();
+  return files
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => f.slice(0, -3))
+    .sort();
 }
 
 async function loadSuite(name: string): Promise<Suite> {
@@ -34,7 +37,9 @@ async function main(argv: string[]): Promise<number> {
   const requested = argv.length > 0 ? argv : available;
   const unknown = requested.filter((n) => !available.includes(n));
   if (unknown.length > 0) {
-    console.error(`unknown suite${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}\navailable suites: ${available.join(", ")}`);
+    console.error(
+      `unknown suite${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}\navailable suites: ${available.join(", ")}`,
+    );
     return 2;
   }
 
@@ -45,7 +50,13 @@ async function main(argv: string[]): Promise<number> {
   for (const name of requested) {
     const suite = await loadSuite(name);
     console.error(`suite ${name}: ${suite.description}`);
-    const result: SuiteResult = { suite: name, date: new Date().toISOString(), machine: machineInfo(), setup: {}, rows: [] };
+    const result: SuiteResult = {
+      suite: name,
+      date: new Date().toISOString(),
+      machine: machineInfo(),
+      setup: {},
+      rows: [],
+    };
     const ctx = { log, setup: (key: string, value: unknown) => void (result.setup[key] = value) };
     for await (const row of suite.run(ctx)) {
       result.rows.push(row);

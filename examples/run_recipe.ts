@@ -23,4 +23,6 @@ const result = await runRecipe(new URL("../recipe/pig_latin/local.yaml", import.
 const first = result.metrics.find((row) => row.step === 1);
 const last = result.metrics.at(-1);
 console.log(`${result.stopReason} after ${result.steps} steps in ${result.outputDir}`);
-console.log(`train/loss ${first?.["train/loss"]?.toFixed(3)} → ${last?.["train/loss"]?.toFixed(3)}; last checkpoint ${result.lastCheckpoint}`);
+console.log(
+  `train/loss ${first?.["train/loss"]?.toFixed(3)} → ${last?.["train/loss"]?.toFixed(3)}; last checkpoint ${result.lastCheckpoint}`,
+);

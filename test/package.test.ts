@@ -9,14 +9,22 @@ const root = path.resolve(import.meta.dirname, "..");
 
 describe("package", () => {
   it("imports itself by name from a folder inside the checkout (as user recipe modules do)", async () => {
-    const code = 'import { Trajectory } from "nexrl"; const t = new Trajectory({ tokens: [1], lossMask: [1], reward: 2 }); console.log(t.validate().reward);';
-    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", code], { cwd: path.join(root, "recipe", "pig_latin") });
+    const code =
+      'import { Trajectory } from "nexrl"; const t = new Trajectory({ tokens: [1], lossMask: [1], reward: 2 }); console.log(t.validate().reward);';
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", code], {
+      cwd: path.join(root, "recipe", "pig_latin"),
+    });
     expect(stdout.trim()).toBe("2");
   });
 
   it("declares an ESM package with types, a bin and Node >= 20.18", async () => {
     const pkg = JSON.parse(await readFile(path.join(root, "package.json"), "utf8"));
-    expect(pkg).toMatchObject({ name: "nexrl", type: "module", engines: { node: ">=20.18" }, bin: { nexrl: "./dist/cli/main.js" } });
+    expect(pkg).toMatchObject({
+      name: "nexrl",
+      type: "module",
+      engines: { node: ">=20.18" },
+      bin: { nexrl: "./dist/cli/main.js" },
+    });
     expect(pkg.exports["."]).toEqual({ types: "./dist/index.d.ts", default: "./dist/index.js" });
   });
 });

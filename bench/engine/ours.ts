@@ -31,7 +31,11 @@ export class OurEngine {
 
   /** One sampling request. @returns the number of tokens generated. */
   sample(): number {
-    const { sequences } = this.engine.sample(this.prompt, { maxTokens: MAX_TOKENS, temperature: 1, seed: this.sampleSeed++ }, NUM_SAMPLES);
+    const { sequences } = this.engine.sample(
+      this.prompt,
+      { maxTokens: MAX_TOKENS, temperature: 1, seed: this.sampleSeed++ },
+      NUM_SAMPLES,
+    );
     return sequences.reduce((n, s) => n + s.tokens.length, 0);
   }
 

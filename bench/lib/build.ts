@@ -13,7 +13,8 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 async function newestMtime(dir: string): Promise<number> {
   let newest = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && entry.name.endsWith(".ts")) newest = Math.max(newest, (await stat(path.join(entry.parentPath, entry.name))).mtimeMs);
+    if (entry.isFile() && entry.name.endsWith(".ts"))
+      newest = Math.max(newest, (await stat(path.join(entry.parentPath, entry.name))).mtimeMs);
   }
   return newest;
 }

@@ -45,6 +45,10 @@ export function formatTable(rows: readonly Row[]): string {
   ]);
   const numeric = [false, true, false, true, true, false, false];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((s, i) => (numeric[i] ? s.padStart(widths[i]!) : s.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((s, i) => (numeric[i] ? s.padStart(widths[i]!) : s.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line)].join("\n");
 }

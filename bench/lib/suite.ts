@@ -57,7 +57,15 @@ function meets(x: number, target: Target): boolean {
 /** A row whose target is on `value / baseline`. */
 export function comparedRow(name: string, unit: string, value: number, baseline: number, target: Target): Row {
   const ratio = value / baseline;
-  return { name, value, unit, compared_with: baseline, ratio, target: describeTarget(target), met: meets(ratio, target) };
+  return {
+    name,
+    value,
+    unit,
+    compared_with: baseline,
+    ratio,
+    target: describeTarget(target),
+    met: meets(ratio, target),
+  };
 }
 
 /** A row with no baseline: the target is on the value itself, and `ratio` is `value / bound`. */

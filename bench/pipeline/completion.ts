@@ -16,12 +16,21 @@ export function completionBody(): string {
       {
         index: 0,
         text: "x".repeat(RESPONSE_TOKENS.length),
-        logprobs: { tokens: RESPONSE_TOKENS.map((t) => `token_id:${t}`), token_logprobs: RESPONSE_TOKENS.map((_, i) => -0.01 * (i + 1)), top_logprobs: null, text_offset: null },
+        logprobs: {
+          tokens: RESPONSE_TOKENS.map((t) => `token_id:${t}`),
+          token_logprobs: RESPONSE_TOKENS.map((_, i) => -0.01 * (i + 1)),
+          top_logprobs: null,
+          text_offset: null,
+        },
         finish_reason: "stop",
         prompt_token_ids: PROMPT_TOKENS,
         token_ids: RESPONSE_TOKENS,
       },
     ],
-    usage: { prompt_tokens: PROMPT_TOKENS.length, completion_tokens: RESPONSE_TOKENS.length, total_tokens: PROMPT_TOKENS.length + RESPONSE_TOKENS.length },
+    usage: {
+      prompt_tokens: PROMPT_TOKENS.length,
+      completion_tokens: RESPONSE_TOKENS.length,
+      total_tokens: PROMPT_TOKENS.length + RESPONSE_TOKENS.length,
+    },
   });
 }

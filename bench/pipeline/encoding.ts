@@ -36,7 +36,18 @@ function makeTrajectories(count: number, length: number): Trajectory[] {
       logprobs.push(j < prompt ? 0 : Math.fround(Math.log(next() + 1e-6)));
     }
     const advantage = i % 2 === 0 ? 0.8660254037844386 : -0.8660254037844386;
-    trajectories.push(new Trajectory({ tokens, lossMask, logprobs, reward: i % 2, advantage, groupId: "0-0", runId: i, policyVersion: 0 }));
+    trajectories.push(
+      new Trajectory({
+        tokens,
+        lossMask,
+        logprobs,
+        reward: i % 2,
+        advantage,
+        groupId: "0-0",
+        runId: i,
+        policyVersion: 0,
+      }),
+    );
   }
   return trajectories;
 }
@@ -76,12 +87,22 @@ export async function encodingBench(count: number, length: number): Promise<Enco
   const http = new EncodingTransport({ baseUrl: "http://127.0.0.1:9", apiKey: "bench" });
   const closed = new AbortController();
   const client = new TinkerTrainingClient(
-    { http, sessionId: "bench", limits: DEFAULT_CHUNK_LIMITS, pollTimeoutMs: 1000, maxRetries: 0, backoff: DEFAULT_BACKOFF, closed: closed.signal, log: undefined },
+    {
+      http,
+      sessionId: "bench",
+      limits: DEFAULT_CHUNK_LIMITS,
+      pollTimeoutMs: 1000,
+      maxRetries: 0,
+      backoff: DEFAULT_BACKOFF,
+      closed: closed.signal,
+      log: undefined,
+    },
     "bench-model",
     "bench-base",
   );
   const ours = async (): Promise<number> => {
-    for (const t of trajectories) await client.forwardBackward([trajectoryToDatum(t, { lossFn: LOSS_FN, backend: "tinker" })!], LOSS_FN);
+    for (const t of trajectories)
+      await client.forwardBackward([trajectoryToDatum(t, { lossFn: LOSS_FN, backend: "tinker" })!], LOSS_FN);
     return tokens;
   };
   const bodies: string[] = [];
@@ -91,7 +112,8 @@ export async function encodingBench(count: number, length: number): Promise<Enco
   // The limit's plain objects: the bodies just sent, parsed back (fresh arrays of plain numbers).
   // They differ from later calls' bodies only in seq_id.
   const plain = bodies.map((b) => JSON.parse(b) as unknown);
-  if (plain.map((p) => JSON.stringify(p)).join("") !== bodies.join("")) throw new Error("the pre-built bodies do not serialise to the bytes the client sent");
+  if (plain.map((p) => JSON.stringify(p)).join("") !== bodies.join(""))
+    throw new Error("the pre-built bodies do not serialise to the bytes the client sent");
   return {
     ours,
     limit: () => {

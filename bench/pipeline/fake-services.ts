@@ -40,7 +40,9 @@ class FakeSamplingClient implements SamplingClient {
   ) {}
 
   async sample(): Promise<ApiFuture<SampleOutput>> {
-    return after(this.times.rolloutMs, () => ({ sequences: [{ tokens: [...SAMPLED], logprobs: SAMPLED.map(() => -0.5), stopReason: "stop" as const }] }));
+    return after(this.times.rolloutMs, () => ({
+      sequences: [{ tokens: [...SAMPLED], logprobs: SAMPLED.map(() => -0.5), stopReason: "stop" as const }],
+    }));
   }
 
   async computeLogprobs(): Promise<Array<number | null>> {

@@ -9,6 +9,9 @@ import type { Trajectory } from "../../dist/types/trajectory.js";
 
 export class AlternatingRewardWorker extends BaseRolloutWorker {
   async rollout(task: RolloutTask): Promise<Trajectory> {
-    return completionTrajectory(await this.inferenceClient.completion(String(task.prompt)), task.runId % 2 === 0 ? 1 : 0);
+    return completionTrajectory(
+      await this.inferenceClient.completion(String(task.prompt)),
+      task.runId % 2 === 0 ? 1 : 0,
+    );
   }
 }

@@ -91,7 +91,8 @@ export async function stepMs(mode: "sync" | "batch-async", times: FakeTimes): Pr
       env: {},
       service: new FakeTrainingService(times),
     });
-    if (result.steps !== STEPS || ends.length !== STEPS) throw new Error(`the ${mode} run stopped after ${result.steps} steps (${result.stopReason})`);
+    if (result.steps !== STEPS || ends.length !== STEPS)
+      throw new Error(`the ${mode} run stopped after ${result.steps} steps (${result.stopReason})`);
   } finally {
     await remove();
   }

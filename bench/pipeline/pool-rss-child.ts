@@ -38,17 +38,44 @@ function inferenceResult(seed: number): InferenceResult {
     logprobs: Array.from({ length: response }, (_, i) => Math.fround(-((seed + i) % 97) / 31)),
     text: "word".repeat(response),
   });
-  const body = JSON.parse(json) as { prompt_token_ids: number[]; token_ids: number[]; logprobs: number[]; text: string };
-  return { promptTokens: body.prompt_token_ids, responseTokens: body.token_ids, response: body.text, logprobs: body.logprobs, finishReason: "stop", policyVersion: 0 };
+  const body = JSON.parse(json) as {
+    prompt_token_ids: number[];
+    token_ids: number[];
+    logprobs: number[];
+    text: string;
+  };
+  return {
+    promptTokens: body.prompt_token_ids,
+    responseTokens: body.token_ids,
+    response: body.text,
+    logprobs: body.logprobs,
+    finishReason: "stop",
+    policyVersion: 0,
+  };
 }
 
-const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: Number.MAX_SAFE_INTEGER, stalenessThreshold: 1 });
+const pool = new TrajectoryPool({
+  readiness: "batch_size_reached",
+  batchSize: Number.MAX_SAFE_INTEGER,
+  stalenessThreshold: 1,
+});
 const groupsPerHalf = Math.ceil(total / length / GROUP_SIZE);
 
 function fill(from: number): void {
   for (let g = from; g < from + groupsPerHalf; g++) {
     const groupId = `0-${g}`;
-    const tasks = Array.from({ length: GROUP_SIZE }, (_, runId): RolloutTask => ({ data: { prompt: "" }, prompt: "", index: g, epoch: 0, batchIndex: 0, groupId, runId, groupSize: GROUP_SIZE, isVal: false, seed: g * GROUP_SIZE + runId }));
+    const tasks = Array.from({ length: GROUP_SIZE }, (_, runId): RolloutTask => ({
+      data: { prompt: "" },
+      prompt: "",
+      index: g,
+      epoch: 0,
+      batchIndex: 0,
+      groupId,
+      runId,
+      groupSize: GROUP_SIZE,
+      isVal: false,
+      seed: g * GROUP_SIZE + runId,
+    }));
     const group: TaskGroup = { groupId, index: g, epoch: 0, batchIndex: 0, tasks };
     pool.register(group);
     for (const task of tasks) {
@@ -66,5 +93,6 @@ fill(0);
 const halfMb = rssMb();
 fill(groupsPerHalf);
 const fullMb = rssMb();
-if (pool.readyTrajectories !== 2 * groupsPerHalf * GROUP_SIZE) throw new Error(`the pool holds ${pool.readyTrajectories} trajectories, expected ${2 * groupsPerHalf * GROUP_SIZE}`);
+if (pool.readyTrajectories !== 2 * groupsPerHalf * GROUP_SIZE)
+  throw new Error(`the pool holds ${pool.readyTrajectories} trajectories, expected ${2 * groupsPerHalf * GROUP_SIZE}`);
 process.send!({ emptyMb, halfMb, fullMb, tokens: groupsPerHalf * GROUP_SIZE * length });

@@ -41,7 +41,10 @@ export async function startLoopbackServer(delayMs: number): Promise<LoopbackServ
   const script = fileURLToPath(new URL("./openai-server.ts", import.meta.url));
   // fork() reuses this process's execArgv, which carries tsx's loader flags.
   const child: ChildProcess = fork(script, [String(delayMs)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const [message] = (await Promise.race([once(child, "message"), once(child, "exit").then(() => Promise.reject(new Error("the loopback server exited before listening")))])) as [{ port: number }];
+  const [message] = (await Promise.race([
+    once(child, "message"),
+    once(child, "exit").then(() => Promise.reject(new Error("the loopback server exited before listening"))),
+  ])) as [{ port: number }];
   return {
     baseUrl: `http://127.0.0.1:${message.port}`,
     close: async () => {
@@ -72,7 +75,12 @@ async function bounded<T>(what: string, work: Promise<T>): Promise<T> {
 }
 
 /** `requests` calls of `call`, `concurrency` at a time, bounded in time; returns `requests`. */
-async function loops(what: string, concurrency: number, requests: number, call: () => Promise<unknown>): Promise<number> {
+async function loops(
+  what: string,
+  concurrency: number,
+  requests: number,
+  call: () => Promise<unknown>,
+): Promise<number> {
   let left = requests;
   const loop = async (): Promise<void> => {
     while (left > 0) {
@@ -80,7 +88,10 @@ async function loops(what: string, concurrency: number, requests: number, call: 
       await call();
     }
   };
-  await bounded(`${requests} ${what} at concurrency ${concurrency}`, Promise.all(Array.from({ length: concurrency }, loop)));
+  await bounded(
+    `${requests} ${what} at concurrency ${concurrency}`,
+    Promise.all(Array.from({ length: concurrency }, loop)),
+  );
   return requests;
 }
 
@@ -92,11 +103,23 @@ export interface RolloutBench {
 }
 
 /** Sets up {@link RolloutBench} against `baseUrl` at `concurrency`, `requests` per call (a multiple of the group size). */
-export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency: number, requests: number): RolloutBench {
+export function rolloutBench(
+  baseUrl: string,
+  recipe: RecipeConfig,
+  concurrency: number,
+  requests: number,
+): RolloutBench {
   const tokenizer = new ByteTokenizer();
   // The run's stop signal, which a pipeline's runner always has (never aborted here).
   const stop = new AbortController();
-  const inference = new OpenAIInferenceClient({ baseURL: `${baseUrl}/v1`, apiKey: "bench", model: "bench", tokenizer, timeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 0 });
+  const inference = new OpenAIInferenceClient({
+    baseURL: `${baseUrl}/v1`,
+    apiKey: "bench",
+    model: "bench",
+    tokenizer,
+    timeoutMs: REQUEST_TIMEOUT_MS,
+    maxRetries: 0,
+  });
   const runner = new RolloutRunner({
     createWorker: (slot) => new EchoWorker({ name: `rollout_worker-${slot}`, recipe, tokenizer }),
     numWorkers: concurrency,
@@ -110,11 +133,25 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
   // One data row per group; every call rolls out the whole set as one batch.
   const rows = Array.from({ length: requests / GROUP_SIZE }, (_, i) => ({ prompt: `row ${i}` }));
   const pipeline = async (): Promise<number> => {
-    const loader = new DataLoader(rows, { promptKey: "prompt", batchSize: rows.length, seed: 0, rolloutRepeatN: GROUP_SIZE, maxEpochs: 1 });
+    const loader = new DataLoader(rows, {
+      promptKey: "prompt",
+      batchSize: rows.length,
+      seed: 0,
+      rolloutRepeatN: GROUP_SIZE,
+      maxEpochs: 1,
+    });
     const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: requests, stalenessThreshold: 0 });
-    const scheduler = new RolloutScheduler({ loader, runner, pool, mode: "batches", lookahead: 0, batchSize: requests });
+    const scheduler = new RolloutScheduler({
+      loader,
+      runner,
+      pool,
+      mode: "batches",
+      lookahead: 0,
+      batchSize: requests,
+    });
     const batch = await bounded(`${requests} rollouts at concurrency ${concurrency}`, scheduler.next(0));
-    if (batch?.trajectories.length !== requests) throw new Error(`expected ${requests} trajectories, the scheduler handed out ${batch?.trajectories.length ?? 0}`);
+    if (batch?.trajectories.length !== requests)
+      throw new Error(`expected ${requests} trajectories, the scheduler handed out ${batch?.trajectories.length ?? 0}`);
     return requests;
   };
 
@@ -131,7 +168,11 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
     prompt: PROMPT_TOKENS,
     logprobs: 1,
   });
-  const http = new Pool(baseUrl, { connections: concurrency, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+  const http = new Pool(baseUrl, {
+    connections: concurrency,
+    headersTimeout: REQUEST_TIMEOUT_MS,
+    bodyTimeout: REQUEST_TIMEOUT_MS,
+  });
   const headers = { "content-type": "application/json", authorization: "Bearer bench" };
   const bare = (): Promise<number> =>
     loops("bare requests", concurrency, requests, async () => {
@@ -154,18 +195,40 @@ export function rolloutBench(baseUrl: string, recipe: RecipeConfig, concurrency:
  * baseline, to show where the time between the two goes: WHATWG `fetch` (which the `openai`
  * package uses), the `openai` package's `completions.create`, and `OpenAIInferenceClient.completion`.
  */
-export function inferenceLayers(baseUrl: string, concurrency: number, requests: number): { contenders: Record<"fetch" | "openai_sdk" | "inference_client", () => Promise<number>>; close(): Promise<void> } {
+export function inferenceLayers(
+  baseUrl: string,
+  concurrency: number,
+  requests: number,
+): { contenders: Record<"fetch" | "openai_sdk" | "inference_client", () => Promise<number>>; close(): Promise<void> } {
   const body = JSON.stringify({ model: "bench", prompt: PROMPT_TOKENS, max_tokens: MAX_TOKENS, logprobs: 1 });
   const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "bench", timeout: REQUEST_TIMEOUT_MS, maxRetries: 0 });
-  const client = new OpenAIInferenceClient({ baseURL: `${baseUrl}/v1`, apiKey: "bench", model: "bench", tokenizer: new ByteTokenizer(), timeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 0 });
+  const client = new OpenAIInferenceClient({
+    baseURL: `${baseUrl}/v1`,
+    apiKey: "bench",
+    model: "bench",
+    tokenizer: new ByteTokenizer(),
+    timeoutMs: REQUEST_TIMEOUT_MS,
+    maxRetries: 0,
+  });
   const contenders = {
     fetch: () =>
       loops("fetch requests", concurrency, requests, async () => {
-        const response = await fetch(`${baseUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+        const response = await fetch(`${baseUrl}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
         await response.json();
       }),
-    openai_sdk: () => loops("openai requests", concurrency, requests, () => openai.completions.create({ model: "bench", prompt: [...PROMPT_TOKENS], max_tokens: MAX_TOKENS, logprobs: 1 })),
-    inference_client: () => loops("inference client calls", concurrency, requests, () => client.completion([...PROMPT_TOKENS], { maxTokens: MAX_TOKENS })),
+    openai_sdk: () =>
+      loops("openai requests", concurrency, requests, () =>
+        openai.completions.create({ model: "bench", prompt: [...PROMPT_TOKENS], max_tokens: MAX_TOKENS, logprobs: 1 }),
+      ),
+    inference_client: () =>
+      loops("inference client calls", concurrency, requests, () =>
+        client.completion([...PROMPT_TOKENS], { maxTokens: MAX_TOKENS }),
+      ),
   };
   return { contenders, close: () => client.close() };
 }

@@ -5,7 +5,18 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { OurEngine } from "../engine/ours.js";
-import { ADAM, BATCH, D_MODELS, MAX_TOKENS, NUM_SAMPLES, SEED, SEQ_LEN, SHAPE, VOCAB_SIZE, trainingBatch } from "../engine/workload.js";
+import {
+  ADAM,
+  BATCH,
+  D_MODELS,
+  MAX_TOKENS,
+  NUM_SAMPLES,
+  SEED,
+  SEQ_LEN,
+  SHAPE,
+  VOCAB_SIZE,
+  trainingBatch,
+} from "../engine/workload.js";
 import { comparedRow, targetRow, type Row, type Suite } from "../lib/suite.js";
 import { sideBySide } from "../lib/timing.js";
 import { loadTfjs } from "../tfjs/load.js";
@@ -65,7 +76,9 @@ function childPeakRssMb(args: string[]): Promise<number> {
     let peak: number | undefined;
     child.on("message", (m: { maxRssMb: number }) => (peak = m.maxRssMb));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 && peak !== undefined ? resolve(peak) : reject(new Error(`rss child exited with code ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 && peak !== undefined ? resolve(peak) : reject(new Error(`rss child exited with code ${code}`)),
+    );
   });
 }
 
@@ -116,7 +129,10 @@ export const suite: Suite = {
         tokensPerRequest[`d${d}`] = { ours: t.ours.units, tfjs: t.tfjs.units };
         samplesMs[`sample_tokens_per_s_d${d}`] = { ours: t.ours.samplesMs, tfjs: t.tfjs.samplesMs };
         ctx.setup("sample_tokens_per_request", tokensPerRequest);
-        yield comparedRow(`sample_tokens_per_s_d${d}`, "tokens/s", t.ours.perSecond, t.tfjs.perSecond, { op: ">=", bound: 3 });
+        yield comparedRow(`sample_tokens_per_s_d${d}`, "tokens/s", t.ours.perSecond, t.tfjs.perSecond, {
+          op: ">=",
+          bound: 3,
+        });
       }
     } finally {
       for (const { ours, tfjs } of sides) {
@@ -127,6 +143,9 @@ export const suite: Suite = {
 
     ctx.log(`peak_rss_d${RSS_D_MODEL}_mb: child process`);
     ctx.setup("runtime_floor_rss_mb", await childPeakRssMb([]));
-    yield targetRow(`peak_rss_d${RSS_D_MODEL}_mb`, "MB", await childPeakRssMb([String(RSS_D_MODEL)]), { op: "<=", bound: RSS_LIMIT_MB });
+    yield targetRow(`peak_rss_d${RSS_D_MODEL}_mb`, "MB", await childPeakRssMb([String(RSS_D_MODEL)]), {
+      op: "<=",
+      bound: RSS_LIMIT_MB,
+    });
   },
 };

@@ -57,16 +57,22 @@ function poolRss(): Promise<{ emptyMb: number; halfMb: number; fullMb: number; t
   const script = fileURLToPath(new URL("../pipeline/pool-rss-child.ts", import.meta.url));
   return new Promise((resolve, reject) => {
     // fork() reuses this process's execArgv, which carries tsx's loader flags.
-    const child = fork(script, [String(POOL_TOKENS), String(POOL_TRAJECTORY_TOKENS)], { execArgv: [...process.execArgv, "--expose-gc"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const child = fork(script, [String(POOL_TOKENS), String(POOL_TRAJECTORY_TOKENS)], {
+      execArgv: [...process.execArgv, "--expose-gc"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     let result: { emptyMb: number; halfMb: number; fullMb: number; tokens: number } | undefined;
     child.on("message", (m: typeof result) => (result = m));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 && result ? resolve(result) : reject(new Error(`pool RSS child exited with code ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 && result ? resolve(result) : reject(new Error(`pool RSS child exited with code ${code}`)),
+    );
   });
 }
 
 export const suite: Suite = {
-  description: "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, CLI start-up",
+  description:
+    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, CLI start-up",
   async *run(ctx): AsyncIterable<Row> {
     const samplesMs: Record<string, Record<string, number[]>> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -77,7 +83,8 @@ export const suite: Suite = {
     ctx.setup("encode", {
       loss: LOSS_FN,
       baseline: "JSON.stringify of the same request bodies, parsed back into plain objects once",
-      request: "one forward_backward request per trajectory, through TinkerTrainingClient, with the network cut off once the client has serialised the body",
+      request:
+        "one forward_backward request per trajectory, through TinkerTrainingClient, with the network cut off once the client has serialised the body",
       tokens_per_call: ENCODE_TOKENS_PER_CALL,
       ...ENCODE,
       body_bytes_per_call: bytes,
@@ -103,7 +110,9 @@ export const suite: Suite = {
     // 2. Rollout throughput.
     const server = await startLoopbackServer(SERVER_DELAY_MS);
     // Workers are given the parsed recipe; this one is never run.
-    const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), { env: {} });
+    const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), {
+      env: {},
+    });
     ctx.setup("rollouts", {
       server: `node:http in a child process on 127.0.0.1, answering after ${SERVER_DELAY_MS} ms`,
       ours: "a DataLoader batch through RolloutScheduler, RolloutRunner (a worker making one OpenAIInferenceClient.completion) and TrajectoryPool",
@@ -123,7 +132,10 @@ export const suite: Suite = {
           if (concurrency === LAYERS_CONCURRENCY) {
             ctx.log(`rollout layers at concurrency ${concurrency}: timing`);
             const layers = inferenceLayers(server.baseUrl, concurrency, ROLLOUTS_PER_WORKER * concurrency);
-            const l = await sideBySide({ bare: () => bench.bare(), ...layers.contenders, pipeline: () => bench.pipeline() }, LAYERS).finally(() => layers.close());
+            const l = await sideBySide(
+              { bare: () => bench.bare(), ...layers.contenders, pipeline: () => bench.pipeline() },
+              LAYERS,
+            ).finally(() => layers.close());
             ctx.setup(
               `rollout_layers_per_s_concurrency_${concurrency}`,
               Object.fromEntries(Object.entries(l).map(([layer, timing]) => [layer, Math.round(timing.perSecond)])),
@@ -139,10 +151,18 @@ export const suite: Suite = {
 
     // 3. Overlap of rollouts and training, against the same timers alone, in alternation.
     const nominal = { sync: OVERLAP.rolloutMs + OVERLAP.trainMs, async: Math.max(OVERLAP.rolloutMs, OVERLAP.trainMs) };
-    const steps = { pipeline_sync: [] as number[], timers_sync: [] as number[], pipeline_async: [] as number[], timers_async: [] as number[] };
+    const steps = {
+      pipeline_sync: [] as number[],
+      timers_sync: [] as number[],
+      pipeline_async: [] as number[],
+      timers_async: [] as number[],
+    };
     for (let i = 0; i < OVERLAP_RUNS; i++) {
       ctx.log(`overlap: round ${i + 1} of ${OVERLAP_RUNS}`);
-      for (const [mode, key] of [["sync", "sync"], ["batch-async", "async"]] as const) {
+      for (const [mode, key] of [
+        ["sync", "sync"],
+        ["batch-async", "async"],
+      ] as const) {
         const pipeline = () => stepMs(mode, OVERLAP).then((ms) => void steps[`pipeline_${key}`].push(ms));
         const timers = () => timerStepMs(mode, OVERLAP).then((ms) => void steps[`timers_${key}`].push(ms));
         for (const run of i % 2 === 0 ? [pipeline, timers] : [timers, pipeline]) await run();
@@ -159,22 +179,46 @@ export const suite: Suite = {
       nominal_ms: nominal,
       ratio_to_nominal: { sync: overlap.sync / nominal.sync, async: overlap.async / nominal.async },
     });
-    yield comparedRow("step_async_staleness_1", "ms/step", overlap.async, median(steps.timers_async), { op: "<=", bound: 1.1 });
+    yield comparedRow("step_async_staleness_1", "ms/step", overlap.async, median(steps.timers_async), {
+      op: "<=",
+      bound: 1.1,
+    });
     yield comparedRow("step_sync", "ms/step", overlap.sync, median(steps.timers_sync), { op: "<=", bound: 1.05 });
 
     // 4. Memory held in the trajectory pool.
     ctx.log("pool_rss_per_million_tokens: child process");
     const rss = await poolRss();
-    ctx.setup("pool_rss", { ...rss, trajectory_tokens: POOL_TRAJECTORY_TOKENS, measure: "RSS growth while the second half of the tokens fills the pool (the first half also pays the young generation's growth)" });
-    yield targetRow("pool_rss_per_million_tokens", "MB", (rss.fullMb - rss.halfMb) / (rss.tokens / 1e6), { op: "<=", bound: 40 });
+    ctx.setup("pool_rss", {
+      ...rss,
+      trajectory_tokens: POOL_TRAJECTORY_TOKENS,
+      measure:
+        "RSS growth while the second half of the tokens fills the pool (the first half also pays the young generation's growth)",
+    });
+    yield targetRow("pool_rss_per_million_tokens", "MB", (rss.fullMb - rss.halfMb) / (rss.tokens / 1e6), {
+      op: "<=",
+      bound: 40,
+    });
 
     // 5. Start-up.
     ctx.setup("startup", STARTUP);
     ctx.log("cli_help: timing");
-    const t = await sideBySide({ help: nodeRun([CLI, "--help"]), node: nodeRun(["-e", "0"]), validate: nodeRun([CLI, "validate", "-c", VALIDATE_RECIPE]) }, STARTUP);
+    const t = await sideBySide(
+      {
+        help: nodeRun([CLI, "--help"]),
+        node: nodeRun(["-e", "0"]),
+        validate: nodeRun([CLI, "validate", "-c", VALIDATE_RECIPE]),
+      },
+      STARTUP,
+    );
     samplesMs.startup = { help: t.help.samplesMs, node: t.node.samplesMs, validate: t.validate.samplesMs };
-    ctx.setup("validate_ms", { recipe: VALIDATE_RECIPE, median: t.validate.medianMs, ratio_to_node: t.validate.medianMs / t.node.medianMs });
-    ctx.log(`nexrl validate -c ${VALIDATE_RECIPE}: ${t.validate.medianMs.toFixed(0)} ms (${(t.validate.medianMs / t.node.medianMs).toFixed(2)} × node -e 0; no target)`);
+    ctx.setup("validate_ms", {
+      recipe: VALIDATE_RECIPE,
+      median: t.validate.medianMs,
+      ratio_to_node: t.validate.medianMs / t.node.medianMs,
+    });
+    ctx.log(
+      `nexrl validate -c ${VALIDATE_RECIPE}: ${t.validate.medianMs.toFixed(0)} ms (${(t.validate.medianMs / t.node.medianMs).toFixed(2)} × node -e 0; no target)`,
+    );
     yield comparedRow("cli_help", "ms", t.help.medianMs, t.node.medianMs, { op: "<=", bound: 3 });
   },
 };

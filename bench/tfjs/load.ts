@@ -42,5 +42,8 @@ export async function loadTfjs(log: (message: string) => void): Promise<LoadedTf
   tf.enableProdMode();
   const simd = tf.env().getBool("WASM_HAS_SIMD_SUPPORT") ? "on" : "off";
   const threads = tf.env().getBool("WASM_HAS_MULTITHREAD_SUPPORT") ? "on" : "off";
-  return { tf, description: `tfjs-core ${tf.version_core}, ${tf.getBackend()} backend, simd ${simd}, threads ${threads}` };
+  return {
+    tf,
+    description: `tfjs-core ${tf.version_core}, ${tf.getBackend()} backend, simd ${simd}, threads ${threads}`,
+  };
 }

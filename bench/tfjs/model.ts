@@ -101,7 +101,10 @@ export class TfjsTransformer {
     const cost = this.optimizer.minimize(
       () => {
         const logits = this.logits(this.finalNorm(this.hidden(ids, batch, seqLen)));
-        const targetLogprobs = tf.sum(tf.mul(tf.logSoftmax(logits), tf.cast(tf.oneHot(targetIds, this.shape.vocabSize), "float32")), 1);
+        const targetLogprobs = tf.sum(
+          tf.mul(tf.logSoftmax(logits), tf.cast(tf.oneHot(targetIds, this.shape.vocabSize), "float32")),
+          1,
+        );
         return tf.neg(tf.sum(tf.mul(targetLogprobs, w)));
       },
       true,
@@ -119,7 +122,8 @@ export class TfjsTransformer {
    */
   sample(prompt: readonly number[], maxTokens: number, numSamples: number, seed: number, stopId: number): number {
     const { tf } = this;
-    if (prompt.length + maxTokens > this.shape.contextLength) throw new Error("prompt + maxTokens exceeds the context length");
+    if (prompt.length + maxTokens > this.shape.contextLength)
+      throw new Error("prompt + maxTokens exceeds the context length");
     const d = this.shape.dModel;
     let active = Array.from({ length: numSamples }, () => [...prompt]);
     let generated = 0;
@@ -186,10 +190,17 @@ export class TfjsTransformer {
     const qkv = tf.add(tf.matMul(x, block.wQkv), block.bQkv);
     // [b·t, 3d] → [b, 3h, t, dh], then q, k, v as [b·h, t, dh] each.
     const heads = tf.transpose(tf.reshape(qkv, [batch, seqLen, 3 * h, dh]), [0, 2, 1, 3]);
-    const [q, k, v] = tf.split(heads, 3, 1).map((t) => tf.reshape(t, [batch * h, seqLen, dh])) as [Tensor, Tensor, Tensor];
+    const [q, k, v] = tf.split(heads, 3, 1).map((t) => tf.reshape(t, [batch * h, seqLen, dh])) as [
+      Tensor,
+      Tensor,
+      Tensor,
+    ];
     const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(dh)), this.causalMask(seqLen));
     const context = tf.matMul(tf.softmax(scores), v);
-    const merged = tf.reshape(tf.transpose(tf.reshape(context, [batch, h, seqLen, dh]), [0, 2, 1, 3]), [batch * seqLen, d]);
+    const merged = tf.reshape(tf.transpose(tf.reshape(context, [batch, h, seqLen, dh]), [0, 2, 1, 3]), [
+      batch * seqLen,
+      d,
+    ]);
     return tf.add(tf.matMul(merged, block.wOut), block.bOut);
   }
 

@@ -22,6 +22,14 @@ export default defineRecipe({
     eval: { validate_freq: 2 },
   },
   service: {
-    train_service: { backend: "local", model: "tiny", config: { loss_fn: "ppo", learning_rate: 1e-3, loss_fn_config: { clip_low_threshold: 0.8, clip_high_threshold: 1.2 } } },
+    train_service: {
+      backend: "local",
+      model: "tiny",
+      config: {
+        loss_fn: "ppo",
+        learning_rate: 1e-3,
+        loss_fn_config: { clip_low_threshold: 0.8, clip_high_threshold: 1.2 },
+      },
+    },
   },
 });

@@ -14,11 +14,19 @@ import { get } from "./agent_workspace/tools/get.js";
 const TOOLS: OpenAI.ChatCompletionTool[] = [
   {
     type: "function",
-    function: { name: "get", description: "The secret code of an animal.", parameters: { type: "object", properties: { k: { type: "string" } }, required: ["k"] } },
+    function: {
+      name: "get",
+      description: "The secret code of an animal.",
+      parameters: { type: "object", properties: { k: { type: "string" } }, required: ["k"] },
+    },
   },
   {
     type: "function",
-    function: { name: "calc", description: "Evaluates an integer expression with + - * and parentheses.", parameters: { type: "object", properties: { e: { type: "string" } }, required: ["e"] } },
+    function: {
+      name: "calc",
+      description: "Evaluates an integer expression with + - * and parentheses.",
+      parameters: { type: "object", properties: { e: { type: "string" } }, required: ["e"] },
+    },
   },
 ];
 

@@ -6,7 +6,9 @@ import { BaseRolloutWorker, Trajectory, type RolloutTask } from "nexrl";
 
 export class MathSftWorker extends BaseRolloutWorker {
   rollout(task: RolloutTask): Trajectory {
-    const prompt = this.tokenizer.applyChatTemplate([{ role: "user", content: String(task.prompt) }], { addGenerationPrompt: true });
+    const prompt = this.tokenizer.applyChatTemplate([{ role: "user", content: String(task.prompt) }], {
+      addGenerationPrompt: true,
+    });
     const answer = [...this.tokenizer.encode(String(task.data.ground_truth)), this.tokenizer.eosId];
     return new Trajectory({
       tokens: [...prompt, ...answer],

@@ -55,7 +55,8 @@ export async function loadAgentModule(reference: string, base: AgentModuleBase):
   const { found, tried } = findRecipeFile(modulePath, base);
   if (found === undefined) throw new AgentSetupError(`${key}: ${notFoundMessage(modulePath, tried)}`);
   const imported = await importFile(found);
-  if (!imported.ok) throw new AgentSetupError(`${key}: cannot import ${found}: ${imported.message}`, { cause: imported.cause });
+  if (!imported.ok)
+    throw new AgentSetupError(`${key}: cannot import ${found}: ${imported.message}`, { cause: imported.cause });
   const value = imported.namespace[exportName];
   if (value === undefined) {
     const names = Object.keys(imported.namespace);
@@ -64,9 +65,14 @@ export async function loadAgentModule(reference: string, base: AgentModuleBase):
     );
   }
   if (isClass(value)) {
-    if (typeof value.prototype.run !== "function") throw new AgentSetupError(`${key}: class \`${exportName}\` in ${found} has no run(task, context) method`);
-    return (task, context) => (new value() as { run(task: RolloutTask, context: AgentContext): unknown }).run(task, context);
+    if (typeof value.prototype.run !== "function")
+      throw new AgentSetupError(`${key}: class \`${exportName}\` in ${found} has no run(task, context) method`);
+    return (task, context) =>
+      (new value() as { run(task: RolloutTask, context: AgentContext): unknown }).run(task, context);
   }
-  if (typeof value !== "function") throw new AgentSetupError(`${key}: \`${exportName}\` in ${found} is a ${typeof value}; export an async function (task, { openai, baseURL, model, signal }) => result, or a class with run`);
+  if (typeof value !== "function")
+    throw new AgentSetupError(
+      `${key}: \`${exportName}\` in ${found} is a ${typeof value}; export an async function (task, { openai, baseURL, model, signal }) => result, or a class with run`,
+    );
   return value as AgentFunction;
 }

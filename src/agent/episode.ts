@@ -94,7 +94,13 @@ function callSummary(call: GatewayCall) {
  * each call). The first trajectory carries the episode's `agent/*` counters; a trajectory that
  * starts at a break in continuity carries its explanation in `extraFields.diagnostics`.
  */
-export function episodeTrajectories(trace: RolloutTrace, sequences: readonly EpisodeSequence[], breaks: readonly PrefixBreak[], score: EpisodeScore, options: EpisodeTrajectoryOptions): TrajectoryInit[] {
+export function episodeTrajectories(
+  trace: RolloutTrace,
+  sequences: readonly EpisodeSequence[],
+  breaks: readonly PrefixBreak[],
+  score: EpisodeScore,
+  options: EpisodeTrajectoryOptions,
+): TrajectoryInit[] {
   const n = sequences.length;
   const weight = options.weight === "inverse_count" && n > 0 ? 1 / n : 1;
   const counters = {

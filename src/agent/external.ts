@@ -49,7 +49,14 @@ export class ExternalAgents {
         rollout_id: session.id,
         base_url: session.baseURL,
         model,
-        task: { data: task.data, prompt: task.prompt, index: task.index, group_id: task.groupId, run_id: task.runId, is_val: task.isVal },
+        task: {
+          data: task.data,
+          prompt: task.prompt,
+          index: task.index,
+          group_id: task.groupId,
+          run_id: task.runId,
+          is_val: task.isVal,
+        },
       };
       const offer: Offer = { session, claim, rules, claimed: false, resolve };
       this.offers.set(session.id, offer);
@@ -98,9 +105,22 @@ export class ExternalAgents {
   push(rolloutId: string, body: unknown): PushedEpisode {
     const offer = this.offers.get(rolloutId);
     if (!offer) {
-      throw new OpenAIApiError(404, `rollout \`${rolloutId}\` is not waiting for a pushed episode: it is unknown, finished, or runs its agent in-process; claim tasks with POST /tasks/claim`, "invalid_request_error", "rollout_id", "rollout_not_found");
+      throw new OpenAIApiError(
+        404,
+        `rollout \`${rolloutId}\` is not waiting for a pushed episode: it is unknown, finished, or runs its agent in-process; claim tasks with POST /tasks/claim`,
+        "invalid_request_error",
+        "rollout_id",
+        "rollout_not_found",
+      );
     }
-    if (!offer.claimed) throw new OpenAIApiError(409, `rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`, "invalid_request_error", "rollout_id", "rollout_not_claimed");
+    if (!offer.claimed)
+      throw new OpenAIApiError(
+        409,
+        `rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`,
+        "invalid_request_error",
+        "rollout_id",
+        "rollout_not_claimed",
+      );
     const episode = parsePush(body, offer.rules);
     this.offers.delete(rolloutId);
     offer.resolve(episode);

@@ -75,8 +75,21 @@ function newCallId(): string {
 }
 
 const notFound = (id: string) =>
-  new OpenAIApiError(404, `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`, "invalid_request_error", null, "rollout_not_found");
-const finished = (id: string) => new OpenAIApiError(410, `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`, "invalid_request_error", null, "rollout_finished");
+  new OpenAIApiError(
+    404,
+    `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`,
+    "invalid_request_error",
+    null,
+    "rollout_not_found",
+  );
+const finished = (id: string) =>
+  new OpenAIApiError(
+    410,
+    `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`,
+    "invalid_request_error",
+    null,
+    "rollout_finished",
+  );
 
 /**
  * The agent service's server: a recording OpenAI-compatible gateway per rollout, plus the
@@ -133,8 +146,7 @@ export class AgentGateway {
   static async start(options: AgentGatewayOptions = {}): Promise<AgentGateway> {
     const host = options.host ?? "127.0.0.1";
     const port = options.port ?? 0;
-    let gateway: AgentGateway | undefined;
-    const server = createServer((req, res) => void gateway!.handle(req, res));
+    const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error: NodeJS.ErrnoException) =>
         reject(
@@ -151,7 +163,9 @@ export class AgentGateway {
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
     const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    // Attached before any request can be read: the listen callback resumed us in a microtask.
+    server.on("request", (req, res) => void gateway.handle(req, res));
     return gateway;
   }
 
@@ -163,7 +177,9 @@ export class AgentGateway {
   /** Opens a rollout whose calls `inference` answers, with `options` (limits, rendering); finish it with `session.finish()`. */
   openRollout(inference: InferenceClient, options: RolloutOptions = {}): RolloutSession {
     const id = newRolloutId();
-    const session = new RolloutSession(id, `${this.url}/rollouts/${id}/v1`, inference, options, (done) => this.forget(done));
+    const session = new RolloutSession(id, `${this.url}/rollouts/${id}/v1`, inference, options, (done) =>
+      this.forget(done),
+    );
     this.sessions.set(id, session);
     return session;
   }
@@ -172,7 +188,12 @@ export class AgentGateway {
    * Offers `task` to external agents, to be run in `session`; resolves with the episode one of
    * them pushes. Rejects when `signal` aborts first (the offer is withdrawn).
    */
-  async offerTask(session: RolloutSession, task: RolloutTask, rules: PushRules, signal: AbortSignal): Promise<PushedEpisode> {
+  async offerTask(
+    session: RolloutSession,
+    task: RolloutTask,
+    rules: PushRules,
+    signal: AbortSignal,
+  ): Promise<PushedEpisode> {
     signal.throwIfAborted();
     const pushed = this.external.offer(session, task, this.modelName, rules);
     let onAbort = (): void => undefined;
@@ -222,29 +243,59 @@ export class AgentGateway {
       const rolloutId = match ? decodeURIComponent(match[1]!) : typeof header === "string" ? header : undefined;
       const route = this.route(match ? match[2]! : path, rolloutId, req, res);
       if (!route) {
-        throw new OpenAIApiError(404, `no route ${method} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`, "invalid_request_error", null, "not_found");
+        throw new OpenAIApiError(
+          404,
+          `no route ${method} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          "invalid_request_error",
+          null,
+          "not_found",
+        );
       }
       allowed = route.method;
-      if (method !== allowed) throw new OpenAIApiError(405, `${path} accepts ${allowed} requests, not ${method}`, "invalid_request_error", null, "method_not_allowed");
+      if (method !== allowed)
+        throw new OpenAIApiError(
+          405,
+          `${path} accepts ${allowed} requests, not ${method}`,
+          "invalid_request_error",
+          null,
+          "method_not_allowed",
+        );
       await route.run();
     } catch (error) {
       const api = openAIErrorOf(error);
-      if (api.status === 500) this.log(`nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (api.status === 500)
+        this.log(
+          `nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
       sendOpenAIError(res, api, api.status === 405 ? { allow: allowed } : {});
     }
   }
 
   /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */
-  private route(route: string, rolloutId: string | undefined, req: IncomingMessage, res: ServerResponse): { method: string; run: () => Promise<void> } | undefined {
+  private route(
+    route: string,
+    rolloutId: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): { method: string; run: () => Promise<void> } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       if (rolloutId === undefined) {
-        throw new OpenAIApiError(400, `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`, "invalid_request_error", null, "rollout_missing");
+        throw new OpenAIApiError(
+          400,
+          `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`,
+          "invalid_request_error",
+          null,
+          "rollout_missing",
+        );
       }
       await run(this.session(rolloutId));
     };
     switch (route) {
       case "/healthz":
-        return { method: "GET", run: async () => sendOpenAIJson(res, 200, { ok: true, open_rollouts: this.sessions.size }) };
+        return {
+          method: "GET",
+          run: async () => sendOpenAIJson(res, 200, { ok: true, open_rollouts: this.sessions.size }),
+        };
       case "/tasks/claim":
         return { method: "POST", run: async () => this.claim(await this.readBody(req), res) };
       case "/trajectories":
@@ -254,13 +305,19 @@ export class AgentGateway {
           method: "GET",
           run: async () => {
             if (rolloutId !== undefined) this.session(rolloutId);
-            sendOpenAIJson(res, 200, { object: "list", data: [{ id: this.modelName, object: "model", created: 0, owned_by: "nexrl" }] });
+            sendOpenAIJson(res, 200, {
+              object: "list",
+              data: [{ id: this.modelName, object: "model", created: 0, owned_by: "nexrl" }],
+            });
           },
         };
       case "/v1/chat/completions":
         return { method: "POST", run: inRollout(async (session) => this.chat(session, await this.readBody(req), res)) };
       case "/v1/completions":
-        return { method: "POST", run: inRollout(async (session) => this.completions(session, await this.readBody(req), res)) };
+        return {
+          method: "POST",
+          run: inRollout(async (session) => this.completions(session, await this.readBody(req), res)),
+        };
       default:
         return undefined;
     }
@@ -283,10 +340,19 @@ export class AgentGateway {
     };
     const prompt =
       session.options.replayAnswers === "text"
-        ? tokenizer.applyChatTemplate(messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)), templateOptions)
+        ? tokenizer.applyChatTemplate(
+            messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)),
+            templateOptions,
+          )
         : renderChat(tokenizer, messages, session.answered, templateOptions);
     const parseTools = (tools?.length ?? 0) > 0 && request.tool_choice !== "none";
-    const { choice, promptTokens } = await this.sample(session, prompt, request, request.max_completion_tokens ?? request.max_tokens ?? undefined, { messages, parseTools });
+    const { choice, promptTokens } = await this.sample(
+      session,
+      prompt,
+      request,
+      request.max_completion_tokens ?? request.max_tokens ?? undefined,
+      { messages, parseTools },
+    );
     const format = responseFormat(request, `chatcmpl-${randomUUID()}`, tokenizer);
     if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, [choice]));
     else sendOpenAIJson(res, 200, chatCompletionBody(format, promptTokens, [choice]));
@@ -297,11 +363,31 @@ export class AgentGateway {
     checkSingleChoice(request);
     const { prompt } = request;
     if (Array.isArray(prompt) && typeof prompt[0] !== "number") {
-      throw new OpenAIApiError(400, "prompt: the gateway records one prompt per call; send the prompts one by one", "invalid_request_error", "prompt");
+      throw new OpenAIApiError(
+        400,
+        "prompt: the gateway records one prompt per call; send the prompts one by one",
+        "invalid_request_error",
+        "prompt",
+      );
     }
-    const tokens = typeof prompt === "string" ? session.inference.tokenizer.encode(prompt, { addBos: request.add_special_tokens ?? true }) : (prompt as number[]);
-    if (tokens.length === 0) throw new OpenAIApiError(400, "prompt encodes to no tokens; give a non-empty prompt", "invalid_request_error", "prompt");
-    const { choice, promptTokens } = await this.sample(session, tokens, request, request.max_tokens ?? undefined, undefined);
+    const tokens =
+      typeof prompt === "string"
+        ? session.inference.tokenizer.encode(prompt, { addBos: request.add_special_tokens ?? true })
+        : (prompt as number[]);
+    if (tokens.length === 0)
+      throw new OpenAIApiError(
+        400,
+        "prompt encodes to no tokens; give a non-empty prompt",
+        "invalid_request_error",
+        "prompt",
+      );
+    const { choice, promptTokens } = await this.sample(
+      session,
+      tokens,
+      request,
+      request.max_tokens ?? undefined,
+      undefined,
+    );
     const format = responseFormat(request, `cmpl-${randomUUID()}`, session.inference.tokenizer);
     if (request.stream) sendOpenAIEvents(res, completionEvents(format, [promptTokens], [[choice]]));
     else sendOpenAIJson(res, 200, completionBody(format, [promptTokens], [[choice]]));
@@ -335,12 +421,24 @@ export class AgentGateway {
       if (error instanceof ContextLengthError) session.truncate("context_length", error.message);
       if (session.signal.aborted || (error instanceof Error && error.name === "AbortError")) {
         if (!session.isOpen) throw finished(session.id);
-        throw new OpenAIApiError(400, `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`, "invalid_request_error", null, "rollout_limit_reached");
+        throw new OpenAIApiError(
+          400,
+          `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`,
+          "invalid_request_error",
+          null,
+          "rollout_limit_reached",
+        );
       }
       throw error;
     }
     const tokenizer = session.inference.tokenizer;
-    const { text, stopReason } = cutAtStop(tokenizer, result.responseTokens, result.finishReason, stops, request.include_stop_str_in_output ?? false);
+    const { text, stopReason } = cutAtStop(
+      tokenizer,
+      result.responseTokens,
+      result.finishReason,
+      stops,
+      request.include_stop_str_in_output ?? false,
+    );
     const parsed = chat?.parseTools ? parseToolCalls(text, newCallId) : { content: text, toolCalls: [] };
     const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
     const generated = tokenizer.decode(result.responseTokens);
@@ -364,18 +462,37 @@ export class AgentGateway {
       budget,
       { content: parsed.content, toolCalls: parsed.toolCalls, generated, tokens: result.responseTokens },
     );
-    const choice: GeneratedChoice = { tokens: result.responseTokens, logprobs: result.logprobs, text: parsed.content, finishReason, stopReason, ...(parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }) };
+    const choice: GeneratedChoice = {
+      tokens: result.responseTokens,
+      logprobs: result.logprobs,
+      text: parsed.content,
+      finishReason,
+      stopReason,
+      ...(parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }),
+    };
     return { choice, promptTokens: result.promptTokens };
   }
 
   private async claim(body: unknown, res: ServerResponse): Promise<void> {
     const waitSeconds = (body as { wait_seconds?: unknown } | null)?.wait_seconds;
     if (waitSeconds !== undefined && (typeof waitSeconds !== "number" || !(waitSeconds >= 0))) {
-      throw new OpenAIApiError(400, "wait_seconds: must be a number >= 0 (seconds to wait for a task)", "invalid_request_error", "wait_seconds");
+      throw new OpenAIApiError(
+        400,
+        "wait_seconds: must be a number >= 0 (seconds to wait for a task)",
+        "invalid_request_error",
+        "wait_seconds",
+      );
     }
     const waitMs = Math.min((waitSeconds ?? 10) * 1000, this.maxClaimWaitMs);
     const claimed = await this.external.claim(waitMs, this.closing.signal);
-    if (this.closing.signal.aborted) throw new OpenAIApiError(503, "the agent gateway is shutting down: the run has ended", "server_error", null, "gateway_closed");
+    if (this.closing.signal.aborted)
+      throw new OpenAIApiError(
+        503,
+        "the agent gateway is shutting down: the run has ended",
+        "server_error",
+        null,
+        "gateway_closed",
+      );
     if (!claimed) {
       res.writeHead(204).end();
       return;
@@ -387,10 +504,21 @@ export class AgentGateway {
     const id = pushedRolloutId(body);
     const episode = this.external.push(id, body);
     const calls = this.sessions.get(id)?.recordedCalls ?? 0;
-    sendOpenAIJson(res, 200, { accepted: true, rollout_id: id, trajectories: episode.trajectories?.length ?? "from_recorded_calls", recorded_calls: calls });
+    sendOpenAIJson(res, 200, {
+      accepted: true,
+      rollout_id: id,
+      trajectories: episode.trajectories?.length ?? "from_recorded_calls",
+      recorded_calls: calls,
+    });
   }
 }
 
 function checkSingleChoice(request: GenerationRequest): void {
-  if ((request.n ?? 1) !== 1) throw new OpenAIApiError(400, "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more", "invalid_request_error", "n");
+  if ((request.n ?? 1) !== 1)
+    throw new OpenAIApiError(
+      400,
+      "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more",
+      "invalid_request_error",
+      "n",
+    );
 }

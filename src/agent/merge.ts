@@ -57,7 +57,12 @@ function firstDifference(a: readonly number[], b: readonly number[]): number {
   return n;
 }
 
-function explain(tokenizer: Tokenizer, previous: GatewayCall, expected: readonly number[], call: GatewayCall): PrefixBreak {
+function explain(
+  tokenizer: Tokenizer,
+  previous: GatewayCall,
+  expected: readonly number[],
+  call: GatewayCall,
+): PrefixBreak {
   const actual = call.promptTokens;
   const at = firstDifference(expected, actual);
   return {

@@ -59,7 +59,8 @@ export function pushedRolloutId(body: unknown): string {
   return parseOpenAIRequest(z.looseObject({ rollout_id: z.string().min(1) }), body).rollout_id;
 }
 
-const invalid = (param: string, message: string): OpenAIApiError => new OpenAIApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_trajectory");
+const invalid = (param: string, message: string): OpenAIApiError =>
+  new OpenAIApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_trajectory");
 
 /**
  * Validates a push body against `rules`.
@@ -72,15 +73,31 @@ export function parsePush(body: unknown, rules: PushRules): PushedEpisode {
   const trajectories = push.trajectories?.map((t, i): PushedTrajectory => {
     const at = `trajectories[${i}]`;
     const n = t.tokens.length;
-    if (t.loss_mask.length !== n) throw invalid(`${at}.loss_mask`, `has ${t.loss_mask.length} values but tokens has ${n}; give one 0 or 1 per token (1 on sampled tokens)`);
-    if (t.logprobs && t.logprobs.length !== n) throw invalid(`${at}.logprobs`, `has ${t.logprobs.length} values but tokens has ${n}; give one per token (0 on prompt tokens)`);
+    if (t.loss_mask.length !== n)
+      throw invalid(
+        `${at}.loss_mask`,
+        `has ${t.loss_mask.length} values but tokens has ${n}; give one 0 or 1 per token (1 on sampled tokens)`,
+      );
+    if (t.logprobs && t.logprobs.length !== n)
+      throw invalid(
+        `${at}.logprobs`,
+        `has ${t.logprobs.length} values but tokens has ${n}; give one per token (0 on prompt tokens)`,
+      );
     const bad = t.tokens.findIndex((id) => id >= rules.vocabSize);
-    if (bad >= 0) throw invalid(`${at}.tokens`, `[${bad}] is ${t.tokens[bad]}, outside the model's vocabulary 0..${rules.vocabSize - 1}`);
+    if (bad >= 0)
+      throw invalid(
+        `${at}.tokens`,
+        `[${bad}] is ${t.tokens[bad]}, outside the model's vocabulary 0..${rules.vocabSize - 1}`,
+      );
     if (rules.maxSequenceLength !== undefined && n > rules.maxSequenceLength) {
-      throw invalid(`${at}.tokens`, `has ${n} tokens, more than rollout_worker.max_sequence_length (${rules.maxSequenceLength}); cut the episode shorter`);
+      throw invalid(
+        `${at}.tokens`,
+        `has ${n} tokens, more than rollout_worker.max_sequence_length (${rules.maxSequenceLength}); cut the episode shorter`,
+      );
     }
     if (!t.loss_mask.includes(1)) throw invalid(`${at}.loss_mask`, "has no 1: mark the sampled tokens to train on");
-    if (t.reward === undefined && push.reward === undefined && rules.needsReward) throw invalid(`${at}.reward`, "is missing and the push has no reward; give one (no evaluator is configured)");
+    if (t.reward === undefined && push.reward === undefined && rules.needsReward)
+      throw invalid(`${at}.reward`, "is missing and the push has no reward; give one (no evaluator is configured)");
     const reward = t.reward ?? push.reward;
     return {
       tokens: t.tokens,

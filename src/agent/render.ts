@@ -29,7 +29,10 @@ export function templateRendersToolCalls(tokenizer: Tokenizer): boolean {
   let renders = rendersToolCallsCache.get(tokenizer);
   if (renders === undefined) {
     const call: ToolCall = { id: "call_probe", type: "function", function: { name: "probe", arguments: "{}" } };
-    const plain: ChatMessage[] = [{ role: "user", content: "x" }, { role: "assistant", content: "" }];
+    const plain: ChatMessage[] = [
+      { role: "user", content: "x" },
+      { role: "assistant", content: "" },
+    ];
     const withCall: ChatMessage[] = [plain[0]!, { role: "assistant", content: "", tool_calls: [call] }];
     const a = tokenizer.applyChatTemplate(plain);
     const b = tokenizer.applyChatTemplate(withCall);
@@ -40,7 +43,15 @@ export function templateRendersToolCalls(tokenizer: Tokenizer): boolean {
 }
 
 function sameCalls(a: readonly ToolCall[], b: readonly ToolCall[]): boolean {
-  return a.length === b.length && a.every((call, i) => call.id === b[i]!.id && call.function.name === b[i]!.function.name && call.function.arguments === b[i]!.function.arguments);
+  return (
+    a.length === b.length &&
+    a.every(
+      (call, i) =>
+        call.id === b[i]!.id &&
+        call.function.name === b[i]!.function.name &&
+        call.function.arguments === b[i]!.function.arguments,
+    )
+  );
 }
 
 /** The answered message `message` repeats unchanged (same content, same tool calls), if any. */
@@ -62,7 +73,11 @@ function withToolCallsInText(message: ChatMessage, rendersToolCalls: boolean): C
  * The conversation as text to render: answered messages become the generated text, other tool
  * calls are written into the text when the template ignores `tool_calls`.
  */
-export function messagesToRender(messages: readonly ChatMessage[], answered: readonly AnsweredMessage[], rendersToolCalls: boolean): ChatMessage[] {
+export function messagesToRender(
+  messages: readonly ChatMessage[],
+  answered: readonly AnsweredMessage[],
+  rendersToolCalls: boolean,
+): ChatMessage[] {
   return messages.map((message) => {
     const known = answeredOf(message, answered);
     if (!known) return withToolCallsInText(message, rendersToolCalls);
@@ -91,7 +106,12 @@ function marker(nonce: string, k: number): string {
  * template's output (a tokenizer that merges it with its neighbours), the conversation is
  * rendered from the generated text instead.
  */
-export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessage[], answered: readonly AnsweredMessage[], options: ChatTemplateOptions): number[] {
+export function renderChat(
+  tokenizer: Tokenizer,
+  messages: readonly ChatMessage[],
+  answered: readonly AnsweredMessage[],
+  options: ChatTemplateOptions,
+): number[] {
   const rendersToolCalls = templateRendersToolCalls(tokenizer);
   const nonce = [...randomBytes(8)].map((b) => String.fromCharCode(97 + (b % 26))).join("");
   const spliced: AnsweredMessage[] = [];

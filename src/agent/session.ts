@@ -96,17 +96,25 @@ export class RolloutSession {
    * @internal
    */
   admit(requested: number | undefined): CallBudget {
-    if (this.truncation) throw limitError(`this episode was cut short (${this.truncation.message}); the gateway takes no more calls for it`);
+    if (this.truncation)
+      throw limitError(
+        `this episode was cut short (${this.truncation.message}); the gateway takes no more calls for it`,
+      );
     const { maxTurns, maxTokens } = this.options;
     if (maxTurns !== undefined && this.started >= maxTurns) {
-      throw limitError(this.truncate("max_turns", `the episode made its ${maxTurns} model calls (rollout_worker.agent.max_turns)`));
+      throw limitError(
+        this.truncate("max_turns", `the episode made its ${maxTurns} model calls (rollout_worker.agent.max_turns)`),
+      );
     }
     const perCall = this.options.maxTokensPerCall ?? 256;
     let budget = Math.min(requested ?? perCall, perCall);
     let capped = false;
     if (maxTokens !== undefined) {
       const left = maxTokens - this.sampled - this.reserved;
-      if (left <= 0) throw limitError(this.truncate("max_tokens", `the episode sampled its ${maxTokens} tokens (rollout_worker.agent.max_tokens)`));
+      if (left <= 0)
+        throw limitError(
+          this.truncate("max_tokens", `the episode sampled its ${maxTokens} tokens (rollout_worker.agent.max_tokens)`),
+        );
       if (left < budget) {
         budget = left;
         capped = true;
@@ -124,7 +132,11 @@ export class RolloutSession {
     this.sampled += call.completionTokens.length;
     this.calls.push(call);
     this.answeredMessages.push(answered);
-    if (budget.capped && call.finishReason === "length") this.truncate("max_tokens", `the episode sampled its ${this.options.maxTokens} tokens (rollout_worker.agent.max_tokens)`);
+    if (budget.capped && call.finishReason === "length")
+      this.truncate(
+        "max_tokens",
+        `the episode sampled its ${this.options.maxTokens} tokens (rollout_worker.agent.max_tokens)`,
+      );
   }
 
   /** Gives back the budget of a call that failed. @internal */

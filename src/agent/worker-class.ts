@@ -34,7 +34,10 @@ async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<A
   if (worker.agent?.external) return "external";
   if (worker.agent_module_path != null) return loadAgentModule(worker.agent_module_path, base);
   if (worker.nexau_agent_config_path !== undefined) {
-    return declarativeAgent(await loadAgentConfig(worker.nexau_agent_config_path, worker.nexau_agent_workspace), worker.task_name);
+    return declarativeAgent(
+      await loadAgentConfig(worker.nexau_agent_config_path, worker.nexau_agent_workspace),
+      worker.task_name,
+    );
   }
   throw new AgentSetupError(
     `rollout_worker: a \`${worker.type}\` worker needs an agent: set agent_module_path (an agent written in TypeScript), nexau_agent_config_path (a declarative agent_config.yaml) or agent.external: true (agents in other processes)`,
@@ -42,9 +45,14 @@ async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<A
 }
 
 /** An {@link Evaluator} calling `evaluate` (errors name the function). */
-function functionEvaluator(evaluate: (data: Readonly<DataRow>, target: EvaluationTarget) => EvaluationRunResult | Promise<EvaluationRunResult>): Evaluator {
+function functionEvaluator(
+  evaluate: (data: Readonly<DataRow>, target: EvaluationTarget) => EvaluationRunResult | Promise<EvaluationRunResult>,
+): Evaluator {
   const FunctionEvaluator = class extends Evaluator {
-    override evaluate(data: Readonly<DataRow>, target: EvaluationTarget): EvaluationRunResult | Promise<EvaluationRunResult> {
+    override evaluate(
+      data: Readonly<DataRow>,
+      target: EvaluationTarget,
+    ): EvaluationRunResult | Promise<EvaluationRunResult> {
       return evaluate(data, target);
     }
   };
@@ -61,7 +69,8 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
   const { found } = findRecipeFile(modulePath, base);
   const imported = found === undefined ? undefined : await importFile(found);
   const value = imported?.ok ? imported.namespace[exportName] : undefined;
-  if (typeof value === "function" && !isClass(value)) return functionEvaluator(value as Parameters<typeof functionEvaluator>[0]);
+  if (typeof value === "function" && !isClass(value))
+    return functionEvaluator(value as Parameters<typeof functionEvaluator>[0]);
   const EvaluatorClass = await loadUserClass({
     modulePath,
     exportName,
@@ -83,15 +92,31 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
  * @throws {@link AgentSetupError} for a missing or malformed agent, `UserModuleError` for the
  * evaluator, `AgentGatewayError` when the gateway cannot listen.
  */
-export async function createAgentWorkerClass(config: RecipeConfig, base: AgentRecipeBase, signal?: AbortSignal): Promise<new (context: RolloutWorkerContext) => BaseRolloutWorker> {
+export async function createAgentWorkerClass(
+  config: RecipeConfig,
+  base: AgentRecipeBase,
+  signal?: AbortSignal,
+): Promise<new (context: RolloutWorkerContext) => BaseRolloutWorker> {
   const worker = config.rollout_worker;
   const options = worker.agent ?? agentOptionsSchema.parse({});
   const agent = await loadAgent(config, base);
-  const evaluator = worker.evaluator_module_path === undefined ? undefined : await loadEvaluator(worker.evaluator_module_path, base);
+  const evaluator =
+    worker.evaluator_module_path === undefined ? undefined : await loadEvaluator(worker.evaluator_module_path, base);
   signal?.throwIfAborted();
-  const gateway = await AgentGateway.start({ host: options.gateway.host, port: options.gateway.port, modelName: config.service.inference_service.model, unref: signal === undefined });
+  const gateway = await AgentGateway.start({
+    host: options.gateway.host,
+    port: options.gateway.port,
+    modelName: config.service.inference_service.model,
+    unref: signal === undefined,
+  });
   signal?.addEventListener("abort", () => void gateway.close(), { once: true });
-  const setup: AgentWorkerSetup = { gateway, agent, evaluator, options, modelName: config.service.inference_service.model };
+  const setup: AgentWorkerSetup = {
+    gateway,
+    agent,
+    evaluator,
+    options,
+    modelName: config.service.inference_service.model,
+  };
   return class extends AgentRolloutWorker {
     constructor(context: RolloutWorkerContext) {
       super(context, setup);

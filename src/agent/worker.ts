@@ -46,7 +46,8 @@ interface Outcome {
   timedOut?: boolean;
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The final answer: what was pushed, a string result, the result's `final_answer`/`finalAnswer`/`answer`, else the last reply. */
 function finalAnswerOf(outcome: Outcome, trace: RolloutTrace): string {
@@ -54,7 +55,8 @@ function finalAnswerOf(outcome: Outcome, trace: RolloutTrace): string {
   const { result } = outcome;
   if (typeof result === "string") return result;
   if (isRecord(result)) {
-    for (const key of ["final_answer", "finalAnswer", "answer"]) if (typeof result[key] === "string") return result[key];
+    for (const key of ["final_answer", "finalAnswer", "answer"])
+      if (typeof result[key] === "string") return result[key];
   }
   return trace.calls.at(-1)?.reply.content ?? "";
 }
@@ -62,7 +64,8 @@ function finalAnswerOf(outcome: Outcome, trace: RolloutTrace): string {
 /** Text of an OpenAI message content (string, parts, or null). */
 function contentText(content: unknown): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((part) => (isRecord(part) && typeof part.text === "string" ? part.text : "")).join("");
+  if (Array.isArray(content))
+    return content.map((part) => (isRecord(part) && typeof part.text === "string" ? part.text : "")).join("");
   return "";
 }
 
@@ -78,7 +81,11 @@ function observationOf(result: unknown, trace: RolloutTrace): ChatMessage[] {
   }
   const last = [...trace.calls].reverse().find((c) => c.messages);
   if (!last) return [];
-  const reply: ChatMessage = { role: "assistant", content: last.reply.content, ...(last.reply.toolCalls.length > 0 && { tool_calls: last.reply.toolCalls }) };
+  const reply: ChatMessage = {
+    role: "assistant",
+    content: last.reply.content,
+    ...(last.reply.toolCalls.length > 0 && { tool_calls: last.reply.toolCalls }),
+  };
   return [...last.messages!, reply];
 }
 
@@ -133,8 +140,14 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     let sequences: EpisodeSequence[];
     let breaks: PrefixBreak[] = [];
     if (outcome.pushed?.trajectories) {
-      const version = trace.calls.reduce<number | undefined>((v, c) => (c.policyVersion === undefined ? v : Math.min(v ?? Infinity, c.policyVersion)), undefined);
-      sequences = outcome.pushed.trajectories.map((t) => ({ ...t, ...(version !== undefined && { policyVersion: version }) }));
+      const version = trace.calls.reduce<number | undefined>(
+        (v, c) => (c.policyVersion === undefined ? v : Math.min(v ?? Infinity, c.policyVersion)),
+        undefined,
+      );
+      sequences = outcome.pushed.trajectories.map((t) => ({
+        ...t,
+        ...(version !== undefined && { policyVersion: version }),
+      }));
     } else {
       ({ sequences, breaks } = mergeCalls(trace.calls, inference.tokenizer));
     }
@@ -146,7 +159,9 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       return { ...seq, tokens: t.tokens, lossMask: t.lossMask, ...(t.logprobs && { logprobs: t.logprobs }) };
     });
     const resultTruncated = isRecord(outcome.result) && outcome.result.truncated === true;
-    const truncationReason = trace.truncation?.reason ?? (outcome.timedOut ? "timeout" : resultTruncated ? "agent_max_turns" : cut ? "max_sequence_length" : undefined);
+    const truncationReason =
+      trace.truncation?.reason ??
+      (outcome.timedOut ? "timeout" : resultTruncated ? "agent_max_turns" : cut ? "max_sequence_length" : undefined);
     const target: EvaluationTarget = {
       finalAnswer: finalAnswerOf(outcome, trace),
       observation: observationOf(outcome.result, trace),
@@ -164,7 +179,10 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       ...(evaluation.extraInfo && { extraInfo: evaluation.extraInfo }),
       ...(evaluation.groundTruth !== undefined && { groundTruth: evaluation.groundTruth }),
     };
-    return episodeTrajectories(trace, sequences, breaks, score, { weight: options.trajectory_weight, ...(this.config.task_name !== undefined && { taskName: this.config.task_name }) });
+    return episodeTrajectories(trace, sequences, breaks, score, {
+      weight: options.trajectory_weight,
+      ...(this.config.task_name !== undefined && { taskName: this.config.task_name }),
+    });
   }
 
   /** Runs the agent (or waits for an external push), within `agent.timeout_seconds`. */
@@ -176,7 +194,10 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const timeout = new Promise<Outcome>((resolve) => {
       if (timeoutMs <= 0) return;
       timer = setTimeout(() => {
-        const message = session.truncate("timeout", `the episode ran longer than rollout_worker.agent.timeout_seconds (${options.timeout_seconds} s)`);
+        const message = session.truncate(
+          "timeout",
+          `the episode ran longer than rollout_worker.agent.timeout_seconds (${options.timeout_seconds} s)`,
+        );
         controller.abort(new Error(message));
         resolve({ timedOut: true });
       }, timeoutMs);
@@ -184,10 +205,28 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const running: Promise<Outcome> =
       agent === "external"
         ? gateway
-            .offerTask(session, task, { vocabSize: session.inference.tokenizer.vocabSize, ...(this.config.max_sequence_length !== undefined && { maxSequenceLength: this.config.max_sequence_length }), needsReward: evaluator === undefined }, controller.signal)
+            .offerTask(
+              session,
+              task,
+              {
+                vocabSize: session.inference.tokenizer.vocabSize,
+                ...(this.config.max_sequence_length !== undefined && {
+                  maxSequenceLength: this.config.max_sequence_length,
+                }),
+                needsReward: evaluator === undefined,
+              },
+              controller.signal,
+            )
             .then((pushed) => ({ pushed }))
         : Promise.resolve()
-            .then(() => agent(task, { openai: new OpenAI({ baseURL: session.baseURL, apiKey: "nexrl-gateway", maxRetries: 0 }), baseURL: session.baseURL, model: modelName, signal: controller.signal }))
+            .then(() =>
+              agent(task, {
+                openai: new OpenAI({ baseURL: session.baseURL, apiKey: "nexrl-gateway", maxRetries: 0 }),
+                baseURL: session.baseURL,
+                model: modelName,
+                signal: controller.signal,
+              }),
+            )
             .then((result) => ({ result }));
     try {
       return await Promise.race([running.catch((error: unknown) => ({ error })), timeout]);
@@ -201,19 +240,33 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
    * The episode's reward and evaluation: a pushed reward, else the evaluator's verdict, else the
    * agent's `reward`, else the pushed trajectories' own rewards.
    */
-  private async score(task: RolloutTask, target: EvaluationTarget, outcome: Outcome, sequences: readonly EpisodeSequence[]): Promise<EvaluationRunResult> {
+  private async score(
+    task: RolloutTask,
+    target: EvaluationTarget,
+    outcome: Outcome,
+    sequences: readonly EpisodeSequence[],
+  ): Promise<EvaluationRunResult> {
     const pushed = outcome.pushed;
-    if (pushed?.reward !== undefined) return { reward: pushed.reward, ...(pushed.extraInfo && { extraInfo: pushed.extraInfo }) };
+    if (pushed?.reward !== undefined)
+      return { reward: pushed.reward, ...(pushed.extraInfo && { extraInfo: pushed.extraInfo }) };
     const evaluator = this.setup.evaluator;
     if (evaluator) {
       const verdict: unknown = await evaluator.evaluate(task.data, target);
       if (!isRecord(verdict) || typeof verdict.reward !== "number" || !Number.isFinite(verdict.reward)) {
-        throw new AgentResultError(`${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${task.index}; return { reward: <finite number>, extraInfo?: {...} }`);
+        throw new AgentResultError(
+          `${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${task.index}; return { reward: <finite number>, extraInfo?: {...} }`,
+        );
       }
-      return { ...(verdict as unknown as EvaluationRunResult), ...(pushed?.extraInfo && { extraInfo: { ...pushed.extraInfo, ...(verdict.extraInfo as Record<string, unknown> | undefined) } }) };
+      return {
+        ...(verdict as unknown as EvaluationRunResult),
+        ...(pushed?.extraInfo && {
+          extraInfo: { ...pushed.extraInfo, ...(verdict.extraInfo as Record<string, unknown> | undefined) },
+        }),
+      };
     }
     const { result } = outcome;
-    if (isRecord(result) && typeof result.reward === "number" && Number.isFinite(result.reward)) return { reward: result.reward };
+    if (isRecord(result) && typeof result.reward === "number" && Number.isFinite(result.reward))
+      return { reward: result.reward };
     const own = sequences[0]?.reward;
     if (own !== undefined) return { reward: own };
     throw new AgentResultError(

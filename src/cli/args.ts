@@ -26,7 +26,15 @@ export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "validate"; configPath: string; overrides: string[] }
-  | { kind: "run"; mode: CliMode; configPath: string; overrides: string[]; runNexrl: boolean; tag?: string; outputDir?: string }
+  | {
+      kind: "run";
+      mode: CliMode;
+      configPath: string;
+      overrides: string[];
+      runNexrl: boolean;
+      tag?: string;
+      outputDir?: string;
+    }
   | ServeCommand;
 
 /** Protocols `nexrl serve` can speak. */
@@ -71,9 +79,11 @@ function parseServe(args: readonly string[]): CliCommand {
   }
   if (values.help) return { kind: "help" };
   const protocol = values.protocol ?? "all";
-  if (!(SERVE_PROTOCOLS as readonly string[]).includes(protocol)) throw new UsageError(`unknown protocol "${protocol}"; use one of ${SERVE_PROTOCOLS.join(", ")}`);
+  if (!(SERVE_PROTOCOLS as readonly string[]).includes(protocol))
+    throw new UsageError(`unknown protocol "${protocol}"; use one of ${SERVE_PROTOCOLS.join(", ")}`);
   const port = Number(values.port ?? "8000");
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
   const seed = Number(values.seed ?? "0");
   if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
   return {
@@ -120,7 +130,9 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
   const overrides: string[] = [];
   for (const p of positionals) {
     if (!OVERRIDE.test(p)) {
-      throw new UsageError(`unexpected argument "${p}"; overrides look like key.path=value (e.g. trainer.total_train_steps=10); the only command is validate`);
+      throw new UsageError(
+        `unexpected argument "${p}"; overrides look like key.path=value (e.g. trainer.total_train_steps=10); the only command is validate`,
+      );
     }
     overrides.push(p);
   }

@@ -41,7 +41,9 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         return await (await import("./serve.js")).runServe(command, io);
       case "validate": {
         const recipe = await load(command.configPath, command.overrides, io);
-        io.stdout.write(`recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`);
+        io.stdout.write(
+          `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
+        );
         return EXIT_CODES.ok;
       }
       case "run": {
@@ -78,7 +80,9 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       io.stderr.write(`nexrl: ${error.message}\n`);
       return EXIT_CODES.runFailed;
     }
-    io.stderr.write(`nexrl: unexpected error\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    io.stderr.write(
+      `nexrl: unexpected error\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return EXIT_CODES.runFailed;
   }
 }
@@ -90,7 +94,12 @@ async function load(configPath: string, overrides: string[], io: CliIO): Promise
 
 /** `--output-dir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag or UTC time>` under the current folder. */
 function resolveOutputDir(tag: string | undefined, outputDir: string | undefined, io: CliIO): string {
-  return resolveRunDirectory({ ...(tag !== undefined && { tag }), ...(outputDir !== undefined && { outputDir }), env: io.env, cwd: io.cwd });
+  return resolveRunDirectory({
+    ...(tag !== undefined && { tag }),
+    ...(outputDir !== undefined && { outputDir }),
+    env: io.env,
+    cwd: io.cwd,
+  });
 }
 
 /**
@@ -109,7 +118,13 @@ async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promis
   process.on("SIGINT", onInterrupt);
   try {
     const { runRecipe } = await import("../pipeline/run-recipe.js");
-    const result = await runRecipe(recipe, { outputDir, signal: controller.signal, progress: io.stdout, env: io.env, cwd: io.cwd });
+    const result = await runRecipe(recipe, {
+      outputDir,
+      signal: controller.signal,
+      progress: io.stdout,
+      env: io.env,
+      cwd: io.cwd,
+    });
     return result.stopReason === "aborted" ? EXIT_CODES.interrupted : EXIT_CODES.ok;
   } finally {
     process.removeListener("SIGINT", onInterrupt);

@@ -33,7 +33,9 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     if (error instanceof FaultSpecError) throw new UsageError(`--faults: ${error.message}`);
     throw error;
   }
-  const outputDir = command.outputDir ? path.resolve(io.cwd, command.outputDir) : await mkdtemp(path.join(tmpdir(), "nexrl-serve-"));
+  const outputDir = command.outputDir
+    ? path.resolve(io.cwd, command.outputDir)
+    : await mkdtemp(path.join(tmpdir(), "nexrl-serve-"));
   let server: RunningServer;
   try {
     server = await startServer({
@@ -47,7 +49,9 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      throw new NexrlError(`port ${command.port} on ${command.host} is already in use; choose another with --port, or --port 0 for a free one`);
+      throw new NexrlError(
+        `port ${command.port} on ${command.host} is already in use; choose another with --port, or --port 0 for a free one`,
+      );
     }
     throw error;
   }

@@ -26,7 +26,15 @@ export class AttentionScratch {
   constructor(contextLength: number, headDim: number) {
     const m = (n: number): Float32Array => new Float32Array(n);
     const rows = contextLength * headDim;
-    [this.q, this.k, this.v, this.o, this.dq, this.dk, this.dv] = [m(rows), m(rows), m(rows), m(rows), m(rows), m(rows), m(rows)];
+    [this.q, this.k, this.v, this.o, this.dq, this.dk, this.dv] = [
+      m(rows),
+      m(rows),
+      m(rows),
+      m(rows),
+      m(rows),
+      m(rows),
+      m(rows),
+    ];
     this.p = m(contextLength * contextLength);
     this.dp = m(contextLength * contextLength);
   }
@@ -47,7 +55,16 @@ export class AttentionScratch {
    * Writes the gradients of this sequence's and head's query, key and value columns of `dqkv`
    * from the gradient of the attention output `dOut` (rows d wide).
    */
-  backward(dqkv: Float32Array, dOut: Float32Array, qkv: Float32Array, start: number, len: number, head: number, dh: number, d: number): void {
+  backward(
+    dqkv: Float32Array,
+    dOut: Float32Array,
+    qkv: Float32Array,
+    start: number,
+    len: number,
+    head: number,
+    dh: number,
+    d: number,
+  ): void {
     const { q, k, v, o: dO, dq, dk, dv, p, dp } = this;
     const scale = 1 / Math.sqrt(dh);
     this.weights(qkv, start, len, head, dh, d);
@@ -102,7 +119,15 @@ export class AttentionScratch {
 }
 
 /** dst[len × dh] = columns [col, col+dh) of rows start.. of src (rows `stride` wide). */
-function gather(dst: Float32Array, src: Float32Array, start: number, len: number, stride: number, col: number, dh: number): void {
+function gather(
+  dst: Float32Array,
+  src: Float32Array,
+  start: number,
+  len: number,
+  stride: number,
+  col: number,
+  dh: number,
+): void {
   for (let i = 0; i < len; i++) {
     const s = (start + i) * stride + col;
     const t = i * dh;
@@ -111,7 +136,15 @@ function gather(dst: Float32Array, src: Float32Array, start: number, len: number
 }
 
 /** Columns [col, col+dh) of rows start.. of dst (rows `stride` wide) = src[len × dh]. */
-function scatter(dst: Float32Array, src: Float32Array, start: number, len: number, stride: number, col: number, dh: number): void {
+function scatter(
+  dst: Float32Array,
+  src: Float32Array,
+  start: number,
+  len: number,
+  stride: number,
+  col: number,
+  dh: number,
+): void {
   for (let i = 0; i < len; i++) {
     const s = i * dh;
     const t = (start + i) * stride + col;

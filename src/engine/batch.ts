@@ -5,7 +5,13 @@
  * @module
  * @internal
  */
-import { getLossFunction, LossInputError, validateLossInputs, type BuiltinLossContract, type LossInputValues } from "../types/losses.js";
+import {
+  getLossFunction,
+  LossInputError,
+  validateLossInputs,
+  type BuiltinLossContract,
+  type LossInputValues,
+} from "../types/losses.js";
 import { modelInputTokens, tensorValues, type Datum } from "../types/wire.js";
 import type { ResolvedModelConfig } from "./config.js";
 import { ContextLengthError, TokenIdError } from "./errors.js";
@@ -25,7 +31,9 @@ export interface PreparedBatch {
 function localLoss(lossFn: string): BuiltinLossContract {
   const contract = getLossFunction(lossFn);
   if (contract.serverDefined) {
-    throw new LossInputError(`${lossFn} is defined by the Weaver server and is not available on the local engine; use cross_entropy, importance_sampling, ppo, cispo or dro`);
+    throw new LossInputError(
+      `${lossFn} is defined by the Weaver server and is not available on the local engine; use cross_entropy, importance_sampling, ppo, cispo or dro`,
+    );
   }
   return contract;
 }
@@ -34,7 +42,9 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
   for (let t = 0; t < ids.length; t++) {
     const id = ids[t]!;
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new TokenIdError(`${what}[${t}] is ${id}, outside the model's vocabulary 0..${vocabSize - 1}; tokenize with the engine's tokenizer`);
+      throw new TokenIdError(
+        `${what}[${t}] is ${id}, outside the model's vocabulary 0..${vocabSize - 1}; tokenize with the engine's tokenizer`,
+      );
     }
   }
 }
@@ -44,7 +54,12 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
  * @throws LossInputError for inputs that break the loss contract, {@link ContextLengthError} for a
  * datum longer than the context, {@link TokenIdError} for ids outside the vocabulary.
  */
-export function prepareBatch(datums: readonly Datum[], lossFn: string, lossFnConfig: Readonly<Record<string, number>> | undefined, config: ResolvedModelConfig): PreparedBatch {
+export function prepareBatch(
+  datums: readonly Datum[],
+  lossFn: string,
+  lossFnConfig: Readonly<Record<string, number>> | undefined,
+  config: ResolvedModelConfig,
+): PreparedBatch {
   const loss = localLoss(lossFn);
   const tokenLists: number[][] = [];
   const targetLists: number[][] = [];
@@ -53,7 +68,12 @@ export function prepareBatch(datums: readonly Datum[], lossFn: string, lossFnCon
     validateLossInputs(lossFn, d, { backend: "local", ...(lossFnConfig ? { config: lossFnConfig } : {}) });
     const tokens = modelInputTokens(d.model_input);
     if (tokens.length > config.contextLength) {
-      throw new ContextLengthError(`datum ${i}`, tokens.length, config.contextLength, "truncate or split it, or use a model with a larger contextLength");
+      throw new ContextLengthError(
+        `datum ${i}`,
+        tokens.length,
+        config.contextLength,
+        "truncate or split it, or use a model with a larger contextLength",
+      );
     }
     const values: LossInputValues = {};
     for (const key of Object.keys(loss.inputs)) values[key] = tensorValues(d.loss_fn_inputs[key]!);
@@ -64,7 +84,12 @@ export function prepareBatch(datums: readonly Datum[], lossFn: string, lossFnCon
     inputs.push(values);
   });
   const rows = tokenLists.reduce((n, t) => n + t.length, 0);
-  const batch: PackedBatch = { rows, tokens: new Int32Array(rows), targets: new Int32Array(rows), starts: new Int32Array(datums.length + 1) };
+  const batch: PackedBatch = {
+    rows,
+    tokens: new Int32Array(rows),
+    targets: new Int32Array(rows),
+    starts: new Int32Array(datums.length + 1),
+  };
   let r = 0;
   tokenLists.forEach((tokens, s) => {
     batch.starts[s] = r;

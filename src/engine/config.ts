@@ -40,11 +40,16 @@ export const MODEL_PRESETS: Readonly<Record<ModelPresetName, Readonly<ModelConfi
  * @param tokenizerVocabSize the tokenizer's vocabulary size (the default and minimum `vocabSize`).
  * @throws {@link ModelConfigError} for an unknown preset or invalid sizes.
  */
-export function resolveModelConfig(model: ModelPresetName | ModelConfig, tokenizerVocabSize: number): ResolvedModelConfig {
+export function resolveModelConfig(
+  model: ModelPresetName | ModelConfig,
+  tokenizerVocabSize: number,
+): ResolvedModelConfig {
   let config: ModelConfig;
   if (typeof model === "string") {
     if (!Object.hasOwn(MODEL_PRESETS, model)) {
-      throw new ModelConfigError(`unknown model preset "${model}"; use one of ${Object.keys(MODEL_PRESETS).join(", ")} or give { dModel, nLayers, nHeads, contextLength }`);
+      throw new ModelConfigError(
+        `unknown model preset "${model}"; use one of ${Object.keys(MODEL_PRESETS).join(", ")} or give { dModel, nLayers, nHeads, contextLength }`,
+      );
     }
     config = MODEL_PRESETS[model];
   } else {
@@ -63,10 +68,14 @@ export function resolveModelConfig(model: ModelPresetName | ModelConfig, tokeniz
     }
   }
   if (resolved.dModel % resolved.nHeads !== 0) {
-    throw new ModelConfigError(`model config dModel (${resolved.dModel}) must be a multiple of nHeads (${resolved.nHeads})`);
+    throw new ModelConfigError(
+      `model config dModel (${resolved.dModel}) must be a multiple of nHeads (${resolved.nHeads})`,
+    );
   }
   if (resolved.vocabSize < tokenizerVocabSize) {
-    throw new ModelConfigError(`model config vocabSize (${resolved.vocabSize}) is smaller than the tokenizer's vocabulary (${tokenizerVocabSize}); omit it to use the tokenizer's`);
+    throw new ModelConfigError(
+      `model config vocabSize (${resolved.vocabSize}) is smaller than the tokenizer's vocabulary (${tokenizerVocabSize}); omit it to use the tokenizer's`,
+    );
   }
   return resolved;
 }

@@ -75,7 +75,8 @@ export class LocalEngine {
     const tokenizer = new ByteTokenizer();
     const seed = options.seed ?? 0;
     if (!Number.isFinite(seed)) throw new ModelConfigError(`seed must be a finite number, got ${seed}`);
-    if (typeof options.outputDir !== "string" || options.outputDir === "") throw new ModelConfigError("outputDir must be a non-empty path");
+    if (typeof options.outputDir !== "string" || options.outputDir === "")
+      throw new ModelConfigError("outputDir must be a non-empty path");
     return new LocalEngine(resolveModelConfig(options.model, tokenizer.vocabSize), options.outputDir, seed, tokenizer);
   }
 
@@ -94,7 +95,11 @@ export class LocalEngine {
       throw new StateFileError(path, "corrupt", `its model config is invalid: ${(err as Error).message}`);
     }
     if (parameterCount(config) !== contents.weights.length) {
-      throw new StateFileError(path, "corrupt", `its config needs ${parameterCount(config)} parameters but it holds ${contents.weights.length}`);
+      throw new StateFileError(
+        path,
+        "corrupt",
+        `its config needs ${parameterCount(config)} parameters but it holds ${contents.weights.length}`,
+      );
     }
     return new LocalSampler(tensorViews(contents.weights, config), config, tokenizer);
   }
@@ -116,12 +121,20 @@ export class LocalEngine {
    * @throws LossInputError for inputs that break the loss contract, {@link ContextLengthError}
    * for a datum longer than the context, {@link TokenIdError} for ids outside the vocabulary.
    */
-  forward(datums: readonly Datum[], lossFn: string, lossFnConfig?: Readonly<Record<string, number>>): ForwardBackwardResult {
+  forward(
+    datums: readonly Datum[],
+    lossFn: string,
+    lossFnConfig?: Readonly<Record<string, number>>,
+  ): ForwardBackwardResult {
     return this.core.run(datums, lossFn, lossFnConfig, false);
   }
 
   /** Like {@link LocalEngine.forward}, and adds the gradients of the summed loss to the accumulated ones. */
-  forwardBackward(datums: readonly Datum[], lossFn: string, lossFnConfig?: Readonly<Record<string, number>>): ForwardBackwardResult {
+  forwardBackward(
+    datums: readonly Datum[],
+    lossFn: string,
+    lossFnConfig?: Readonly<Record<string, number>>,
+  ): ForwardBackwardResult {
     return this.core.run(datums, lossFn, lossFnConfig, true);
   }
 
@@ -179,7 +192,11 @@ export class LocalEngine {
     const contents = await readStateFile(path);
     this.checkConfig(path, contents);
     if (options.optimizer && !contents.optimizer) {
-      throw new StateFileError(path, "missing_optimizer", "it holds weights only (saved with optimizer: false, or a sampler snapshot); load it with { optimizer: false }");
+      throw new StateFileError(
+        path,
+        "missing_optimizer",
+        "it holds weights only (saved with optimizer: false, or a sampler snapshot); load it with { optimizer: false }",
+      );
     }
     this.core.weights.flat.set(contents.weights);
     const { adam } = this.core;
@@ -202,15 +219,30 @@ export class LocalEngine {
    */
   async saveWeightsForSampler(name: string): Promise<string> {
     const path = filePath(this.outputDir, "sampler_weights", name, ".nxw");
-    await writeFileAtomic(path, encodeStateFile({ kind: "sampler_weights", config: this.config, weights: this.core.weights.flat, optimizer: null }), true);
+    await writeFileAtomic(
+      path,
+      encodeStateFile({
+        kind: "sampler_weights",
+        config: this.config,
+        weights: this.core.weights.flat,
+        optimizer: null,
+      }),
+      true,
+    );
     return path;
   }
 
   private checkConfig(path: string, contents: StateFileContents): void {
     const keys = Object.keys(this.config) as Array<keyof ResolvedModelConfig>;
-    const diffs = keys.filter((k) => contents.config[k] !== this.config[k]).map((k) => `${k} ${String(contents.config[k])} (engine: ${this.config[k]})`);
+    const diffs = keys
+      .filter((k) => contents.config[k] !== this.config[k])
+      .map((k) => `${k} ${String(contents.config[k])} (engine: ${this.config[k]})`);
     if (diffs.length > 0 || contents.weights.length !== this.core.weights.flat.length) {
-      throw new StateFileError(path, "config_mismatch", `it was saved from a different model shape: ${diffs.join(", ") || "parameter count differs"}; create the engine with the same model config`);
+      throw new StateFileError(
+        path,
+        "config_mismatch",
+        `it was saved from a different model shape: ${diffs.join(", ") || "parameter count differs"}; create the engine with the same model config`,
+      );
     }
   }
 }

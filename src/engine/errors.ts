@@ -33,7 +33,14 @@ export class TokenIdError extends NexrlError {}
 export class SamplingParamsError extends NexrlError {}
 
 /** Why a state or snapshot file was refused. */
-export type StateFileProblem = "not_found" | "not_a_state_file" | "unsupported_version" | "truncated" | "corrupt" | "config_mismatch" | "missing_optimizer";
+export type StateFileProblem =
+  | "not_found"
+  | "not_a_state_file"
+  | "unsupported_version"
+  | "truncated"
+  | "corrupt"
+  | "config_mismatch"
+  | "missing_optimizer";
 
 /** A state or sampler-weights file that cannot be loaded. */
 export class StateFileError extends NexrlError {

@@ -7,7 +7,13 @@
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
 export { LocalSampler, type LocalSampleOptions, type LocalSampleResult, type LocalSampledSequence } from "./sampler.js";
 export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
-export { MODEL_PRESETS, resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
+export {
+  MODEL_PRESETS,
+  resolveModelConfig,
+  type ModelConfig,
+  type ModelPresetName,
+  type ResolvedModelConfig,
+} from "./config.js";
 export { ByteTokenizer } from "./tokenizer.js";
 export {
   CheckpointNameError,

@@ -28,7 +28,15 @@ function borrowScratch(size: number): Float32Array {
  * C[m×n] = A[m×k]·B[k×n], or C += A·B when `accumulate` is true.
  * Two rows of C at a time, four steps of k per pass over a row of B.
  */
-export function matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, k: number, n: number, accumulate: boolean): void {
+export function matmulNN(
+  c: Float32Array,
+  a: Float32Array,
+  b: Float32Array,
+  m: number,
+  k: number,
+  n: number,
+  accumulate: boolean,
+): void {
   if (!accumulate) c.fill(0, 0, m * n);
   let i = 0;
   for (; i + 1 < m; i += 2) {
@@ -38,17 +46,30 @@ export function matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: n
     const r1 = r0 + k;
     let p = 0;
     for (; p + 3 < k; p += 4) {
-      const x0 = a[r0 + p]!, x1 = a[r0 + p + 1]!, x2 = a[r0 + p + 2]!, x3 = a[r0 + p + 3]!;
-      const y0 = a[r1 + p]!, y1 = a[r1 + p + 1]!, y2 = a[r1 + p + 2]!, y3 = a[r1 + p + 3]!;
-      const b0 = p * n, b1 = b0 + n, b2 = b1 + n, b3 = b2 + n;
+      const x0 = a[r0 + p]!,
+        x1 = a[r0 + p + 1]!,
+        x2 = a[r0 + p + 2]!,
+        x3 = a[r0 + p + 3]!;
+      const y0 = a[r1 + p]!,
+        y1 = a[r1 + p + 1]!,
+        y2 = a[r1 + p + 2]!,
+        y3 = a[r1 + p + 3]!;
+      const b0 = p * n,
+        b1 = b0 + n,
+        b2 = b1 + n,
+        b3 = b2 + n;
       for (let j = 0; j < n; j++) {
-        const v0 = b[b0 + j]!, v1 = b[b1 + j]!, v2 = b[b2 + j]!, v3 = b[b3 + j]!;
+        const v0 = b[b0 + j]!,
+          v1 = b[b1 + j]!,
+          v2 = b[b2 + j]!,
+          v3 = b[b3 + j]!;
         c[c0 + j] = c[c0 + j]! + (x0 * v0 + x1 * v1 + x2 * v2 + x3 * v3);
         c[c1 + j] = c[c1 + j]! + (y0 * v0 + y1 * v1 + y2 * v2 + y3 * v3);
       }
     }
     for (; p < k; p++) {
-      const x = a[r0 + p]!, y = a[r1 + p]!;
+      const x = a[r0 + p]!,
+        y = a[r1 + p]!;
       const b0 = p * n;
       for (let j = 0; j < n; j++) {
         const v = b[b0 + j]!;
@@ -64,11 +85,25 @@ export function matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: n
  * c[cOff..cOff+n) += a[aOff..aOff+k)·B[k×n]: one row of {@link matmulNN}, with the same
  * summation order, so a single-token decode step reproduces the batched forward pass exactly.
  */
-export function rowTimesMatrix(c: Float32Array, cOff: number, a: Float32Array, aOff: number, b: Float32Array, k: number, n: number): void {
+export function rowTimesMatrix(
+  c: Float32Array,
+  cOff: number,
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  k: number,
+  n: number,
+): void {
   let p = 0;
   for (; p + 3 < k; p += 4) {
-    const x0 = a[aOff + p]!, x1 = a[aOff + p + 1]!, x2 = a[aOff + p + 2]!, x3 = a[aOff + p + 3]!;
-    const b0 = p * n, b1 = b0 + n, b2 = b1 + n, b3 = b2 + n;
+    const x0 = a[aOff + p]!,
+      x1 = a[aOff + p + 1]!,
+      x2 = a[aOff + p + 2]!,
+      x3 = a[aOff + p + 3]!;
+    const b0 = p * n,
+      b1 = b0 + n,
+      b2 = b1 + n,
+      b3 = b2 + n;
     for (let j = 0; j < n; j++) {
       c[cOff + j] = c[cOff + j]! + (x0 * b[b0 + j]! + x1 * b[b1 + j]! + x2 * b[b2 + j]! + x3 * b[b3 + j]!);
     }
@@ -84,7 +119,15 @@ export function rowTimesMatrix(c: Float32Array, cOff: number, a: Float32Array, a
  * C[m×n] = A[m×k]·B[n×k]ᵀ, or C += A·Bᵀ when `accumulate` is true: dot products of contiguous
  * rows, two rows of A against four rows of B at a time.
  */
-export function matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, k: number, n: number, accumulate: boolean): void {
+export function matmulNT(
+  c: Float32Array,
+  a: Float32Array,
+  b: Float32Array,
+  m: number,
+  k: number,
+  n: number,
+  accumulate: boolean,
+): void {
   let i = 0;
   for (; i + 1 < m; i += 2) {
     const r0 = i * k;
@@ -93,13 +136,33 @@ export function matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: n
     const c1 = c0 + n;
     let j = 0;
     for (; j + 3 < n; j += 4) {
-      const b0 = j * k, b1 = b0 + k, b2 = b1 + k, b3 = b2 + k;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+      const b0 = j * k,
+        b1 = b0 + k,
+        b2 = b1 + k,
+        b3 = b2 + k;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0,
+        t0 = 0,
+        t1 = 0,
+        t2 = 0,
+        t3 = 0;
       for (let p = 0; p < k; p++) {
-        const x = a[r0 + p]!, y = a[r1 + p]!;
-        const v0 = b[b0 + p]!, v1 = b[b1 + p]!, v2 = b[b2 + p]!, v3 = b[b3 + p]!;
-        s0 += x * v0; s1 += x * v1; s2 += x * v2; s3 += x * v3;
-        t0 += y * v0; t1 += y * v1; t2 += y * v2; t3 += y * v3;
+        const x = a[r0 + p]!,
+          y = a[r1 + p]!;
+        const v0 = b[b0 + p]!,
+          v1 = b[b1 + p]!,
+          v2 = b[b2 + p]!,
+          v3 = b[b3 + p]!;
+        s0 += x * v0;
+        s1 += x * v1;
+        s2 += x * v2;
+        s3 += x * v3;
+        t0 += y * v0;
+        t1 += y * v1;
+        t2 += y * v2;
+        t3 += y * v3;
       }
       if (accumulate) {
         c[c0 + j] = c[c0 + j]! + s0;
@@ -111,13 +174,20 @@ export function matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: n
         c[c1 + j + 2] = c[c1 + j + 2]! + t2;
         c[c1 + j + 3] = c[c1 + j + 3]! + t3;
       } else {
-        c[c0 + j] = s0; c[c0 + j + 1] = s1; c[c0 + j + 2] = s2; c[c0 + j + 3] = s3;
-        c[c1 + j] = t0; c[c1 + j + 1] = t1; c[c1 + j + 2] = t2; c[c1 + j + 3] = t3;
+        c[c0 + j] = s0;
+        c[c0 + j + 1] = s1;
+        c[c0 + j + 2] = s2;
+        c[c0 + j + 3] = s3;
+        c[c1 + j] = t0;
+        c[c1 + j + 1] = t1;
+        c[c1 + j + 2] = t2;
+        c[c1 + j + 3] = t3;
       }
     }
     for (; j < n; j++) {
       const b0 = j * k;
-      let s = 0, t = 0;
+      let s = 0,
+        t = 0;
       for (let p = 0; p < k; p++) {
         const v = b[b0 + p]!;
         s += a[r0 + p]! * v;
@@ -134,14 +204,32 @@ export function matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: n
  * c[cOff..cOff+n) = a[aOff..aOff+k)·B[n×k]ᵀ (or += when `accumulate`): one row of
  * {@link matmulNT}, four rows of B at a time, with the same summation order.
  */
-export function rowTimesMatrixT(c: Float32Array, cOff: number, a: Float32Array, aOff: number, b: Float32Array, k: number, n: number, accumulate: boolean): void {
+export function rowTimesMatrixT(
+  c: Float32Array,
+  cOff: number,
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  k: number,
+  n: number,
+  accumulate: boolean,
+): void {
   let j = 0;
   for (; j + 3 < n; j += 4) {
-    const b0 = j * k, b1 = b0 + k, b2 = b1 + k, b3 = b2 + k;
-    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const b0 = j * k,
+      b1 = b0 + k,
+      b2 = b1 + k,
+      b3 = b2 + k;
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      s3 = 0;
     for (let p = 0; p < k; p++) {
       const x = a[aOff + p]!;
-      s0 += x * b[b0 + p]!; s1 += x * b[b1 + p]!; s2 += x * b[b2 + p]!; s3 += x * b[b3 + p]!;
+      s0 += x * b[b0 + p]!;
+      s1 += x * b[b1 + p]!;
+      s2 += x * b[b2 + p]!;
+      s3 += x * b[b3 + p]!;
     }
     if (accumulate) {
       c[cOff + j] = c[cOff + j]! + s0;
@@ -149,7 +237,10 @@ export function rowTimesMatrixT(c: Float32Array, cOff: number, a: Float32Array, 
       c[cOff + j + 2] = c[cOff + j + 2]! + s2;
       c[cOff + j + 3] = c[cOff + j + 3]! + s3;
     } else {
-      c[cOff + j] = s0; c[cOff + j + 1] = s1; c[cOff + j + 2] = s2; c[cOff + j + 3] = s3;
+      c[cOff + j] = s0;
+      c[cOff + j + 1] = s1;
+      c[cOff + j + 2] = s2;
+      c[cOff + j + 3] = s3;
     }
   }
   for (; j < n; j++) {

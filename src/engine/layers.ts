@@ -205,7 +205,7 @@ export function attendRow(
   for (let j = 0; j < count; j++) {
     const p = probs[j]!;
     const v = kOff + j * stride + d;
-    for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + (p * keys[v + c]!);
+    for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + p * keys[v + c]!;
   }
 }
 

@@ -50,7 +50,20 @@ interface TensorSpec {
   init: Init;
 }
 
-const BLOCK_KEYS = ["ln1Gain", "ln1Bias", "wqkv", "bqkv", "wo", "bo", "ln2Gain", "ln2Bias", "w1", "b1", "w2", "b2"] as const;
+const BLOCK_KEYS = [
+  "ln1Gain",
+  "ln1Bias",
+  "wqkv",
+  "bqkv",
+  "wo",
+  "bo",
+  "ln2Gain",
+  "ln2Bias",
+  "w1",
+  "b1",
+  "w2",
+  "b2",
+] as const;
 
 function blockSpecs(d: number): Record<(typeof BLOCK_KEYS)[number], { size: number; init: Init }> {
   return {

@@ -93,9 +93,17 @@ export class LocalSampler {
     const params = this.resolve(options, numSamples);
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
-    if (promptTokens.length === 0) throw new SamplingParamsError("the prompt is empty; start it with at least one token (for example the tokenizer's BOS)");
+    if (promptTokens.length === 0)
+      throw new SamplingParamsError(
+        "the prompt is empty; start it with at least one token (for example the tokenizer's BOS)",
+      );
     if (promptTokens.length >= C) {
-      throw new ContextLengthError("the prompt", promptTokens.length, C, "shorten it so that at least one position is left for generation");
+      throw new ContextLengthError(
+        "the prompt",
+        promptTokens.length,
+        C,
+        "shorten it so that at least one position is left for generation",
+      );
     }
     const P = promptTokens.length;
     const budget = Math.min(params.maxTokens, C - P);
@@ -133,7 +141,12 @@ export class LocalSampler {
   computeLogprobs(tokens: readonly number[]): (number | null)[] {
     this.checkTokens(tokens, "tokens");
     if (tokens.length > this.config.contextLength) {
-      throw new ContextLengthError("the sequence", tokens.length, this.config.contextLength, "score at most contextLength tokens at a time");
+      throw new ContextLengthError(
+        "the sequence",
+        tokens.length,
+        this.config.contextLength,
+        "score at most contextLength tokens at a time",
+      );
     }
     const out: (number | null)[] = tokens.length > 0 ? [null] : [];
     for (let pos = 0; pos + 1 < tokens.length; pos++) {
@@ -152,17 +165,26 @@ export class LocalSampler {
   private checkTokens(tokens: readonly number[], what: string): void {
     const V = this.config.vocabSize;
     tokens.forEach((t, i) => {
-      if (!Number.isInteger(t) || t < 0 || t >= V) throw new TokenIdError(`${what}[${i}] is ${t}, outside the model's vocabulary 0..${V - 1}`);
+      if (!Number.isInteger(t) || t < 0 || t >= V)
+        throw new TokenIdError(`${what}[${i}] is ${t}, outside the model's vocabulary 0..${V - 1}`);
     });
   }
 
   private resolve(options: LocalSampleOptions, numSamples: number): ResolvedSampling {
-    const { maxTokens, temperature = 1, topP = 1, topK = -1, stop = [], seed = Math.floor(Math.random() * 2 ** 32) } = options;
+    const {
+      maxTokens,
+      temperature = 1,
+      topP = 1,
+      topK = -1,
+      stop = [],
+      seed = Math.floor(Math.random() * 2 ** 32),
+    } = options;
     const bad = (msg: string): never => {
       throw new SamplingParamsError(msg);
     };
     if (!Number.isInteger(maxTokens) || maxTokens < 1) bad(`maxTokens must be an integer >= 1, got ${maxTokens}`);
-    if (!Number.isFinite(temperature) || temperature < 0) bad(`temperature must be a finite number >= 0 (0 is greedy), got ${temperature}`);
+    if (!Number.isFinite(temperature) || temperature < 0)
+      bad(`temperature must be a finite number >= 0 (0 is greedy), got ${temperature}`);
     if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1] (1 disables it), got ${topP}`);
     if (!Number.isInteger(topK) || topK < -1) bad(`topK must be an integer >= 1, or -1 / 0 to disable it, got ${topK}`);
     if (!Number.isFinite(seed)) bad(`seed must be a finite number, got ${seed}`);
@@ -174,7 +196,8 @@ export class LocalSampler {
         if (s.length === 0) bad("stop strings must not be empty");
         stopStrings.push(s);
       } else {
-        if (!Number.isInteger(s) || s < 0 || s >= this.config.vocabSize) bad(`stop token id ${s} is outside the vocabulary 0..${this.config.vocabSize - 1}`);
+        if (!Number.isInteger(s) || s < 0 || s >= this.config.vocabSize)
+          bad(`stop token id ${s} is outside the vocabulary 0..${this.config.vocabSize - 1}`);
         stopIds.add(s);
       }
     }

@@ -89,16 +89,33 @@ export function decodeStateFile(bytes: Uint8Array, path: string): StateFileConte
   if (magic !== MAGIC.slice(0, magic.length)) {
     fail("not_a_state_file", `it does not start with "${MAGIC}", so it is not a nexrl engine state or snapshot file`);
   }
-  if (bytes.length < PREAMBLE) fail("truncated", `it has only ${bytes.length} bytes, fewer than the ${PREAMBLE}-byte preamble; the file was cut short, save it again`);
+  if (bytes.length < PREAMBLE)
+    fail(
+      "truncated",
+      `it has only ${bytes.length} bytes, fewer than the ${PREAMBLE}-byte preamble; the file was cut short, save it again`,
+    );
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = view.getUint32(8, true);
-  if (version !== VERSION) fail("unsupported_version", `it has format version ${version}, this nexrl reads version ${VERSION}; load it with the nexrl version that wrote it`);
+  if (version !== VERSION)
+    fail(
+      "unsupported_version",
+      `it has format version ${version}, this nexrl reads version ${VERSION}; load it with the nexrl version that wrote it`,
+    );
   const headerLength = view.getUint32(12, true);
-  if (bytes.length < PREAMBLE + headerLength) fail("truncated", `its header needs ${headerLength} bytes but the file ends after ${bytes.length - PREAMBLE}; the file was cut short, save it again`);
+  if (bytes.length < PREAMBLE + headerLength)
+    fail(
+      "truncated",
+      `its header needs ${headerLength} bytes but the file ends after ${bytes.length - PREAMBLE}; the file was cut short, save it again`,
+    );
   const header = parseHeader(bytes.subarray(PREAMBLE, PREAMBLE + headerLength));
   const expected = header ? PREAMBLE + headerLength + header.sections.reduce((n, s) => n + s.floats * 4, 0) : null;
-  if (expected !== null && bytes.length < expected) fail("truncated", `it has ${bytes.length} bytes but its header announces ${expected}; the file was cut short, save it again`);
-  if (crc32(bytes.subarray(PREAMBLE)) !== view.getUint32(16, true)) fail("corrupt", "its checksum does not match its contents; the file is damaged, use another checkpoint");
+  if (expected !== null && bytes.length < expected)
+    fail(
+      "truncated",
+      `it has ${bytes.length} bytes but its header announces ${expected}; the file was cut short, save it again`,
+    );
+  if (crc32(bytes.subarray(PREAMBLE)) !== view.getUint32(16, true))
+    fail("corrupt", "its checksum does not match its contents; the file is damaged, use another checkpoint");
   if (!header) return fail("corrupt", "its header is not valid JSON of the expected shape");
   if (bytes.length !== expected) fail("corrupt", `it has ${bytes.length} bytes but its header announces ${expected}`);
   let off = PREAMBLE + headerLength;
@@ -111,7 +128,8 @@ export function decodeStateFile(bytes: Uint8Array, path: string): StateFileConte
   const weights = sections.get("weights");
   const m = sections.get("adam_m");
   const v = sections.get("adam_v");
-  if (!weights || weights.length !== header.parameterCount) return fail("corrupt", "it has no weights section of the announced size");
+  if (!weights || weights.length !== header.parameterCount)
+    return fail("corrupt", "it has no weights section of the announced size");
   return { kind: header.kind, config: header.config, weights, optimizer: m && v ? { m, v, step: header.step } : null };
 }
 

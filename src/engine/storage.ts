@@ -15,7 +15,12 @@ import { decodeStateFile, type StateFileContents } from "./state-file.js";
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
 
 /** Absolute path of the file named `name` in `outputDir/<folder>` with extension `ext`. */
-export function filePath(outputDir: string, folder: "checkpoints" | "sampler_weights", name: string, ext: ".nxs" | ".nxw"): string {
+export function filePath(
+  outputDir: string,
+  folder: "checkpoints" | "sampler_weights",
+  name: string,
+  ext: ".nxs" | ".nxw",
+): string {
   if (!NAME.test(name)) {
     throw new CheckpointNameError(
       `checkpoint name ${JSON.stringify(name)} is not allowed; use 1–200 letters, digits, "_", "-" or ".", not starting with "." or "-" (for example "step_000010")`,
@@ -37,7 +42,9 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
     if (exclusive) {
       await link(tmp, path).catch((err: NodeJS.ErrnoException) => {
         if (err.code === "EEXIST") {
-          throw new SnapshotExistsError(`${path} already exists and sampler snapshots are immutable; save under a new name (for example with the step number)`);
+          throw new SnapshotExistsError(
+            `${path} already exists and sampler snapshots are immutable; save under a new name (for example with the step number)`,
+          );
         }
         throw err;
       });
@@ -58,7 +65,12 @@ export async function readStateFile(path: string): Promise<StateFileContents> {
   try {
     bytes = await readFile(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new StateFileError(path, "not_found", "no such file; check the path returned by saveState or saveWeightsForSampler");
+    if ((err as NodeJS.ErrnoException).code === "ENOENT")
+      throw new StateFileError(
+        path,
+        "not_found",
+        "no such file; check the path returned by saveState or saveWeightsForSampler",
+      );
     throw err;
   }
   return decodeStateFile(bytes, path);

@@ -38,7 +38,9 @@ export class ByteTokenizer implements Tokenizer {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw new TokenIdError(`cannot decode token id ${id} at index ${i}: the byte tokenizer has ids 0..${this.vocabSize - 1}`);
+        throw new TokenIdError(
+          `cannot decode token id ${id} at index ${i}: the byte tokenizer has ids 0..${this.vocabSize - 1}`,
+        );
       }
       if (id < BYTE_COUNT) bytes[n++] = id;
     }

@@ -69,13 +69,18 @@ export class TrainingCore {
   }
 
   /** Computes target logprobs and losses of `datums`; with `backward`, also adds their gradients. */
-  run(datums: readonly Datum[], lossFn: string, lossFnConfig: Readonly<Record<string, number>> | undefined, backward: boolean): ForwardBackwardResult {
+  run(
+    datums: readonly Datum[],
+    lossFn: string,
+    lossFnConfig: Readonly<Record<string, number>> | undefined,
+    backward: boolean,
+  ): ForwardBackwardResult {
     const { loss, batch, inputs } = prepareBatch(datums, lossFn, lossFnConfig, this.config);
     const limit = Math.max(this.maxChunkRows, this.config.contextLength);
     const ws = this.workspace;
     const lossFnOutputs: LocalLossFnOutput[] = [];
     let total = 0;
-    for (let first = 0; first < inputs.length; ) {
+    for (let first = 0; first < inputs.length;) {
       let end = first + 1;
       while (end < inputs.length && batch.starts[end + 1]! - batch.starts[first]! <= limit) end++;
       const chunk = sliceBatch(batch, first, end);
@@ -99,7 +104,11 @@ export class TrainingCore {
     const params = adamParams(adam);
     const report = this.adam.apply(this.weights.flat, this.grads.flat, params);
     return {
-      metrics: { "grad_norm:mean": report.gradNorm, "step:max": this.adam.step, "learning_rate:mean": params.learning_rate },
+      metrics: {
+        "grad_norm:mean": report.gradNorm,
+        "step:max": this.adam.step,
+        "learning_rate:mean": params.learning_rate,
+      },
     };
   }
 }

@@ -74,7 +74,13 @@ export function forwardBatch(w: ModelTensors, config: ResolvedModelConfig, ws: W
  * Backward pass after {@link forwardBatch} on the same batch: given dLoss/dlogprob per row in
  * `ws.gradLogprobs`, adds the parameter gradients into `g`. Overwrites the logits.
  */
-export function backwardBatch(w: ModelTensors, g: ModelTensors, config: ResolvedModelConfig, ws: Workspace, batch: PackedBatch): void {
+export function backwardBatch(
+  w: ModelTensors,
+  g: ModelTensors,
+  config: ResolvedModelConfig,
+  ws: Workspace,
+  batch: PackedBatch,
+): void {
   const { dModel: d, nHeads, vocabSize: V } = config;
   const R = batch.rows;
   const dh = d / nHeads;

@@ -30,7 +30,10 @@ export function backoffDelayMs(attempt: number, options: BackoffOptions, random:
  * The delay a response asks for: `retry-after-ms` (milliseconds), else `retry-after` in seconds
  * or as an HTTP date. Undefined when neither is present or readable.
  */
-export function retryAfterMs(headers: Readonly<Record<string, string | undefined>>, now: number = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Readonly<Record<string, string | undefined>>,
+  now: number = Date.now(),
+): number | undefined {
   const ms = Number.parseFloat(headers["retry-after-ms"] ?? "");
   if (Number.isFinite(ms) && ms >= 0) return ms;
   const value = headers["retry-after"];

@@ -101,14 +101,20 @@ export class ApiStatusError extends HttpError {
   constructor(details: ApiStatusDetails) {
     const said = serviceMessage(details.body);
     const id = details.requestId ? ` (request id ${details.requestId})` : "";
-    super(`${details.method} ${details.url} failed with HTTP ${details.status}${said ? `: ${said}` : ""}${id}. ${details.hint}`, details);
+    super(
+      `${details.method} ${details.url} failed with HTTP ${details.status}${said ? `: ${said}` : ""}${id}. ${details.hint}`,
+      details,
+    );
     this.status = details.status;
     this.requestId = details.requestId;
     this.body = details.body;
     this.headers = details.headers;
     this.retryAfterMs = details.retryAfterMs;
     const shouldRetry = details.headers["x-should-retry"];
-    const bodyRetryable = details.body && typeof details.body === "object" ? (details.body as Record<string, unknown>).retryable : undefined;
+    const bodyRetryable =
+      details.body && typeof details.body === "object"
+        ? (details.body as Record<string, unknown>).retryable
+        : undefined;
     this.isRetryable =
       shouldRetry === "true" || shouldRetry === "false"
         ? shouldRetry === "true"
@@ -176,7 +182,10 @@ export class ApiTimeoutError extends HttpError {
    * @param timeoutMs the timeout that passed.
    */
   constructor(context: HttpErrorContext, timeoutMs: number) {
-    super(`${context.method} ${context.url} got no answer within ${timeoutMs} ms; raise the timeout (timeoutMs) if the service is slow`, context);
+    super(
+      `${context.method} ${context.url} got no answer within ${timeoutMs} ms; raise the timeout (timeoutMs) if the service is slow`,
+      context,
+    );
     this.timeoutMs = timeoutMs;
   }
 }
@@ -220,7 +229,9 @@ function statusHint(status: number, apiKeySource: string): string {
     case 429:
       return "The service is rate limiting; reduce concurrency or retry later.";
     default:
-      return status >= 500 ? "The service failed; retry later, and report the request id if it persists." : "Unexpected status.";
+      return status >= 500
+        ? "The service failed; retry later, and report the request id if it persists."
+        : "Unexpected status.";
   }
 }
 

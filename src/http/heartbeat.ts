@@ -46,7 +46,9 @@ export class Heartbeat {
       const silentMs = Date.now() - this.lastSuccess;
       if (silentMs >= (this.options.warnAfterMs ?? 120_000)) {
         const reason = error instanceof Error ? error.message : String(error);
-        this.options.log?.(`nexrl: ${this.options.label} has had no successful heartbeat for ${Math.round(silentMs / 1000)} s (${reason}); the service may end the session`);
+        this.options.log?.(
+          `nexrl: ${this.options.label} has had no successful heartbeat for ${Math.round(silentMs / 1000)} s (${reason}); the service may end the session`,
+        );
       }
     } finally {
       this.inFlight = false;

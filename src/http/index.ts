@@ -4,7 +4,16 @@
  *
  * @module
  */
-export { HttpTransport, requestBodyText, type HttpMethod, type HttpReceiver, type HttpRequest, type HttpResponse, type HttpTransportOptions, type RetryMode } from "./transport.js";
+export {
+  HttpTransport,
+  requestBodyText,
+  type HttpMethod,
+  type HttpReceiver,
+  type HttpRequest,
+  type HttpResponse,
+  type HttpTransportOptions,
+  type RetryMode,
+} from "./transport.js";
 export {
   ApiConnectionError,
   ApiStatusError,

@@ -17,7 +17,9 @@ export class Redactor {
    * @param secretHeaders header names whose values are always hidden (case-insensitive).
    */
   constructor(secrets: ReadonlyArray<string | undefined>, secretHeaders: readonly string[] = []) {
-    this.secrets = [...new Set(secrets.filter((s): s is string => typeof s === "string" && s !== ""))].sort((a, b) => b.length - a.length);
+    this.secrets = [...new Set(secrets.filter((s): s is string => typeof s === "string" && s !== ""))].sort(
+      (a, b) => b.length - a.length,
+    );
     this.secretHeaders = new Set(secretHeaders.map((h) => h.toLowerCase()));
   }
 
@@ -38,6 +40,11 @@ export class Redactor {
 
   /** A copy of `headers` with secret headers' values, and secrets inside any value, replaced. */
   headers(headers: Readonly<Record<string, string>>): Record<string, string> {
-    return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, this.secretHeaders.has(name.toLowerCase()) ? REDACTED : this.text(value)]));
+    return Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => [
+        name,
+        this.secretHeaders.has(name.toLowerCase()) ? REDACTED : this.text(value),
+      ]),
+    );
   }
 }

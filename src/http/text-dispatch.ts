@@ -83,7 +83,11 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
     this.settled = true;
     // Concatenated before decoding: a multi-byte character may span two chunks.
     const body = this.rest ? Buffer.concat([this.first!, ...this.rest]) : this.first;
-    this.receiver.textAnswered({ statusCode: this.statusCode, headers: this.headers, text: body ? body.toString("utf8") : "" });
+    this.receiver.textAnswered({
+      statusCode: this.statusCode,
+      headers: this.headers,
+      text: body ? body.toString("utf8") : "",
+    });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -121,7 +125,11 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
  * to `receiver`. No promise per exchange: the caller's own object receives the outcome, which
  * keeps what a waiting request holds small when a thousand of them wait at once.
  */
-export function dispatchText(connections: Connections, options: Dispatcher.DispatchOptions, receiver: TextReceiver): TextExchange {
+export function dispatchText(
+  connections: Connections,
+  options: Dispatcher.DispatchOptions,
+  receiver: TextReceiver,
+): TextExchange {
   const handler = new TextHandler(connections, receiver);
   handler.send(options);
   return handler;

@@ -7,10 +7,24 @@
  */
 import { randomUUID } from "node:crypto";
 import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
-import { ApiConnectionError, ApiStatusError, ApiTimeoutError, HttpError, RequestAbortedError, statusError, type HttpErrorContext } from "./errors.js";
+import {
+  ApiConnectionError,
+  ApiStatusError,
+  ApiTimeoutError,
+  HttpError,
+  RequestAbortedError,
+  statusError,
+  type HttpErrorContext,
+} from "./errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
-import { dispatchText, type ResponseHeaders, type TextAnswer, type TextExchange, type TextReceiver } from "./text-dispatch.js";
+import {
+  dispatchText,
+  type ResponseHeaders,
+  type TextAnswer,
+  type TextExchange,
+  type TextReceiver,
+} from "./text-dispatch.js";
 
 /**
  * Which failures a request may be sent again after:
@@ -156,7 +170,14 @@ export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody
 }
 
 /** Error codes of connections that were never made: the service cannot have seen the request. */
-const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const NOT_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 function errorCode(error: unknown): string | undefined {
   const own = (error as { code?: unknown } | undefined)?.code;
@@ -216,7 +237,10 @@ export class HttpTransport {
   private readonly inFlight: Call[] = [];
   /** The calls in flight each caller's signal would abort (its one listener holds the list too). */
   private readonly signals = new WeakMap<AbortSignal, Call[]>();
-  private readonly owner: CallOwner = { settled: (call, answer, error) => this.settled(call, answer, error), context: (call) => this.context(call) };
+  private readonly owner: CallOwner = {
+    settled: (call, answer, error) => this.settled(call, answer, error),
+    context: (call) => this.context(call),
+  };
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   /** `baseHeaders` plus the JSON content type, for calls with a body. */
@@ -239,7 +263,10 @@ export class HttpTransport {
       "user-agent": "nexrl",
       accept: "application/json",
       ...options.headers,
-      ...(options.apiKey !== undefined && options.apiKey !== "" && { [keyHeader]: options.apiKeyScheme ? `${options.apiKeyScheme} ${options.apiKey}` : options.apiKey }),
+      ...(options.apiKey !== undefined &&
+        options.apiKey !== "" && {
+          [keyHeader]: options.apiKeyScheme ? `${options.apiKeyScheme} ${options.apiKey}` : options.apiKey,
+        }),
     };
     this.jsonHeaders = { ...this.baseHeaders, "content-type": "application/json" };
     this.timeoutMs = options.timeoutMs ?? 60_000;
@@ -285,8 +312,21 @@ export class HttpTransport {
       return;
     }
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
-    const headers = key === undefined && request.headers === undefined ? common : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
-    const call = new Call(this.owner, request.method, request.path, request.signal, request.timeoutMs ?? this.timeoutMs, headers, body, mode, receiver as HttpReceiver<unknown>);
+    const headers =
+      key === undefined && request.headers === undefined
+        ? common
+        : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
+    const call = new Call(
+      this.owner,
+      request.method,
+      request.path,
+      request.signal,
+      request.timeoutMs ?? this.timeoutMs,
+      headers,
+      body,
+      mode,
+      receiver as HttpReceiver<unknown>,
+    );
     this.attempt(call);
   }
 
@@ -314,7 +354,11 @@ export class HttpTransport {
     this.inFlight.push(call);
     if (caller) this.watch(caller, call);
     call.timer = setTimeout(timeOut, call.timeoutMs, call);
-    call.exchange = dispatchText(this.lease.pool, { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null }, call);
+    call.exchange = dispatchText(
+      this.lease.pool,
+      { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null },
+      call,
+    );
   }
 
   /** The outcome of the attempt of `call` in flight: the answer, or the error it failed with. */
@@ -338,8 +382,14 @@ export class HttpTransport {
       return;
     }
     call.attempt++;
-    const wait = (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(call.attempt, this.backoff);
-    this.log?.(this.redact(`nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`));
+    const wait =
+      (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ??
+      backoffDelayMs(call.attempt, this.backoff);
+    this.log?.(
+      this.redact(
+        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`,
+      ),
+    );
     this.wait(wait, call).then(
       () => this.attempt(call),
       (error: unknown) => call.receiver.failed(error),
@@ -353,7 +403,8 @@ export class HttpTransport {
   }
 
   private describe(error: HttpError): string {
-    if (error.status !== undefined) return `HTTP ${error.status}${error.requestId ? `, request id ${error.requestId}` : ""}`;
+    if (error.status !== undefined)
+      return `HTTP ${error.status}${error.requestId ? `, request id ${error.requestId}` : ""}`;
     return error instanceof ApiTimeoutError ? "timeout" : "connection error";
   }
 
@@ -430,7 +481,12 @@ export class HttpTransport {
     const parsed = parseBody(answer.text, responseHeaders["content-type"]);
     const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      return { status: answer.statusCode, headers: responseHeaders, body: parsed, ...(requestId !== undefined && { requestId }) };
+      return {
+        status: answer.statusCode,
+        headers: responseHeaders,
+        body: parsed,
+        ...(requestId !== undefined && { requestId }),
+      };
     }
     const retryAfter = retryAfterMs(responseHeaders);
     throw statusError(

@@ -60,7 +60,8 @@ export async function writeRunState(dir: string, state: RunState): Promise<strin
  */
 export async function removeRunState(path: string): Promise<void> {
   const state = await readRunState(path);
-  if ((await stat(state.trainingState).catch(() => undefined))?.isFile()) await rm(state.trainingState, { force: true });
+  if ((await stat(state.trainingState).catch(() => undefined))?.isFile())
+    await rm(state.trainingState, { force: true });
   await rm(path, { force: true });
 }
 
@@ -77,7 +78,9 @@ export async function readRunState(path: string): Promise<RunState> {
   }
   const state = value as Partial<RunState>;
   if (state?.format !== "nexrl.run-state" || state.version !== 1 || !Number.isInteger(state.step)) {
-    throw new RunSetupError(`${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint)`);
+    throw new RunSetupError(
+      `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint)`,
+    );
   }
   return state as RunState;
 }
@@ -105,7 +108,11 @@ export async function locateRunState(path: string): Promise<string> {
       const latest = (await listRunStates(dir)).at(-1);
       if (latest) return latest.path;
     }
-    throw new RunSetupError(`no checkpoint in ${path}: it holds no step_NNNNNN.json run state (nor does its checkpoints/ folder)`);
+    throw new RunSetupError(
+      `no checkpoint in ${path}: it holds no step_NNNNNN.json run state (nor does its checkpoints/ folder)`,
+    );
   }
-  throw new RunSetupError(`resume.resume_path ${path} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`);
+  throw new RunSetupError(
+    `resume.resume_path ${path} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`,
+  );
 }

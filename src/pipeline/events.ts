@@ -13,7 +13,8 @@ export interface MetricsRow extends StepRow {
 export type StopReason = "completed" | "aborted" | "data_exhausted";
 
 /** Something that happened during a run, for `onEvent`. */
-export type RunEvent = RunStartEvent | RunStepEvent | RunValidationEvent | RunCheckpointEvent | RunWarningEvent | RunEndEvent;
+export type RunEvent =
+  RunStartEvent | RunStepEvent | RunValidationEvent | RunCheckpointEvent | RunWarningEvent | RunEndEvent;
 
 /** The run started (fresh or from a checkpoint). */
 export interface RunStartEvent {

@@ -4,14 +4,45 @@
  * @module
  */
 export { runRecipe, type RunRecipeOptions } from "./run-recipe.js";
-export type { MetricsRow, RunCheckpointEvent, RunEndEvent, RunEvent, RunResult, RunStartEvent, RunStepEvent, RunValidationEvent, RunWarningEvent, StopReason } from "./events.js";
+export type {
+  MetricsRow,
+  RunCheckpointEvent,
+  RunEndEvent,
+  RunEvent,
+  RunResult,
+  RunStartEvent,
+  RunStepEvent,
+  RunValidationEvent,
+  RunWarningEvent,
+  StopReason,
+} from "./events.js";
 export type { ProgressOutput } from "./progress.js";
 export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./run-dir.js";
-export { BackendNotAvailableError, DataLoaderError, RolloutError, RolloutTimeoutError, RunSetupError, TrainerError, type RolloutOrigin } from "./errors.js";
-export { DataLoader, type DataCursor, type DataLoaderOptions, type PromptFilter, type RequeuedRow } from "./data/data-loader.js";
+export {
+  BackendNotAvailableError,
+  DataLoaderError,
+  RolloutError,
+  RolloutTimeoutError,
+  RunSetupError,
+  TrainerError,
+  type RolloutOrigin,
+} from "./errors.js";
+export {
+  DataLoader,
+  type DataCursor,
+  type DataLoaderOptions,
+  type PromptFilter,
+  type RequeuedRow,
+} from "./data/data-loader.js";
 export { DATA_FILE_EXTENSIONS, readDataFile, type DataRow } from "./data/files.js";
 export type { RolloutTask, TaskGroup } from "./task.js";
-export { BaseRolloutWorker, type RolloutResult, type RolloutWorkerConfig, type RolloutWorkerContext, type TruncatedSequence } from "./workers/base.js";
+export {
+  BaseRolloutWorker,
+  type RolloutResult,
+  type RolloutWorkerConfig,
+  type RolloutWorkerContext,
+  type TruncatedSequence,
+} from "./workers/base.js";
 export { completionTrajectory } from "./workers/completion-trajectory.js";
 export { PigLatinRolloutWorker, wordAccuracy } from "./workers/pig-latin.js";
 export { SingleTurnMathRolloutWorker } from "./workers/single-turn-math.js";
@@ -19,8 +50,22 @@ export { SimpleRolloutWorker } from "./workers/simple.js";
 export { answersMatch, extractFinalAnswer } from "./workers/math-answer.js";
 export { RolloutInferenceClient, type RolloutSamplingDefaults } from "./workers/rollout-inference.js";
 export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-policy.js";
-export { RolloutRunner, type RolloutCounts, type RolloutOutcome, type RolloutReceiver, type RolloutRunnerOptions } from "./rollout/runner.js";
-export { TrajectoryPool, type BatchReadiness, type PooledGroup, type PooledGroupState, type PoolState, type PoolTake, type TrajectoryPoolOptions } from "./pool.js";
+export {
+  RolloutRunner,
+  type RolloutCounts,
+  type RolloutOutcome,
+  type RolloutReceiver,
+  type RolloutRunnerOptions,
+} from "./rollout/runner.js";
+export {
+  TrajectoryPool,
+  type BatchReadiness,
+  type PooledGroup,
+  type PooledGroupState,
+  type PoolState,
+  type PoolTake,
+  type TrajectoryPoolOptions,
+} from "./pool.js";
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
 export { RemoteApiTrainer, type TrainerContext, type TrainStepResult } from "./trainers/remote-api-trainer.js";
@@ -28,7 +73,14 @@ export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from ".
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";
 export { RemoteApiOpdTrainer } from "./trainers/opd.js";
 export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } from "./trainers/advantages.js";
-export { discountedFutureSum, distillationAdvantages, klPenaltyAdvantages, type DistillationResult, type KlPenaltyInput, type KlPenaltyResult } from "./trainers/token-advantages.js";
+export {
+  discountedFutureSum,
+  distillationAdvantages,
+  klPenaltyAdvantages,
+  type DistillationResult,
+  type KlPenaltyInput,
+  type KlPenaltyResult,
+} from "./trainers/token-advantages.js";
 export { lossKind, trajectoryToDatum, type DatumOptions, type LossKind } from "./trainers/datums.js";
 export { rolloutMetrics } from "./trainers/rollout-metrics.js";
 export { seededRandom } from "./seed.js";

@@ -8,7 +8,8 @@ import { Notifier } from "./notifier.js";
 import type { RolloutTask, TaskGroup } from "./task.js";
 
 /** When the pool hands out a batch (`trajectory_pool.check_batch_ready_function`). */
-export type BatchReadiness = "loaded_batch_finished" | "batch_size_reached" | "batch_size_reached_and_loaded_batch_finished";
+export type BatchReadiness =
+  "loaded_batch_finished" | "batch_size_reached" | "batch_size_reached_and_loaded_batch_finished";
 
 /** Options of {@link TrajectoryPool}. */
 export interface TrajectoryPoolOptions {
@@ -108,7 +109,14 @@ export class TrajectoryPool {
 
   /** Registers a group whose tasks are about to run. */
   register(group: TaskGroup): void {
-    this.entries.set(group.groupId, { group, runs: group.tasks.map(() => undefined), finished: 0, ready: false, trajectories: 0, oldest: Infinity });
+    this.entries.set(group.groupId, {
+      group,
+      runs: group.tasks.map(() => undefined),
+      finished: 0,
+      ready: false,
+      trajectories: 0,
+      oldest: Infinity,
+    });
     this.trackBatch(group);
     this.notifier.notify();
   }
@@ -167,7 +175,10 @@ export class TrajectoryPool {
     const stale: TaskGroup[] = [];
     let staleTrajectories = 0;
     const threshold = this.options.stalenessThreshold;
-    this.readyOldest ??= this.readyOrder.reduce((oldest, id) => Math.min(oldest, this.entries.get(id)!.oldest), Infinity);
+    this.readyOldest ??= this.readyOrder.reduce(
+      (oldest, id) => Math.min(oldest, this.entries.get(id)!.oldest),
+      Infinity,
+    );
     if (trainerVersion - this.readyOldest > threshold) {
       const staleIds = new Set<string>();
       for (const id of this.readyOrder) {
@@ -183,7 +194,10 @@ export class TrajectoryPool {
     if (ids === undefined) return { batch: undefined, stale, staleTrajectories };
     const entries = ids.map((id) => this.entries.get(id)!);
     this.removeAll(new Set(ids));
-    entries.sort((a, b) => a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index);
+    entries.sort(
+      (a, b) =>
+        a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index,
+    );
     const batch: Trajectory[] = [];
     for (const entry of entries) for (const run of entry.runs) batch.push(...run!);
     return { batch, stale, staleTrajectories };
@@ -194,7 +208,13 @@ export class TrajectoryPool {
     const ready = this.readyOrder.map((id) => {
       const { group, runs } = this.entries.get(id)!;
       return {
-        group: { groupId: group.groupId, index: group.index, epoch: group.epoch, batchIndex: group.batchIndex, size: group.tasks.length },
+        group: {
+          groupId: group.groupId,
+          index: group.index,
+          epoch: group.epoch,
+          batchIndex: group.batchIndex,
+          size: group.tasks.length,
+        },
         trajectories: runs.flatMap((run) => run!.map((t) => ({ ...t }))),
       };
     });
@@ -207,7 +227,14 @@ export class TrajectoryPool {
       const group = groupOf(saved.group);
       const runs: Trajectory[][] = group.tasks.map(() => []);
       for (const init of saved.trajectories) runs[init.runId ?? 0]?.push(new Trajectory(init));
-      const entry: Entry = { group, runs, finished: group.tasks.length, ready: false, trajectories: saved.trajectories.length, oldest: Infinity };
+      const entry: Entry = {
+        group,
+        runs,
+        finished: group.tasks.length,
+        ready: false,
+        trajectories: saved.trajectories.length,
+        oldest: Infinity,
+      };
       this.entries.set(group.groupId, entry);
       this.markReady(entry);
       this.trackBatch(group);
@@ -217,7 +244,8 @@ export class TrajectoryPool {
 
   private markReady(entry: Entry): void {
     let oldest = Infinity;
-    for (const run of entry.runs) for (const t of run!) if (t.policyVersion !== undefined && t.policyVersion < oldest) oldest = t.policyVersion;
+    for (const run of entry.runs)
+      for (const t of run!) if (t.policyVersion !== undefined && t.policyVersion < oldest) oldest = t.policyVersion;
     entry.oldest = oldest;
     entry.ready = true;
     this.readyOrder.push(entry.group.groupId);

@@ -11,7 +11,8 @@ export interface ProgressOutput {
   isTTY?: boolean;
 }
 
-const fmt = (value: number | undefined, digits = 3): string => (value === undefined || !Number.isFinite(value) ? "-" : value.toFixed(digits));
+const fmt = (value: number | undefined, digits = 3): string =>
+  value === undefined || !Number.isFinite(value) ? "-" : value.toFixed(digits);
 
 function duration(seconds: number): string {
   if (!Number.isFinite(seconds)) return "-";
@@ -42,7 +43,8 @@ export class ProgressPrinter {
   step(step: number, metrics: Readonly<Record<string, unknown>>): void {
     this.stepsDone++;
     const perStep = (performance.now() - this.started) / 1000 / this.stepsDone;
-    const num = (key: string): number | undefined => (typeof metrics[key] === "number" ? (metrics[key] as number) : undefined);
+    const num = (key: string): number | undefined =>
+      typeof metrics[key] === "number" ? (metrics[key] as number) : undefined;
     const line = [
       `step ${step}/${this.totalSteps}`,
       `reward ${fmt(num("rollout/reward_mean"))}`,

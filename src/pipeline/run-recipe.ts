@@ -67,7 +67,7 @@ async function planStart(recipe: LoadedRecipe, checkpointDir: string, cwd: strin
     if (path === undefined) return { kind: "fresh" };
   } else {
     const besideRecipe = resolve(recipe.dir, resumePath);
-    path = await locateRunState(await exists(besideRecipe) ? besideRecipe : resolve(cwd, resumePath));
+    path = await locateRunState((await exists(besideRecipe)) ? besideRecipe : resolve(cwd, resumePath));
   }
   const state = await readRunState(path);
   return mode === "from_path" && !exact ? { kind: "warm_start", state, path } : { kind: "resume", state, path };
@@ -105,23 +105,41 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   if (typeof recipe !== "string" && options.overrides?.length) {
-    throw new NexrlError("overrides apply when the recipe is given by path; apply them with loadRecipe(path, { overrides }) instead");
+    throw new NexrlError(
+      "overrides apply when the recipe is given by path; apply them with loadRecipe(path, { overrides }) instead",
+    );
   }
-  const loaded = typeof recipe === "string" ? await loadRecipe(recipe, { ...(options.overrides && { overrides: options.overrides }), env, cwd }) : recipe;
+  const loaded =
+    typeof recipe === "string"
+      ? await loadRecipe(recipe, { ...(options.overrides && { overrides: options.overrides }), env, cwd })
+      : recipe;
   const { config } = loaded;
-  const outputDir = resolveRunDirectory({ ...(options.tag !== undefined && { tag: options.tag }), ...(options.outputDir !== undefined && { outputDir: options.outputDir }), env, cwd });
-  const checkpointDir = config.trainer.checkpoint_path ? resolve(cwd, config.trainer.checkpoint_path) : join(outputDir, "checkpoints");
+  const outputDir = resolveRunDirectory({
+    ...(options.tag !== undefined && { tag: options.tag }),
+    ...(options.outputDir !== undefined && { outputDir: options.outputDir }),
+    env,
+    cwd,
+  });
+  const checkpointDir = config.trainer.checkpoint_path
+    ? resolve(cwd, config.trainer.checkpoint_path)
+    : join(outputDir, "checkpoints");
   await mkdir(outputDir, { recursive: true });
   const start = await planStart(loaded, checkpointDir, cwd);
   const sessions = await readSessions(outputDir);
-  const progress = options.progress ? new ProgressPrinter(options.progress, config.trainer.total_train_steps) : undefined;
+  const progress = options.progress
+    ? new ProgressPrinter(options.progress, config.trainer.total_train_steps)
+    : undefined;
   const emit = (event: RunEvent): void => {
     if (progress) report(progress, event);
     options.onEvent?.(event);
   };
   if (start.kind !== "resume") {
     const stale = await listRunStates(checkpointDir);
-    if (sessions.length > 0 || stale.length > 0) emit({ type: "warning", message: `${outputDir} held an earlier run; starting afresh replaces its metrics, samples and run states` });
+    if (sessions.length > 0 || stale.length > 0)
+      emit({
+        type: "warning",
+        message: `${outputDir} held an earlier run; starting afresh replaces its metrics, samples and run states`,
+      });
     await Promise.all(stale.map((s) => rm(s.path, { force: true })));
   }
   await writeFile(join(outputDir, "config.resolved.yaml"), stringify(redactSecrets(config, env)));
@@ -152,13 +170,17 @@ const START_WORDS = { fresh: "starting", resume: "resuming from", warm_start: "s
 function report(progress: ProgressPrinter, event: RunEvent): void {
   switch (event.type) {
     case "start":
-      progress.message(`${START_WORDS[event.start]}${event.from ? ` ${event.from}` : ""}: step ${event.fromStep} of ${event.totalSteps}, outputs in ${event.outputDir}`);
+      progress.message(
+        `${START_WORDS[event.start]}${event.from ? ` ${event.from}` : ""}: step ${event.fromStep} of ${event.totalSteps}, outputs in ${event.outputDir}`,
+      );
       break;
     case "step":
       progress.step(event.step, event.metrics);
       break;
     case "validation":
-      progress.message(`validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`);
+      progress.message(
+        `validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
+      );
       break;
     case "checkpoint":
       progress.message(`checkpoint at step ${event.step}: ${event.path}`);
@@ -167,7 +189,9 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       progress.message(`warning: ${event.message}`);
       break;
     case "end":
-      progress.message(`${event.reason === "completed" ? "done" : event.reason === "aborted" ? "stopped (resume with resume.mode=auto)" : "data exhausted"} after step ${event.step}`);
+      progress.message(
+        `${event.reason === "completed" ? "done" : event.reason === "aborted" ? "stopped (resume with resume.mode=auto)" : "data exhausted"} after step ${event.step}`,
+      );
       break;
   }
 }

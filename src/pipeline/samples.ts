@@ -36,9 +36,16 @@ function diagnosticsOf(t: Trajectory): unknown[] | undefined {
  * Up to `count` trajectories spread evenly over `trajectories` (those trained on), then every
  * trajectory of `batch` (the whole step, dropped ones included) with diagnostics, decoded.
  */
-export function sampleRows(step: number, trajectories: readonly Trajectory[], tokenizer: Tokenizer, count: number, batch: readonly Trajectory[] = trajectories): SampleRow[] {
+export function sampleRows(
+  step: number,
+  trajectories: readonly Trajectory[],
+  tokenizer: Tokenizer,
+  count: number,
+  batch: readonly Trajectory[] = trajectories,
+): SampleRow[] {
   const picked = new Set<Trajectory>();
-  for (let k = 0; k < Math.min(count, trajectories.length); k++) picked.add(trajectories[Math.floor((k * trajectories.length) / Math.min(count, trajectories.length))]!);
+  for (let k = 0; k < Math.min(count, trajectories.length); k++)
+    picked.add(trajectories[Math.floor((k * trajectories.length) / Math.min(count, trajectories.length))]!);
   for (const t of batch) if (diagnosticsOf(t)) picked.add(t);
   return [...picked].map((t) => {
     const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);

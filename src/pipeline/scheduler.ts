@@ -65,7 +65,11 @@ export class RolloutScheduler {
   private runningTasks = 0;
   /** How the runner hands each task's outcome back: one object for every task. */
   private readonly receiver: RolloutReceiver = {
-    outcome: (outcome) => this.finished(outcome.task, outcome.status === "aborted" ? false : this.options.pool.put(outcome.task, outcome.trajectories)),
+    outcome: (outcome) =>
+      this.finished(
+        outcome.task,
+        outcome.status === "aborted" ? false : this.options.pool.put(outcome.task, outcome.trajectories),
+      ),
     failed: (task, error) => {
       this.fatal ??= { error };
       this.finished(task, true);

@@ -26,7 +26,12 @@ export interface OpenTrainingServiceOptions {
  */
 export function openTrainingService(config: RecipeConfig, options: OpenTrainingServiceOptions): TrainingService {
   const backend = config.service.train_service.backend;
-  const remote = backend === "tinker" ? config.service.tinker_service : backend === "weaver" ? config.service.weaver_service : undefined;
+  const remote =
+    backend === "tinker"
+      ? config.service.tinker_service
+      : backend === "weaver"
+        ? config.service.weaver_service
+        : undefined;
   return createTrainingService(backend, {
     outputDir: options.outputDir,
     seed: config.data.seed,
@@ -43,7 +48,11 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
  * engine preset selects the byte tokenizer).
  */
 export function openTokenizer(config: RecipeConfig): Promise<Tokenizer> {
-  const name = config.rollout_worker.tokenizer || config.service.inference_service.tokenizer || config.data.tokenizer_path || config.service.train_service.model;
+  const name =
+    config.rollout_worker.tokenizer ||
+    config.service.inference_service.tokenizer ||
+    config.data.tokenizer_path ||
+    config.service.train_service.model;
   return loadTokenizer(name);
 }
 

@@ -30,7 +30,12 @@ export function openDataLoader(data: DataConfig, tokenizer: Tokenizer, isVal: bo
     dropLast: data.drop_last,
     rolloutRepeatN: data.rollout_repeat_n,
     isVal,
-    ...(data.filter_prompts && { filter: { maxPromptLength: data.max_prompt_length, measure: (prompt: unknown) => promptLength(tokenizer, prompt) } }),
+    ...(data.filter_prompts && {
+      filter: {
+        maxPromptLength: data.max_prompt_length,
+        measure: (prompt: unknown) => promptLength(tokenizer, prompt),
+      },
+    }),
   });
 }
 
@@ -58,7 +63,8 @@ export interface RunnerParts {
 export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutRunner {
   const worker = config.rollout_worker;
   return new RolloutRunner({
-    createWorker: (slot) => new parts.workerClass({ name: `${parts.namePrefix}-${slot}`, recipe: config, tokenizer: parts.tokenizer }),
+    createWorker: (slot) =>
+      new parts.workerClass({ name: `${parts.namePrefix}-${slot}`, recipe: config, tokenizer: parts.tokenizer }),
     numWorkers: worker.num_workers,
     timeoutMs: worker.rollout_timeout_seconds * 1000,
     policy: parts.policy,

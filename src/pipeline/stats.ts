@@ -4,7 +4,9 @@
  */
 
 /** Mean, population standard deviation, minimum and maximum; undefined for no values. */
-export function summarize(values: readonly number[]): { mean: number; std: number; min: number; max: number } | undefined {
+export function summarize(
+  values: readonly number[],
+): { mean: number; std: number; min: number; max: number } | undefined {
   if (values.length === 0) return undefined;
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const std = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / values.length);
@@ -12,7 +14,12 @@ export function summarize(values: readonly number[]): { mean: number; std: numbe
 }
 
 /** Adds `<prefix>_mean|_std|_min|_max` of `values` to `metrics` (nothing for no values). */
-export function putSummary(metrics: Record<string, number>, prefix: string, values: readonly number[], which: ReadonlyArray<"mean" | "std" | "min" | "max"> = ["mean", "std", "min", "max"]): void {
+export function putSummary(
+  metrics: Record<string, number>,
+  prefix: string,
+  values: readonly number[],
+  which: ReadonlyArray<"mean" | "std" | "min" | "max"> = ["mean", "std", "min", "max"],
+): void {
   const s = summarize(values);
   if (s) for (const key of which) metrics[`${prefix}_${key}`] = s[key];
 }

@@ -71,7 +71,13 @@ const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${se
 export async function executeRun(options: ExecuteRunOptions): Promise<RunResult> {
   const { config } = options.recipe;
   checkInferenceBackend(config);
-  const service = options.service ?? openTrainingService(config, { outputDir: options.outputDir, env: options.env, log: (message) => options.emit({ type: "warning", message }) });
+  const service =
+    options.service ??
+    openTrainingService(config, {
+      outputDir: options.outputDir,
+      env: options.env,
+      log: (message) => options.emit({ type: "warning", message }),
+    });
   const stop = new AbortController();
   try {
     await service.connect();
@@ -113,10 +119,15 @@ class TrainingRun {
   ) {
     this.step = parts.versions.released;
     // A resumed run's checkpoint is its latest until it saves another (`remove_previous_ckpt` then deletes it).
-    if (options.start.kind === "resume") [this.lastCheckpoint, this.lastCheckpointStep] = [options.start.path, this.step];
+    if (options.start.kind === "resume")
+      [this.lastCheckpoint, this.lastCheckpointStep] = [options.start.path, this.step];
   }
 
-  static async create(options: ExecuteRunOptions, service: TrainingService, stopSignal: AbortSignal): Promise<TrainingRun> {
+  static async create(
+    options: ExecuteRunOptions,
+    service: TrainingService,
+    stopSignal: AbortSignal,
+  ): Promise<TrainingRun> {
     const { recipe, start } = options;
     const config = recipe.config;
     const train = config.service.train_service;
@@ -124,8 +135,13 @@ class TrainingRun {
     const client = await service.createTrainingClient({
       baseModel: train.model,
       seed: config.data.seed,
-      ...(config.service.tinker_service && train.backend === "tinker" && { loraRank: config.service.tinker_service.lora_rank }),
-      ...(config.service.weaver_service && train.backend === "weaver" && { loraRank: config.service.weaver_service.lora_rank, trainingMode: config.service.weaver_service.training_mode }),
+      ...(config.service.tinker_service &&
+        train.backend === "tinker" && { loraRank: config.service.tinker_service.lora_rank }),
+      ...(config.service.weaver_service &&
+        train.backend === "weaver" && {
+          loraRank: config.service.weaver_service.lora_rank,
+          trainingMode: config.service.weaver_service.training_mode,
+        }),
     });
     const info = await client.getInfo();
     const maxSequenceLength = config.rollout_worker.max_sequence_length ?? info.contextLength;
@@ -136,27 +152,54 @@ class TrainingRun {
     }
     if (start.kind !== "fresh") {
       if (start.state.model.name !== train.model || start.state.model.backend !== train.backend) {
-        throw new RunSetupError(`the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`);
+        throw new RunSetupError(
+          `the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
+        );
       }
       await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
     }
     const resume = start.kind === "resume" ? start.state : undefined;
     const suffix = sessionSuffix(options.session);
-    const initialSamplerPath = resume?.initialSamplerPath ?? (await (await client.saveWeightsForSampler(`initial${suffix}`, { ttlSeconds: REFERENCE_TTL_SECONDS })).result()).path;
+    const initialSamplerPath =
+      resume?.initialSamplerPath ??
+      (await (await client.saveWeightsForSampler(`initial${suffix}`, { ttlSeconds: REFERENCE_TTL_SECONDS })).result())
+        .path;
     let sampler = resume?.sampler ?? { path: initialSamplerPath, version: 0 };
     let samplingClient = await service.createSamplingClient(sampler.path).catch(() => undefined);
     if (!samplingClient && resume) {
       // The snapshot expired: the checkpoint's weights serve instead (the same weights in sync mode).
-      options.emit({ type: "warning", message: `the sampler snapshot ${sampler.path} of the checkpoint is gone; sampling from the checkpoint's weights instead` });
-      sampler = { path: (await (await client.saveWeightsForSampler(`step_${pad(resume.step)}${suffix}`)).result()).path, version: resume.step };
+      options.emit({
+        type: "warning",
+        message: `the sampler snapshot ${sampler.path} of the checkpoint is gone; sampling from the checkpoint's weights instead`,
+      });
+      sampler = {
+        path: (await (await client.saveWeightsForSampler(`step_${pad(resume.step)}${suffix}`)).result()).path,
+        version: resume.step,
+      };
     }
     samplingClient ??= await service.createSamplingClient(sampler.path);
-    const inference = new SamplerInferenceClient({ tokenizer, samplingClient, policyVersion: sampler.version, defaultMaxTokens: config.rollout_worker.max_response_length });
+    const inference = new SamplerInferenceClient({
+      tokenizer,
+      samplingClient,
+      policyVersion: sampler.version,
+      defaultMaxTokens: config.rollout_worker.max_response_length,
+    });
     const versions = { released: resume?.step ?? 0 };
     const policy = failurePolicyFromRecipe(config, options.minGroupSize);
     const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal);
-    const runnerParts = { workerClass, tokenizer, policy, maxSequenceLength, currentVersion: () => versions.released, signal: stopSignal };
-    const runner = createRunner(config, { ...runnerParts, namePrefix: "rollout_worker", inference: config.rollout_worker.need_llm_inference ? inference : undefined });
+    const runnerParts = {
+      workerClass,
+      tokenizer,
+      policy,
+      maxSequenceLength,
+      currentVersion: () => versions.released,
+      signal: stopSignal,
+    };
+    const runner = createRunner(config, {
+      ...runnerParts,
+      namePrefix: "rollout_worker",
+      inference: config.rollout_worker.need_llm_inference ? inference : undefined,
+    });
     const loader = await openDataLoader(config.data, tokenizer, false);
     const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
     const stalenessThreshold = mode === "sync" ? 0 : threshold;
@@ -170,14 +213,31 @@ class TrainingRun {
       loader.restore(resume.data);
       pool.restore(resume.pool, (saved) => loader.groupOf(saved));
     }
-    const scheduler = new RolloutScheduler({ loader, runner, pool, mode: mode === "fully-async" ? "stream" : "batches", lookahead: stalenessThreshold, batchSize: config.trajectory_pool.batch_size });
+    const scheduler = new RolloutScheduler({
+      loader,
+      runner,
+      pool,
+      mode: mode === "fully-async" ? "stream" : "batches",
+      lookahead: stalenessThreshold,
+      batchSize: config.trajectory_pool.batch_size,
+    });
     const validationData = config.validate.data;
     const validator =
       validationData && (config.validate.validate_before_train || config.validate.eval.validate_freq > 0)
-        ? new Validator(await openDataLoader(validationData, tokenizer, true), createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference }))
+        ? new Validator(
+            await openDataLoader(validationData, tokenizer, true),
+            createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference }),
+          )
         : undefined;
     const trainerClass = await resolveTrainerClass(config, recipe.dir, recipe.path);
-    const trainer = new trainerClass({ recipe: config, service, trainingClient: client, tokenizer, initialSamplerPath, warn: (message) => options.emit({ type: "warning", message }) });
+    const trainer = new trainerClass({
+      recipe: config,
+      service,
+      trainingClient: client,
+      tokenizer,
+      initialSamplerPath,
+      warn: (message) => options.emit({ type: "warning", message }),
+    });
     return new TrainingRun(options, {
       client,
       tokenizer,
@@ -199,7 +259,14 @@ class TrainingRun {
     const { config } = this.options.recipe;
     const total = config.trainer.total_train_steps;
     const { signal, emit, start } = this.options;
-    emit({ type: "start", outputDir: this.options.outputDir, fromStep: this.step, totalSteps: total, start: start.kind, ...(start.kind !== "fresh" && { from: start.path }) });
+    emit({
+      type: "start",
+      outputDir: this.options.outputDir,
+      fromStep: this.step,
+      totalSteps: total,
+      start: start.kind,
+      ...(start.kind !== "fresh" && { from: start.path }),
+    });
     if (this.step === 0 && this.parts.validator && config.validate.validate_before_train) {
       const validation = await this.validate();
       await this.parts.metrics.append({ step: 0, ...validation.metrics, "time/validation_s": validation.seconds });
@@ -220,7 +287,13 @@ class TrainingRun {
     if (signal?.aborted) reason = "aborted";
     if (reason === "aborted" && this.lastCheckpointStep !== this.step) await this.checkpoint();
     emit({ type: "end", step: this.step, reason });
-    return { outputDir: this.options.outputDir, steps: this.step, metrics: [...this.parts.metrics.rows], lastCheckpoint: this.lastCheckpoint, stopReason: reason };
+    return {
+      outputDir: this.options.outputDir,
+      steps: this.step,
+      metrics: [...this.parts.metrics.rows],
+      lastCheckpoint: this.lastCheckpoint,
+      stopReason: reason,
+    };
   }
 
   /** Allows rollouts on policy `version`. */
@@ -273,10 +346,18 @@ class TrainingRun {
       "time/step_s": seconds(t0),
     };
     await this.parts.metrics.append(row);
-    for (const sample of sampleRows(this.step, result.trajectories, this.parts.tokenizer, this.options.samplesPerStep, batch.trajectories)) await this.parts.samples.append(sample);
+    for (const sample of sampleRows(
+      this.step,
+      result.trajectories,
+      this.parts.tokenizer,
+      this.options.samplesPerStep,
+      batch.trajectories,
+    ))
+      await this.parts.samples.append(sample);
     this.options.emit({ type: "step", step: this.step, metrics: row });
     const saveFreq = config.trainer.save_freq;
-    if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted) await this.checkpoint();
+    if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted)
+      await this.checkpoint();
     if (!async) this.release(this.step);
     return undefined;
   }
@@ -284,7 +365,9 @@ class TrainingRun {
   /** Exports the current weights for sampling and points the rollouts at them. */
   private async syncSampler(): Promise<void> {
     if (this.parts.weightSync.sampler.version === this.step) return;
-    const path = await this.parts.trainer.saveSamplerWeights(`step_${pad(this.step)}${sessionSuffix(this.options.session)}`);
+    const path = await this.parts.trainer.saveSamplerWeights(
+      `step_${pad(this.step)}${sessionSuffix(this.options.session)}`,
+    );
     await this.parts.weightSync.publish(path, this.step);
   }
 
@@ -300,7 +383,9 @@ class TrainingRun {
   private async checkpoint(): Promise<void> {
     const train = this.options.recipe.config.service.train_service;
     await this.parts.scheduler.drain();
-    const saved = await (await this.parts.client.saveState(`step_${pad(this.step)}`, { kind: "weights_and_optimizer" })).result();
+    const saved = await (
+      await this.parts.client.saveState(`step_${pad(this.step)}`, { kind: "weights_and_optimizer" })
+    ).result();
     const state: RunState = {
       format: "nexrl.run-state",
       version: 1,
@@ -318,7 +403,8 @@ class TrainingRun {
     const previous = this.lastCheckpoint;
     this.lastCheckpoint = await writeRunState(this.options.checkpointDir, state);
     this.lastCheckpointStep = this.step;
-    if (previous && previous !== this.lastCheckpoint && this.options.recipe.config.trainer.remove_previous_ckpt) await removeRunState(previous);
+    if (previous && previous !== this.lastCheckpoint && this.options.recipe.config.trainer.remove_previous_ckpt)
+      await removeRunState(previous);
     this.options.emit({ type: "checkpoint", step: this.step, path: this.lastCheckpoint });
     this.parts.scheduler.resume();
   }

@@ -59,21 +59,46 @@ export class Validator {
     const outcomes = await Promise.all(groups.flatMap((group) => group.tasks.map((task) => this.runner.run(task))));
     const trajectories = outcomes.flatMap((o) => o.trajectories);
     const counts = this.runner.takeCounts();
-    const metrics: Record<string, number> = { "val/num_samples": trajectories.length, "val/failed": counts.failed, "val/skipped": counts.skipped };
-    putSummary(metrics, "val/reward", trajectories.map((t) => t.reward), ["mean", "std"]);
-    putSummary(metrics, "val/response_len", trajectories.map((t) => t.numLossTokens), ["mean"]);
+    const metrics: Record<string, number> = {
+      "val/num_samples": trajectories.length,
+      "val/failed": counts.failed,
+      "val/skipped": counts.skipped,
+    };
+    putSummary(
+      metrics,
+      "val/reward",
+      trajectories.map((t) => t.reward),
+      ["mean", "std"],
+    );
+    putSummary(
+      metrics,
+      "val/response_len",
+      trajectories.map((t) => t.numLossTokens),
+      ["mean"],
+    );
     const bySource = new Map<string, number[]>();
     for (const { task, trajectories: produced } of outcomes) {
       const source = task.data.data_source;
-      if (typeof source === "string") bySource.set(source, [...(bySource.get(source) ?? []), ...produced.map((t) => t.reward)]);
+      if (typeof source === "string")
+        bySource.set(source, [...(bySource.get(source) ?? []), ...produced.map((t) => t.reward)]);
     }
-    for (const [source, rewards] of [...bySource].sort(([a], [b]) => a.localeCompare(b))) putSummary(metrics, `val/${source}/reward`, rewards, ["mean"]);
+    for (const [source, rewards] of [...bySource].sort(([a], [b]) => a.localeCompare(b)))
+      putSummary(metrics, `val/${source}/reward`, rewards, ["mean"]);
     const n = groups[0]?.tasks.length ?? 1;
-    if (n > 1) this.putPassAtK(metrics, outcomes.map((o) => ({ groupId: o.task.groupId, trajectories: o.trajectories })), n);
+    if (n > 1)
+      this.putPassAtK(
+        metrics,
+        outcomes.map((o) => ({ groupId: o.task.groupId, trajectories: o.trajectories })),
+        n,
+      );
     return metrics;
   }
 
-  private putPassAtK(metrics: Record<string, number>, runs: ReadonlyArray<{ groupId: string; trajectories: Trajectory[] }>, k: number): void {
+  private putPassAtK(
+    metrics: Record<string, number>,
+    runs: ReadonlyArray<{ groupId: string; trajectories: Trajectory[] }>,
+    k: number,
+  ): void {
     const groups = new Map<string, { n: number; c: number }>();
     for (const run of runs) {
       if (run.trajectories.length === 0) continue;

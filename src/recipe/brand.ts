@@ -42,7 +42,11 @@ export function isDerivedFrom(cls: unknown, base: AnyClass): boolean {
 /** The names along a class's prototype chain, e.g. `MyWorker → BaseRolloutWorker`. */
 export function classChain(cls: unknown): string[] {
   const names: string[] = [];
-  for (let current: unknown = cls; typeof current === "function" && current !== Function.prototype; current = Object.getPrototypeOf(current)) {
+  for (
+    let current: unknown = cls;
+    typeof current === "function" && current !== Function.prototype;
+    current = Object.getPrototypeOf(current)
+  ) {
     names.push((current as { name?: string }).name || "(anonymous)");
   }
   return names;

@@ -49,7 +49,9 @@ async function compose(file: string, chain: string[]): Promise<ComposedRecipe> {
     const included = findDefault(entry, dirname(file), keyPath, root, own);
     if (chain.includes(included)) {
       const cycle = [...chain.slice(chain.indexOf(included)), included].join(" → ");
-      throw new RecipeError([{ keyPath, message: `defaults cycle: ${cycle}`, definedIn: own.origins.get(keyPath) }], { file: root });
+      throw new RecipeError([{ keyPath, message: `defaults cycle: ${cycle}`, definedIn: own.origins.get(keyPath) }], {
+        file: root,
+      });
     }
     const child = await compose(included, [...chain, included]);
     mergeInto(result, child);
@@ -64,7 +66,8 @@ function defaultsOf(content: RecipeFileContent, root: string): string[] {
   if (list === undefined || list === null) return [];
   const problem = (keyPath: string, message: string): RecipeError =>
     new RecipeError([{ keyPath, message, definedIn: content.origins.get(keyPath) }], { file: root });
-  if (!Array.isArray(list)) throw problem("defaults", "expected a list of recipe file names, e.g. `defaults: [common, _self_]`");
+  if (!Array.isArray(list))
+    throw problem("defaults", "expected a list of recipe file names, e.g. `defaults: [common, _self_]`");
   list.forEach((entry, index) => {
     if (typeof entry !== "string" || entry.trim() === "") {
       throw problem(
@@ -83,7 +86,9 @@ function defaultsOf(content: RecipeFileContent, root: string): string[] {
  */
 function findDefault(entry: string, dir: string, keyPath: string, root: string, content: RecipeFileContent): string {
   const known = [...YAML_EXTENSIONS, ...MODULE_EXTENSIONS] as readonly string[];
-  const names = known.includes(extname(entry).toLowerCase()) ? [entry] : YAML_EXTENSIONS.map((extension) => `${entry}${extension}`);
+  const names = known.includes(extname(entry).toLowerCase())
+    ? [entry]
+    : YAML_EXTENSIONS.map((extension) => `${entry}${extension}`);
   const tried = names.map((name) => resolve(dir, name));
   const found = tried.find((candidate) => existsSync(candidate));
   if (found !== undefined) return found;
@@ -94,7 +99,14 @@ function findDefault(entry: string, dir: string, keyPath: string, root: string, 
   const suggestion = didYouMean(basename(entry, extname(entry)), siblings);
   const hint = suggestion === undefined ? "" : `; did you mean \`${suggestion}\`?`;
   throw new RecipeError(
-    [{ keyPath, message: `cannot find \`${entry}\` (tried ${tried.join(", ")})${hint}`, definedIn: content.origins.get(keyPath), suggestion }],
+    [
+      {
+        keyPath,
+        message: `cannot find \`${entry}\` (tried ${tried.join(", ")})${hint}`,
+        definedIn: content.origins.get(keyPath),
+        suggestion,
+      },
+    ],
     { file: root },
   );
 }

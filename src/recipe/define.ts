@@ -11,7 +11,11 @@ export type Interpolation = `${string}\${${string}}${string}`;
 /** `T` where any value may instead be an interpolation string, resolved when the recipe loads. */
 export type Interpolable<T> =
   | Interpolation
-  | (T extends readonly (infer Item)[] ? Interpolable<Item>[] : T extends object ? { [K in keyof T]: Interpolable<T[K]> } : T);
+  | (T extends readonly (infer Item)[]
+      ? Interpolable<Item>[]
+      : T extends object
+        ? { [K in keyof T]: Interpolable<T[K]> }
+        : T);
 
 /**
  * What a user writes: the recipe's keys in snake_case as in YAML, every defaulted key optional,

@@ -32,7 +32,8 @@ export async function importFile(file: string): Promise<ImportResult> {
  */
 function unwrapCommonJs(namespace: Record<string, unknown>): Record<string, unknown> {
   const exports = namespace.default;
-  if (typeof exports !== "object" || exports === null || (exports as { __esModule?: unknown }).__esModule !== true) return namespace;
+  if (typeof exports !== "object" || exports === null || (exports as { __esModule?: unknown }).__esModule !== true)
+    return namespace;
   return { ...(exports as Record<string, unknown>) };
 }
 

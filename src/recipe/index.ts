@@ -5,10 +5,22 @@
  */
 export { type AnyClass, brandOf, isDerivedFrom, NEXRL_BRAND } from "./brand.js";
 export { defineRecipe, type Interpolable, type Interpolation, type RecipeInput } from "./define.js";
-export { RecipeError, UserModuleError, type RecipeErrorOptions, type RecipeIssue, type UserModuleFailure } from "./errors.js";
+export {
+  RecipeError,
+  UserModuleError,
+  type RecipeErrorOptions,
+  type RecipeIssue,
+  type UserModuleFailure,
+} from "./errors.js";
 export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./load.js";
 export { parseModuleReference, type ModuleReference } from "./module-ref.js";
-export { findRecipeFile, resolveRecipePath, type FoundPath, type PathBase, type ResolveRecipePathOptions } from "./paths.js";
+export {
+  findRecipeFile,
+  resolveRecipePath,
+  type FoundPath,
+  type PathBase,
+  type ResolveRecipePathOptions,
+} from "./paths.js";
 export { REDACTED, isSecretKey, redactSecrets, redactText } from "./redact.js";
 export type { RecipeConfig } from "./schema/recipe.js";
 export type { AlgorithmConfig } from "./schema/trainer.js";

@@ -13,7 +13,15 @@
 import { parse as parseYaml } from "yaml";
 import { RecipeError, type RecipeIssue } from "./errors.js";
 import { didYouMean } from "./suggest.js";
-import { childOf, formatKeyPath, isPlainMap, parseKeyPath, type KeySegment, type Origins, type PlainMap } from "./tree.js";
+import {
+  childOf,
+  formatKeyPath,
+  isPlainMap,
+  parseKeyPath,
+  type KeySegment,
+  type Origins,
+  type PlainMap,
+} from "./tree.js";
 
 /** A piece of a string: literal text, or the inside of one `${…}`. */
 type Part = { readonly text: string } | { readonly inner: string };
@@ -35,7 +43,12 @@ const RESOLVER = /^([A-Za-z_][\w.]*):([\s\S]*)$/;
  * @param file the recipe file, for error messages.
  * @throws {@link RecipeError} listing every unset variable, unknown reference, cycle or syntax error.
  */
-export function interpolate(data: PlainMap, origins: Origins, env: Readonly<Record<string, string | undefined>>, file: string): PlainMap {
+export function interpolate(
+  data: PlainMap,
+  origins: Origins,
+  env: Readonly<Record<string, string | undefined>>,
+  file: string,
+): PlainMap {
   const resolver = new Resolver(data, origins, env);
   const issues: RecipeIssue[] = [];
   const reported = new Set<Failure>();
@@ -51,7 +64,8 @@ export function interpolate(data: PlainMap, origins: Origins, env: Readonly<Reco
       }
     }
     if (Array.isArray(node)) return node.map((item, i) => walk(item, [...path, i]));
-    if (isPlainMap(node)) return Object.fromEntries(Object.entries(node).map(([key, child]) => [key, walk(child, [...path, key])]));
+    if (isPlainMap(node))
+      return Object.fromEntries(Object.entries(node).map(([key, child]) => [key, walk(child, [...path, key])]));
     return node;
   };
   const out = walk(data, []) as PlainMap;
@@ -104,7 +118,10 @@ class Resolver {
   private resolveNode(node: unknown, path: readonly KeySegment[]): unknown {
     if (typeof node === "string") return this.resolveString(node, path);
     if (Array.isArray(node)) return node.map((item, i) => this.resolveNode(item, [...path, i]));
-    if (isPlainMap(node)) return Object.fromEntries(Object.entries(node).map(([key, child]) => [key, this.resolveNode(child, [...path, key])]));
+    if (isPlainMap(node))
+      return Object.fromEntries(
+        Object.entries(node).map(([key, child]) => [key, this.resolveNode(child, [...path, key])]),
+      );
     return node;
   }
 
@@ -147,7 +164,9 @@ class Resolver {
     if (call) return this.call(call[1]!, splitArguments(call[2]!));
     const reference = inner.trim();
     if (!REFERENCE.test(reference)) {
-      throw this.fail(`invalid interpolation \`\${${inner}}\`; write an absolute key path such as \`\${data.batch_size}\` or \`\${oc.env:VAR}\``);
+      throw this.fail(
+        `invalid interpolation \`\${${inner}}\`; write an absolute key path such as \`\${data.batch_size}\` or \`\${oc.env:VAR}\``,
+      );
     }
     return this.lookup(reference);
   }
@@ -172,7 +191,9 @@ class Resolver {
       try {
         return parseYaml(value) as unknown;
       } catch (error) {
-        throw this.fail(`oc.decode cannot parse ${JSON.stringify(value)} as YAML: ${(error as Error).message.split("\n")[0]}`);
+        throw this.fail(
+          `oc.decode cannot parse ${JSON.stringify(value)} as YAML: ${(error as Error).message.split("\n")[0]}`,
+        );
       }
     }
     throw this.fail(`unknown resolver \`${name}\`; available: oc.env, oc.decode`);
@@ -187,7 +208,8 @@ class Resolver {
       if (child === undefined) {
         const siblings = isPlainMap(node) ? Object.keys(node) : [];
         const close = typeof segment === "string" ? didYouMean(segment, siblings) : undefined;
-        const hint = close === undefined ? "" : `; did you mean \`${formatKeyPath([...segments.slice(0, depth), close])}\`?`;
+        const hint =
+          close === undefined ? "" : `; did you mean \`${formatKeyPath([...segments.slice(0, depth), close])}\`?`;
         throw this.fail(`\`\${${reference}}\` refers to \`${formatKeyPath(segments)}\`, which does not exist${hint}`);
       }
       node = child;

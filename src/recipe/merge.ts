@@ -14,7 +14,13 @@ export function mergeInto(target: RecipeFileContent, source: RecipeFileContent):
 }
 
 /** Recursive step of {@link mergeInto}. */
-function mergeMaps(into: PlainMap, from: PlainMap, path: KeySegment[], target: RecipeFileContent, source: RecipeFileContent): void {
+function mergeMaps(
+  into: PlainMap,
+  from: PlainMap,
+  path: KeySegment[],
+  target: RecipeFileContent,
+  source: RecipeFileContent,
+): void {
   for (const [key, value] of Object.entries(from)) {
     const at = [...path, key];
     const current = into[key];

@@ -36,7 +36,11 @@ export function applyOverrides(
 }
 
 /** Applies one override; returns the problem, if any. */
-function applyOne(recipe: RecipeFileContent, raw: string, env: Readonly<Record<string, string | undefined>>): RecipeIssue | undefined {
+function applyOne(
+  recipe: RecipeFileContent,
+  raw: string,
+  env: Readonly<Record<string, string | undefined>>,
+): RecipeIssue | undefined {
   const equals = raw.indexOf("=");
   const prefix = /^\+{0,2}/.exec(raw)![0];
   const keyText = equals < 0 ? raw.slice(prefix.length) : raw.slice(prefix.length, equals);
@@ -44,7 +48,11 @@ function applyOne(recipe: RecipeFileContent, raw: string, env: Readonly<Record<s
   const shown = equals >= 0 && isSecretKey(lastName) ? `${raw.slice(0, equals)}=***` : redactText(raw, env);
   const where = `command-line override \`${shown}\``;
   if (equals < 0 || !KEY.test(keyText)) {
-    return { keyPath: keyText, message: "malformed override; write `key.path=value` (or `+key.path=value` to add a key)", definedIn: where };
+    return {
+      keyPath: keyText,
+      message: "malformed override; write `key.path=value` (or `+key.path=value` to add a key)",
+      definedIn: where,
+    };
   }
   const path = parseKeyPath(keyText);
   const keyPath = formatKeyPath(path);
@@ -61,13 +69,21 @@ function applyOne(recipe: RecipeFileContent, raw: string, env: Readonly<Record<s
     const isLast = depth === path.length - 1;
     const existing = childOf(parent, segment);
     if (isLast && prefix === "+" && existing !== undefined) {
-      return { keyPath, message: "`+` adds a new key, but this key already exists; drop the `+` to override it", definedIn: where };
+      return {
+        keyPath,
+        message: "`+` adds a new key, but this key already exists; drop the `+` to override it",
+        definedIn: where,
+      };
     }
     let next = existing;
     if (isLast || existing === undefined || existing === null) {
       next = isLast ? value : {};
       if (!setChild(parent, segment, next)) {
-        return { keyPath, message: `cannot set \`${formatKeyPath(path.slice(0, depth + 1))}\`: ${whyNot(parent, segment)}`, definedIn: where };
+        return {
+          keyPath,
+          message: `cannot set \`${formatKeyPath(path.slice(0, depth + 1))}\`: ${whyNot(parent, segment)}`,
+          definedIn: where,
+        };
       }
     }
     parent = next;
@@ -79,7 +95,9 @@ function applyOne(recipe: RecipeFileContent, raw: string, env: Readonly<Record<s
 /** Why `segment` cannot be set inside `parent`. */
 function whyNot(parent: unknown, segment: KeySegment): string {
   if (Array.isArray(parent)) {
-    return typeof segment === "number" ? `the list has ${parent.length} item${parent.length === 1 ? "" : "s"}` : "the parent is a list; use an index such as [0]";
+    return typeof segment === "number"
+      ? `the list has ${parent.length} item${parent.length === 1 ? "" : "s"}`
+      : "the parent is a list; use an index such as [0]";
   }
   return `the parent is ${parent === null ? "null" : typeof parent}, not a map`;
 }

@@ -28,7 +28,9 @@ export interface FoundPath {
 
 /** Looks `value` up beside the recipe, then in the current directory (absolute paths as they are). */
 export function findRecipeFile(value: string, base: PathBase): FoundPath {
-  const candidates = isAbsolute(value) ? [value] : [resolve(base.recipeDir, value), resolve(base.cwd ?? process.cwd(), value)];
+  const candidates = isAbsolute(value)
+    ? [value]
+    : [resolve(base.recipeDir, value), resolve(base.cwd ?? process.cwd(), value)];
   const tried = [...new Set(candidates)];
   return { found: tried.find((candidate) => existsSync(candidate)), tried };
 }
@@ -67,15 +69,24 @@ export function resolveConfigPaths(config: RecipeConfig, base: PathBase, file: s
   const at = (value: string, path: KeySegment[]): string => {
     const { found, tried } = findRecipeFile(value, base);
     if (found !== undefined) return found;
-    issues.push({ keyPath: formatKeyPath(path), message: notFoundMessage(value, tried), definedIn: originOf(origins, path) });
+    issues.push({
+      keyPath: formatKeyPath(path),
+      message: notFoundMessage(value, tried),
+      definedIn: originOf(origins, path),
+    });
     return value;
   };
   const out = structuredClone(config);
   out.data.data_files = out.data.data_files?.map((value, i) => at(value, ["data", "data_files", i]));
   const validation = out.validate.data;
-  if (validation) validation.data_files = validation.data_files?.map((value, i) => at(value, ["validate", "data", "data_files", i]));
+  if (validation)
+    validation.data_files = validation.data_files?.map((value, i) => at(value, ["validate", "data", "data_files", i]));
   const worker = out.rollout_worker;
-  for (const key of ["custom_rollout_worker_module_path", "nexau_agent_config_path", "nexau_agent_workspace"] as const) {
+  for (const key of [
+    "custom_rollout_worker_module_path",
+    "nexau_agent_config_path",
+    "nexau_agent_workspace",
+  ] as const) {
     const value = worker[key];
     if (value !== undefined) worker[key] = at(value, ["rollout_worker", key]);
   }
@@ -86,7 +97,10 @@ export function resolveConfigPaths(config: RecipeConfig, base: PathBase, file: s
   }
   const trainer = out.trainer;
   if (trainer.custom_trainer_module_path !== undefined) {
-    trainer.custom_trainer_module_path = at(trainer.custom_trainer_module_path, ["trainer", "custom_trainer_module_path"]);
+    trainer.custom_trainer_module_path = at(trainer.custom_trainer_module_path, [
+      "trainer",
+      "custom_trainer_module_path",
+    ]);
   }
   if (issues.length > 0) throw new RecipeError(issues, { file });
   return out;

@@ -8,7 +8,15 @@ import { extname } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from "yaml";
 import { RecipeError } from "./errors.js";
 import { importFile } from "./import-module.js";
-import { clonePlain, formatKeyPath, isPlainMap, setOrigins, type KeySegment, type Origins, type PlainMap } from "./tree.js";
+import {
+  clonePlain,
+  formatKeyPath,
+  isPlainMap,
+  setOrigins,
+  type KeySegment,
+  type Origins,
+  type PlainMap,
+} from "./tree.js";
 
 /** A recipe file as read: its data and where each key was written. */
 export interface RecipeFileContent {
@@ -34,7 +42,12 @@ export async function readRecipeFile(file: string): Promise<RecipeFileContent> {
   if ((YAML_EXTENSIONS as readonly string[]).includes(extension)) return readYaml(file);
   if ((MODULE_EXTENSIONS as readonly string[]).includes(extension)) return readModule(file);
   throw new RecipeError(
-    [{ keyPath: "", message: `unsupported recipe file type "${extension}"; use ${[...YAML_EXTENSIONS, ...MODULE_EXTENSIONS].join(", ")}` }],
+    [
+      {
+        keyPath: "",
+        message: `unsupported recipe file type "${extension}"; use ${[...YAML_EXTENSIONS, ...MODULE_EXTENSIONS].join(", ")}`,
+      },
+    ],
     { file },
   );
 }
@@ -46,13 +59,18 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
   if (document.errors.length > 0) {
     const issues = document.errors.map((error) => {
       const at = lineCounter.linePos(error.pos[0]);
-      return { keyPath: "", message: `YAML syntax error at line ${at.line}, column ${at.col}: ${error.message.split("\n")[0]}` };
+      return {
+        keyPath: "",
+        message: `YAML syntax error at line ${at.line}, column ${at.col}: ${error.message.split("\n")[0]}`,
+      };
     });
     throw new RecipeError(issues, { file, cause: document.errors[0] });
   }
   const data: unknown = document.toJS() ?? {};
   if (!isPlainMap(data)) {
-    throw new RecipeError([{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }], { file });
+    throw new RecipeError([{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }], {
+      file,
+    });
   }
   const origins: Origins = new Map();
   const visit = (node: unknown, path: KeySegment[]): void => {
@@ -80,7 +98,10 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
 async function readModule(file: string): Promise<RecipeFileContent> {
   const result = await importFile(file);
   if (!result.ok) {
-    throw new RecipeError([{ keyPath: "", message: `cannot import the recipe module: ${result.message}` }], { file, cause: result.cause });
+    throw new RecipeError([{ keyPath: "", message: `cannot import the recipe module: ${result.message}` }], {
+      file,
+      cause: result.cause,
+    });
   }
   const data = result.namespace.default;
   if (!isPlainMap(data)) {

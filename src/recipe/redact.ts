@@ -8,7 +8,8 @@ import { isPlainMap } from "./tree.js";
 export const REDACTED = "***";
 
 /** Key names whose values are secrets: `api_key`, `tinker_api_key`, `token`, `client_secret`, `password`, … */
-const SECRET_KEY = /(?:^|[_-])(?:api[_-]?key|token|access[_-]?key|private[_-]?key|authorization|credentials?)$|secret|passw(?:or)?d/i;
+const SECRET_KEY =
+  /(?:^|[_-])(?:api[_-]?key|token|access[_-]?key|private[_-]?key|authorization|credentials?)$|secret|passw(?:or)?d/i;
 
 /** Environment variable names whose values are secrets: `*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`. */
 const SECRET_ENV = /(?:^|_)(?:API_KEY|TOKEN)$|SECRET|PASSWORD/i;

@@ -54,12 +54,18 @@ function isClass(value: unknown): value is AnyClass {
  * compile or throws on import (with the cause and its location), lacks the export (listing those
  * it has), exports something that is not a class, or a class that does not extend `expectedBase`.
  */
-export async function loadUserClass<Base extends AnyClass>(options: LoadUserClassOptions<Base>): Promise<ConcreteClass<Base>> {
+export async function loadUserClass<Base extends AnyClass>(
+  options: LoadUserClassOptions<Base>,
+): Promise<ConcreteClass<Base>> {
   const { modulePath, exportName, expectedBase, keyPath } = options;
   const fail = (reason: UserModuleFailure, message: string, cause?: unknown): UserModuleError =>
     new UserModuleError(reason, { keyPath, message }, { file: options.recipeFile, cause });
   const { found, tried } = findRecipeFile(modulePath, options);
-  if (found === undefined) throw fail("not_found", `${notFoundMessage(modulePath, tried)}; fix the path (relative paths start from the recipe's folder)`);
+  if (found === undefined)
+    throw fail(
+      "not_found",
+      `${notFoundMessage(modulePath, tried)}; fix the path (relative paths start from the recipe's folder)`,
+    );
   const imported = await importFile(found);
   if (!imported.ok) throw fail("import_failed", `cannot import ${found}: ${imported.message}`, imported.cause);
   const exports = imported.namespace;
@@ -67,14 +73,19 @@ export async function loadUserClass<Base extends AnyClass>(options: LoadUserClas
   if (!Object.hasOwn(exports, exportName) || exports[exportName] === undefined) {
     const names = Object.keys(exports).filter((name) => name !== "default" || isClass(exports.default));
     const suggestion = didYouMean(exportName, names);
-    const has = names.length === 0 ? "it has no exports" : `its exports are ${names.map((name) => `\`${name}\``).join(", ")}`;
-    const hint = suggestion === undefined ? `; export a class that extends ${baseName}` : `; did you mean \`${suggestion}\`?`;
+    const has =
+      names.length === 0 ? "it has no exports" : `its exports are ${names.map((name) => `\`${name}\``).join(", ")}`;
+    const hint =
+      suggestion === undefined ? `; export a class that extends ${baseName}` : `; did you mean \`${suggestion}\`?`;
     throw fail("missing_export", `${found} has no export \`${exportName}\`; ${has}${hint}`);
   }
   const value = exports[exportName];
   if (!isClass(value)) {
     const kind = typeof value === "function" ? "a function" : value === null ? "null" : `a ${typeof value}`;
-    throw fail("not_a_class", `\`${exportName}\` in ${found} is ${kind}, not a class; export \`class ${exportName} extends ${baseName}\``);
+    throw fail(
+      "not_a_class",
+      `\`${exportName}\` in ${found} is ${kind}, not a class; export \`class ${exportName} extends ${baseName}\``,
+    );
   }
   if (!isDerivedFrom(value, expectedBase)) {
     throw fail(

@@ -43,7 +43,8 @@ type Alias = (path: readonly KeySegment[]) => KeySegment[];
 function flattenNamedTrainService(data: PlainMap, context: ValidateContext): { data: PlainMap; alias: Alias } {
   const unchanged = { data, alias: (path: readonly KeySegment[]) => [...path] };
   const service = data.service;
-  if (!isPlainMap(service) || !isPlainMap(service.train_service) || "backend" in service.train_service) return unchanged;
+  if (!isPlainMap(service) || !isPlainMap(service.train_service) || "backend" in service.train_service)
+    return unchanged;
   const entries = Object.entries(service.train_service);
   if (entries.length === 0 || !entries.every(([, actor]) => isPlainMap(actor))) return unchanged;
   if (entries.length > 1) {
@@ -53,18 +54,31 @@ function flattenNamedTrainService(data: PlainMap, context: ValidateContext): { d
     throw new RecipeError([{ keyPath, message, definedIn: context.origins.get(keyPath) }], { file: context.file });
   }
   const [name, actor] = entries[0]!;
-  const alias: Alias = (path) => (path[0] === "service" && path[1] === "train_service" ? ["service", "train_service", name, ...path.slice(2)] : [...path]);
+  const alias: Alias = (path) =>
+    path[0] === "service" && path[1] === "train_service"
+      ? ["service", "train_service", name, ...path.slice(2)]
+      : [...path];
   return { data: { ...data, service: { ...service, train_service: actor } }, alias };
 }
 
 /** One zod issue → one issue per offending key. */
-function describeIssue(issue: z.core.$ZodIssue, input: PlainMap, alias: Alias, context: ValidateContext): RecipeIssue[] {
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  input: PlainMap,
+  alias: Alias,
+  context: ValidateContext,
+): RecipeIssue[] {
   const path = issue.path.filter((segment): segment is KeySegment => typeof segment !== "symbol");
   const value = valueAt(input, path);
   const make = (at: KeySegment[], message: string, extra: Partial<RecipeIssue> = {}): RecipeIssue => {
     const written = alias(at);
     const missing = at === path && value === undefined;
-    return { keyPath: formatKeyPath(written), message, definedIn: missing ? undefined : originOf(context.origins, written), ...extra };
+    return {
+      keyPath: formatKeyPath(written),
+      message,
+      definedIn: missing ? undefined : originOf(context.origins, written),
+      ...extra,
+    };
   };
   const got = (): string => describeValue(value, path[path.length - 1], context.env);
   switch (issue.code) {
@@ -72,7 +86,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: PlainMap, alias: Alias, c
       const known = knownKeys(path);
       return issue.keys.map((key) => {
         const suggestion = didYouMean(key, known);
-        const hint = suggestion !== undefined ? `did you mean \`${suggestion}\`?` : `known keys here: ${known.join(", ")}`;
+        const hint =
+          suggestion !== undefined ? `did you mean \`${suggestion}\`?` : `known keys here: ${known.join(", ")}`;
         return make([...path, key], `unknown key; ${hint}`, suggestion === undefined ? {} : { suggestion });
       });
     }
@@ -86,7 +101,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: PlainMap, alias: Alias, c
       const expected = options.length === 1 ? options[0]! : `one of ${options.join(", ")}`;
       const suggestion = typeof value === "string" ? didYouMean(value, issue.values.map(String)) : undefined;
       const hint = suggestion === undefined ? "" : `; did you mean "${suggestion}"?`;
-      const message = value === undefined ? `missing; expected ${expected}` : `expected ${expected}, got ${got()}${hint}`;
+      const message =
+        value === undefined ? `missing; expected ${expected}` : `expected ${expected}, got ${got()}${hint}`;
       return [make(path, message, suggestion === undefined ? { expected } : { expected, suggestion })];
     }
     case "too_small":
@@ -118,7 +134,9 @@ function describeBound(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig)
   const inclusive = issue.inclusive ?? true;
   switch (issue.origin) {
     case "string":
-      return small && bound === 1 ? "a non-empty string" : `a string of ${small ? "at least" : "at most"} ${bound} characters`;
+      return small && bound === 1
+        ? "a non-empty string"
+        : `a string of ${small ? "at least" : "at most"} ${bound} characters`;
     case "array":
       return `a list of ${small ? "at least" : "at most"} ${bound} item${bound === 1 ? "" : "s"}`;
     default:
@@ -134,7 +152,11 @@ function valueAt(input: PlainMap, path: readonly KeySegment[]): unknown {
 }
 
 /** How a value appears in a message; secrets are never shown. */
-function describeValue(value: unknown, key: KeySegment | undefined, env: Readonly<Record<string, string | undefined>>): string {
+function describeValue(
+  value: unknown,
+  key: KeySegment | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): string {
   if (typeof key === "string" && isSecretKey(key) && value !== null && value !== "") return "***";
   if (Array.isArray(value)) return "a list";
   if (isPlainMap(value)) return "a map";
@@ -168,7 +190,13 @@ function knownKeys(path: readonly KeySegment[]): string[] {
   for (const segment of path) {
     if (def === undefined) return [];
     const next: { def: SchemaDef } | undefined =
-      def.type === "object" ? def.shape?.[String(segment)] : def.type === "array" ? def.element : def.type === "record" ? def.valueType : undefined;
+      def.type === "object"
+        ? def.shape?.[String(segment)]
+        : def.type === "array"
+          ? def.element
+          : def.type === "record"
+            ? def.valueType
+            : undefined;
     def = next === undefined ? undefined : unwrap(next.def);
   }
   return def?.type === "object" ? Object.keys(def.shape ?? {}) : [];

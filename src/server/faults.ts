@@ -35,10 +35,15 @@ const KINDS: readonly FaultKind[] = ["408", "410", "429", "500", "error", "drop"
  */
 export function parseFaults(spec: string): FaultRates {
   const rates: FaultRates = {};
-  for (const part of spec.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const part of spec
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const [kind, rate, extra] = part.split(":");
     if (!KINDS.includes(kind as FaultKind) || rate === undefined || extra !== undefined) {
-      throw new FaultSpecError(`bad fault "${part}"; write KIND:RATE with KIND one of ${KINDS.join(", ")}, e.g. 429:0.1,drop:0.05`);
+      throw new FaultSpecError(
+        `bad fault "${part}"; write KIND:RATE with KIND one of ${KINDS.join(", ")}, e.g. 429:0.1,drop:0.05`,
+      );
     }
     rates[kind as FaultKind] = Number(rate);
   }
@@ -48,8 +53,10 @@ export function parseFaults(spec: string): FaultRates {
 function checkRates(rates: FaultRates): FaultRates {
   let total = 0;
   for (const [kind, rate] of Object.entries(rates)) {
-    if (!KINDS.includes(kind as FaultKind)) throw new FaultSpecError(`unknown fault kind "${kind}"; use one of ${KINDS.join(", ")}`);
-    if (typeof rate !== "number" || !(rate >= 0 && rate <= 1)) throw new FaultSpecError(`the rate of fault ${kind} must be a number in [0, 1], got ${String(rate)}`);
+    if (!KINDS.includes(kind as FaultKind))
+      throw new FaultSpecError(`unknown fault kind "${kind}"; use one of ${KINDS.join(", ")}`);
+    if (typeof rate !== "number" || !(rate >= 0 && rate <= 1))
+      throw new FaultSpecError(`the rate of fault ${kind} must be a number in [0, 1], got ${String(rate)}`);
     total += rate;
   }
   if (total > 1) throw new FaultSpecError(`fault rates add up to ${total}; their sum must be at most 1`);
@@ -90,7 +97,11 @@ export class FaultInjector {
 }
 
 /** Answers a status or `drop` fault; `extraBody` is merged into 408/410/429/500 bodies. */
-export function sendFault(res: ServerResponse, kind: Exclude<FaultKind, "error">, extraBody: Record<string, unknown> = {}): void {
+export function sendFault(
+  res: ServerResponse,
+  kind: Exclude<FaultKind, "error">,
+  extraBody: Record<string, unknown> = {},
+): void {
   const message = `fault injected by nexrl serve --faults (${kind})`;
   switch (kind) {
     case "drop":
@@ -103,7 +114,12 @@ export function sendFault(res: ServerResponse, kind: Exclude<FaultKind, "error">
       sendJson(res, 410, { error: "promise_expired", message, ...extraBody });
       return;
     case "429":
-      sendJson(res, 429, { error: "rate_limited", message, retryable: true, ...extraBody }, { "retry-after": "1", "retry-after-ms": "10" });
+      sendJson(
+        res,
+        429,
+        { error: "rate_limited", message, retryable: true, ...extraBody },
+        { "retry-after": "1", "retry-after-ms": "10" },
+      );
       return;
     case "500":
       sendJson(res, 500, { error: "internal_error", message, retryable: true, ...extraBody });

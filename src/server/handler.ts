@@ -31,20 +31,30 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Prom
  * {@link ProtocolError} answers with its status, another {@link NexrlError} (bad input
  * found deeper down) with 400, and any other error with 500, logged.
  */
-export function composeHandlers(handlers: readonly RequestHandler[], log: (line: string) => void): (req: IncomingMessage, res: ServerResponse) => void {
+export function composeHandlers(
+  handlers: readonly RequestHandler[],
+  log: (line: string) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     void (async () => {
       try {
         for (const handler of handlers) {
           if (await handler(req, res)) return;
         }
-        throw new ProtocolError(404, "not_found", `no route for ${req.method ?? "?"} ${req.url ?? "?"}; see \`nexrl serve --help\` for the protocols served`);
+        throw new ProtocolError(
+          404,
+          "not_found",
+          `no route for ${req.method ?? "?"} ${req.url ?? "?"}; see \`nexrl serve --help\` for the protocols served`,
+        );
       } catch (error) {
         if (error instanceof NexrlError && !(error instanceof ProtocolError)) {
           sendError(res, new ProtocolError(400, "invalid_request", error.message));
           return;
         }
-        if (!(error instanceof ProtocolError)) log(`nexrl serve: ${req.method ?? "?"} ${req.url ?? "?"} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        if (!(error instanceof ProtocolError))
+          log(
+            `nexrl serve: ${req.method ?? "?"} ${req.url ?? "?"} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+          );
         sendError(res, error);
       }
     })();

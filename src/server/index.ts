@@ -72,12 +72,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const protocol = options.protocol ?? "all";
   const seed = options.seed ?? 0;
   const store = new ModelStore(options.outputDir, seed);
-  const faults = new FaultInjector(typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}), seed);
+  const faults = new FaultInjector(
+    typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
+    seed,
+  );
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const shared = { store, faults, apiKey: options.apiKey, capture: options.onRequest };
   const handlers: RequestHandler[] = [healthHandler];
   if (protocol === "tinker" || protocol === "all") {
-    handlers.push(createTinkerHandler({ ...shared, longPollTimeoutMs: options.longPollTimeoutMs ?? 30_000, clientConfig: options.tinkerClientConfig }));
+    handlers.push(
+      createTinkerHandler({
+        ...shared,
+        longPollTimeoutMs: options.longPollTimeoutMs ?? 30_000,
+        clientConfig: options.tinkerClientConfig,
+      }),
+    );
   }
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
   if (protocol === "openai" || protocol === "all") handlers.push(await createOpenAIModelsHandler(store, log));

@@ -36,7 +36,12 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new ProtocolError(413, "body_too_large", `the request body exceeds ${MAX_BODY_BYTES} bytes; send fewer datums per call`);
+    if (size > MAX_BODY_BYTES)
+      throw new ProtocolError(
+        413,
+        "body_too_large",
+        `the request body exceeds ${MAX_BODY_BYTES} bytes; send fewer datums per call`,
+      );
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString("utf8");
@@ -49,7 +54,12 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /** Answers with a JSON body. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
   res.end(text);
@@ -62,9 +72,18 @@ export function sendError(res: ServerResponse, error: unknown): void {
     return;
   }
   if (error instanceof ProtocolError) {
-    sendJson(res, error.status, { error: error.code, message: error.message, retryable: error.status === 429 || error.status >= 500 }, error.headers);
+    sendJson(
+      res,
+      error.status,
+      { error: error.code, message: error.message, retryable: error.status === 429 || error.status >= 500 },
+      error.headers,
+    );
   } else {
-    sendJson(res, 500, { error: "internal_error", message: error instanceof Error ? error.message : String(error), retryable: true });
+    sendJson(res, 500, {
+      error: "internal_error",
+      message: error instanceof Error ? error.message : String(error),
+      retryable: true,
+    });
   }
 }
 

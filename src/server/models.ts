@@ -96,7 +96,10 @@ export class ModelStore {
 
   /** The presets served as base models, with their context lengths. */
   presets(): Array<{ name: ModelPresetName; contextLength: number }> {
-    return (Object.keys(MODEL_PRESETS) as ModelPresetName[]).map((name) => ({ name, contextLength: MODEL_PRESETS[name].contextLength }));
+    return (Object.keys(MODEL_PRESETS) as ModelPresetName[]).map((name) => ({
+      name,
+      contextLength: MODEL_PRESETS[name].contextLength,
+    }));
   }
 
   /**
@@ -105,7 +108,11 @@ export class ModelStore {
    */
   preset(name: string): ModelPresetName {
     if (!Object.hasOwn(MODEL_PRESETS, name)) {
-      throw new ProtocolError(400, "unknown_base_model", `base model "${name}" is not served; nexrl serve offers the local presets ${Object.keys(MODEL_PRESETS).join(", ")}`);
+      throw new ProtocolError(
+        400,
+        "unknown_base_model",
+        `base model "${name}" is not served; nexrl serve offers the local presets ${Object.keys(MODEL_PRESETS).join(", ")}`,
+      );
     }
     return name as ModelPresetName;
   }
@@ -113,8 +120,20 @@ export class ModelStore {
   /** Creates a model with fresh weights. @throws {@link ProtocolError} 400 for an unknown base model. */
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
-    const engine = LocalEngine.create({ model: baseModel, seed: options.seed ?? this.seed, outputDir: join(this.outputDir, "models", String(this.modelDirs++)) });
-    const model: ServedModel = { id: options.id, baseModel, trainingMode: options.trainingMode, loraRank: options.loraRank, engine, queue: new OperationQueue(), paused: false };
+    const engine = LocalEngine.create({
+      model: baseModel,
+      seed: options.seed ?? this.seed,
+      outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
+    });
+    const model: ServedModel = {
+      id: options.id,
+      baseModel,
+      trainingMode: options.trainingMode,
+      loraRank: options.loraRank,
+      engine,
+      queue: new OperationQueue(),
+      paused: false,
+    };
     this.models.set(model.id, model);
     return model;
   }
@@ -122,7 +141,12 @@ export class ModelStore {
   /** The model with id `id`. @throws {@link ProtocolError} 404. */
   model(id: string): ServedModel {
     const model = this.models.get(id);
-    if (!model) throw new ProtocolError(404, "model_not_found", `no model "${id}" on this server (it was never created, was terminated, or the server restarted); create a training client first`);
+    if (!model)
+      throw new ProtocolError(
+        404,
+        "model_not_found",
+        `no model "${id}" on this server (it was never created, was terminated, or the server restarted); create a training client first`,
+      );
     return model;
   }
 
@@ -149,9 +173,18 @@ export class ModelStore {
   /** The artifact at `path`. @throws {@link ProtocolError} 404 when unknown or expired. */
   artifact(path: string): Artifact {
     const artifact = this.artifacts.get(path);
-    if (!artifact) throw new ProtocolError(404, "checkpoint_not_found", `no checkpoint or sampler snapshot at ${path}; use a path returned by a save call of this server`);
+    if (!artifact)
+      throw new ProtocolError(
+        404,
+        "checkpoint_not_found",
+        `no checkpoint or sampler snapshot at ${path}; use a path returned by a save call of this server`,
+      );
     if (artifact.expiresAt !== undefined && artifact.expiresAt <= Date.now()) {
-      throw new ProtocolError(404, "checkpoint_expired", `${path} expired at ${new Date(artifact.expiresAt).toISOString()} (its ttl_seconds passed); save a new one`);
+      throw new ProtocolError(
+        404,
+        "checkpoint_expired",
+        `${path} expired at ${new Date(artifact.expiresAt).toISOString()} (its ttl_seconds passed); save a new one`,
+      );
     }
     return artifact;
   }
@@ -160,7 +193,10 @@ export class ModelStore {
    * Opens a sampling session on a snapshot (`modelPath`) or on a base model's initial weights.
    * @throws {@link ProtocolError} 404 for an unknown path, 400 for an unknown base model.
    */
-  async openSampler(id: string, source: { modelPath?: string | undefined; baseModel?: string | undefined }): Promise<SamplingSession> {
+  async openSampler(
+    id: string,
+    source: { modelPath?: string | undefined; baseModel?: string | undefined },
+  ): Promise<SamplingSession> {
     let session: SamplingSession;
     if (source.modelPath !== undefined) {
       const artifact = this.artifact(source.modelPath);
@@ -171,7 +207,11 @@ export class ModelStore {
       const engine = LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base") });
       session = { id, sampler: engine, baseModel, modelPath: undefined, modelId: undefined };
     } else {
-      throw new ProtocolError(400, "missing_model", "give model_path (a saved sampler snapshot) or base_model to sample from");
+      throw new ProtocolError(
+        400,
+        "missing_model",
+        "give model_path (a saved sampler snapshot) or base_model to sample from",
+      );
     }
     this.sessions.set(id, session);
     return session;
@@ -180,7 +220,12 @@ export class ModelStore {
   /** The sampling session `id`. @throws {@link ProtocolError} 404. */
   samplingSession(id: string): SamplingSession {
     const session = this.sessions.get(id);
-    if (!session) throw new ProtocolError(404, "sampling_session_not_found", `no sampling session "${id}" on this server; create one first`);
+    if (!session)
+      throw new ProtocolError(
+        404,
+        "sampling_session_not_found",
+        `no sampling session "${id}" on this server; create one first`,
+      );
     return session;
   }
 }

@@ -19,11 +19,15 @@ const LOADED_SNAPSHOTS = 8;
  * @param store the models and artifacts of the training protocols.
  * @param log receives model failures.
  */
-export async function createOpenAIModelsHandler(store: ModelStore, log: (line: string) => void): Promise<OpenAIRequestHandler> {
+export async function createOpenAIModelsHandler(
+  store: ModelStore,
+  log: (line: string) => void,
+): Promise<OpenAIRequestHandler> {
   const tokenizer = new ByteTokenizer();
   const local = new LocalTrainingService({ outputDir: store.outputDir, seed: store.seed });
   const models: Record<string, ServedModel> = {};
-  for (const name of Object.keys(MODEL_PRESETS)) models[name] = { samplingClient: await local.createSamplingClient(name), tokenizer };
+  for (const name of Object.keys(MODEL_PRESETS))
+    models[name] = { samplingClient: await local.createSamplingClient(name), tokenizer };
   const loaded = new Map<string, Promise<ServedModel>>();
   const resolveModel = (name: string): Promise<ServedModel> | undefined => {
     if (!store.hasArtifact(name)) return undefined;

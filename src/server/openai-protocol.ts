@@ -62,12 +62,20 @@ function generationFields(server: string) {
     frequency_penalty: nullish(z.literal(0, { error: unsupported("frequency_penalty", "0") })),
     presence_penalty: nullish(z.literal(0, { error: unsupported("presence_penalty", "0") })),
     repetition_penalty: nullish(z.literal(1, { error: unsupported("repetition_penalty", "1") })),
-    logit_bias: nullish(z.record(z.string(), z.number()).refine((bias) => Object.keys(bias).length === 0, unsupported("logit_bias", "empty"))),
+    logit_bias: nullish(
+      z
+        .record(z.string(), z.number())
+        .refine((bias) => Object.keys(bias).length === 0, unsupported("logit_bias", "empty")),
+    ),
   };
 }
 
 const textPart = z.object({ type: z.literal("text"), text: z.string() });
-const toolCall = z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) });
+const toolCall = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
 const chatMessage = z.object({
   role: z.string().min(1),
   content: z.union([z.string(), z.array(textPart), z.null()]).optional(),
@@ -75,8 +83,18 @@ const chatMessage = z.object({
   tool_call_id: nullish(z.string()),
   tool_calls: nullish(z.array(toolCall)),
 });
-const tool = z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() }) });
-const toolChoice = z.union([z.enum(["none", "auto", "required"]), z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }) })]);
+const tool = z.object({
+  type: z.literal("function"),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+const toolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }) }),
+]);
 
 /** The request schemas of both endpoints, with `server` named in the messages about unsupported options. */
 export function openAIRequestSchemas(server: string) {
@@ -121,7 +139,11 @@ export function parseOpenAIRequest<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const param = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "") || null;
+  const param =
+    issue.path
+      .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
+      .join("")
+      .replace(/^\./, "") || null;
   throw new OpenAIApiError(400, param ? `${param}: ${issue.message}` : issue.message, "invalid_request_error", param);
 }
 
@@ -134,7 +156,14 @@ export async function readOpenAIBody(req: IncomingMessage, maxBytes: number): Pr
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new OpenAIApiError(413, `the request body exceeds ${maxBytes} bytes; send a shorter prompt`, "invalid_request_error", null, "request_too_large");
+    if (size > maxBytes)
+      throw new OpenAIApiError(
+        413,
+        `the request body exceeds ${maxBytes} bytes; send a shorter prompt`,
+        "invalid_request_error",
+        null,
+        "request_too_large",
+      );
     chunks.push(chunk as Buffer);
   }
   try {
@@ -191,9 +220,21 @@ export interface GeneratedChoice {
  * The decoded text of `tokens`, cut at the earliest of `stops` when the sampler stopped there
  * (unless `keepStop`), and the stop string that ended it.
  */
-export function cutAtStop(tokenizer: Tokenizer, tokens: readonly number[], finishReason: string, stops: readonly string[], keepStop: boolean): { text: string; stopReason: string | null } {
+export function cutAtStop(
+  tokenizer: Tokenizer,
+  tokens: readonly number[],
+  finishReason: string,
+  stops: readonly string[],
+  keepStop: boolean,
+): { text: string; stopReason: string | null } {
   const text = tokenizer.decode(tokens);
-  const hit = finishReason === "stop" ? stops.map((s) => ({ s, at: text.indexOf(s) })).filter((h) => h.at >= 0).sort((a, b) => a.at - b.at)[0] : undefined;
+  const hit =
+    finishReason === "stop"
+      ? stops
+          .map((s) => ({ s, at: text.indexOf(s) }))
+          .filter((h) => h.at >= 0)
+          .sort((a, b) => a.at - b.at)[0]
+      : undefined;
   return { text: hit && !keepStop ? text.slice(0, hit.at) : text, stopReason: hit?.s ?? null };
 }
 
@@ -218,7 +259,11 @@ export interface ResponseFormat {
 }
 
 /** The {@link ResponseFormat} fields a request decides. */
-export function responseFormat(request: GenerationRequest & { logprobs?: number | boolean | null; top_logprobs?: number | null }, id: string, tokenizer: Tokenizer): ResponseFormat {
+export function responseFormat(
+  request: GenerationRequest & { logprobs?: number | boolean | null; top_logprobs?: number | null },
+  id: string,
+  tokenizer: Tokenizer,
+): ResponseFormat {
   return {
     id,
     model: request.model,
@@ -250,14 +295,24 @@ function tokenText(format: ResponseFormat, id: number): string {
 }
 
 /** Legacy completions logprobs; `top_logprobs` holds the sampled token only (the sampler reports no alternatives). */
-function completionLogprobs(format: ResponseFormat, tokens: readonly number[], logprobs: readonly number[], offset = 0) {
+function completionLogprobs(
+  format: ResponseFormat,
+  tokens: readonly number[],
+  logprobs: readonly number[],
+  offset = 0,
+) {
   const strings = tokens.map((id) => tokenText(format, id));
   const textOffset: number[] = [];
   for (const s of strings) {
     textOffset.push(offset);
     offset += s.length;
   }
-  return { tokens: strings, token_logprobs: logprobs, top_logprobs: strings.map((s, i) => ({ [s]: logprobs[i]! })), text_offset: textOffset };
+  return {
+    tokens: strings,
+    token_logprobs: logprobs,
+    top_logprobs: strings.map((s, i) => ({ [s]: logprobs[i]! })),
+    text_offset: textOffset,
+  };
 }
 
 /** Chat logprobs; `top_logprobs` holds the sampled token only when any are asked (the sampler reports no alternatives). */
@@ -280,7 +335,11 @@ function usage(promptTokens: number, choices: readonly GeneratedChoice[]) {
 const now = (): number => Math.floor(Date.now() / 1000);
 
 /** The body of a `/v1/completions` answer: `results[p]` are the choices of `prompts[p]`. */
-export function completionBody(format: ResponseFormat, prompts: readonly number[][], results: readonly GeneratedChoice[][]) {
+export function completionBody(
+  format: ResponseFormat,
+  prompts: readonly number[][],
+  results: readonly GeneratedChoice[][],
+) {
   const choices = results.flatMap((choicesOfPrompt, p) =>
     choicesOfPrompt.map((c, j) => ({
       index: p * choicesOfPrompt.length + j,
@@ -292,11 +351,22 @@ export function completionBody(format: ResponseFormat, prompts: readonly number[
     })),
   );
   const promptCount = prompts.reduce((sum, p) => sum + p.length, 0);
-  return { id: format.id, object: "text_completion", created: now(), model: format.model, choices, usage: usage(promptCount, results.flat()) };
+  return {
+    id: format.id,
+    object: "text_completion",
+    created: now(),
+    model: format.model,
+    choices,
+    usage: usage(promptCount, results.flat()),
+  };
 }
 
 /** The server-sent events of a streamed `/v1/completions` answer: one piece of text per token. */
-export function completionEvents(format: ResponseFormat, prompts: readonly number[][], results: readonly GeneratedChoice[][]): unknown[] {
+export function completionEvents(
+  format: ResponseFormat,
+  prompts: readonly number[][],
+  results: readonly GeneratedChoice[][],
+): unknown[] {
   const base = { id: format.id, object: "text_completion", created: now(), model: format.model };
   const withUsage = format.includeUsage ? { usage: null } : {};
   const events: unknown[] = [];
@@ -307,10 +377,16 @@ export function completionEvents(format: ResponseFormat, prompts: readonly numbe
       textPieces(format.tokenizer, c).forEach((text, t) => {
         const logprobs = format.logprobs ? completionLogprobs(format, [c.tokens[t]!], [c.logprobs[t]!], offset) : null;
         offset += logprobs?.tokens[0]!.length ?? 0;
-        const ids = format.returnTokenIds ? { token_ids: [c.tokens[t]!], ...(t === 0 && { prompt_token_ids: prompts[p] }) } : {};
+        const ids = format.returnTokenIds
+          ? { token_ids: [c.tokens[t]!], ...(t === 0 && { prompt_token_ids: prompts[p] }) }
+          : {};
         events.push({ ...base, choices: [{ index, text, logprobs, finish_reason: null, ...ids }], ...withUsage });
       });
-      events.push({ ...base, choices: [{ index, text: "", logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }], ...withUsage });
+      events.push({
+        ...base,
+        choices: [{ index, text: "", logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }],
+        ...withUsage,
+      });
     }),
   );
   const promptCount = prompts.reduce((sum, p) => sum + p.length, 0);
@@ -320,11 +396,20 @@ export function completionEvents(format: ResponseFormat, prompts: readonly numbe
 
 /** The assistant message of a chat choice: its text, and its tool calls when any were parsed. */
 function assistantMessage(c: GeneratedChoice) {
-  return { role: "assistant", content: c.toolCalls?.length && c.text === "" ? null : c.text, refusal: null, ...(c.toolCalls?.length && { tool_calls: c.toolCalls }) };
+  return {
+    role: "assistant",
+    content: c.toolCalls?.length && c.text === "" ? null : c.text,
+    refusal: null,
+    ...(c.toolCalls?.length && { tool_calls: c.toolCalls }),
+  };
 }
 
 /** The body of a `/v1/chat/completions` answer. */
-export function chatCompletionBody(format: ResponseFormat, prompt: readonly number[], choices: readonly GeneratedChoice[]) {
+export function chatCompletionBody(
+  format: ResponseFormat,
+  prompt: readonly number[],
+  choices: readonly GeneratedChoice[],
+) {
   return {
     id: format.id,
     object: "chat.completion",
@@ -348,11 +433,25 @@ export function chatCompletionBody(format: ResponseFormat, prompt: readonly numb
  * token per chunk (a choice with tool calls sends its text in one chunk, then one chunk with its
  * tool calls), and a chunk with the finish reason.
  */
-export function chatCompletionEvents(format: ResponseFormat, prompt: readonly number[], choices: readonly GeneratedChoice[]): unknown[] {
-  const chunk = { id: format.id, object: "chat.completion.chunk", created: now(), model: format.model, ...(format.includeUsage && { usage: null }) };
+export function chatCompletionEvents(
+  format: ResponseFormat,
+  prompt: readonly number[],
+  choices: readonly GeneratedChoice[],
+): unknown[] {
+  const chunk = {
+    id: format.id,
+    object: "chat.completion.chunk",
+    created: now(),
+    model: format.model,
+    ...(format.includeUsage && { usage: null }),
+  };
   const events: unknown[] = [];
   choices.forEach((c, index) => {
-    events.push({ ...chunk, choices: [{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...(format.returnTokenIds && index === 0 && { prompt_token_ids: prompt }) });
+    events.push({
+      ...chunk,
+      choices: [{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+      ...(format.returnTokenIds && index === 0 && { prompt_token_ids: prompt }),
+    });
     const delta = (content: string, tokens: number[], logprobs: number[]) => ({
       index,
       delta: { content },
@@ -363,11 +462,19 @@ export function chatCompletionEvents(format: ResponseFormat, prompt: readonly nu
     if (c.toolCalls?.length) {
       events.push({ ...chunk, choices: [delta(c.text, c.tokens, c.logprobs)] });
       const calls = c.toolCalls.map((call, i) => ({ index: i, id: call.id, type: call.type, function: call.function }));
-      events.push({ ...chunk, choices: [{ index, delta: { tool_calls: calls }, logprobs: null, finish_reason: null }] });
+      events.push({
+        ...chunk,
+        choices: [{ index, delta: { tool_calls: calls }, logprobs: null, finish_reason: null }],
+      });
     } else {
-      textPieces(format.tokenizer, c).forEach((content, t) => events.push({ ...chunk, choices: [delta(content, [c.tokens[t]!], [c.logprobs[t]!])] }));
+      textPieces(format.tokenizer, c).forEach((content, t) =>
+        events.push({ ...chunk, choices: [delta(content, [c.tokens[t]!], [c.logprobs[t]!])] }),
+      );
     }
-    events.push({ ...chunk, choices: [{ index, delta: {}, logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }] });
+    events.push({
+      ...chunk,
+      choices: [{ index, delta: {}, logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }],
+    });
   });
   if (format.includeUsage) events.push({ ...chunk, choices: [], usage: usage(prompt.length, choices) });
   return events;
@@ -377,9 +484,18 @@ export function chatCompletionEvents(format: ResponseFormat, prompt: readonly nu
 // Answers
 
 /** Answers with a JSON body. */
-export function sendOpenAIJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendOpenAIJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -393,16 +509,33 @@ export function sendOpenAIEvents(res: ServerResponse, events: readonly unknown[]
 /** The answer to `error`: sampler and template errors about the request are 400s, other failures 500s. */
 export function openAIErrorOf(error: unknown): OpenAIApiError {
   if (error instanceof OpenAIApiError) return error;
-  const clientFault = error instanceof SamplingParamsError || error instanceof ContextLengthError || error instanceof TokenIdError || error instanceof ChatTemplateError;
+  const clientFault =
+    error instanceof SamplingParamsError ||
+    error instanceof ContextLengthError ||
+    error instanceof TokenIdError ||
+    error instanceof ChatTemplateError;
   if (clientFault) return new OpenAIApiError(400, error.message);
-  return new OpenAIApiError(500, `the model failed: ${error instanceof Error ? error.message : String(error)}`, "server_error");
+  return new OpenAIApiError(
+    500,
+    `the model failed: ${error instanceof Error ? error.message : String(error)}`,
+    "server_error",
+  );
 }
 
 /** Answers `error` in OpenAI's error shape (or drops the connection when a stream has begun). */
-export function sendOpenAIError(res: ServerResponse, error: OpenAIApiError, headers: Record<string, string> = {}): void {
+export function sendOpenAIError(
+  res: ServerResponse,
+  error: OpenAIApiError,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  sendOpenAIJson(res, error.status, { error: { message: error.message, type: error.type, param: error.param, code: error.code } }, headers);
+  sendOpenAIJson(
+    res,
+    error.status,
+    { error: { message: error.message, type: error.type, param: error.param, code: error.code } },
+    headers,
+  );
 }

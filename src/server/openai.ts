@@ -60,7 +60,12 @@ export type OpenAIRequestHandler = (req: IncomingMessage, res: ServerResponse) =
 const { completion: completionRequest, chat: chatRequest } = openAIRequestSchemas("nexrl serve");
 
 /** Samples `request.n` choices of `prompt` and decodes them, cut at a stop string unless it is to be kept. */
-async function generate(model: ServedModel, prompt: number[], request: GenerationRequest, maxTokens: number): Promise<GeneratedChoice[]> {
+async function generate(
+  model: ServedModel,
+  prompt: number[],
+  request: GenerationRequest,
+  maxTokens: number,
+): Promise<GeneratedChoice[]> {
   const stops = stopStrings(request.stop);
   const params: SamplingParams = {
     maxTokens,
@@ -70,12 +75,20 @@ async function generate(model: ServedModel, prompt: number[], request: Generatio
     ...(request.seed != null && { seed: request.seed }),
     ...(stops.length > 0 && { stop: stops }),
   };
-  const { sequences } = await (await model.samplingClient.sample(modelInputFromTokens(prompt), request.n ?? 1, params)).result();
+  const { sequences } = await (
+    await model.samplingClient.sample(modelInputFromTokens(prompt), request.n ?? 1, params)
+  ).result();
   return sequences.map((sequence) => ({
     tokens: sequence.tokens,
     logprobs: sequence.logprobs,
     finishReason: sequence.stopReason,
-    ...cutAtStop(model.tokenizer, sequence.tokens, sequence.stopReason, stops, request.include_stop_str_in_output ?? false),
+    ...cutAtStop(
+      model.tokenizer,
+      sequence.tokens,
+      sequence.stopReason,
+      stops,
+      request.include_stop_str_in_output ?? false,
+    ),
   }));
 }
 
@@ -113,7 +126,14 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
 
   const resolve = async (name: string): Promise<ServedModel> => {
     const model = Object.hasOwn(models, name) ? models[name] : await options.resolveModel?.(name);
-    if (!model) throw new OpenAIApiError(404, `The model \`${name}\` does not exist. Served models: ${Object.keys(models).join(", ") || "none listed"}.`, "invalid_request_error", "model", "model_not_found");
+    if (!model)
+      throw new OpenAIApiError(
+        404,
+        `The model \`${name}\` does not exist. Served models: ${Object.keys(models).join(", ") || "none listed"}.`,
+        "invalid_request_error",
+        "model",
+        "model_not_found",
+      );
     return model;
   };
 
@@ -121,10 +141,21 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     const request = parseOpenAIRequest(completionRequest, body);
     const model = await resolve(request.model);
     const { prompt } = request;
-    const texts: Array<string | number[]> = typeof prompt === "string" || typeof prompt[0] === "number" ? [prompt as string | number[]] : (prompt as Array<string | number[]>);
-    const prompts = texts.map((p) => (typeof p === "string" ? model.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p));
+    const texts: Array<string | number[]> =
+      typeof prompt === "string" || typeof prompt[0] === "number"
+        ? [prompt as string | number[]]
+        : (prompt as Array<string | number[]>);
+    const prompts = texts.map((p) =>
+      typeof p === "string" ? model.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
+    );
     prompts.forEach((p, i) => {
-      if (p.length === 0) throw new OpenAIApiError(400, `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`, "invalid_request_error", "prompt");
+      if (p.length === 0)
+        throw new OpenAIApiError(
+          400,
+          `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`,
+          "invalid_request_error",
+          "prompt",
+        );
     });
     const results: GeneratedChoice[][] = [];
     for (const p of prompts) results.push(await generate(model, p, request, request.max_tokens ?? 16));
@@ -142,17 +173,33 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
       ...(tools && { tools }),
       ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
     });
-    const choices = await generate(model, prompt, request, request.max_completion_tokens ?? request.max_tokens ?? options.defaultChatMaxTokens ?? 1024);
+    const choices = await generate(
+      model,
+      prompt,
+      request,
+      request.max_completion_tokens ?? request.max_tokens ?? options.defaultChatMaxTokens ?? 1024,
+    );
     const format = responseFormat(request, `chatcmpl-${randomUUID()}`, model.tokenizer);
     if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, prompt, choices));
     else sendOpenAIJson(res, 200, chatCompletionBody(format, prompt, choices));
   };
 
-  const routes: Record<string, { method: string; run: (req: IncomingMessage, res: ServerResponse) => Promise<void> }> = {
-    "/v1/models": { method: "GET", run: async (_req, res) => sendOpenAIJson(res, 200, { object: "list", data: Object.keys(models).map(modelEntry) }) },
-    "/v1/completions": { method: "POST", run: async (req, res) => completions(await readOpenAIBody(req, maxBodyBytes), res) },
-    "/v1/chat/completions": { method: "POST", run: async (req, res) => chat(await readOpenAIBody(req, maxBodyBytes), res) },
-  };
+  const routes: Record<string, { method: string; run: (req: IncomingMessage, res: ServerResponse) => Promise<void> }> =
+    {
+      "/v1/models": {
+        method: "GET",
+        run: async (_req, res) =>
+          sendOpenAIJson(res, 200, { object: "list", data: Object.keys(models).map(modelEntry) }),
+      },
+      "/v1/completions": {
+        method: "POST",
+        run: async (req, res) => completions(await readOpenAIBody(req, maxBodyBytes), res),
+      },
+      "/v1/chat/completions": {
+        method: "POST",
+        run: async (req, res) => chat(await readOpenAIBody(req, maxBodyBytes), res),
+      },
+    };
 
   return async (req, res) => {
     const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
@@ -163,18 +210,35 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
             method: "GET",
             run: async (_req: IncomingMessage, res: ServerResponse) => {
               const name = decodeURIComponent(modelName);
-              if (!Object.hasOwn(models, name)) throw new OpenAIApiError(404, `The model \`${name}\` does not exist.`, "invalid_request_error", "model", "model_not_found");
+              if (!Object.hasOwn(models, name))
+                throw new OpenAIApiError(
+                  404,
+                  `The model \`${name}\` does not exist.`,
+                  "invalid_request_error",
+                  "model",
+                  "model_not_found",
+                );
               sendOpenAIJson(res, 200, modelEntry(name));
             },
           }
         : routes[path];
     if (!route) return false;
     try {
-      if (req.method !== route.method) throw new OpenAIApiError(405, `${path} accepts ${route.method} requests, not ${req.method ?? "?"}`, "invalid_request_error", null, "method_not_allowed");
+      if (req.method !== route.method)
+        throw new OpenAIApiError(
+          405,
+          `${path} accepts ${route.method} requests, not ${req.method ?? "?"}`,
+          "invalid_request_error",
+          null,
+          "method_not_allowed",
+        );
       await route.run(req, res);
     } catch (error) {
       const api = openAIErrorOf(error);
-      if (api.status >= 500) log(`nexrl serve: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (api.status >= 500)
+        log(
+          `nexrl serve: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
       sendOpenAIError(res, api, api.status === 405 ? { allow: route.method } : {});
     }
     return true;

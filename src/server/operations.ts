@@ -55,7 +55,8 @@ class Op implements Operation {
       try {
         this.outcome = { ok: true, value: await run() };
       } catch (error) {
-        const category = error instanceof OperationFailure ? error.category : error instanceof NexrlError ? "user" : "server";
+        const category =
+          error instanceof OperationFailure ? error.category : error instanceof NexrlError ? "user" : "server";
         this.outcome = { ok: false, message: error instanceof Error ? error.message : String(error), category };
       }
       return this.outcome;
@@ -93,14 +94,24 @@ export class OperationQueue {
    * old to be recognised, 400 when it is not a positive integer.
    */
   submit(seq: number, kind: string, run: () => unknown): Operation {
-    if (!Number.isSafeInteger(seq) || seq < 1) throw new ProtocolError(400, "invalid_seq_id", `seq_id must be an integer >= 1, got ${seq}`);
+    if (!Number.isSafeInteger(seq) || seq < 1)
+      throw new ProtocolError(400, "invalid_seq_id", `seq_id must be an integer >= 1, got ${seq}`);
     const known = this.bySeq.get(seq);
     if (known) {
-      if (known.kind !== kind) throw new ProtocolError(409, "seq_id_conflict", `seq_id ${seq} was already used by a ${known.kind} request; each request of a model needs the next seq_id`);
+      if (known.kind !== kind)
+        throw new ProtocolError(
+          409,
+          "seq_id_conflict",
+          `seq_id ${seq} was already used by a ${known.kind} request; each request of a model needs the next seq_id`,
+        );
       return known;
     }
     if (seq < this.nextSeq) {
-      throw new ProtocolError(409, "seq_id_expired", `seq_id ${seq} ran long ago and is no longer remembered (the server keeps the last ${DEDUP_WINDOW}); resubmit only recent requests`);
+      throw new ProtocolError(
+        409,
+        "seq_id_expired",
+        `seq_id ${seq} ran long ago and is no longer remembered (the server keeps the last ${DEDUP_WINDOW}); resubmit only recent requests`,
+      );
     }
     const op = new Op(kind, run);
     this.bySeq.set(seq, op);

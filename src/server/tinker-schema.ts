@@ -19,11 +19,20 @@ const format = z.enum(["png", "jpeg"]);
 const chunk = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("encoded_text"), tokens: z.array(int) }),
   z.strictObject({ type: z.literal("image"), data: z.string(), format, expected_tokens: int.optional() }),
-  z.strictObject({ type: z.literal("image_asset_pointer"), location: z.string(), format, expected_tokens: int.optional() }),
+  z.strictObject({
+    type: z.literal("image_asset_pointer"),
+    location: z.string(),
+    format,
+    expected_tokens: int.optional(),
+  }),
 ]);
 const modelInput = z.strictObject({ chunks: z.array(chunk) });
 const datum = z.strictObject({ model_input: modelInput, loss_fn_inputs: z.record(z.string(), tensorData) });
-const lossInput = z.strictObject({ data: z.array(datum), loss_fn: z.string(), loss_fn_config: z.record(z.string(), z.number()).optional() });
+const lossInput = z.strictObject({
+  data: z.array(datum),
+  loss_fn: z.string(),
+  loss_fn_config: z.record(z.string(), z.number()).optional(),
+});
 const metadata = z.record(z.string(), z.unknown());
 
 /** Schemas of the POST bodies, by endpoint (the path after `/api/v1/`). */
@@ -43,8 +52,17 @@ export const tinkerRequests = {
     base_model: z.string(),
     user_metadata: metadata.optional(),
     lora_config: z
-      .strictObject({ rank: int.min(1), seed: int.optional(), train_unembed: z.boolean(), train_mlp: z.boolean(), train_attn: z.boolean() })
-      .refine((c) => c.train_unembed || c.train_mlp || c.train_attn, "at least one of train_unembed, train_mlp, train_attn must be true")
+      .strictObject({
+        rank: int.min(1),
+        seed: int.optional(),
+        train_unembed: z.boolean(),
+        train_mlp: z.boolean(),
+        train_attn: z.boolean(),
+      })
+      .refine(
+        (c) => c.train_unembed || c.train_mlp || c.train_attn,
+        "at least one of train_unembed, train_mlp, train_attn must be true",
+      )
       .optional(),
     type: z.literal("create_model"),
   }),

@@ -40,10 +40,24 @@ export interface TinkerHandlerOptions {
 const PREFIX = "/api/v1/";
 
 /** `client/config` answer: JWT auth off and the SDK's chunking limits. */
-const CLIENT_CONFIG = { pjwt_auth_enabled: false, parallel_fwdbwd_chunks: true, fwdbwd_max_chunk_len: 1024, fwdbwd_max_chunk_bytes_count: 5_000_000 };
+const CLIENT_CONFIG = {
+  pjwt_auth_enabled: false,
+  parallel_fwdbwd_chunks: true,
+  fwdbwd_max_chunk_len: 1024,
+  fwdbwd_max_chunk_bytes_count: 5_000_000,
+};
 
 /** Endpoints answering with a future (`{request_id}`): `error` faults fail their operation. */
-const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>(["create_model", "forward", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample"]);
+const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>([
+  "create_model",
+  "forward",
+  "forward_backward",
+  "optim_step",
+  "save_weights",
+  "save_weights_for_sampler",
+  "load_weights",
+  "asample",
+]);
 
 function applicableFaults(endpoint: TinkerEndpoint): FaultKind[] {
   if (endpoint === "retrieve_future") return ["408", "410", "429", "500", "drop"];
@@ -53,12 +67,16 @@ function applicableFaults(endpoint: TinkerEndpoint): FaultKind[] {
 
 function parse<E extends TinkerEndpoint>(endpoint: E, raw: unknown): TinkerRequest<E> {
   const result = (tinkerRequests[endpoint] as unknown as z.ZodType<TinkerRequest<E>>).safeParse(raw);
-  if (!result.success) throw new ProtocolError(422, "invalid_body", `invalid ${endpoint} body:\n${prettifyError(result.error)}`);
+  if (!result.success)
+    throw new ProtocolError(422, "invalid_body", `invalid ${endpoint} body:\n${prettifyError(result.error)}`);
   return result.data;
 }
 
 const injected = (): never => {
-  throw new OperationFailure("fault injected by nexrl serve --faults (error): the operation failed and was not applied", "server");
+  throw new OperationFailure(
+    "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
+    "server",
+  );
 };
 
 /** `tinker://<model_id>/<kind>/<name>`. */
@@ -73,7 +91,9 @@ function expiry(ttlSeconds: number | undefined): number | undefined {
 function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
   return {
     loss_fn_output_type: "ArrayRecord",
-    loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32", shape: [o.logprobs.length] } })),
+    loss_fn_outputs: result.lossFnOutputs.map((o) => ({
+      logprobs: { data: o.logprobs, dtype: "float32", shape: [o.logprobs.length] },
+    })),
     metrics: result.metrics,
   };
 }
@@ -120,17 +140,31 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
   const samplingSessions = new Map<string, string>();
   const clientConfig = { ...CLIENT_CONFIG, ...options.clientConfig };
 
-  const future = (op: Operation, modelId?: string): unknown => ({ request_id: promises.register(op), ...(modelId !== undefined && { model_id: modelId }) });
+  const future = (op: Operation, modelId?: string): unknown => ({
+    request_id: promises.register(op),
+    ...(modelId !== undefined && { model_id: modelId }),
+  });
   const session = (id: string): string => {
-    if (!sessions.has(id)) throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; call create_session first`);
+    if (!sessions.has(id))
+      throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; call create_session first`);
     return id;
   };
-  const seqOp = (modelId: string, seq: number, kind: string, failed: boolean, run: (model: ServedModel) => unknown): unknown => {
+  const seqOp = (
+    modelId: string,
+    seq: number,
+    kind: string,
+    failed: boolean,
+    run: (model: ServedModel) => unknown,
+  ): unknown => {
     const model = store.model(modelId);
     return future(model.queue.submit(seq, kind, failed ? injected : () => run(model)), modelId);
   };
 
-  const handle = async (endpoint: Exclude<TinkerEndpoint, "retrieve_future">, raw: unknown, failed: boolean): Promise<unknown> => {
+  const handle = async (
+    endpoint: Exclude<TinkerEndpoint, "retrieve_future">,
+    raw: unknown,
+    failed: boolean,
+  ): Promise<unknown> => {
     switch (endpoint) {
       case "client/config":
         parse(endpoint, raw);
@@ -151,7 +185,13 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         if (!op) {
           op = runOperation("create_model", () => {
             if (failed) injected();
-            store.createModel({ id: key, baseModel: body.base_model, trainingMode: "lora", loraRank: body.lora_config?.rank ?? 32, ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }) });
+            store.createModel({
+              id: key,
+              baseModel: body.base_model,
+              trainingMode: "lora",
+              loraRank: body.lora_config?.rank ?? 32,
+              ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
+            });
             return { model_id: key, type: "create_model" };
           });
           createdModels.set(key, op);
@@ -172,26 +212,42 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "forward": {
         const body = parse(endpoint, raw);
         const input = body.forward_input;
-        return seqOp(body.model_id, body.seq_id, "forward", failed, (m) => lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)));
+        return seqOp(body.model_id, body.seq_id, "forward", failed, (m) =>
+          lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
+        );
       }
       case "forward_backward": {
         const body = parse(endpoint, raw);
         const input = body.forward_backward_input;
-        return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) => lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)));
+        return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) =>
+          lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
+        );
       }
       case "optim_step": {
         const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "optim_step", failed, (m) => ({ metrics: m.engine.optimStep(body.adam_params).metrics }));
+        return seqOp(body.model_id, body.seq_id, "optim_step", failed, (m) => ({
+          metrics: m.engine.optimStep(body.adam_params).metrics,
+        }));
       }
       case "save_weights": {
         const body = parse(endpoint, raw);
         return seqOp(body.model_id, body.seq_id, "save_weights", failed, async (m) => {
           const path = tinkerPath(m.id, "weights", body.path);
           if (body.overwrite !== true && store.hasArtifact(path)) {
-            throw new OperationFailure(`checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`, "user");
+            throw new OperationFailure(
+              `checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`,
+              "user",
+            );
           }
           const file = await m.engine.saveState(body.path, { optimizer: true });
-          store.addArtifact({ path, file, modelId: m.id, baseModel: m.baseModel, expiresAt: expiry(body.ttl_seconds), createdAt: Date.now() });
+          store.addArtifact({
+            path,
+            file,
+            modelId: m.id,
+            baseModel: m.baseModel,
+            expiresAt: expiry(body.ttl_seconds),
+            createdAt: Date.now(),
+          });
           return { path, type: "save_weights" };
         });
       }
@@ -200,7 +256,14 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         return seqOp(body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
           const path = tinkerPath(m.id, "sampler_weights", body.path);
           const file = await m.engine.saveWeightsForSampler(body.path);
-          store.addArtifact({ path, file, modelId: m.id, baseModel: m.baseModel, expiresAt: expiry(body.ttl_seconds), createdAt: Date.now() });
+          store.addArtifact({
+            path,
+            file,
+            modelId: m.id,
+            baseModel: m.baseModel,
+            expiresAt: expiry(body.ttl_seconds),
+            createdAt: Date.now(),
+          });
           return { path, type: "save_weights_for_sampler" };
         });
       }
@@ -216,7 +279,11 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const key = `${session(body.session_id)}:sample:${body.sampling_session_seq_id}`;
         if (!samplingSessions.has(key)) {
           if (body.model_path !== undefined && !body.model_path.startsWith("tinker://")) {
-            throw new ProtocolError(400, "invalid_model_path", `model_path must start with tinker://, got ${body.model_path}`);
+            throw new ProtocolError(
+              400,
+              "invalid_model_path",
+              `model_path must start with tinker://, got ${body.model_path}`,
+            );
           }
           await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model });
           samplingSessions.set(key, key);
@@ -235,7 +302,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
   const retrieve = async (res: ServerResponse, requestId: string): Promise<void> => {
     const op = promises.get(requestId);
     if (!op) {
-      sendJson(res, 410, { error: "promise_expired", message: `request ${requestId} is unknown or expired; resubmit the original request` });
+      sendJson(res, 410, {
+        error: "promise_expired",
+        message: `request ${requestId} is unknown or expired; resubmit the original request`,
+      });
       return;
     }
     let timer: NodeJS.Timeout | undefined;
@@ -262,7 +332,9 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     const raw = isCapabilities ? {} : await readJson(req);
     options.capture?.({ protocol: "tinker", method: req.method ?? "", path, headers: req.headers, body: raw });
     if (isCapabilities) {
-      sendJson(res, 200, { supported_models: store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })) });
+      sendJson(res, 200, {
+        supported_models: store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })),
+      });
       return true;
     }
     const name = endpoint as TinkerEndpoint;
@@ -270,7 +342,12 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     if (name === "retrieve_future") {
       const { request_id } = parse(name, raw);
       if (fault === "410") promises.forget(request_id);
-      if (fault && fault !== "error") sendFault(res, fault, fault === "408" ? { type: "try_again", request_id, queue_state: "active" } : { request_id });
+      if (fault && fault !== "error")
+        sendFault(
+          res,
+          fault,
+          fault === "408" ? { type: "try_again", request_id, queue_state: "active" } : { request_id },
+        );
       else await retrieve(res, request_id);
       return true;
     }

@@ -9,10 +9,19 @@ import type { Datum, TensorData } from "../types/wire.js";
 import { ProtocolError } from "./io.js";
 
 const int = z.int();
-const tensorData = z.strictObject({ data: z.array(z.unknown()), dtype: z.enum(["int64", "int32", "float32", "float64"]) });
-const modelInput = z.strictObject({ chunks: z.array(z.strictObject({ type: z.literal("encoded_text"), tokens: z.array(int) })) });
+const tensorData = z.strictObject({
+  data: z.array(z.unknown()),
+  dtype: z.enum(["int64", "int32", "float32", "float64"]),
+});
+const modelInput = z.strictObject({
+  chunks: z.array(z.strictObject({ type: z.literal("encoded_text"), tokens: z.array(int) })),
+});
 const datum = z.strictObject({ model_input: modelInput, loss_fn_inputs: z.record(z.string(), tensorData) });
-const lossInput = z.strictObject({ loss_fn: z.string(), data: z.array(datum), loss_fn_config: z.record(z.string(), z.number()).optional() });
+const lossInput = z.strictObject({
+  loss_fn: z.string(),
+  data: z.array(datum),
+  loss_fn_config: z.record(z.string(), z.number()).optional(),
+});
 const metadata = z.record(z.string(), z.unknown());
 const adamParams = z.strictObject({
   learning_rate: z.number(),
@@ -25,25 +34,66 @@ const adamParams = z.strictObject({
 
 /** Schemas of the POST bodies, by route name. */
 export const weaverRequests = {
-  createSession: z.strictObject({ tags: z.array(z.string()), user_metadata: metadata.optional(), sdk_version: z.string(), project_id: z.string().optional() }),
+  createSession: z.strictObject({
+    tags: z.array(z.string()),
+    user_metadata: metadata.optional(),
+    sdk_version: z.string(),
+    project_id: z.string().optional(),
+  }),
   createModel: z.strictObject({
     model_seq_id: int,
     base_model: z.string(),
     training_mode: z.enum(["lora", "full_ft"]).optional(),
     lora_config: z
-      .strictObject({ rank: int.min(1), train_unembed: z.boolean(), train_mlp: z.boolean(), train_attn: z.boolean(), lora_alpha: z.number().optional(), seed: int.optional() })
+      .strictObject({
+        rank: int.min(1),
+        train_unembed: z.boolean(),
+        train_mlp: z.boolean(),
+        train_attn: z.boolean(),
+        lora_alpha: z.number().optional(),
+        seed: int.optional(),
+      })
       .optional(),
     user_metadata: metadata.optional(),
     performance_tier: z.enum(["normal", "fast", "flash"]).optional(),
   }),
-  forward: z.strictObject({ payload: z.strictObject({ model_id: z.string(), seq_id: int, forward_input: lossInput, metadata: metadata.optional() }) }),
-  forwardBackward: z.strictObject({ payload: z.strictObject({ model_id: z.string(), seq_id: int, forward_backward_input: lossInput, metadata: metadata.optional() }) }),
-  optimStep: z.strictObject({ payload: z.strictObject({ model_id: z.string(), seq_id: int, adam_params: adamParams }) }),
-  exportSampler: z.strictObject({ seq_id: int, path: z.string().optional(), ttl_seconds: int.min(0).nullable().optional() }),
-  saveCheckpoint: z.strictObject({ type: z.enum(["weight", "weight_and_optimizer", "sampling"]), name: z.string().optional(), ttl_seconds: int.min(0).nullable().optional() }),
+  forward: z.strictObject({
+    payload: z.strictObject({
+      model_id: z.string(),
+      seq_id: int,
+      forward_input: lossInput,
+      metadata: metadata.optional(),
+    }),
+  }),
+  forwardBackward: z.strictObject({
+    payload: z.strictObject({
+      model_id: z.string(),
+      seq_id: int,
+      forward_backward_input: lossInput,
+      metadata: metadata.optional(),
+    }),
+  }),
+  optimStep: z.strictObject({
+    payload: z.strictObject({ model_id: z.string(), seq_id: int, adam_params: adamParams }),
+  }),
+  exportSampler: z.strictObject({
+    seq_id: int,
+    path: z.string().optional(),
+    ttl_seconds: int.min(0).nullable().optional(),
+  }),
+  saveCheckpoint: z.strictObject({
+    type: z.enum(["weight", "weight_and_optimizer", "sampling"]),
+    name: z.string().optional(),
+    ttl_seconds: int.min(0).nullable().optional(),
+  }),
   load: z.strictObject({ path: z.string(), include_optimizer: z.boolean() }),
   terminate: z.strictObject({ instance_types: z.array(z.enum(["trainer", "inference"])).optional() }),
-  createSamplingSession: z.strictObject({ sampling_session_seq_id: int, base_model: z.string().optional(), model_path: z.string().optional(), model_id: z.string().optional() }),
+  createSamplingSession: z.strictObject({
+    sampling_session_seq_id: int,
+    base_model: z.string().optional(),
+    model_path: z.string().optional(),
+    model_id: z.string().optional(),
+  }),
   sample: z.strictObject({
     prompt: modelInput,
     sampling_params: z.strictObject({
@@ -78,11 +128,13 @@ function flatten(value: unknown[], where: string): { data: number[]; shape: numb
   const data: number[] = [];
   const walk = (node: unknown, depth: number): void => {
     if (depth === shape.length) {
-      if (typeof node !== "number") throw new ProtocolError(422, "invalid_tensor", `${where}: expected a number, got ${JSON.stringify(node)}`);
+      if (typeof node !== "number")
+        throw new ProtocolError(422, "invalid_tensor", `${where}: expected a number, got ${JSON.stringify(node)}`);
       data.push(node);
       return;
     }
-    if (!Array.isArray(node) || node.length !== shape[depth]) throw new ProtocolError(422, "invalid_tensor", `${where}: the nested list is not rectangular`);
+    if (!Array.isArray(node) || node.length !== shape[depth])
+      throw new ProtocolError(422, "invalid_tensor", `${where}: the nested list is not rectangular`);
     for (const child of node) walk(child, depth + 1);
   };
   walk(value, 0);

@@ -89,7 +89,16 @@ const ROUTES: Route[] = [
 ];
 
 /** Routes whose answer is an operation: an `error` fault fails it without applying it. */
-const OPERATION_ROUTES = new Set<RouteName>(["forward", "forwardBackward", "optimStep", "exportSampler", "saveCheckpoint", "load", "sample", "logprobs"]);
+const OPERATION_ROUTES = new Set<RouteName>([
+  "forward",
+  "forwardBackward",
+  "optimStep",
+  "exportSampler",
+  "saveCheckpoint",
+  "load",
+  "sample",
+  "logprobs",
+]);
 
 /** Status and `drop` faults go only where the protocol lets a client retry: GETs and heartbeats. */
 function applicableFaults(route: Route): FaultKind[] {
@@ -99,12 +108,16 @@ function applicableFaults(route: Route): FaultKind[] {
 
 function parse<R extends WeaverRoute>(route: R, raw: unknown): WeaverRequest<R> {
   const result = (weaverRequests[route] as unknown as z.ZodType<WeaverRequest<R>>).safeParse(raw);
-  if (!result.success) throw new ProtocolError(422, "invalid_body", `invalid ${route} body:\n${prettifyError(result.error)}`);
+  if (!result.success)
+    throw new ProtocolError(422, "invalid_body", `invalid ${route} body:\n${prettifyError(result.error)}`);
   return result.data;
 }
 
 const injected = (): never => {
-  throw new OperationFailure("fault injected by nexrl serve --faults (error): the operation failed and was not applied", "server");
+  throw new OperationFailure(
+    "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
+    "server",
+  );
 };
 
 /** The engine's datum: `loss_mask` folded into the advantages or weights, then dropped. */
@@ -114,7 +127,12 @@ function engineDatum(datum: Datum): Datum {
   const keep = tensorValues(mask);
   for (const key of ["advantages", "weights"]) {
     const tensor = inputs[key];
-    if (tensor) inputs[key] = { data: tensorValues(tensor).map((v, i) => v * keep[i]!), dtype: tensor.dtype, ...(tensor.shape && { shape: tensor.shape }) } satisfies TensorData;
+    if (tensor)
+      inputs[key] = {
+        data: tensorValues(tensor).map((v, i) => v * keep[i]!),
+        dtype: tensor.dtype,
+        ...(tensor.shape && { shape: tensor.shape }),
+      } satisfies TensorData;
   }
   return { model_input: datum.model_input, loss_fn_inputs: inputs };
 }
@@ -123,24 +141,51 @@ function engineConfig(config: Record<string, number> | undefined): Record<string
   return config && Object.fromEntries(Object.entries(config).filter(([key]) => !IGNORED_CONFIG.has(key)));
 }
 
-function lossPass(model: ServedModel, input: WeaverRequest<"forward">["payload"]["forward_input"], backward: boolean): unknown {
+function lossPass(
+  model: ServedModel,
+  input: WeaverRequest<"forward">["payload"]["forward_input"],
+  backward: boolean,
+): unknown {
   const datums = input.data.map((d, i) => flatDatum(d, i));
   for (const d of datums) validateLossInputs(input.loss_fn, d, { backend: "weaver" });
   const engineDatums = datums.map(engineDatum);
   const config = engineConfig(input.loss_fn_config);
-  const result = backward ? model.engine.forwardBackward(engineDatums, input.loss_fn, config) : model.engine.forward(engineDatums, input.loss_fn, config);
-  return { result: { loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32" } })), metrics: result.metrics } };
+  const result = backward
+    ? model.engine.forwardBackward(engineDatums, input.loss_fn, config)
+    : model.engine.forward(engineDatums, input.loss_fn, config);
+  return {
+    result: {
+      loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32" } })),
+      metrics: result.metrics,
+    },
+  };
 }
 
-function sample(session: SamplingSession, model: ServedModel | undefined, body: WeaverRequest<"sample">, contextLength: number): unknown {
+function sample(
+  session: SamplingSession,
+  model: ServedModel | undefined,
+  body: WeaverRequest<"sample">,
+  contextLength: number,
+): unknown {
   if (model?.paused) {
-    return { result: { sequences: Array.from({ length: body.num_samples }, () => ({ tokens: [], Logprobs: [], stopReason: "abort" })) } };
+    return {
+      result: {
+        sequences: Array.from({ length: body.num_samples }, () => ({ tokens: [], Logprobs: [], stopReason: "abort" })),
+      },
+    };
   }
   const prompt = modelInputTokens(body.prompt);
   const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
   const result = session.sampler.sample(
     prompt,
-    { maxTokens: max_tokens ?? contextLength, temperature, topK: top_k, topP: top_p, ...(stop && { stop }), ...(seed !== undefined && { seed }) },
+    {
+      maxTokens: max_tokens ?? contextLength,
+      temperature,
+      topK: top_k,
+      topP: top_p,
+      ...(stop && { stop }),
+      ...(seed !== undefined && { seed }),
+    },
     body.num_samples,
   );
   return {
@@ -165,11 +210,21 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     const outcome = op.outcome;
     if (!outcome) return { id, status: op.started ? "running" : "pending" };
     if (outcome.ok) return { id, status: "done", response: outcome.value };
-    return { id, status: "error", error_code: outcome.category === "user" ? "invalid_request" : "internal_error", error_message: outcome.message };
+    return {
+      id,
+      status: "error",
+      error_code: outcome.category === "user" ? "invalid_request" : "internal_error",
+      error_message: outcome.message,
+    };
   };
   const submit = (op: Operation): unknown => operationJson(operations.register(op), op);
   const session = (id: string): string => {
-    if (!sessions.has(id)) throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; create one with POST /api/v1/sessions`);
+    if (!sessions.has(id))
+      throw new ProtocolError(
+        404,
+        "session_not_found",
+        `no session "${id}" on this server; create one with POST /api/v1/sessions`,
+      );
     return id;
   };
   const modelInfo = (model: ServedModel): unknown => ({
@@ -183,9 +238,14 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
   const contextLength = (name: string): number => store.presets().find((p) => p.name === name)!.contextLength;
   const pausable = (ssid: string): ServedModel => {
     const target = store.samplingSession(ssid);
-    const model = target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
+    const model =
+      target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
     if (model?.trainingMode !== "full_ft") {
-      throw new ProtocolError(400, "pause_not_supported", "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)");
+      throw new ProtocolError(
+        400,
+        "pause_not_supported",
+        "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)",
+      );
     }
     return model;
   };
@@ -222,17 +282,44 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "forward": {
         const { payload } = parse("forward", raw);
         const model = store.model(id);
-        return [200, submit(model.queue.submit(payload.seq_id, "forward", guard(() => lossPass(model, payload.forward_input, false))))];
+        return [
+          200,
+          submit(
+            model.queue.submit(
+              payload.seq_id,
+              "forward",
+              guard(() => lossPass(model, payload.forward_input, false)),
+            ),
+          ),
+        ];
       }
       case "forwardBackward": {
         const { payload } = parse("forwardBackward", raw);
         const model = store.model(id);
-        return [200, submit(model.queue.submit(payload.seq_id, "forward_backward", guard(() => lossPass(model, payload.forward_backward_input, true))))];
+        return [
+          200,
+          submit(
+            model.queue.submit(
+              payload.seq_id,
+              "forward_backward",
+              guard(() => lossPass(model, payload.forward_backward_input, true)),
+            ),
+          ),
+        ];
       }
       case "optimStep": {
         const { payload } = parse("optimStep", raw);
         const model = store.model(id);
-        return [200, submit(model.queue.submit(payload.seq_id, "optim_step", guard(() => ({ result: { metrics: model.engine.optimStep(payload.adam_params).metrics } }))))];
+        return [
+          200,
+          submit(
+            model.queue.submit(
+              payload.seq_id,
+              "optim_step",
+              guard(() => ({ result: { metrics: model.engine.optimStep(payload.adam_params).metrics } })),
+            ),
+          ),
+        ];
       }
       case "exportSampler": {
         const body = parse("exportSampler", raw);
@@ -242,7 +329,14 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           const name = body.path ?? `sampler-${body.seq_id}`;
           const path = `weaver://${model.id}/sampler_weights/${name}`;
           const file = await model.engine.saveWeightsForSampler(name);
-          store.addArtifact({ path, file, modelId: model.id, baseModel: model.baseModel, expiresAt: ttl === null ? undefined : Date.now() + ttl * 1000, createdAt: Date.now() });
+          store.addArtifact({
+            path,
+            file,
+            modelId: model.id,
+            baseModel: model.baseModel,
+            expiresAt: ttl === null ? undefined : Date.now() + ttl * 1000,
+            createdAt: Date.now(),
+          });
           return { modelPath: path, ttlSeconds: ttl };
         };
         return [200, submit(model.queue.submit(body.seq_id, "export_sampler", guard(run)))];
@@ -259,7 +353,16 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           const file = await model.engine.saveState(name, { optimizer: body.type === "weight_and_optimizer" });
           store.addArtifact({ path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt });
           const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
-          return { id: name, path, name, checkpoint_type: body.type, status: "ready", ttl_seconds: ttl, created_at: iso(createdAt), expires_at: iso(expiresAt) };
+          return {
+            id: name,
+            path,
+            name,
+            checkpoint_type: body.type,
+            status: "ready",
+            ttl_seconds: ttl,
+            created_at: iso(createdAt),
+            expires_at: iso(expiresAt),
+          };
         };
         return [200, submit(model.queue.append("save_checkpoint", guard(run)))];
       }
@@ -292,22 +395,53 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       }
       case "getSamplingSession": {
         const target = store.samplingSession(id);
-        return [200, { id: target.id, base_model: target.baseModel, ...(target.modelPath !== undefined && { model_path: target.modelPath }) }];
+        return [
+          200,
+          {
+            id: target.id,
+            base_model: target.baseModel,
+            ...(target.modelPath !== undefined && { model_path: target.modelPath }),
+          },
+        ];
       }
       case "sample": {
         const body = parse("sample", raw);
         const target = store.samplingSession(id);
-        const model = target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
-        return [200, submit(runOperation("sample", guard(() => sample(target, model, body, contextLength(target.baseModel)))))];
+        const model =
+          target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
+        return [
+          200,
+          submit(
+            runOperation(
+              "sample",
+              guard(() => sample(target, model, body, contextLength(target.baseModel))),
+            ),
+          ),
+        ];
       }
       case "logprobs": {
         const body = parse("logprobs", raw);
         const target = store.samplingSession(id);
-        return [200, submit(runOperation("logprobs", guard(() => ({ result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) } }))))];
+        return [
+          200,
+          submit(
+            runOperation(
+              "logprobs",
+              guard(() => ({
+                result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
+              })),
+            ),
+          ),
+        ];
       }
       case "pause": {
         const body = parse("pause", raw);
-        if ((body.mode ?? "abort") !== "abort") throw new ProtocolError(400, "unsupported_mode", `nexrl serve implements pause mode abort only, got ${body.mode}`);
+        if ((body.mode ?? "abort") !== "abort")
+          throw new ProtocolError(
+            400,
+            "unsupported_mode",
+            `nexrl serve implements pause mode abort only, got ${body.mode}`,
+          );
         pausable(id).paused = true;
         return [200, { paused: true, mode: "abort" }];
       }
@@ -316,11 +450,26 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         return [200, { paused: false }];
       case "getOperation": {
         const op = operations.get(id);
-        if (!op) throw new ProtocolError(404, "operation_not_found", `no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`);
+        if (!op)
+          throw new ProtocolError(
+            404,
+            "operation_not_found",
+            `no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`,
+          );
         return [200, operationJson(id, op)];
       }
       case "supportedModels":
-        return [200, { items: store.presets().map((p) => ({ name: p.name, status: "healthy", max_context_length: p.contextLength, config: { resource: { tokenizer: { path: "byte" } } } })) }];
+        return [
+          200,
+          {
+            items: store.presets().map((p) => ({
+              name: p.name,
+              status: "healthy",
+              max_context_length: p.contextLength,
+              config: { resource: { tokenizer: { path: "byte" } } },
+            })),
+          },
+        ];
     }
   };
 
@@ -339,7 +488,12 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       sendFault(res, fault);
       return true;
     }
-    const [status, body] = await handle(route, decodeURIComponent((match as RegExpExecArray)[1] ?? ""), raw, fault === "error");
+    const [status, body] = await handle(
+      route,
+      decodeURIComponent((match as RegExpExecArray)[1] ?? ""),
+      raw,
+      fault === "error",
+    );
     sendJson(res, status, body);
     return true;
   };

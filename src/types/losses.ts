@@ -63,7 +63,11 @@ export interface BuiltinLossContract {
    * @param inputs the datum's loss inputs as plain arrays (only the required ones are read).
    * @param config overrides of {@link BuiltinLossContract.config}.
    */
-  evaluate(targetLogprobs: ArrayLike<number>, inputs: LossInputValues, config?: Readonly<Record<string, number>>): LossEvaluation;
+  evaluate(
+    targetLogprobs: ArrayLike<number>,
+    inputs: LossInputValues,
+    config?: Readonly<Record<string, number>>,
+  ): LossEvaluation;
 }
 
 /** Contract of a Weaver-only loss: known inputs, formula defined by the server. */
@@ -88,13 +92,26 @@ export type LossFunctionContract = BuiltinLossContract | ServerDefinedLossContra
 /** Thrown when loss inputs or configuration do not satisfy a loss contract. */
 export class LossInputError extends NexrlError {}
 
-const TARGET_TOKENS: LossInputSpec = { dtype: "int64", description: "the token to predict at each position (the input shifted by one)" };
-const SAMPLER_LOGPROBS: LossInputSpec = { dtype: "float32", description: "q_t: logprob of the target token under the sampling policy" };
-const ADVANTAGES: LossInputSpec = { dtype: "float32", description: "A_t: advantage of each position; 0 on prompt and observation tokens" };
+const TARGET_TOKENS: LossInputSpec = {
+  dtype: "int64",
+  description: "the token to predict at each position (the input shifted by one)",
+};
+const SAMPLER_LOGPROBS: LossInputSpec = {
+  dtype: "float32",
+  description: "q_t: logprob of the target token under the sampling policy",
+};
+const ADVANTAGES: LossInputSpec = {
+  dtype: "float32",
+  description: "A_t: advantage of each position; 0 on prompt and observation tokens",
+};
 const RL_INPUTS = { target_tokens: TARGET_TOKENS, logprobs: SAMPLER_LOGPROBS, advantages: ADVANTAGES };
 const LOSS_MASK: LossInputSpec = { dtype: "float32", description: "1 on trained positions, 0 elsewhere (Weaver only)" };
 
-function resolveConfig(name: string, defaults: Readonly<Record<string, number>>, config: Readonly<Record<string, number>> = {}): Record<string, number> {
+function resolveConfig(
+  name: string,
+  defaults: Readonly<Record<string, number>>,
+  config: Readonly<Record<string, number>> = {},
+): Record<string, number> {
   for (const key of Object.keys(config)) {
     if (!(key in defaults)) {
       const known = Object.keys(defaults);
@@ -105,17 +122,25 @@ function resolveConfig(name: string, defaults: Readonly<Record<string, number>>,
   }
   const out = { ...defaults, ...config };
   for (const [key, value] of Object.entries(out)) {
-    if (!Number.isFinite(value)) throw new LossInputError(`loss_fn_config.${key} of ${name} must be a finite number, got ${value}`);
+    if (!Number.isFinite(value))
+      throw new LossInputError(`loss_fn_config.${key} of ${name} must be a finite number, got ${value}`);
   }
   return out;
 }
 
-function readInputs(name: string, spec: Readonly<Record<string, LossInputSpec>>, lp: ArrayLike<number>, inputs: LossInputValues): Record<string, ArrayLike<number>> {
+function readInputs(
+  name: string,
+  spec: Readonly<Record<string, LossInputSpec>>,
+  lp: ArrayLike<number>,
+  inputs: LossInputValues,
+): Record<string, ArrayLike<number>> {
   for (const key of Object.keys(spec)) {
     const values = inputs[key];
     if (values === undefined) throw new LossInputError(`${name} needs loss input "${key}" (${spec[key]!.description})`);
     if (values.length !== lp.length) {
-      throw new LossInputError(`${name}: loss input "${key}" has length ${values.length} but the datum has ${lp.length} positions`);
+      throw new LossInputError(
+        `${name}: loss input "${key}" has length ${values.length} but the datum has ${lp.length} positions`,
+      );
     }
   }
   return inputs;
@@ -126,7 +151,12 @@ function perTokenLoss(
   name: BuiltinLossName,
   spec: Readonly<Record<string, LossInputSpec>>,
   defaults: Readonly<Record<string, number>>,
-  term: (lp: number, t: number, inputs: Record<string, ArrayLike<number>>, config: Record<string, number>) => [loss: number, grad: number],
+  term: (
+    lp: number,
+    t: number,
+    inputs: Record<string, ArrayLike<number>>,
+    config: Record<string, number>,
+  ) => [loss: number, grad: number],
 ): BuiltinLossContract["evaluate"] {
   return (targetLogprobs, inputs, config) => {
     const cfg = resolveConfig(name, defaults, config);
@@ -248,7 +278,11 @@ const dro: BuiltinLossContract = {
   }),
 };
 
-const weaverOnly = (name: ServerDefinedLossName, inputs: Record<string, LossInputSpec>, description: string): ServerDefinedLossContract => ({
+const weaverOnly = (
+  name: ServerDefinedLossName,
+  inputs: Record<string, LossInputSpec>,
+  description: string,
+): ServerDefinedLossContract => ({
   name,
   serverDefined: true,
   backends: ["weaver"],
@@ -293,7 +327,10 @@ export const lossFunctions = {
   /** Weaver only; linear surrogate for client-side custom losses. */
   surrogate: weaverOnly(
     "surrogate",
-    { target_tokens: TARGET_TOKENS, surrogate_weights: { dtype: "float32", description: "+dLoss/dlp_t from a client-side custom loss" } },
+    {
+      target_tokens: TARGET_TOKENS,
+      surrogate_weights: { dtype: "float32", description: "+dLoss/dlp_t from a client-side custom loss" },
+    },
     "Linear surrogate whose gradient is the given per-token weights; the second half of Weaver's custom loss.",
   ),
 } as const satisfies Record<LossFunctionName, LossFunctionContract>;
@@ -336,28 +373,39 @@ export function validateLossInputs(lossFn: string, datum: Datum, options: Valida
   const contract = getLossFunction(lossFn);
   const where = `${lossFn} on ${backend}`;
   if (!contract.backends.includes(backend)) {
-    throw new LossInputError(`${where}: this backend does not offer ${lossFn}; it is offered by ${contract.backends.join(", ")}`);
+    throw new LossInputError(
+      `${where}: this backend does not offer ${lossFn}; it is offered by ${contract.backends.join(", ")}`,
+    );
   }
   const required: Record<string, LossInputSpec> = { ...contract.inputs, ...EXTRA_REQUIRED[backend]?.[contract.name] };
   const n = modelInputLength(datum.model_input);
   for (const [key, spec] of Object.entries(required)) {
     const tensor = datum.loss_fn_inputs[key];
     if (!tensor) throw new LossInputError(`${where}: missing loss input "${key}" (${spec.dtype}: ${spec.description})`);
-    if (tensor.dtype !== spec.dtype) throw new LossInputError(`${where}: loss input "${key}" has dtype ${tensor.dtype}, expected ${spec.dtype}`);
+    if (tensor.dtype !== spec.dtype)
+      throw new LossInputError(`${where}: loss input "${key}" has dtype ${tensor.dtype}, expected ${spec.dtype}`);
   }
   for (const [key, tensor] of Object.entries(datum.loss_fn_inputs)) {
     if (!(key in required) && !contract.serverDefined && backend !== "weaver") {
       const hint = key === "mask" || key === "loss_mask" ? "; mask through zero advantages or weights instead" : "";
-      throw new LossInputError(`${where}: loss input "${key}" is rejected by ${backend}, which accepts only ${Object.keys(required).join(", ")}${hint}`);
+      throw new LossInputError(
+        `${where}: loss input "${key}" is rejected by ${backend}, which accepts only ${Object.keys(required).join(", ")}${hint}`,
+      );
     }
     const size = tensorSize(tensor);
-    if (size !== n) throw new LossInputError(`${where}: loss input "${key}" has ${size} values but the model input has ${n} positions`);
+    if (size !== n)
+      throw new LossInputError(
+        `${where}: loss input "${key}" has ${size} values but the model input has ${n} positions`,
+      );
     const values = tensorValues(tensor);
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
-      if (!Number.isFinite(v)) throw new LossInputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
+      if (!Number.isFinite(v))
+        throw new LossInputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
       if (key === "target_tokens" && !(Number.isInteger(v) && (v >= 0 || (backend === "weaver" && v === -100)))) {
-        throw new LossInputError(`${where}: target_tokens[${i}] is ${v}; expected a non-negative token id${backend === "weaver" ? " or -100 (ignored)" : ""}`);
+        throw new LossInputError(
+          `${where}: target_tokens[${i}] is ${v}; expected a non-negative token id${backend === "weaver" ? " or -100 (ignored)" : ""}`,
+        );
       }
     }
   }

@@ -102,7 +102,8 @@ export class Trajectory {
   validate(): this {
     // Plain loops, and messages built only on failure: this runs on every rollout.
     const { tokens, lossMask } = this;
-    if (!Array.isArray(tokens) || tokens.length === 0) this.fail("tokens", "is empty; a trajectory needs at least one token");
+    if (!Array.isArray(tokens) || tokens.length === 0)
+      this.fail("tokens", "is empty; a trajectory needs at least one token");
     const n = tokens.length;
     for (let i = 0; i < n; i++) {
       const t = tokens[i];
@@ -113,16 +114,19 @@ export class Trajectory {
       const m = lossMask[i];
       if (m !== 0 && m !== 1) this.fail("lossMask", `[${i}] is ${m}; mask values are 0 or 1`);
     }
-    if (typeof this.reward !== "number" || !Number.isFinite(this.reward)) this.fail("reward", `is ${this.reward}; it must be a finite number`);
+    if (typeof this.reward !== "number" || !Number.isFinite(this.reward))
+      this.fail("reward", `is ${this.reward}; it must be a finite number`);
     this.checkFinite("logprobs", this.logprobs, n);
     this.checkFinite("advantages", this.advantages, n);
-    if (this.advantage !== undefined && !Number.isFinite(this.advantage)) this.fail("advantage", `is ${this.advantage}; it must be a finite number`);
+    if (this.advantage !== undefined && !Number.isFinite(this.advantage))
+      this.fail("advantage", `is ${this.advantage}; it must be a finite number`);
     return this;
   }
 
   private checkLength(field: string, values: unknown, n: number): asserts values is unknown[] {
     if (!Array.isArray(values)) this.fail(field, "must be an array");
-    if (values.length !== n) this.fail(field, `has length ${values.length} but tokens has length ${n}; they must match`);
+    if (values.length !== n)
+      this.fail(field, `has length ${values.length} but tokens has length ${n}; they must match`);
   }
 
   private checkFinite(field: "logprobs" | "advantages", values: number[] | undefined, n: number): void {

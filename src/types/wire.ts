@@ -113,13 +113,18 @@ export function adamParams(params: Partial<AdamParams> = {}): AdamParams {
       throw new WireFormatError(`AdamParams.${key} must be a finite number, got ${String(value)}`);
     }
   }
-  if (out.learning_rate < 0) throw new WireFormatError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
+  if (out.learning_rate < 0)
+    throw new WireFormatError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
   for (const key of ["beta1", "beta2"] as const) {
-    if (out[key] < 0 || out[key] >= 1) throw new WireFormatError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
+    if (out[key] < 0 || out[key] >= 1)
+      throw new WireFormatError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
   }
   if (out.eps <= 0) throw new WireFormatError(`AdamParams.eps must be > 0, got ${out.eps}`);
   if (out.weight_decay < 0) throw new WireFormatError(`AdamParams.weight_decay must be >= 0, got ${out.weight_decay}`);
-  if (out.grad_clip_norm < 0) throw new WireFormatError(`AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`);
+  if (out.grad_clip_norm < 0)
+    throw new WireFormatError(
+      `AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`,
+    );
   return out;
 }
 
@@ -139,7 +144,8 @@ export function tensorData(values: ArrayLike<number>, dtype: TensorDtype): Tenso
   const data = Array.from(values);
   for (let i = 0; i < data.length; i++) {
     const v = data[i]!;
-    if (!Number.isFinite(v)) throw new WireFormatError(`tensor value at index ${i} is ${v}; only finite numbers can be sent`);
+    if (!Number.isFinite(v))
+      throw new WireFormatError(`tensor value at index ${i} is ${v}; only finite numbers can be sent`);
     if (dtype === "int64" && !Number.isInteger(v)) {
       throw new WireFormatError(`int64 tensor value at index ${i} is ${v}; expected an integer`);
     }

@@ -7,7 +7,16 @@ import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL
 type ChatChoice = OpenAI.ChatCompletion.Choice & VllmTokenIdFields;
 type ChatResponse = OpenAI.ChatCompletion & VllmTokenIdFields;
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
-const TOOLS: OpenAI.ChatCompletionTool[] = [{ type: "function", function: { name: "f", description: "looks k up", parameters: { type: "object", properties: { k: { type: "string" } } } } }];
+const TOOLS: OpenAI.ChatCompletionTool[] = [
+  {
+    type: "function",
+    function: {
+      name: "f",
+      description: "looks k up",
+      parameters: { type: "object", properties: { k: { type: "string" } } },
+    },
+  },
+];
 
 let memorised: SamplerInferenceClient;
 beforeAll(async () => {
@@ -33,7 +42,13 @@ describe("agent gateway: recording", () => {
       { role: "user" as const, content: "hi" },
     ];
     const before = Date.now();
-    const response = (await client(session.baseURL).chat.completions.create({ model: "anything", messages, seed: 3, logprobs: true, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)) as ChatResponse;
+    const response = (await client(session.baseURL).chat.completions.create({
+      model: "anything",
+      messages,
+      seed: 3,
+      logprobs: true,
+      return_token_ids: true,
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming)) as ChatResponse;
     const [call] = inference.calls;
     const choice = response.choices[0] as ChatChoice;
     expect(call!.prompt).toEqual(tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }));
@@ -74,7 +89,10 @@ describe("agent gateway: recording", () => {
     await openai.completions.create({ model: "tiny", prompt: [256, 97], max_tokens: 3 });
     expect(inference.calls[1]!.prompt).toEqual([256, 97]);
     const viaHeader = client(`${g.url}/v1`);
-    await viaHeader.completions.create({ model: "tiny", prompt: "c", max_tokens: 2 }, { headers: { [ROLLOUT_ID_HEADER]: session.id } });
+    await viaHeader.completions.create(
+      { model: "tiny", prompt: "c", max_tokens: 2 },
+      { headers: { [ROLLOUT_ID_HEADER]: session.id } },
+    );
     const trace = session.finish();
     expect(trace.calls.map((c) => [c.turn, c.endpoint, c.promptTokens])).toEqual([
       [1, "completions", tokenizer.encode("ab", { addBos: true })],
@@ -96,17 +114,31 @@ describe("agent gateway: errors", () => {
   it("answers unknown, missing and finished rollouts with OpenAI error bodies", async () => {
     const g = await gateway();
     const session = g.openRollout(await tinyInference());
-    const unknown = await apiError(client(`${g.url}/rollouts/r-guess/v1`).chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }] }));
+    const unknown = await apiError(
+      client(`${g.url}/rollouts/r-guess/v1`).chat.completions.create({
+        model: "tiny",
+        messages: [{ role: "user", content: "x" }],
+      }),
+    );
     expect([unknown.status, unknown.code, unknown.type]).toEqual([404, "rollout_not_found", "invalid_request_error"]);
     expect(unknown.message).toMatch(/unknown rollout `r-guess`/);
-    const missing = await apiError(client(`${g.url}/v1`).chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }] }));
+    const missing = await apiError(
+      client(`${g.url}/v1`).chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }] }),
+    );
     expect([missing.status, missing.code]).toEqual([400, "rollout_missing"]);
     expect(missing.message).toMatch(/x-nexrl-rollout-id/);
     session.finish();
-    const done = await apiError(client(session.baseURL).completions.create({ model: "tiny", prompt: "x", max_tokens: 2 }));
+    const done = await apiError(
+      client(session.baseURL).completions.create({ model: "tiny", prompt: "x", max_tokens: 2 }),
+    );
     expect([done.status, done.code]).toEqual([410, "rollout_finished"]);
     expect(done.message).toMatch(new RegExp(`rollout \`${session.id}\` has finished`));
-    const header = await apiError(client(`${g.url}/v1`).completions.create({ model: "tiny", prompt: "x" }, { headers: { [ROLLOUT_ID_HEADER]: session.id } }));
+    const header = await apiError(
+      client(`${g.url}/v1`).completions.create(
+        { model: "tiny", prompt: "x" },
+        { headers: { [ROLLOUT_ID_HEADER]: session.id } },
+      ),
+    );
     expect(header.status).toBe(410);
   });
 
@@ -116,11 +148,23 @@ describe("agent gateway: errors", () => {
     const openai = client(session.baseURL);
     const cases: Array<[Promise<unknown>, string | null, RegExp]> = [
       [openai.chat.completions.create({ model: "tiny", messages: [] }), "messages", /messages: .*>=1/],
-      [openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: 3 }] } as never), "messages[0].content", /messages\[0\]\.content/],
-      [openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }], n: 2 }), "n", /one choice per call/],
+      [
+        openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: 3 }] } as never),
+        "messages[0].content",
+        /messages\[0\]\.content/,
+      ],
+      [
+        openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }], n: 2 }),
+        "n",
+        /one choice per call/,
+      ],
       [openai.completions.create({ model: "tiny", prompt: "x", temperature: -1 }), "temperature", /temperature: .*>=0/],
       [openai.completions.create({ model: "tiny", prompt: ["a", "b"] }), "prompt", /one prompt per call/],
-      [openai.completions.create({ model: "tiny", prompt: "x", presence_penalty: 1 }), "presence_penalty", /not supported by the nexrl agent gateway/],
+      [
+        openai.completions.create({ model: "tiny", prompt: "x", presence_penalty: 1 }),
+        "presence_penalty",
+        /not supported by the nexrl agent gateway/,
+      ],
       [openai.completions.create({ model: "tiny", prompt: "x".repeat(200) }), null, /context length is 128/],
     ];
     for (const [request, param, message] of cases) {
@@ -130,11 +174,16 @@ describe("agent gateway: errors", () => {
     }
     const bad = await fetch(`${session.baseURL}/chat/completions`, { method: "POST", body: "{ nope" });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/^the request body is not valid JSON/);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(
+      /^the request body is not valid JSON/,
+    );
     const get = await fetch(`${session.baseURL}/chat/completions`);
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
     const other = await fetch(`${g.url}/elsewhere`);
-    expect([other.status, ((await other.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);
+    expect([other.status, ((await other.json()) as { error: { code: string } }).error.code]).toEqual([
+      404,
+      "not_found",
+    ]);
     expect(session.finish().calls).toEqual([]);
   });
 
@@ -156,7 +205,9 @@ describe("agent gateway: errors", () => {
     const first = await capped.completions.create({ model: "tiny", prompt: "a", max_tokens: 50, seed: 1 });
     const second = await capped.completions.create({ model: "tiny", prompt: "a", max_tokens: 50, seed: 2 });
     expect(rec.calls.map((c) => c.options.maxTokens)).toEqual([6, 4]);
-    expect([first.usage!.completion_tokens, second.usage!.completion_tokens, second.choices[0]!.finish_reason]).toEqual([6, 4, "length"]);
+    expect([first.usage!.completion_tokens, second.usage!.completion_tokens, second.choices[0]!.finish_reason]).toEqual(
+      [6, 4, "length"],
+    );
     const out = await apiError(capped.completions.create({ model: "tiny", prompt: "a", max_tokens: 1 }));
     expect([out.status, out.code]).toEqual([400, "rollout_limit_reached"]);
     expect(out.message).toMatch(/sampled its 10 tokens \(rollout_worker\.agent\.max_tokens\)/);
@@ -202,7 +253,9 @@ describe("agent gateway: tool calls", () => {
     const choice = first.choices[0]!;
     expect(choice.finish_reason).toBe("tool_calls");
     expect(choice.message.content).toBeNull();
-    expect(choice.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: "function", function: { name: "f", arguments: '{"k":"a"}' } }]);
+    expect(choice.message.tool_calls).toEqual([
+      { id: expect.stringMatching(/^call_/), type: "function", function: { name: "f", arguments: '{"k":"a"}' } },
+    ]);
     messages.push(choice.message, { role: "tool", tool_call_id: choice.message.tool_calls![0]!.id, content: "7" });
     const second = await openai.chat.completions.create({ model: "tiny", messages, tools: TOOLS, temperature: 0 });
     expect([second.choices[0]!.message.content, second.choices[0]!.finish_reason]).toEqual(["7", "stop"]);
@@ -210,7 +263,10 @@ describe("agent gateway: tool calls", () => {
     const [a, b] = trace.calls;
     expect(tokenizer.decode(a!.completionTokens)).toBe(TOOL_CALL_TEXT);
     expect(a!.toolCalls.map((c) => c.function)).toEqual([{ name: "f", arguments: '{"k":"a"}' }]);
-    expect(b!.promptTokens.slice(0, a!.promptTokens.length + a!.completionTokens.length)).toEqual([...a!.promptTokens, ...a!.completionTokens]);
+    expect(b!.promptTokens.slice(0, a!.promptTokens.length + a!.completionTokens.length)).toEqual([
+      ...a!.promptTokens,
+      ...a!.completionTokens,
+    ]);
     const merged = mergeCalls(trace.calls, tokenizer);
     expect(merged.breaks).toEqual([]);
     expect(merged.sequences).toHaveLength(1);
@@ -223,15 +279,31 @@ describe("agent gateway: tool calls", () => {
     const openai = client(session.baseURL);
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "user", content: "find a" }];
     const plain = await openai.chat.completions.create({ model: "tiny", messages, temperature: 0 });
-    expect([plain.choices[0]!.message.content, plain.choices[0]!.message.tool_calls]).toEqual([TOOL_CALL_TEXT, undefined]);
-    const none = await openai.chat.completions.create({ model: "tiny", messages, tools: TOOLS, tool_choice: "none", temperature: 0 });
+    expect([plain.choices[0]!.message.content, plain.choices[0]!.message.tool_calls]).toEqual([
+      TOOL_CALL_TEXT,
+      undefined,
+    ]);
+    const none = await openai.chat.completions.create({
+      model: "tiny",
+      messages,
+      tools: TOOLS,
+      tool_choice: "none",
+      temperature: 0,
+    });
     expect(none.choices[0]!.finish_reason).toBe("stop");
-    const stream = await openai.chat.completions.create({ model: "tiny", messages, tools: TOOLS, temperature: 0, stream: true });
+    const stream = await openai.chat.completions.create({
+      model: "tiny",
+      messages,
+      tools: TOOLS,
+      temperature: 0,
+      stream: true,
+    });
     const calls: Array<{ id?: string; name?: string; arguments?: string }> = [];
     let finish: string | null = null;
     for await (const chunk of stream) {
       for (const c of chunk.choices) {
-        for (const call of c.delta.tool_calls ?? []) calls.push({ id: call.id, name: call.function?.name, arguments: call.function?.arguments });
+        for (const call of c.delta.tool_calls ?? [])
+          calls.push({ id: call.id, name: call.function?.name, arguments: call.function?.arguments });
         finish = c.finish_reason ?? finish;
       }
     }

@@ -8,7 +8,12 @@ import { AgentGateway } from "../../src/agent/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RolloutTask } from "../../src/pipeline/index.js";
 import { loadRecipe, type LoadedRecipe } from "../../src/recipe/index.js";
-import { SamplerInferenceClient, type InferenceClient, type InferenceOptions, type InferenceResult } from "../../src/services/inference/index.js";
+import {
+  SamplerInferenceClient,
+  type InferenceClient,
+  type InferenceOptions,
+  type InferenceResult,
+} from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { ChatMessage } from "../../src/types/tokenizer.js";
 import { adamParams, datum } from "../../src/types/wire.js";
@@ -51,7 +56,10 @@ export const TOOL_CONVERSATION: ChatMessage[] = [
  * A tiny model trained until it has memorised `conversations` (rendered with the byte chat
  * template), so that greedy sampling replays them; returns an inference client over its weights.
  */
-export async function memorisingInference(conversations: readonly ChatMessage[][] = [TOOL_CONVERSATION], steps = 150): Promise<SamplerInferenceClient> {
+export async function memorisingInference(
+  conversations: readonly ChatMessage[][] = [TOOL_CONVERSATION],
+  steps = 150,
+): Promise<SamplerInferenceClient> {
   const service = new LocalTrainingService({ outputDir: await tempDir(), seed: 5 });
   const trainer = await service.createTrainingClient({ baseModel: "tiny" });
   const data = conversations.map((messages) => {
@@ -63,13 +71,21 @@ export async function memorisingInference(conversations: readonly ChatMessage[][
     await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
   }
   const path = (await (await trainer.saveWeightsForSampler("memorised")).result()).path;
-  return new SamplerInferenceClient({ tokenizer, samplingClient: await service.createSamplingClient(path), policyVersion: 3 });
+  return new SamplerInferenceClient({
+    tokenizer,
+    samplingClient: await service.createSamplingClient(path),
+    policyVersion: 3,
+  });
 }
 
 /** An inference client over the untrained tiny model. */
 export async function tinyInference(seed = 1): Promise<SamplerInferenceClient> {
   const service = new LocalTrainingService({ outputDir: await tempDir(), seed });
-  return new SamplerInferenceClient({ tokenizer, samplingClient: await service.createSamplingClient("tiny"), policyVersion: 0 });
+  return new SamplerInferenceClient({
+    tokenizer,
+    samplingClient: await service.createSamplingClient("tiny"),
+    policyVersion: 0,
+  });
 }
 
 /** One completion the recording client saw: what was asked and what the sampler returned. */
@@ -106,7 +122,19 @@ export async function gateway(): Promise<AgentGateway> {
 
 /** A rollout task over `data`. */
 export function task(data: Record<string, unknown>, overrides: Partial<RolloutTask> = {}): RolloutTask {
-  return { data, prompt: data.prompt, index: 0, epoch: 0, batchIndex: 0, groupId: "g0", runId: 0, groupSize: 1, isVal: false, seed: 7, ...overrides };
+  return {
+    data,
+    prompt: data.prompt,
+    index: 0,
+    epoch: 0,
+    batchIndex: 0,
+    groupId: "g0",
+    runId: 0,
+    groupSize: 1,
+    isVal: false,
+    seed: 7,
+    ...overrides,
+  };
 }
 
 /** Writes `files` (path → text) under `dir`. */

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contentWithToolCalls, episodeTrajectories, formatToolCall, mergeCalls, parseToolCalls, type GatewayCall } from "../../src/agent/index.js";
+import {
+  contentWithToolCalls,
+  episodeTrajectories,
+  formatToolCall,
+  mergeCalls,
+  parseToolCalls,
+  type GatewayCall,
+} from "../../src/agent/index.js";
 import { messagesToRender, renderChat, templateRendersToolCalls } from "../../src/agent/render.js";
 import { HfTokenizer } from "../../src/services/inference/index.js";
 import type { ChatMessage, ToolCall } from "../../src/types/tokenizer.js";
@@ -15,7 +22,12 @@ beforeAll(async () => {
 afterAll(() => folder.cleanup());
 
 /** A recorded call with made-up logprobs (-(i+1)/10 for the i-th sampled token). */
-function call(turn: number, promptTokens: number[], completionTokens: number[], extra: Partial<GatewayCall> = {}): GatewayCall {
+function call(
+  turn: number,
+  promptTokens: number[],
+  completionTokens: number[],
+  extra: Partial<GatewayCall> = {},
+): GatewayCall {
   return {
     turn,
     endpoint: "chat.completions",
@@ -37,17 +49,23 @@ const newId = () => `call_${ids++}`;
 
 describe("tool calls in text", () => {
   it("parses well-formed <tool_call> blocks, keeps malformed ones in the content", () => {
-    expect(parseToolCalls('sure <tool_call>{"name": "calc", "arguments": {"e": "2+3"}}</tool_call>', () => "call_x")).toEqual({
+    expect(
+      parseToolCalls('sure <tool_call>{"name": "calc", "arguments": {"e": "2+3"}}</tool_call>', () => "call_x"),
+    ).toEqual({
       content: "sure",
       toolCalls: [{ id: "call_x", type: "function", function: { name: "calc", arguments: '{"e":"2+3"}' } }],
     });
-    const two = parseToolCalls('<tool_call>\n{"name":"a","arguments":"{\\"x\\":1}"}\n</tool_call><tool_call>{"name":"b"}</tool_call>', newId);
+    const two = parseToolCalls(
+      '<tool_call>\n{"name":"a","arguments":"{\\"x\\":1}"}\n</tool_call><tool_call>{"name":"b"}</tool_call>',
+      newId,
+    );
     expect(two.toolCalls.map((c) => [c.function.name, c.function.arguments])).toEqual([
       ["a", '{"x":1}'],
       ["b", "{}"],
     ]);
     expect(two.content).toBe("");
-    const malformed = 'x <tool_call>{"name": 3}</tool_call> <tool_call>not json</tool_call> <tool_call>{"name":"c","arguments":[1]}</tool_call>';
+    const malformed =
+      'x <tool_call>{"name": 3}</tool_call> <tool_call>not json</tool_call> <tool_call>{"name":"c","arguments":[1]}</tool_call>';
     expect(parseToolCalls(malformed, newId)).toEqual({ content: malformed, toolCalls: [] });
     expect(parseToolCalls('<tool_call>{"name":"a"}', newId).toolCalls).toEqual([]);
   });
@@ -58,7 +76,9 @@ describe("tool calls in text", () => {
       { id: "2", type: "function", function: { name: "g", arguments: "not json" } },
     ];
     expect(formatToolCall(calls[0]!)).toBe('<tool_call>{"name":"f","arguments":{"k":"a"}}</tool_call>');
-    expect(contentWithToolCalls("ok", calls)).toBe('ok\n<tool_call>{"name":"f","arguments":{"k":"a"}}</tool_call>\n<tool_call>{"name":"g","arguments":"not json"}</tool_call>');
+    expect(contentWithToolCalls("ok", calls)).toBe(
+      'ok\n<tool_call>{"name":"f","arguments":{"k":"a"}}</tool_call>\n<tool_call>{"name":"g","arguments":"not json"}</tool_call>',
+    );
     expect(contentWithToolCalls("", calls.slice(0, 1))).toBe(formatToolCall(calls[0]!));
   });
 });
@@ -79,9 +99,23 @@ describe("rendering chat requests", () => {
       { role: "assistant", content: "", tool_calls: calls },
       { role: "tool", content: "7", tool_call_id: "call_1" },
     ];
-    expect(messagesToRender(messages, answered, false)).toEqual([messages[0], { role: "assistant", content: answered[0]!.generated }, messages[2]]);
-    const edited: ChatMessage[] = [messages[0]!, { role: "assistant", content: "", tool_calls: [{ ...calls[0]!, function: { name: "f", arguments: '{"k":"b"}' } }] }];
-    expect(messagesToRender(edited, answered, false)[1]).toEqual({ role: "assistant", content: '<tool_call>{"name":"f","arguments":{"k":"b"}}</tool_call>' });
+    expect(messagesToRender(messages, answered, false)).toEqual([
+      messages[0],
+      { role: "assistant", content: answered[0]!.generated },
+      messages[2],
+    ]);
+    const edited: ChatMessage[] = [
+      messages[0]!,
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ ...calls[0]!, function: { name: "f", arguments: '{"k":"b"}' } }],
+      },
+    ];
+    expect(messagesToRender(edited, answered, false)[1]).toEqual({
+      role: "assistant",
+      content: '<tool_call>{"name":"f","arguments":{"k":"b"}}</tool_call>',
+    });
     expect(messagesToRender(edited, answered, true)[1]).toEqual(edited[1]);
   });
 });
@@ -94,11 +128,21 @@ describe("replaying answers as sampled tokens", () => {
     const content = tokenizer.decode(sampled);
     expect(tokenizer.encode(content)).not.toEqual(sampled.slice(0, -1));
     const answered = [{ content, toolCalls: [], generated: content, tokens: sampled }];
-    const next = renderChat(tokenizer, [user, { role: "assistant", content }, { role: "user", content: "more" }], answered, { addGenerationPrompt: true });
+    const next = renderChat(
+      tokenizer,
+      [user, { role: "assistant", content }, { role: "user", content: "more" }],
+      answered,
+      { addGenerationPrompt: true },
+    );
     expect(next.slice(0, first.length + sampled.length)).toEqual([...first, ...sampled]);
     expect(tokenizer.decode(next.slice(first.length + sampled.length))).toBe("<|user|>\nmore<|assistant|>\n");
     const cut = [0x61, 0x62];
-    const lengthCut = renderChat(tokenizer, [user, { role: "assistant", content: "ab" }], [{ content: "ab", toolCalls: [], generated: "ab", tokens: cut }], {});
+    const lengthCut = renderChat(
+      tokenizer,
+      [user, { role: "assistant", content: "ab" }],
+      [{ content: "ab", toolCalls: [], generated: "ab", tokens: cut }],
+      {},
+    );
     expect(lengthCut).toEqual([...first, ...cut, tokenizer.eosId]);
   });
 
@@ -109,11 +153,26 @@ describe("replaying answers as sampled tokens", () => {
     expect(pieces.slice(0, -1)).not.toEqual(qwen.encode("hello"));
     const answered = [{ content: "hello", toolCalls: [], generated: "hello", tokens: pieces }];
     const options = { addGenerationPrompt: true };
-    const next = renderChat(qwen, [user, { role: "assistant", content: "hello" }, { role: "user", content: "again" }], answered, options);
+    const next = renderChat(
+      qwen,
+      [user, { role: "assistant", content: "hello" }, { role: "user", content: "again" }],
+      answered,
+      options,
+    );
     expect(next.slice(0, first.length)).toEqual(first);
     expect(next.slice(first.length, first.length + pieces.length)).toEqual(pieces);
-    const edited = renderChat(qwen, [user, { role: "assistant", content: "hello!" }, { role: "user", content: "again" }], answered, options);
-    expect(edited).toEqual(qwen.applyChatTemplate([user, { role: "assistant", content: "hello!" }, { role: "user", content: "again" }], options));
+    const edited = renderChat(
+      qwen,
+      [user, { role: "assistant", content: "hello!" }, { role: "user", content: "again" }],
+      answered,
+      options,
+    );
+    expect(edited).toEqual(
+      qwen.applyChatTemplate(
+        [user, { role: "assistant", content: "hello!" }, { role: "user", content: "again" }],
+        options,
+      ),
+    );
   });
 });
 
@@ -136,7 +195,9 @@ describe("merging a trace", () => {
   });
 
   it("starts a new sequence where continuity breaks and explains where and how", () => {
-    const system = tokenizer.applyChatTemplate([{ role: "user", content: "what is 2+2?" }], { addGenerationPrompt: true });
+    const system = tokenizer.applyChatTemplate([{ role: "user", content: "what is 2+2?" }], {
+      addGenerationPrompt: true,
+    });
     const reply = [...tokenizer.encode("4"), tokenizer.eosId];
     const a = call(1, system, reply);
     const drifted = tokenizer.applyChatTemplate(
@@ -163,7 +224,13 @@ describe("merging a trace", () => {
       expected: "2+2?<|assistant|>\n4",
       actual: "3+3?<|assistant|>\n4<|user|>\nsure?<|assistant|", // 48 tokens from the difference on
     });
-    expect(breaks[1]).toMatchObject({ turn: 4, previousTurn: 3, firstDifferingIndex: 5, actualToken: null, actual: "" });
+    expect(breaks[1]).toMatchObject({
+      turn: 4,
+      previousTurn: 3,
+      firstDifferingIndex: 5,
+      actualToken: null,
+      actual: "",
+    });
   });
 
   it("shows where a chat template breaks the prefix when answers are replayed as text: Qwen3 drops earlier reasoning", () => {
@@ -172,8 +239,14 @@ describe("merging a trace", () => {
     const generated = "<think>\nadd them\n</think>\n\n4";
     const completion = [...qwen.encode(generated), qwen.eosId];
     const answered = [{ content: generated, toolCalls: [], generated, tokens: completion }];
-    const conversation: ChatMessage[] = [user, { role: "assistant", content: generated }, { role: "user", content: "sure?" }];
-    const asText = qwen.applyChatTemplate(messagesToRender(conversation, answered, true), { addGenerationPrompt: true });
+    const conversation: ChatMessage[] = [
+      user,
+      { role: "assistant", content: generated },
+      { role: "user", content: "sure?" },
+    ];
+    const asText = qwen.applyChatTemplate(messagesToRender(conversation, answered, true), {
+      addGenerationPrompt: true,
+    });
     const { sequences, breaks } = mergeCalls([call(1, first, completion), call(2, asText, [qwen.eosId])], qwen);
     expect(sequences).toHaveLength(2);
     expect(breaks).toHaveLength(1);
@@ -187,27 +260,63 @@ describe("merging a trace", () => {
 describe("episode trajectories", () => {
   it("share the reward, split the loss weight, count once per episode and carry the break explanation", () => {
     const a = call(1, [1, 2], [3]);
-    const b = call(2, [9, 9], [4], { toolCalls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }] });
+    const b = call(2, [9, 9], [4], {
+      toolCalls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }],
+    });
     const trace = { rolloutId: "r-x", calls: [a, b] };
     const { sequences, breaks } = mergeCalls(trace.calls, tokenizer);
-    const out = episodeTrajectories(trace, sequences, breaks, { reward: 0.5, finalAnswer: "42", truncated: false, metrics: { exact: 1 } }, { weight: "inverse_count", taskName: "t" });
+    const out = episodeTrajectories(
+      trace,
+      sequences,
+      breaks,
+      { reward: 0.5, finalAnswer: "42", truncated: false, metrics: { exact: 1 } },
+      { weight: "inverse_count", taskName: "t" },
+    );
     expect(out.map((t) => [t.tokens, t.lossMask, t.reward, t.extraFields!.loss_weight])).toEqual([
       [[1, 2, 3], [0, 0, 1], 0.5, 0.5],
       [[9, 9, 4], [0, 0, 1], 0.5, 0.5],
     ]);
     expect(out[0]!.extraFields).toMatchObject({
       score: { reward_score: 0.5, exact: 1 },
-      counters: { "agent/episodes": 1, "agent/trajectories": 2, "agent/calls": 2, "agent/prefix_breaks": 1, "agent/tool_calls": 1, "agent/truncated_episodes": 0 },
+      counters: {
+        "agent/episodes": 1,
+        "agent/trajectories": 2,
+        "agent/calls": 2,
+        "agent/prefix_breaks": 1,
+        "agent/tool_calls": 1,
+        "agent/truncated_episodes": 0,
+      },
       agent: { rollout_id: "r-x", trajectory: 0, trajectories: 2, turns: [1], truncated: false },
       response: "42",
       task_name: "t",
     });
     expect(out[1]!.extraFields!.counters).toBeUndefined();
     expect(out[0]!.extraFields!.diagnostics).toBeUndefined();
-    expect(out[1]!.extraFields!.diagnostics).toEqual([expect.objectContaining({ kind: "prefix_break", turn: 2, previous_turn: 1, first_differing_index: 0, expected_token: 1, actual_token: 9 })]);
-    expect(out[1]!.extraFields!.calls).toEqual([expect.objectContaining({ turn: 2, prompt_tokens: 2, completion_tokens: 1, tool_calls: ["f"] })]);
-    const one = episodeTrajectories(trace, sequences, breaks, { reward: 1, finalAnswer: "", truncated: true, truncationReason: "timeout" }, { weight: "one" });
+    expect(out[1]!.extraFields!.diagnostics).toEqual([
+      expect.objectContaining({
+        kind: "prefix_break",
+        turn: 2,
+        previous_turn: 1,
+        first_differing_index: 0,
+        expected_token: 1,
+        actual_token: 9,
+      }),
+    ]);
+    expect(out[1]!.extraFields!.calls).toEqual([
+      expect.objectContaining({ turn: 2, prompt_tokens: 2, completion_tokens: 1, tool_calls: ["f"] }),
+    ]);
+    const one = episodeTrajectories(
+      trace,
+      sequences,
+      breaks,
+      { reward: 1, finalAnswer: "", truncated: true, truncationReason: "timeout" },
+      { weight: "one" },
+    );
     expect(one.map((t) => t.extraFields!.loss_weight)).toEqual([1, 1]);
-    expect(one[0]!.extraFields).toMatchObject({ is_truncated: true, agent: { truncated: true, truncation_reason: "timeout" }, counters: { "agent/truncated_episodes": 1 } });
+    expect(one[0]!.extraFields).toMatchObject({
+      is_truncated: true,
+      agent: { truncated: true, truncation_reason: "timeout" },
+      counters: { "agent/truncated_episodes": 1 },
+    });
   });
 });

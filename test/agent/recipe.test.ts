@@ -13,7 +13,11 @@ import type { ChatMessage } from "../../src/types/tokenizer.js";
 import { memorisingInference, onCleanup, recording, task, tempDir, tokenizer } from "./helpers.js";
 
 const RECIPE = fileURLToPath(new URL("../../recipe/agent_tools/", import.meta.url));
-const rows = (name: string): ToolRow[] => readFileSync(join(RECIPE, "data", name), "utf8").trim().split("\n").map((line) => JSON.parse(line) as ToolRow);
+const rows = (name: string): ToolRow[] =>
+  readFileSync(join(RECIPE, "data", name), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as ToolRow);
 
 /** A right episode of `row`: question, tool call, tool result, answer. */
 function episode(row: ToolRow): ChatMessage[] {
@@ -28,7 +32,8 @@ function episode(row: ToolRow): ChatMessage[] {
 
 describe("recipe/agent_tools data and tools", () => {
   it("ships what data/make_data.ts produces", () => {
-    for (const [name, content] of Object.entries(renderFiles())) expect(readFileSync(join(RECIPE, "data", name), "utf8"), name).toBe(content);
+    for (const [name, content] of Object.entries(renderFiles()))
+      expect(readFileSync(join(RECIPE, "data", name), "utf8"), name).toBe(content);
   });
 
   it("has answers the tools give, test animals the train split never asks about, and episodes that fit the tiny model's 128 tokens", () => {
@@ -40,14 +45,20 @@ describe("recipe/agent_tools data and tools", () => {
       expect(result).toBe(row.answer);
       expect(tokenizer.applyChatTemplate(episode(row)).length).toBeLessThanOrEqual(128);
     }
-    const asked = (split: ToolRow[]) => new Set(split.filter((r) => r.tool === "get").map((r) => (r.arguments as { k: string }).k));
+    const asked = (split: ToolRow[]) =>
+      new Set(split.filter((r) => r.tool === "get").map((r) => (r.arguments as { k: string }).k));
     const trainAnimals = asked(train);
     expect([...asked(test)].filter((animal) => trainAnimals.has(animal))).toEqual([]);
     expect(Object.keys(codes)).toHaveLength(48);
   });
 
   it("calc evaluates + - * and parentheses and refuses anything else; get knows only the codes", () => {
-    expect([evaluateExpression("37*41"), evaluateExpression("2+3*4"), evaluateExpression("(2+3)*4"), evaluateExpression("-5+10-2")]).toEqual([1517, 14, 20, 3]);
+    expect([
+      evaluateExpression("37*41"),
+      evaluateExpression("2+3*4"),
+      evaluateExpression("(2+3)*4"),
+      evaluateExpression("-5+10-2"),
+    ]).toEqual([1517, 14, 20, 3]);
     expect(() => evaluateExpression("2/3")).toThrow('unexpected "/" in "2/3"');
     expect(() => evaluateExpression("process.exit()")).toThrow(/is not allowed/);
     expect(() => evaluateExpression("(1+2")).toThrow(/ends too early/);
@@ -58,10 +69,15 @@ describe("recipe/agent_tools data and tools", () => {
     const row = rows("train.jsonl")[0]!;
     const history = (args: unknown, result: string): ChatMessage[] => [
       { role: "user", content: row.question },
-      { role: "assistant", content: "", tool_calls: [{ id: "c", type: "function", function: { name: row.tool, arguments: JSON.stringify(args) } }] },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "c", type: "function", function: { name: row.tool, arguments: JSON.stringify(args) } }],
+      },
       { role: "tool", content: result, tool_call_id: "c" },
     ];
-    const score = (finalAnswer: string, observation: ChatMessage[]) => evaluate(row as unknown as Record<string, unknown>, { finalAnswer, observation, isTruncated: false }).reward;
+    const score = (finalAnswer: string, observation: ChatMessage[]) =>
+      evaluate(row as unknown as Record<string, unknown>, { finalAnswer, observation, isTruncated: false }).reward;
     expect(score(row.answer, history(row.arguments, row.answer))).toBe(1);
     expect(score("0", history(row.arguments, row.answer))).toBe(0.5);
     expect(score(row.answer, history({ k: "zzz" }, "?"))).toBe(0.2);
@@ -76,7 +92,11 @@ describe("recipe/agent_tools through the gateway", () => {
     const inference = recording(await memorisingInference([episode(row)], 150));
     const stop = new AbortController();
     onCleanup(async () => stop.abort());
-    const workerClass = await createAgentWorkerClass({ ...config, rollout_worker: { ...config.rollout_worker, temperature: 0 } }, { recipeDir: dir }, stop.signal);
+    const workerClass = await createAgentWorkerClass(
+      { ...config, rollout_worker: { ...config.rollout_worker, temperature: 0 } },
+      { recipeDir: dir },
+      stop.signal,
+    );
     const runner = new RolloutRunner({
       createWorker: (slot) => new workerClass({ name: `agent-${slot}`, recipe: config, tokenizer }),
       numWorkers: 1,
@@ -87,21 +107,33 @@ describe("recipe/agent_tools through the gateway", () => {
       maxSequenceLength: 128,
       currentVersion: () => 0,
     });
-    const { trajectories } = await runner.run(task(row as unknown as Record<string, unknown>, { prompt: row.question }));
+    const { trajectories } = await runner.run(
+      task(row as unknown as Record<string, unknown>, { prompt: row.question }),
+    );
     expect(trajectories).toHaveLength(1);
     const t = trajectories[0]!;
     expect(t.tokens).toEqual(tokenizer.applyChatTemplate(episode(row)));
     expect(t.reward).toBe(1);
-    expect(t.extraFields).toMatchObject({ score: { reward_score: 1, correct: 1, right_tool_call: 1, tool_calls: 1 }, counters: { "agent/calls": 2, "agent/tool_calls": 1, "agent/prefix_breaks": 0 } });
+    expect(t.extraFields).toMatchObject({
+      score: { reward_score: 1, correct: 1, right_tool_call: 1, tool_calls: 1 },
+      counters: { "agent/calls": 2, "agent/tool_calls": 1, "agent/prefix_breaks": 0 },
+    });
     const trained = t.lossMask.flatMap((m, i) => (m === 1 ? [i] : []));
-    const sampled = inference.calls.flatMap((c) => c.result.responseTokens.map((_, i) => c.result.promptTokens.length + i));
+    const sampled = inference.calls.flatMap((c) =>
+      c.result.responseTokens.map((_, i) => c.result.promptTokens.length + i),
+    );
     expect(trained).toEqual(sampled);
   });
 
   it("local.yaml runs end to end with runRecipe (two steps here)", async () => {
     const dir = await tempDir();
-    const result = await runRecipe(join(RECIPE, "local.yaml"), { outputDir: join(dir, "run"), env: {}, overrides: ["trainer.total_train_steps=2", "validate.eval.validate_freq=0", "data.batch_size=2"] });
+    const result = await runRecipe(join(RECIPE, "local.yaml"), {
+      outputDir: join(dir, "run"),
+      env: {},
+      overrides: ["trainer.total_train_steps=2", "validate.eval.validate_freq=0", "data.batch_size=2"],
+    });
     expect([result.steps, result.stopReason]).toEqual([2, "completed"]);
-    for (const row of result.metrics) expect(row).toMatchObject({ "agent/episodes": 8, "agent/prefix_breaks": 0, "rollout/num_trajectories": 8 });
+    for (const row of result.metrics)
+      expect(row).toMatchObject({ "agent/episodes": 8, "agent/prefix_breaks": 0, "rollout/num_trajectories": 8 });
   });
 });

@@ -33,12 +33,21 @@ describe("agents train through the gateway with runRecipe on the local backend",
     const result = await runRecipe(join(dir, "recipe.yaml"), { outputDir: join(dir, "run"), env: {}, cwd: dir });
     expect([result.steps, result.stopReason]).toEqual([2, "completed"]);
     for (const row of result.metrics) {
-      expect(row).toMatchObject({ "agent/episodes": 4, "agent/trajectories": 4, "agent/calls": 12, "agent/prefix_breaks": 0, "agent/truncated_episodes": 0, "rollout/num_trajectories": 4 });
+      expect(row).toMatchObject({
+        "agent/episodes": 4,
+        "agent/trajectories": 4,
+        "agent/calls": 12,
+        "agent/prefix_breaks": 0,
+        "agent/truncated_episodes": 0,
+        "rollout/num_trajectories": 4,
+      });
       expect(row["rollout/score/answer_chars_mean"]).toBeGreaterThanOrEqual(0);
     }
     expect(result.metrics.map((row) => row["train/skipped"])).toEqual([0, 0]);
     for (const row of result.metrics) expect(row["train/num_tokens"]).toBeGreaterThan(0);
-    const samples = await readJsonl<{ prompt: string; response: string; diagnostics?: unknown }>(join(dir, "run", "samples.jsonl"));
+    const samples = await readJsonl<{ prompt: string; response: string; diagnostics?: unknown }>(
+      join(dir, "run", "samples.jsonl"),
+    );
     expect(samples.length).toBeGreaterThan(0);
     for (const sample of samples) {
       expect(sample.prompt.startsWith("<|user|>\n")).toBe(true);
@@ -52,16 +61,31 @@ describe("agents train through the gateway with runRecipe on the local backend",
     const result = await runRecipe(join(dir, "recipe.yaml"), { outputDir: join(dir, "run"), env: {}, cwd: dir });
     expect(result.steps).toBe(2);
     const rows = await readJsonl<MetricsRow>(join(dir, "run", "metrics.jsonl"));
-    for (const row of rows) expect(row).toMatchObject({ "agent/episodes": 4, "agent/prefix_breaks": 8, "agent/trajectories": 12, "rollout/num_trajectories": 12 });
-    const samples = await readJsonl<{ step: number; diagnostics?: Array<Record<string, unknown>> }>(join(dir, "run", "samples.jsonl"));
+    for (const row of rows)
+      expect(row).toMatchObject({
+        "agent/episodes": 4,
+        "agent/prefix_breaks": 8,
+        "agent/trajectories": 12,
+        "rollout/num_trajectories": 12,
+      });
+    const samples = await readJsonl<{ step: number; diagnostics?: Array<Record<string, unknown>> }>(
+      join(dir, "run", "samples.jsonl"),
+    );
     const explained = samples.flatMap((s) => s.diagnostics ?? []);
     expect(explained).toHaveLength(16);
     for (const d of explained) {
-      expect(d).toMatchObject({ kind: "prefix_break", first_differing_index: expect.any(Number), expected: expect.any(String), actual: expect.any(String) });
+      expect(d).toMatchObject({
+        kind: "prefix_break",
+        first_differing_index: expect.any(Number),
+        expected: expect.any(String),
+        actual: expect.any(String),
+      });
       expect([2, 3]).toContain(d.turn);
       expect(d.previous_turn).toBe((d.turn as number) - 1);
       expect(d.context).toMatch(/ \(attempt $/);
-      expect(d.message).toMatch(/^turn [23] does not continue turn [12]: they first differ at token \d+ \(expected \d+, got \d+\); a new trajectory starts here$/);
+      expect(d.message).toMatch(
+        /^turn [23] does not continue turn [12]: they first differ at token \d+ \(expected \d+, got \d+\); a new trajectory starts here$/,
+      );
     }
   });
 });

@@ -3,7 +3,19 @@ import { AgentSetupError, createAgentWorkerClass } from "../../src/agent/index.j
 import { RolloutRunner } from "../../src/pipeline/index.js";
 import type { InferenceClient } from "../../src/services/inference/index.js";
 import type { Trajectory } from "../../src/types/trajectory.js";
-import { fixture, memorisingInference, onCleanup, recording, task, tempDir, tinyInference, tokenizer, TOOL_CALL_TEXT, writeFiles, writeRecipe } from "./helpers.js";
+import {
+  fixture,
+  memorisingInference,
+  onCleanup,
+  recording,
+  task,
+  tempDir,
+  tinyInference,
+  tokenizer,
+  TOOL_CALL_TEXT,
+  writeFiles,
+  writeRecipe,
+} from "./helpers.js";
 
 /** The rollout_worker section of a recipe for an agent worker. */
 function recipeYaml(worker: string, maxResponseLength: number): string {
@@ -17,7 +29,12 @@ function recipeYaml(worker: string, maxResponseLength: number): string {
 }
 
 /** A runner of one agent worker over `inference`, as the pipeline builds it; the gateway closes after the test. */
-async function agentRunner(worker: string, inference: InferenceClient, files: Record<string, string> = {}, maxResponseLength = 8): Promise<RolloutRunner> {
+async function agentRunner(
+  worker: string,
+  inference: InferenceClient,
+  files: Record<string, string> = {},
+  maxResponseLength = 8,
+): Promise<RolloutRunner> {
   const dir = await tempDir();
   await writeFiles(dir, { "train.jsonl": '{"question": "hi"}\n', ...files });
   const recipe = await writeRecipe(dir, recipeYaml(worker, maxResponseLength));
@@ -36,11 +53,15 @@ async function agentRunner(worker: string, inference: InferenceClient, files: Re
   });
 }
 
-const agent = (file: string, name?: string) => `type: agent, agent_module_path: "${fixture(file)}${name ? `:${name}` : ""}"`;
+const agent = (file: string, name?: string) =>
+  `type: agent, agent_module_path: "${fixture(file)}${name ? `:${name}` : ""}"`;
 const evaluator = (name: string) => `evaluator_module_path: "${fixture("evaluators.ts")}:${name}"`;
 
 /** Where each call's sampled tokens sit in `t`, with their logprobs, as recorded from the sampler. */
-function expectedMaskAndLogprobs(t: Trajectory, calls: ReadonlyArray<{ result: { promptTokens: number[]; responseTokens: number[]; logprobs: number[] } }>) {
+function expectedMaskAndLogprobs(
+  t: Trajectory,
+  calls: ReadonlyArray<{ result: { promptTokens: number[]; responseTokens: number[]; logprobs: number[] } }>,
+) {
   const mask = t.tokens.map(() => 0);
   const logprobs = t.tokens.map(() => 0);
   for (const { result } of calls) {
@@ -60,7 +81,9 @@ describe("agent worker: agents written with the plain openai package", () => {
     expect(inference.calls).toHaveLength(3);
     for (let k = 1; k < 3; k++) {
       const previous = inference.calls[k - 1]!.result;
-      expect(inference.calls[k]!.result.promptTokens.slice(0, previous.promptTokens.length + previous.responseTokens.length)).toEqual([...previous.promptTokens, ...previous.responseTokens]);
+      expect(
+        inference.calls[k]!.result.promptTokens.slice(0, previous.promptTokens.length + previous.responseTokens.length),
+      ).toEqual([...previous.promptTokens, ...previous.responseTokens]);
     }
     expect(outcome.trajectories).toHaveLength(1);
     const t = outcome.trajectories[0]!;
@@ -77,7 +100,13 @@ describe("agent worker: agents written with the plain openai package", () => {
       response: answer,
       score: { reward_score: t.reward, answer_chars: answer.length },
       evaluation: { turns_seen: 6, truncated: false },
-      counters: { "agent/episodes": 1, "agent/trajectories": 1, "agent/calls": 3, "agent/prefix_breaks": 0, "agent/truncated_episodes": 0 },
+      counters: {
+        "agent/episodes": 1,
+        "agent/trajectories": 1,
+        "agent/calls": 3,
+        "agent/prefix_breaks": 0,
+        "agent/truncated_episodes": 0,
+      },
       agent: { turns: [1, 2, 3], truncated: false },
     });
     expect(t.extraFields.diagnostics).toBeUndefined();
@@ -85,7 +114,10 @@ describe("agent worker: agents written with the plain openai package", () => {
 
   it("splits a drifting agent's episode at every break, explains each, and weights the pieces 1/3", async () => {
     const inference = recording(await tinyInference());
-    const runner = await agentRunner(`${agent("drifting-agent.ts", "drift")}, ${evaluator("ParityEvaluator")}`, inference.client);
+    const runner = await agentRunner(
+      `${agent("drifting-agent.ts", "drift")}, ${evaluator("ParityEvaluator")}`,
+      inference.client,
+    );
     const { trajectories } = await runner.run(task({ question: "hi" }));
     expect(trajectories).toHaveLength(3);
     trajectories.forEach((t, k) => {
@@ -98,9 +130,19 @@ describe("agent worker: agents written with the plain openai package", () => {
     expect(trajectories[0]!.extraFields.counters).toMatchObject({ "agent/prefix_breaks": 2, "agent/trajectories": 3 });
     const at = tokenizer.applyChatTemplate([{ role: "user", content: "hi (attempt " }]).length - 1;
     expect(trajectories[1]!.extraFields.diagnostics).toEqual([
-      expect.objectContaining({ kind: "prefix_break", turn: 2, previous_turn: 1, first_differing_index: at, expected_token: "1".charCodeAt(0), actual_token: "2".charCodeAt(0), context: "<|user|>\nhi (attempt " }),
+      expect.objectContaining({
+        kind: "prefix_break",
+        turn: 2,
+        previous_turn: 1,
+        first_differing_index: at,
+        expected_token: "1".charCodeAt(0),
+        actual_token: "2".charCodeAt(0),
+        context: "<|user|>\nhi (attempt ",
+      }),
     ]);
-    const diagnostic = (trajectories[2]!.extraFields.diagnostics as Array<{ expected: string; actual: string; message: string }>)[0]!;
+    const diagnostic = (
+      trajectories[2]!.extraFields.diagnostics as Array<{ expected: string; actual: string; message: string }>
+    )[0]!;
     expect(diagnostic.expected.startsWith("2)")).toBe(true);
     expect(diagnostic.actual.startsWith("3)")).toBe(true);
     expect(diagnostic.message).toMatch(/^turn 3 does not continue turn 2: they first differ at token \d+/);
@@ -109,84 +151,151 @@ describe("agent worker: agents written with the plain openai package", () => {
 
 describe("agent worker: limits and failures", () => {
   it("truncates an episode at max_turns and gives it the truncated reward", async () => {
-    const runner = await agentRunner(`${agent("scripted-agents.ts", "Insatiable")}, ${evaluator("ParityEvaluator")}, agent: {max_turns: 3, truncated_reward: -1}`, await tinyInference());
+    const runner = await agentRunner(
+      `${agent("scripted-agents.ts", "Insatiable")}, ${evaluator("ParityEvaluator")}, agent: {max_turns: 3, truncated_reward: -1}`,
+      await tinyInference(),
+    );
     const { trajectories } = await runner.run(task({ question: "hi" }));
     expect(trajectories.map((t) => t.reward)).toEqual([-1, -1, -1]);
-    expect(trajectories[0]!.extraFields).toMatchObject({ is_truncated: true, agent: { truncated: true, truncation_reason: "max_turns" }, counters: { "agent/calls": 3, "agent/truncated_episodes": 1 } });
+    expect(trajectories[0]!.extraFields).toMatchObject({
+      is_truncated: true,
+      agent: { truncated: true, truncation_reason: "max_turns" },
+      counters: { "agent/calls": 3, "agent/truncated_episodes": 1 },
+    });
   });
 
   it("cuts an episode short at timeout_seconds and scores what was recorded", async () => {
-    const runner = await agentRunner(`${agent("scripted-agents.ts", "slow")}, ${evaluator("ParityEvaluator")}, agent: {timeout_seconds: 0.2}`, await tinyInference());
+    const runner = await agentRunner(
+      `${agent("scripted-agents.ts", "slow")}, ${evaluator("ParityEvaluator")}, agent: {timeout_seconds: 0.2}`,
+      await tinyInference(),
+    );
     const { trajectories } = await runner.run(task({ question: "hi" }));
     expect(trajectories).toHaveLength(1);
     expect(trajectories[0]!.reward).toBe(0);
-    expect(trajectories[0]!.extraFields).toMatchObject({ agent: { truncation_reason: "timeout" }, evaluation: { truncated: true } });
+    expect(trajectories[0]!.extraFields).toMatchObject({
+      agent: { truncation_reason: "timeout" },
+      evaluation: { truncated: true },
+    });
   });
 
   it("fails the rollout when the agent throws for its own reasons or nothing can score it; takes evaluator classes and functions", async () => {
-    const broken = await agentRunner(`${agent("scripted-agents.ts", "broken")}, ${evaluator("ParityEvaluator")}`, await tinyInference());
-    await expect(broken.run(task({ question: "hi" }))).rejects.toThrow(/failed after 1 attempt\(s\): the agent's tool crashed/);
+    const broken = await agentRunner(
+      `${agent("scripted-agents.ts", "broken")}, ${evaluator("ParityEvaluator")}`,
+      await tinyInference(),
+    );
+    await expect(broken.run(task({ question: "hi" }))).rejects.toThrow(
+      /failed after 1 attempt\(s\): the agent's tool crashed/,
+    );
     const unscored = await agentRunner(agent("scripted-agents.ts", "unscored"), await tinyInference());
-    await expect(unscored.run(task({ question: "hi" }))).rejects.toThrow(/no evaluator is configured and the agent returned a string; set rollout_worker\.evaluator_module_path/);
-    const wrong = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("WrongEvaluator")}`, await tinyInference());
-    await expect(wrong.run(task({ question: "hi" }))).rejects.toThrow(/WrongEvaluator\.evaluate returned \{"reward":null\} for row 0; return \{ reward: <finite number>/);
-    const byFunction = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("scoreAnswer")}`, await tinyInference());
+    await expect(unscored.run(task({ question: "hi" }))).rejects.toThrow(
+      /no evaluator is configured and the agent returned a string; set rollout_worker\.evaluator_module_path/,
+    );
+    const wrong = await agentRunner(
+      `${agent("scripted-agents.ts", "unscored")}, ${evaluator("WrongEvaluator")}`,
+      await tinyInference(),
+    );
+    await expect(wrong.run(task({ question: "hi" }))).rejects.toThrow(
+      /WrongEvaluator\.evaluate returned \{"reward":null\} for row 0; return \{ reward: <finite number>/,
+    );
+    const byFunction = await agentRunner(
+      `${agent("scripted-agents.ts", "unscored")}, ${evaluator("scoreAnswer")}`,
+      await tinyInference(),
+    );
     const [scored] = (await byFunction.run(task({ question: "hi", answer: "?" }))).trajectories;
     expect([scored!.reward, scored!.extraFields.evaluation]).toEqual([0.75, { expected: "?" }]);
-    const noVerdict = await agentRunner(`${agent("scripted-agents.ts", "unscored")}, ${evaluator("noVerdict")}`, await tinyInference());
-    await expect(noVerdict.run(task({ question: "hi" }))).rejects.toThrow(/noVerdict\.evaluate returned "fine" for row 0/);
+    const noVerdict = await agentRunner(
+      `${agent("scripted-agents.ts", "unscored")}, ${evaluator("noVerdict")}`,
+      await tinyInference(),
+    );
+    await expect(noVerdict.run(task({ question: "hi" }))).rejects.toThrow(
+      /noVerdict\.evaluate returned "fine" for row 0/,
+    );
     const selfScoring = await agentRunner(agent("scripted-agents.ts", "selfScoring"), await tinyInference());
     expect((await selfScoring.run(task({ question: "hi" }))).trajectories.map((t) => t.reward)).toEqual([0.25]);
   });
 
   it("explains agent modules that cannot be used", async () => {
-    await expect(agentRunner('type: agent, agent_module_path: "missing.ts"', await tinyInference())).rejects.toThrow(/rollout_worker\.agent_module_path: `missing\.ts` not found; tried .*missing\.ts \(beside the recipe\)/);
-    await expect(agentRunner(agent("scripted-agents.ts", "nope"), await tinyInference())).rejects.toThrow(/has no export `nope` \(its exports: Insatiable, broken, selfScoring, slow, unscored\)/);
+    await expect(agentRunner('type: agent, agent_module_path: "missing.ts"', await tinyInference())).rejects.toThrow(
+      /rollout_worker\.agent_module_path: `missing\.ts` not found; tried .*missing\.ts \(beside the recipe\)/,
+    );
+    await expect(agentRunner(agent("scripted-agents.ts", "nope"), await tinyInference())).rejects.toThrow(
+      /has no export `nope` \(its exports: Insatiable, broken, selfScoring, slow, unscored\)/,
+    );
     await expect(agentRunner(agent("scripted-agents.ts"), await tinyInference())).rejects.toThrow(AgentSetupError);
   });
 });
 
 describe("agent worker: declarative agents (agent_config.yaml)", () => {
   const tools = {
-    "workspace/tools/F.yaml": "type: tool\nname: f\ndescription: looks k up\ninput_schema:\n  type: object\n  properties:\n    k: {type: string}\n  required: [k]\n",
-    "workspace/tools/f.ts": 'export function lookup(args: { k?: string }): string {\n  return args.k === "a" ? "7" : "unknown key";\n}\n',
+    "workspace/tools/F.yaml":
+      "type: tool\nname: f\ndescription: looks k up\ninput_schema:\n  type: object\n  properties:\n    k: {type: string}\n  required: [k]\n",
+    "workspace/tools/f.ts":
+      'export function lookup(args: { k?: string }): string {\n  return args.k === "a" ? "7" : "unknown key";\n}\n',
     "workspace/evaluator.ts": `export { Evaluator } from "${fixture("evaluators.ts")}";\n`,
   };
 
   it("runs the tool-calling loop through the gateway: the tool's answer is in the prompt, the sampled tokens are trained", async () => {
-    const config = "type: agent\nname: finder\nmax_turns: 4\nllm_config:\n  temperature: 0\n  max_tokens: 80\n  api_type: openai_chat_completion\ntools:\n  - name: f\n    yaml_path: tools/F.yaml\n    binding: tools/f.ts:lookup\ntracers:\n  - import: nexau.archs.tracer.adapters.in_memory:InMemoryTracer\n";
+    const config =
+      "type: agent\nname: finder\nmax_turns: 4\nllm_config:\n  temperature: 0\n  max_tokens: 80\n  api_type: openai_chat_completion\ntools:\n  - name: f\n    yaml_path: tools/F.yaml\n    binding: tools/f.ts:lookup\ntracers:\n  - import: nexau.archs.tracer.adapters.in_memory:InMemoryTracer\n";
     const inference = recording(await memorisingInference());
-    const worker = 'type: nexau, nexau_agent_config_path: workspace/agent_config.yaml, nexau_agent_workspace: workspace, evaluator_module_path: "workspace/evaluator.ts:Evaluator", task_name: finder';
+    const worker =
+      'type: nexau, nexau_agent_config_path: workspace/agent_config.yaml, nexau_agent_workspace: workspace, evaluator_module_path: "workspace/evaluator.ts:Evaluator", task_name: finder';
     const runner = await agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": config }, 80);
     const { trajectories } = await runner.run(task({ question: "find a", answer: "7" }, { prompt: "find a" }));
     expect(trajectories).toHaveLength(1);
     const t = trajectories[0]!;
-    expect(tokenizer.decode(t.tokens)).toBe(`<|user|>\nfind a<|assistant|>\n${TOOL_CALL_TEXT}<|tool|>\n7<|assistant|>\n7`);
+    expect(tokenizer.decode(t.tokens)).toBe(
+      `<|user|>\nfind a<|assistant|>\n${TOOL_CALL_TEXT}<|tool|>\n7<|assistant|>\n7`,
+    );
     const { mask, logprobs } = expectedMaskAndLogprobs(t, inference.calls);
     expect(t.lossMask).toEqual(mask);
     expect(t.logprobs).toEqual(logprobs);
     expect(t.reward).toBe(1);
-    expect(t.extraFields).toMatchObject({ response: "7", task_name: "finder", counters: { "agent/tool_calls": 1, "agent/prefix_breaks": 0 } });
-    const oneTurn = await agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": config.replace("max_turns: 4", "max_turns: 1") }, 80);
+    expect(t.extraFields).toMatchObject({
+      response: "7",
+      task_name: "finder",
+      counters: { "agent/tool_calls": 1, "agent/prefix_breaks": 0 },
+    });
+    const oneTurn = await agentRunner(
+      worker,
+      inference.client,
+      { ...tools, "workspace/agent_config.yaml": config.replace("max_turns: 4", "max_turns: 1") },
+      80,
+    );
     const [cut] = (await oneTurn.run(task({ question: "find a", answer: "7" }, { prompt: "find a" }))).trajectories;
-    expect([cut!.reward, tokenizer.decode(cut!.tokens)]).toEqual([0, `<|user|>\nfind a<|assistant|>\n${TOOL_CALL_TEXT}`]);
+    expect([cut!.reward, tokenizer.decode(cut!.tokens)]).toEqual([
+      0,
+      `<|user|>\nfind a<|assistant|>\n${TOOL_CALL_TEXT}`,
+    ]);
     expect(cut!.extraFields).toMatchObject({ is_truncated: true, agent: { truncation_reason: "agent_max_turns" } });
   });
 
   it("renders the system prompt with the date and the task's fields, and explains bad tool bindings", async () => {
-    const config = "system_prompt: |\n  Date: {{date}}. Task {{task_name}}: {{question}}\nmax_turns: 1\nllm_config: {max_tokens: 4}\n";
+    const config =
+      "system_prompt: |\n  Date: {{date}}. Task {{task_name}}: {{question}}\nmax_turns: 1\nllm_config: {max_tokens: 4}\n";
     const inference = recording(await tinyInference());
-    const worker = 'type: nexau, nexau_agent_config_path: workspace/agent_config.yaml, evaluator_module_path: "workspace/evaluator.ts:Evaluator", task_name: demo';
+    const worker =
+      'type: nexau, nexau_agent_config_path: workspace/agent_config.yaml, evaluator_module_path: "workspace/evaluator.ts:Evaluator", task_name: demo';
     const runner = await agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": config });
     const { trajectories } = await runner.run(task({ question: "what now?" }, { prompt: "what now?" }));
     const today = new Date().toISOString().slice(0, 10);
-    expect(tokenizer.decode(inference.calls[0]!.result.promptTokens)).toBe(`<|system|>\nDate: ${today}. Task demo: what now?<|user|>\nwhat now?<|assistant|>\n`);
-    expect(trajectories[0]!.extraFields).toMatchObject({ is_truncated: false, response: tokenizer.decode(inference.calls[0]!.result.responseTokens) });
-    const python = "tools:\n  - name: f\n    yaml_path: tools/F.yaml\n    binding: nexau.archs.tool.builtin.web_tool:web_search\n";
-    await expect(agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": python })).rejects.toThrow(
+    expect(tokenizer.decode(inference.calls[0]!.result.promptTokens)).toBe(
+      `<|system|>\nDate: ${today}. Task demo: what now?<|user|>\nwhat now?<|assistant|>\n`,
+    );
+    expect(trajectories[0]!.extraFields).toMatchObject({
+      is_truncated: false,
+      response: tokenizer.decode(inference.calls[0]!.result.responseTokens),
+    });
+    const python =
+      "tools:\n  - name: f\n    yaml_path: tools/F.yaml\n    binding: nexau.archs.tool.builtin.web_tool:web_search\n";
+    await expect(
+      agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": python }),
+    ).rejects.toThrow(
       /tools\[0\]\.binding: "nexau\.archs\.tool\.builtin\.web_tool:web_search" is not a TypeScript binding; write it as path\/to\/file\.ts:functionName/,
     );
     const missing = "tools:\n  - name: f\n    yaml_path: tools/Nope.yaml\n    binding: tools/f.ts:lookup\n";
-    await expect(agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": missing })).rejects.toThrow(/tools\[0\]\.yaml_path: `tools\/Nope\.yaml` not found/);
+    await expect(
+      agentRunner(worker, inference.client, { ...tools, "workspace/agent_config.yaml": missing }),
+    ).rejects.toThrow(/tools\[0\]\.yaml_path: `tools\/Nope\.yaml` not found/);
   });
 });

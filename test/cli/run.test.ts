@@ -30,7 +30,15 @@ describe("nexrl CLI", () => {
   it("--help lists the options and the exit codes", async () => {
     const { code, stdout } = await cli(["--help"]);
     expect(code).toBe(0);
-    for (const flag of ["-m, --mode", "-c, --train-config", "-r, --run-nexrl", "-t, --tag", "-o, --output-dir", "validate"]) expect(stdout).toContain(flag);
+    for (const flag of [
+      "-m, --mode",
+      "-c, --train-config",
+      "-r, --run-nexrl",
+      "-t, --tag",
+      "-o, --output-dir",
+      "validate",
+    ])
+      expect(stdout).toContain(flag);
     expect(stdout).toMatch(/Exit codes:\n\s+0\s+success\n\s+1\s+the recipe is invalid/);
     expect((await cli([])).stdout).toContain("Usage:");
     expect(await cli(["--version"])).toMatchObject({ code: 0, stdout: "9.9.9\n" });
@@ -40,7 +48,10 @@ describe("nexrl CLI", () => {
     const dir = await mkdtemp(path.join(tmpdir(), "nexrl-cli-"));
     dirs.push(dir);
     const file = path.join(dir, "bad.yaml");
-    await writeFile(file, `defaults: [${path.join(root, "recipe/pig_latin/local.yaml")}, _self_]\ntrainer:\n  total_train_step: 10\n`);
+    await writeFile(
+      file,
+      `defaults: [${path.join(root, "recipe/pig_latin/local.yaml")}, _self_]\ntrainer:\n  total_train_step: 10\n`,
+    );
     const { code, stderr, stdout } = await cli(["validate", "-c", file]);
     expect(code).toBe(EXIT_CODES.invalidRecipe);
     expect(stdout).toBe("");
@@ -75,14 +86,23 @@ describe("nexrl CLI", () => {
   it("--output-dir wins over the tag, and NEXRL_STORAGE_PATH replaces ./runs", async () => {
     const { stdout } = await cli(["-c", "recipe/pig_latin/local.yaml", "-t", "v2", "-o", "/tmp/run-x"]);
     expect(stdout).toContain("output dir:     /tmp/run-x");
-    const stored = await cli(["-c", "recipe/pig_latin/local.yaml", "-t", "v3"], { NEXRL_STORAGE_PATH: "/tmp/nexrl-store" });
+    const stored = await cli(["-c", "recipe/pig_latin/local.yaml", "-t", "v3"], {
+      NEXRL_STORAGE_PATH: "/tmp/nexrl-store",
+    });
     expect(stored.stdout).toContain("output dir:     /tmp/nexrl-store/v3");
   });
 
   it("--run-nexrl trains the recipe and prints a line per step", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "nexrl-cli-"));
     dirs.push(dir);
-    const { code, stdout, stderr } = await cli(["-c", "recipe/pig_latin/local.yaml", "--run-nexrl", "-o", dir, "trainer.total_train_steps=2"]);
+    const { code, stdout, stderr } = await cli([
+      "-c",
+      "recipe/pig_latin/local.yaml",
+      "--run-nexrl",
+      "-o",
+      dir,
+      "trainer.total_train_steps=2",
+    ]);
     expect(stderr).toBe("");
     expect(code).toBe(EXIT_CODES.ok);
     expect(stdout).toMatch(/step 1\/2 \| reward 1\.000 \| loss \d+\.\d{3} \|/);
@@ -90,14 +110,27 @@ describe("nexrl CLI", () => {
     expect(stdout).toContain("(resolved recipe: config.resolved.yaml)");
     expect(stdout).not.toContain("# resolved recipe");
     expect(await readFile(path.join(dir, "config.resolved.yaml"), "utf8")).toContain("total_train_steps: 2");
-    const rows = (await readFile(path.join(dir, "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line));
+    const rows = (await readFile(path.join(dir, "metrics.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(rows.map((row: { step: number }) => row.step)).toEqual([1, 2]);
   });
 
   it("stops after the step in flight on Ctrl-C, saves a checkpoint and exits 130", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "nexrl-cli-"));
     dirs.push(dir);
-    const args = ["--import", "tsx", path.join(root, "src/cli/main.ts"), "-c", "recipe/pig_latin/local.yaml", "--run-nexrl", "-o", dir, "trainer.total_train_steps=500"];
+    const args = [
+      "--import",
+      "tsx",
+      path.join(root, "src/cli/main.ts"),
+      "-c",
+      "recipe/pig_latin/local.yaml",
+      "--run-nexrl",
+      "-o",
+      dir,
+      "trainer.total_train_steps=500",
+    ];
     const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";

@@ -18,13 +18,43 @@ async function io(): Promise<CliIO & { out: string[]; err: string[] }> {
   dirs.push(cwd);
   const out: string[] = [];
   const err: string[] = [];
-  return { out, err, stdout: { write: (t: string) => out.push(t) }, stderr: { write: (t: string) => err.push(t) }, env: {}, cwd, version: "0.0.0-test" };
+  return {
+    out,
+    err,
+    stdout: { write: (t: string) => out.push(t) },
+    stderr: { write: (t: string) => err.push(t) },
+    env: {},
+    cwd,
+    version: "0.0.0-test",
+  };
 }
 
 describe("nexrl serve command line", () => {
   it("parses the serve options with loopback defaults", () => {
-    expect(parseCommandLine(["serve"])).toEqual({ kind: "serve", protocol: "all", host: "127.0.0.1", port: 8000, seed: 0 });
-    expect(parseCommandLine(["serve", "-p", "tinker", "--port", "0", "--host", "0.0.0.0", "-o", "out", "--faults", "429:0.1", "--seed", "7"])).toEqual({
+    expect(parseCommandLine(["serve"])).toEqual({
+      kind: "serve",
+      protocol: "all",
+      host: "127.0.0.1",
+      port: 8000,
+      seed: 0,
+    });
+    expect(
+      parseCommandLine([
+        "serve",
+        "-p",
+        "tinker",
+        "--port",
+        "0",
+        "--host",
+        "0.0.0.0",
+        "-o",
+        "out",
+        "--faults",
+        "429:0.1",
+        "--seed",
+        "7",
+      ]),
+    ).toEqual({
       kind: "serve",
       protocol: "tinker",
       host: "0.0.0.0",
@@ -34,7 +64,9 @@ describe("nexrl serve command line", () => {
       seed: 7,
     });
     expect(parseCommandLine(["serve", "--help"])).toEqual({ kind: "help" });
-    expect(() => parseCommandLine(["serve", "--protocol", "grpc"])).toThrow(/unknown protocol "grpc"; use one of tinker, weaver, openai, all/);
+    expect(() => parseCommandLine(["serve", "--protocol", "grpc"])).toThrow(
+      /unknown protocol "grpc"; use one of tinker, weaver, openai, all/,
+    );
     expect(() => parseCommandLine(["serve", "--port", "70000"])).toThrow(UsageError);
     expect(() => parseCommandLine(["serve", "--seed", "x"])).toThrow(/--seed must be an integer/);
     expect(() => parseCommandLine(["serve", "-c", "recipe.yaml"])).toThrow(/nexrl serve --help/);
@@ -45,7 +77,11 @@ describe("nexrl serve command line", () => {
     const cli = await io();
     let stop!: () => void;
     const stopped = new Promise<void>((resolve) => (stop = resolve));
-    const running = runServe({ kind: "serve", protocol: "all", host: "127.0.0.1", port: 0, seed: 0, outputDir: "files", faults: "500:0.5" }, cli, stopped);
+    const running = runServe(
+      { kind: "serve", protocol: "all", host: "127.0.0.1", port: 0, seed: 0, outputDir: "files", faults: "500:0.5" },
+      cli,
+      stopped,
+    );
     await expect.poll(() => cli.out.join("")).toMatch(/http:\/\/127\.0\.0\.1:\d+/);
     const url = /http:\/\/127\.0\.0\.1:\d+/.exec(cli.out.join(""))![0];
     expect(cli.out.join("")).toContain(`files in ${path.join(cli.cwd, "files")}`);
@@ -66,7 +102,9 @@ describe("nexrl serve command line", () => {
     try {
       const busy = await io();
       expect(await runCli(["serve", "--port", String(port), "-o", "x"], busy)).toBe(3);
-      expect(busy.err.join("")).toMatch(new RegExp(`port ${port} on 127.0.0.1 is already in use; choose another with --port, or --port 0`));
+      expect(busy.err.join("")).toMatch(
+        new RegExp(`port ${port} on 127.0.0.1 is already in use; choose another with --port, or --port 0`),
+      );
     } finally {
       blocker.close();
     }
@@ -74,7 +112,11 @@ describe("nexrl serve command line", () => {
 
   it("runs as a process that prints its URL and stops cleanly on SIGTERM", async () => {
     const cwd = (await io()).cwd;
-    const child = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "serve", "--port", "0", "-o", cwd], { cwd: path.resolve("."), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", path.resolve("src/cli/main.ts"), "serve", "--port", "0", "-o", cwd],
+      { cwd: path.resolve("."), stdio: ["ignore", "pipe", "pipe"] },
+    );
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));

@@ -23,7 +23,12 @@ function scrambledCore(): TrainingCore {
 /** Every tensor of the model by name, as views into the flat buffer. */
 function tensors(core: TrainingCore, which: "weights" | "grads"): Array<[string, Float32Array]> {
   const t = core[which];
-  const out: Array<[string, Float32Array]> = [["wte", t.wte], ["wpe", t.wpe], ["lnfGain", t.lnfGain], ["lnfBias", t.lnfBias]];
+  const out: Array<[string, Float32Array]> = [
+    ["wte", t.wte],
+    ["wpe", t.wpe],
+    ["lnfGain", t.lnfGain],
+    ["lnfBias", t.lnfBias],
+  ];
   t.blocks.forEach((b, l) => Object.entries(b).forEach(([k, v]) => out.push([`blocks.${l}.${k}`, v as Float32Array])));
   return out;
 }
@@ -36,7 +41,9 @@ const SEQUENCES = [
 
 /** Datums for `loss`; RL inputs put ratios r = exp(lp − q) on both sides of PPO's clip range. */
 function datums(core: TrainingCore, loss: BuiltinLossName): Datum[] {
-  const base = SEQUENCES.map((s, i) => datum(s.slice(0, -1), { target_tokens: s.slice(1), weights: s.slice(1).map((_, t) => ((t + i) % 3) * 0.5) }));
+  const base = SEQUENCES.map((s, i) =>
+    datum(s.slice(0, -1), { target_tokens: s.slice(1), weights: s.slice(1).map((_, t) => ((t + i) % 3) * 0.5) }),
+  );
   if (loss === "cross_entropy") return base;
   const lp = core.run(base, "cross_entropy", undefined, false).lossFnOutputs.map((o) => o.logprobs);
   const offsets = [-0.5, -0.05, 0.05, 0.5];
@@ -54,13 +61,22 @@ function datums(core: TrainingCore, loss: BuiltinLossName): Datum[] {
  * CISPO's loss −Σ sg[clip(r_t)]·lp_t·A_t stops the gradient through the clipped ratio, so its
  * gradient is that of cross_entropy with weights clip(r_t)·A_t frozen at the current weights.
  */
-function cispoSurrogate(core: TrainingCore, data: Datum[], cfg: Record<string, number>): { data: Datum[]; loss: BuiltinLossName; lossConfig: undefined } {
+function cispoSurrogate(
+  core: TrainingCore,
+  data: Datum[],
+  cfg: Record<string, number>,
+): { data: Datum[]; loss: BuiltinLossName; lossConfig: undefined } {
   const lp = core.run(data, "cispo", cfg, false).lossFnOutputs.map((o) => o.logprobs);
   const surrogate = data.map((d, i) => {
     const q = d.loss_fn_inputs.logprobs!.data;
     const a = d.loss_fn_inputs.advantages!.data;
-    const weights = lp[i]!.map((l, t) => Math.min(Math.max(Math.exp(l - q[t]!), cfg.clip_low_threshold!), cfg.clip_high_threshold!) * a[t]!);
-    return datum(d.model_input.chunks.flatMap((c) => (c.type === "encoded_text" ? c.tokens : [])), { target_tokens: d.loss_fn_inputs.target_tokens!.data, weights });
+    const weights = lp[i]!.map(
+      (l, t) => Math.min(Math.max(Math.exp(l - q[t]!), cfg.clip_low_threshold!), cfg.clip_high_threshold!) * a[t]!,
+    );
+    return datum(
+      d.model_input.chunks.flatMap((c) => (c.type === "encoded_text" ? c.tokens : [])),
+      { target_tokens: d.loss_fn_inputs.target_tokens!.data, weights },
+    );
   });
   return { data: surrogate, loss: "cross_entropy", lossConfig: undefined };
 }
@@ -99,7 +115,9 @@ describe("parameter gradients match finite differences of the loss", () => {
       w.set(saved);
       const numeric = (plus - minus) / (2 * eps);
       // float32 forward passes leave ~1e-4 of noise in the difference quotient.
-      expect(Math.abs(numeric - analytic), `${loss} ${name}: analytic ${analytic}, numeric ${numeric}`).toBeLessThan(1e-2 * Math.abs(analytic) + 1e-4);
+      expect(Math.abs(numeric - analytic), `${loss} ${name}: analytic ${analytic}, numeric ${numeric}`).toBeLessThan(
+        1e-2 * Math.abs(analytic) + 1e-4,
+      );
       if (Math.abs(analytic) > 5e-3) checked++;
     }
     // Most tensors must have a gradient large enough for the check to be meaningful.

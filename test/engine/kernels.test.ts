@@ -6,9 +6,16 @@ const rng = new Rng(7);
 const random = (n: number): Float32Array => Float32Array.from({ length: n }, () => rng.normal());
 
 /** Reference C[m×n] = Σ_p A(i,p)·B(p,j) with accessors, in double precision. */
-function reference(m: number, k: number, n: number, a: (i: number, p: number) => number, b: (p: number, j: number) => number): Float64Array {
+function reference(
+  m: number,
+  k: number,
+  n: number,
+  a: (i: number, p: number) => number,
+  b: (p: number, j: number) => number,
+): Float64Array {
   const c = new Float64Array(m * n);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) c[i * n + j]! += a(i, p) * b(p, j);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) c[i * n + j]! += a(i, p) * b(p, j);
   return c;
 }
 
@@ -33,36 +40,63 @@ describe("matrix kernels against a double-precision reference", () => {
     const a = random(m * k);
     const b = random(k * n);
     const c0 = random(m * n);
-    const ref = reference(m, k, n, (i, p) => a[i * k + p]!, (p, j) => b[p * n + j]!);
+    const ref = reference(
+      m,
+      k,
+      n,
+      (i, p) => a[i * k + p]!,
+      (p, j) => b[p * n + j]!,
+    );
     const c = c0.slice();
     matmulNN(c, a, b, m, k, n, false);
     expectClose(c, ref);
     const acc = c0.slice();
     matmulNN(acc, a, b, m, k, n, true);
-    expectClose(acc, ref.map((v, i) => v + c0[i]!));
+    expectClose(
+      acc,
+      ref.map((v, i) => v + c0[i]!),
+    );
   });
 
   it.each(SHAPES)("matmulNT %i×%i×%i, assigning and accumulating", (m, k, n) => {
     const a = random(m * k);
     const b = random(n * k);
     const c0 = random(m * n);
-    const ref = reference(m, k, n, (i, p) => a[i * k + p]!, (p, j) => b[j * k + p]!);
+    const ref = reference(
+      m,
+      k,
+      n,
+      (i, p) => a[i * k + p]!,
+      (p, j) => b[j * k + p]!,
+    );
     const c = c0.slice();
     matmulNT(c, a, b, m, k, n, false);
     expectClose(c, ref);
     const acc = c0.slice();
     matmulNT(acc, a, b, m, k, n, true);
-    expectClose(acc, ref.map((v, i) => v + c0[i]!));
+    expectClose(
+      acc,
+      ref.map((v, i) => v + c0[i]!),
+    );
   });
 
   it.each(SHAPES)("matmulTN %i×%i×%i accumulates Aᵀ·B", (m, k, n) => {
     const a = random(m * k);
     const b = random(m * n);
     const c0 = random(k * n);
-    const ref = reference(k, m, n, (i, p) => a[p * k + i]!, (p, j) => b[p * n + j]!);
+    const ref = reference(
+      k,
+      m,
+      n,
+      (i, p) => a[p * k + i]!,
+      (p, j) => b[p * n + j]!,
+    );
     const c = c0.slice();
     matmulTN(c, a, b, m, k, n);
-    expectClose(c, ref.map((v, i) => v + c0[i]!));
+    expectClose(
+      c,
+      ref.map((v, i) => v + c0[i]!),
+    );
   });
 
   it("row kernels reproduce one row of the batched products bit for bit", () => {

@@ -67,10 +67,17 @@ describe("sampling on an untrained model", () => {
   });
 
   it("top-k and top-p restrict the draw to the most likely tokens", () => {
-    const next = Array.from({ length: engine.config.vocabSize }, (_, v) => ({ v, lp: engine.computeLogprobs([...prompt, v]).at(-1)! }));
+    const next = Array.from({ length: engine.config.vocabSize }, (_, v) => ({
+      v,
+      lp: engine.computeLogprobs([...prompt, v]).at(-1)!,
+    }));
     next.sort((a, b) => b.lp - a.lp);
     const first = (options: { topK?: number; topP?: number }): Set<number> =>
-      new Set(engine.sample(prompt, { maxTokens: 1, seed: 8, temperature: 3, ...options }, 200).sequences.map((s) => s.tokens[0]!));
+      new Set(
+        engine
+          .sample(prompt, { maxTokens: 1, seed: 8, temperature: 3, ...options }, 200)
+          .sequences.map((s) => s.tokens[0]!),
+      );
     const top3 = new Set(next.slice(0, 3).map((t) => t.v));
     const k = first({ topK: 3 });
     expect([...k].every((t) => top3.has(t))).toBe(true);
@@ -100,7 +107,9 @@ describe("sampling on an untrained model", () => {
     const C = engine.config.contextLength;
     const full = new Array<number>(C).fill(97);
     expect(() => engine.sample(full, { maxTokens: 1 })).toThrow(ContextLengthError);
-    expect(() => engine.sample(full, { maxTokens: 1 })).toThrow(`the prompt has ${C} tokens but the model's context length is ${C}`);
+    expect(() => engine.sample(full, { maxTokens: 1 })).toThrow(
+      `the prompt has ${C} tokens but the model's context length is ${C}`,
+    );
     expect(() => engine.computeLogprobs([...full, 97])).toThrow(ContextLengthError);
   });
 });
@@ -152,8 +161,18 @@ describe("stopping", () => {
     const eos = eosEngine.tokenizer.eosId;
     const p = eosEngine.tokenizer.encode("hi", { addBos: true });
     for (let i = 0; i < 30; i++) {
-      eosEngine.forwardBackward([datum(p, { target_tokens: [...p.slice(1), eos], weights: [0, 0, 1] })], "cross_entropy");
-      eosEngine.optimStep({ learning_rate: 3e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0, grad_clip_norm: 0 });
+      eosEngine.forwardBackward(
+        [datum(p, { target_tokens: [...p.slice(1), eos], weights: [0, 0, 1] })],
+        "cross_entropy",
+      );
+      eosEngine.optimStep({
+        learning_rate: 3e-2,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-8,
+        weight_decay: 0,
+        grad_clip_norm: 0,
+      });
     }
     const s = eosEngine.sample(p, { maxTokens: 10, temperature: 0 }).sequences[0]!;
     expect(s).toMatchObject({ tokens: [eos], stopReason: "stop" });

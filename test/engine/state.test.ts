@@ -1,7 +1,13 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CheckpointNameError, LocalEngine, SnapshotExistsError, StateFileError, type LocalEngine as Engine } from "../../src/engine/index.js";
+import {
+  CheckpointNameError,
+  LocalEngine,
+  SnapshotExistsError,
+  StateFileError,
+  type LocalEngine as Engine,
+} from "../../src/engine/index.js";
 import { adamParams } from "../../src/types/wire.js";
 import { engineFor, lmDatum, tempDir } from "./helpers.js";
 
@@ -84,13 +90,21 @@ describe("saveState / loadState", () => {
     await expectRefused(await variant("cut.nxs", bytes.subarray(0, bytes.length - 7)), "truncated", /cut short/);
     await expectRefused(await variant("cut-header.nxs", bytes.subarray(0, 30)), "truncated", /cut short/);
     await expectRefused(await variant("empty.nxs", new Uint8Array(0)), "truncated", /cut short/);
-    await expectRefused(await variant("foreign.nxs", Buffer.from("PK\u0003\u0004 definitely a zip file")), "not_a_state_file", /not a nexrl engine state/);
+    await expectRefused(
+      await variant("foreign.nxs", Buffer.from("PK\u0003\u0004 definitely a zip file")),
+      "not_a_state_file",
+      /not a nexrl engine state/,
+    );
     const future = Uint8Array.from(bytes);
     future[8] = 2;
     await expectRefused(await variant("future.nxs", future), "unsupported_version", /format version 2/);
     await expectRefused(join(dir, "absent.nxs"), "not_found", /no such file/);
     const other = await engineFor({ ...SHAPE, dModel: 32 });
-    await expectRefused(await other.saveState("other", { optimizer: true }), "config_mismatch", /dModel 32 \(engine: 16\)/);
+    await expectRefused(
+      await other.saveState("other", { optimizer: true }),
+      "config_mismatch",
+      /dModel 32 \(engine: 16\)/,
+    );
   });
 
   it("validates checkpoint names", async () => {
@@ -99,7 +113,9 @@ describe("saveState / loadState", () => {
       await expect(a.saveState(name, { optimizer: false })).rejects.toThrow(CheckpointNameError);
       await expect(a.saveWeightsForSampler(name)).rejects.toThrow(CheckpointNameError);
     }
-    await expect(a.saveState("step_000001.v2-final", { optimizer: false })).resolves.toMatch(/step_000001\.v2-final\.nxs$/);
+    await expect(a.saveState("step_000001.v2-final", { optimizer: false })).resolves.toMatch(
+      /step_000001\.v2-final\.nxs$/,
+    );
   });
 });
 

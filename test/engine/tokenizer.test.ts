@@ -54,7 +54,10 @@ describe("ByteTokenizer", () => {
     const turn1 = [{ role: "user", content: "Translate: pig" }];
     const prompt = tok.applyChatTemplate(turn1, { addGenerationPrompt: true });
     const reply = [...tok.encode("igpay"), tok.eosId];
-    const next = tok.applyChatTemplate([...turn1, { role: "assistant", content: "igpay" }, { role: "user", content: "again" }], { addGenerationPrompt: true });
+    const next = tok.applyChatTemplate(
+      [...turn1, { role: "assistant", content: "igpay" }, { role: "user", content: "again" }],
+      { addGenerationPrompt: true },
+    );
     expect(next.slice(0, prompt.length + reply.length)).toEqual([...prompt, ...reply]);
     expect(tok.applyChatTemplate(turn1)).toEqual(prompt.slice(0, prompt.length - tok.encode("<|assistant|>\n").length));
   });

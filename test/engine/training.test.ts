@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
-import { ContextLengthError, LocalEngine, MODEL_PRESETS, ModelConfigError, NonFiniteGradientError, TokenIdError } from "../../src/engine/index.js";
+import {
+  ContextLengthError,
+  LocalEngine,
+  MODEL_PRESETS,
+  ModelConfigError,
+  NonFiniteGradientError,
+  TokenIdError,
+} from "../../src/engine/index.js";
 import { TrainingCore } from "../../src/engine/training.js";
 import { LossInputError } from "../../src/types/losses.js";
 import { adamParams, datum, WireFormatError } from "../../src/types/wire.js";
@@ -14,16 +21,24 @@ describe("engine configuration", () => {
     const tiny = await engineFor("tiny");
     expect(tiny.config).toEqual({ ...MODEL_PRESETS.tiny, vocabSize: 259 });
     expect((await engineFor("small")).config.dModel).toBe(128);
-    expect((await engineFor({ dModel: 8, nLayers: 1, nHeads: 2, contextLength: 4, vocabSize: 300 })).config.vocabSize).toBe(300);
+    expect(
+      (await engineFor({ dModel: 8, nLayers: 1, nHeads: 2, contextLength: 4, vocabSize: 300 })).config.vocabSize,
+    ).toBe(300);
   });
 
   it("refuses unknown presets and invalid shapes", () => {
     const create = (model: never): LocalEngine => LocalEngine.create({ model, outputDir: "unused" });
     expect(() => create("huge" as never)).toThrow(ModelConfigError);
     expect(() => create("huge" as never)).toThrow(/tiny, small/);
-    expect(() => create({ dModel: 10, nLayers: 1, nHeads: 3, contextLength: 8 } as never)).toThrow(/multiple of nHeads/);
-    expect(() => create({ dModel: 8, nLayers: 0, nHeads: 2, contextLength: 8 } as never)).toThrow(/nLayers must be a positive integer/);
-    expect(() => create({ dModel: 8, nLayers: 1, nHeads: 2, contextLength: 8, vocabSize: 100 } as never)).toThrow(/smaller than the tokenizer/);
+    expect(() => create({ dModel: 10, nLayers: 1, nHeads: 3, contextLength: 8 } as never)).toThrow(
+      /multiple of nHeads/,
+    );
+    expect(() => create({ dModel: 8, nLayers: 0, nHeads: 2, contextLength: 8 } as never)).toThrow(
+      /nLayers must be a positive integer/,
+    );
+    expect(() => create({ dModel: 8, nLayers: 1, nHeads: 2, contextLength: 8, vocabSize: 100 } as never)).toThrow(
+      /smaller than the tokenizer/,
+    );
   });
 
   it("initialises identically for the same seed and differently for another", async () => {
@@ -86,7 +101,11 @@ describe("forward and forwardBackward", () => {
     expect(() => engine.forward([ce], "ppo")).toThrow(/missing loss input "logprobs"/);
     const masked = datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), weights: [1, 1, 1], mask: [1, 1, 1] });
     expect(() => engine.forward([masked], "cross_entropy")).toThrow(/"mask" is rejected/);
-    const rl = datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), logprobs: [-1, -1, -1], advantages: [1, 0, -1] });
+    const rl = datum(tokens.slice(0, -1), {
+      target_tokens: tokens.slice(1),
+      logprobs: [-1, -1, -1],
+      advantages: [1, 0, -1],
+    });
     expect(() => engine.forward([rl], "ppo", { beta: 1 })).toThrow(/"beta" is not used by ppo/);
     expect(engine.forward([rl], "ppo", { clip_low_threshold: 0.9 }).lossFnOutputs[0]!.logprobs).toHaveLength(3);
     expect(engine.forward([], "cross_entropy")).toEqual({ lossFnOutputs: [], metrics: { "loss:sum": 0 } });
@@ -98,13 +117,17 @@ describe("forward and forwardBackward", () => {
     const long = lmDatum([256, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(engine.forward([ok], "cross_entropy").lossFnOutputs[0]!.logprobs).toHaveLength(8);
     expect(() => engine.forwardBackward([ok, long], "cross_entropy")).toThrow(ContextLengthError);
-    expect(() => engine.forwardBackward([ok, long], "cross_entropy")).toThrow("datum 1 has 9 tokens but the model's context length is 8");
+    expect(() => engine.forwardBackward([ok, long], "cross_entropy")).toThrow(
+      "datum 1 has 9 tokens but the model's context length is 8",
+    );
   });
 
   it("refuses token ids outside the vocabulary", async () => {
     const engine = await engineFor("tiny");
     expect(() => engine.forward([lmDatum([256, 259, 1])], "cross_entropy")).toThrow(TokenIdError);
-    expect(() => engine.forward([datum([256, 1], { target_tokens: [1, 400], weights: [1, 1] })], "cross_entropy")).toThrow(/target_tokens\[1\] is 400/);
+    expect(() =>
+      engine.forward([datum([256, 1], { target_tokens: [1, 400], weights: [1, 1] })], "cross_entropy"),
+    ).toThrow(/target_tokens\[1\] is 400/);
   });
 });
 
@@ -139,7 +162,7 @@ describe("optimStep", () => {
     for (const i of [0, 5000, p0.length - 1]) {
       const m = 0.1 * g[i]!;
       const v = 0.05 * g[i]! ** 2;
-      const expected = p0[i]! * (1 - 0.01 * 0.1) - (0.01 / 0.1) * m / (Math.sqrt(v) / Math.sqrt(0.05) + 1e-8);
+      const expected = p0[i]! * (1 - 0.01 * 0.1) - ((0.01 / 0.1) * m) / (Math.sqrt(v) / Math.sqrt(0.05) + 1e-8);
       expect(core.weights.flat[i]).toBeCloseTo(expected, 6);
     }
   });
@@ -148,7 +171,12 @@ describe("optimStep", () => {
     const core = new TrainingCore(small, 4);
     expect(() => core.optimStep({ ...adamParams(), beta1: 1 })).toThrow(WireFormatError);
     const tokens = [256, 1, 2];
-    core.run([datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), logprobs: [-1e30, -1], advantages: [1, 1] })], "importance_sampling", undefined, true);
+    core.run(
+      [datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), logprobs: [-1e30, -1], advantages: [1, 1] })],
+      "importance_sampling",
+      undefined,
+      true,
+    );
     const before = core.weights.flat.slice();
     expect(() => core.optimStep(adamParams())).toThrow(NonFiniteGradientError);
     expect(core.weights.flat).toEqual(before);

@@ -10,14 +10,21 @@ export interface Seen {
 }
 
 /** A loopback HTTP server answering with `handler`, recording every request and socket. */
-export async function testServer(handler: (req: IncomingMessage, res: ServerResponse, seen: Seen) => void): Promise<{ url: string; seen: Seen[]; sockets: () => number; close: () => Promise<void> }> {
+export async function testServer(
+  handler: (req: IncomingMessage, res: ServerResponse, seen: Seen) => void,
+): Promise<{ url: string; seen: Seen[]; sockets: () => number; close: () => Promise<void> }> {
   const seen: Seen[] = [];
   let sockets = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const entry = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      const entry = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      };
       seen.push(entry);
       handler(req, res, entry);
     });

@@ -29,7 +29,9 @@ describe("ConnectionPool", () => {
     await until(8);
     expect(pool.size).toBe(8);
     release();
-    expect((await Promise.all(burst.map((e) => e.answer))).map((a) => a.text)).toEqual(burst.map((_, i) => `/burst-${i}`));
+    expect((await Promise.all(burst.map((e) => e.answer))).map((a) => a.text)).toEqual(
+      burst.map((_, i) => `/burst-${i}`),
+    );
 
     // Twenty more, four at a time: the eight connections are enough.
     for (let round = 0; round < 5; round++) {

@@ -13,7 +13,9 @@ afterEach(async () => {
 describe("HttpTransport in a process of its own", () => {
   it("keeps the process alive while it waits to retry, so a script's await completes", async () => {
     let n = 0;
-    const server = await testServer((_req, res) => (n++ === 0 ? json(res, 503, { message: "busy" }, { "retry-after-ms": "300" }) : json(res, 200, { ok: true })));
+    const server = await testServer((_req, res) =>
+      n++ === 0 ? json(res, 503, { message: "busy" }, { "retry-after-ms": "300" }) : json(res, 200, { ok: true }),
+    );
     cleanups.push(server.close);
     const transport = path.resolve("src/http/index.ts");
     const code = `import { HttpTransport } from ${JSON.stringify(transport)};
@@ -21,7 +23,9 @@ const http = new HttpTransport({ baseUrl: ${JSON.stringify(server.url)} });
 const { body } = await http.request({ method: "GET", path: "/x" });
 console.log(JSON.stringify(body));
 await http.close();`;
-    const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: path.resolve(".") });
+    const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+      cwd: path.resolve("."),
+    });
     expect(stdout.trim()).toBe('{"ok":true}');
     expect(n).toBe(2);
   });

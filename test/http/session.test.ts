@@ -3,13 +3,29 @@ import { MissingApiKeyError, resolveEndpoint } from "../../src/http/endpoint.js"
 import { Heartbeat } from "../../src/http/heartbeat.js";
 import { SubmitOrder, SubmitOrderError } from "../../src/http/submit-order.js";
 
-const SPEC = { service: "Tinker", keyVar: "TINKER_API_KEY", urlVar: "TINKER_BASE_URL", defaultUrl: "https://example.invalid" };
+const SPEC = {
+  service: "Tinker",
+  keyVar: "TINKER_API_KEY",
+  urlVar: "TINKER_BASE_URL",
+  defaultUrl: "https://example.invalid",
+};
 
 describe("resolveEndpoint", () => {
   it("prefers options, then the environment, then the public URL", () => {
-    expect(resolveEndpoint({ apiKey: "a", baseUrl: "http://x", env: { TINKER_API_KEY: "b", TINKER_BASE_URL: "http://y" } }, SPEC)).toEqual({ apiKey: "a", baseUrl: "http://x" });
-    expect(resolveEndpoint({ env: { TINKER_API_KEY: "b", TINKER_BASE_URL: "http://y" } }, SPEC)).toEqual({ apiKey: "b", baseUrl: "http://y" });
-    expect(resolveEndpoint({ env: { TINKER_API_KEY: "b" } }, SPEC)).toEqual({ apiKey: "b", baseUrl: "https://example.invalid" });
+    expect(
+      resolveEndpoint(
+        { apiKey: "a", baseUrl: "http://x", env: { TINKER_API_KEY: "b", TINKER_BASE_URL: "http://y" } },
+        SPEC,
+      ),
+    ).toEqual({ apiKey: "a", baseUrl: "http://x" });
+    expect(resolveEndpoint({ env: { TINKER_API_KEY: "b", TINKER_BASE_URL: "http://y" } }, SPEC)).toEqual({
+      apiKey: "b",
+      baseUrl: "http://y",
+    });
+    expect(resolveEndpoint({ env: { TINKER_API_KEY: "b" } }, SPEC)).toEqual({
+      apiKey: "b",
+      baseUrl: "https://example.invalid",
+    });
     expect(() => resolveEndpoint({ env: {} }, SPEC)).toThrow(MissingApiKeyError);
     expect(() => resolveEndpoint({ apiKey: "", env: {} }, SPEC)).toThrow(/set TINKER_API_KEY or pass apiKey/);
   });
@@ -41,7 +57,9 @@ describe("Heartbeat", () => {
     await vi.advanceTimersByTimeAsync(2000);
     expect(lines).toEqual([]);
     await vi.advanceTimersByTimeAsync(1000);
-    expect(lines).toEqual(["nexrl: Test session s1 has had no successful heartbeat for 3 s (503 from the service); the service may end the session"]);
+    expect(lines).toEqual([
+      "nexrl: Test session s1 has had no successful heartbeat for 3 s (503 from the service); the service may end the session",
+    ]);
     heartbeat.stop();
     await vi.advanceTimersByTimeAsync(5000);
     expect(beats).toBe(6);
@@ -83,7 +101,9 @@ describe("SubmitOrder", () => {
     });
     await expect(lost).rejects.toThrow("connection refused");
     await expect(next).rejects.toThrow(SubmitOrderError);
-    await expect(next).rejects.toThrow(/cannot submit optim_step \(seq_id 5\): the earlier forward_backward \(seq_id 4\) could not be submitted \(connection refused\)/);
+    await expect(next).rejects.toThrow(
+      /cannot submit optim_step \(seq_id 5\): the earlier forward_backward \(seq_id 4\) could not be submitted \(connection refused\)/,
+    );
     expect(sent).toBe(false);
   });
 });

@@ -67,7 +67,15 @@ describe("dispatchText", () => {
   it("rejects, and gives nothing back, when no connection can be taken", async () => {
     const refused = new Error("no connection");
     const given: Dispatcher[] = [];
-    const sent = exchange({ take: () => { throw refused; }, give: (connection) => void given.push(connection) }, { path: "/", method: "GET" });
+    const sent = exchange(
+      {
+        take: () => {
+          throw refused;
+        },
+        give: (connection) => void given.push(connection),
+      },
+      { path: "/", method: "GET" },
+    );
     await expect(sent.answer).rejects.toBe(refused);
     expect(given).toHaveLength(0);
   });

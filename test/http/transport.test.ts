@@ -33,7 +33,14 @@ async function serve(handler: Parameters<typeof testServer>[0]) {
 }
 
 function transport(url: string, options: Partial<HttpTransportOptions> = {}): HttpTransport {
-  const t = new HttpTransport({ baseUrl: url, apiKey: KEY, apiKeyHeader: "X-API-Key", apiKeySource: "TINKER_API_KEY", backoff: { initialDelayMs: 1, maxDelayMs: 4 }, ...options });
+  const t = new HttpTransport({
+    baseUrl: url,
+    apiKey: KEY,
+    apiKeyHeader: "X-API-Key",
+    apiKeySource: "TINKER_API_KEY",
+    backoff: { initialDelayMs: 1, maxDelayMs: 4 },
+    ...options,
+  });
   cleanups.push(() => t.close());
   return t;
 }
@@ -49,7 +56,9 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 
 describe("HttpTransport", () => {
   it("sends JSON with the API key header under the base URL's path prefix and parses JSON back", async () => {
-    const server = await serve((_req, res, seen) => json(res, 200, { echo: JSON.parse(seen.body) }, { "x-request-id": "req-1" }));
+    const server = await serve((_req, res, seen) =>
+      json(res, 200, { echo: JSON.parse(seen.body) }, { "x-request-id": "req-1" }),
+    );
     const http = transport(`${server.url}/services/tinker-prod/`);
     const response = await http.request<{ echo: unknown }>({ method: "POST", path: "/api/v1/x", body: { a: 1 } });
     expect(response).toMatchObject({ status: 200, body: { echo: { a: 1 } }, requestId: "req-1" });
@@ -60,11 +69,20 @@ describe("HttpTransport", () => {
 
   it("sends an already serialised body as it is, the same bytes on every retry", async () => {
     let calls = 0;
-    const server = await serve((_req, res) => (++calls < 3 ? json(res, 503, { message: "busy" }) : json(res, 200, { ok: true })));
+    const server = await serve((_req, res) =>
+      ++calls < 3 ? json(res, 503, { message: "busy" }) : json(res, 200, { ok: true }),
+    );
     const encoded = '{"b":1,"a":[0.1,-0]}';
-    const response = await transport(server.url).request({ method: "POST", path: "/raw", encodedBody: Buffer.from(encoded), retry: "all" });
+    const response = await transport(server.url).request({
+      method: "POST",
+      path: "/raw",
+      encodedBody: Buffer.from(encoded),
+      retry: "all",
+    });
     expect(response.body).toEqual({ ok: true });
-    expect(server.seen.map((s) => [s.body, s.headers["content-type"]])).toEqual(Array(3).fill([encoded, "application/json"]));
+    expect(server.seen.map((s) => [s.body, s.headers["content-type"]])).toEqual(
+      Array(3).fill([encoded, "application/json"]),
+    );
   });
 
   it.each([
@@ -80,10 +98,18 @@ describe("HttpTransport", () => {
     [418, ApiStatusError, false],
   ] as const)("maps HTTP %i to its typed error", async (status, Class, retryable) => {
     const server = await serve((_req, res) => json(res, status, { message: `status ${status}`, request_id: "rid-7" }));
-    const error = (await failure(transport(server.url, { maxRetries: 0 }).request({ method: "GET", path: "/a" }))) as ApiStatusError;
+    const error = (await failure(
+      transport(server.url, { maxRetries: 0 }).request({ method: "GET", path: "/a" }),
+    )) as ApiStatusError;
     expect(error).toBeInstanceOf(Class);
     expect(error.constructor).toBe(Class);
-    expect(error).toMatchObject({ status, requestId: "rid-7", isRetryable: retryable, method: "GET", url: `${server.url}/a` });
+    expect(error).toMatchObject({
+      status,
+      requestId: "rid-7",
+      isRetryable: retryable,
+      method: "GET",
+      url: `${server.url}/a`,
+    });
     expect(error.message).toContain(`HTTP ${status}: status ${status}`);
     expect(error.message).toContain("rid-7");
   });
@@ -96,10 +122,18 @@ describe("HttpTransport", () => {
 
   it("lets x-should-retry and a retryable body field decide", async () => {
     let n = 0;
-    const server = await serve((_req, res) => (n++ === 0 ? json(res, 500, { error: "x", retryable: false }) : json(res, 400, {}, { "x-should-retry": "true" })));
+    const server = await serve((_req, res) =>
+      n++ === 0 ? json(res, 500, { error: "x", retryable: false }) : json(res, 400, {}, { "x-should-retry": "true" }),
+    );
     const http = transport(server.url, { maxRetries: 0 });
-    expect(await failure(http.request({ method: "GET", path: "/a" }))).toMatchObject({ status: 500, isRetryable: false });
-    expect(await failure(http.request({ method: "GET", path: "/a" }))).toMatchObject({ status: 400, isRetryable: true });
+    expect(await failure(http.request({ method: "GET", path: "/a" }))).toMatchObject({
+      status: 500,
+      isRetryable: false,
+    });
+    expect(await failure(http.request({ method: "GET", path: "/a" }))).toMatchObject({
+      status: 400,
+      isRetryable: true,
+    });
   });
 
   it("retries retryable statuses with one idempotency key, honouring retry-after-ms", async () => {
@@ -112,7 +146,13 @@ describe("HttpTransport", () => {
     });
     const lines: string[] = [];
     const http = transport(server.url, { log: (l) => lines.push(l) });
-    const response = await http.request({ method: "POST", path: "/submit", body: {}, retry: "all", idempotencyKey: true });
+    const response = await http.request({
+      method: "POST",
+      path: "/submit",
+      body: {},
+      retry: "all",
+      idempotencyKey: true,
+    });
     expect(response.body).toEqual({ ok: true });
     const keys = server.seen.map((s) => s.headers["x-idempotency-key"]);
     expect(keys).toHaveLength(3);
@@ -124,9 +164,13 @@ describe("HttpTransport", () => {
 
   it("does not resend a POST after an error status by default, and stops after maxRetries", async () => {
     const server = await serve((_req, res) => json(res, 500, { message: "boom" }));
-    expect(await failure(transport(server.url).request({ method: "POST", path: "/op", body: {} }))).toBeInstanceOf(InternalServerError);
+    expect(await failure(transport(server.url).request({ method: "POST", path: "/op", body: {} }))).toBeInstanceOf(
+      InternalServerError,
+    );
     expect(server.seen).toHaveLength(1);
-    expect(await failure(transport(server.url, { maxRetries: 2 }).request({ method: "GET", path: "/op" }))).toBeInstanceOf(InternalServerError);
+    expect(
+      await failure(transport(server.url, { maxRetries: 2 }).request({ method: "GET", path: "/op" })),
+    ).toBeInstanceOf(InternalServerError);
     expect(server.seen).toHaveLength(4);
   });
 
@@ -135,7 +179,9 @@ describe("HttpTransport", () => {
     const url = server.url;
     await server.close();
     const lines: string[] = [];
-    const error = (await failure(transport(url, { maxRetries: 2, log: (l) => lines.push(l) }).request({ method: "POST", path: "/op", body: {} }))) as ApiConnectionError;
+    const error = (await failure(
+      transport(url, { maxRetries: 2, log: (l) => lines.push(l) }).request({ method: "POST", path: "/op", body: {} }),
+    )) as ApiConnectionError;
     expect(error).toBeInstanceOf(ApiConnectionError);
     expect(error).toMatchObject({ connected: false, isRetryable: true, status: undefined });
     expect(lines).toHaveLength(2);
@@ -144,7 +190,9 @@ describe("HttpTransport", () => {
   it("does not resend a POST whose connection broke after sending unless told to", async () => {
     let n = 0;
     const server = await serve((req, res) => (n++ === 0 ? req.socket.destroy() : json(res, 200, { ok: n })));
-    const error = (await failure(transport(server.url).request({ method: "POST", path: "/op", body: {} }))) as ApiConnectionError;
+    const error = (await failure(
+      transport(server.url).request({ method: "POST", path: "/op", body: {} }),
+    )) as ApiConnectionError;
     expect(error).toMatchObject({ connected: true });
     expect(error.message).toMatch(/may or may not have handled/);
     const response = await transport(server.url).request({ method: "POST", path: "/op", body: {}, retry: "all" });
@@ -167,7 +215,9 @@ describe("HttpTransport", () => {
 
   it("watches a signal shared by many calls with one listener, and aborts every call still in flight", async () => {
     const answers: Array<() => void> = [];
-    const server = await serve((req, res) => (req.url === "/quick" ? json(res, 200, { ok: true }) : answers.push(() => json(res, 200, {}))));
+    const server = await serve((req, res) =>
+      req.url === "/quick" ? json(res, 200, { ok: true }) : answers.push(() => json(res, 200, {})),
+    );
     const http = transport(server.url, { maxRetries: 0 });
     const controller = new AbortController();
     const warnings: Error[] = [];
@@ -175,8 +225,13 @@ describe("HttpTransport", () => {
     process.on("warning", onWarning);
     try {
       // Finished calls leave the signal's list: the abort below reaches only the ones in flight.
-      for (let i = 0; i < 3; i++) expect((await http.request({ method: "GET", path: "/quick", signal: controller.signal })).body).toEqual({ ok: true });
-      const pending = Array.from({ length: 20 }, (_, i) => failure(http.request({ method: "GET", path: `/hang-${i}`, signal: controller.signal })));
+      for (let i = 0; i < 3; i++)
+        expect((await http.request({ method: "GET", path: "/quick", signal: controller.signal })).body).toEqual({
+          ok: true,
+        });
+      const pending = Array.from({ length: 20 }, (_, i) =>
+        failure(http.request({ method: "GET", path: `/hang-${i}`, signal: controller.signal })),
+      );
       while (answers.length < 20) await new Promise((r) => setTimeout(r, 5));
       expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
       controller.abort(new Error("run stopped"));
@@ -184,7 +239,9 @@ describe("HttpTransport", () => {
       expect(errors.every((e) => e instanceof RequestAbortedError && /run stopped/.test(e.message))).toBe(true);
       expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
       // An aborted signal fails new calls at once, without sending them.
-      expect(await failure(http.request({ method: "GET", path: "/late", signal: controller.signal }))).toBeInstanceOf(RequestAbortedError);
+      expect(await failure(http.request({ method: "GET", path: "/late", signal: controller.signal }))).toBeInstanceOf(
+        RequestAbortedError,
+      );
       expect(server.seen.filter((s) => s.url === "/late")).toHaveLength(0);
       await new Promise((r) => setImmediate(r));
       expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning")).toEqual([]);
@@ -194,11 +251,14 @@ describe("HttpTransport", () => {
   });
 
   it("hands the outcome to a receiver with send()", async () => {
-    const server = await serve((req, res) => (req.url === "/ok" ? json(res, 200, { n: 1 }) : json(res, 404, { message: "no such thing" })));
+    const server = await serve((req, res) =>
+      req.url === "/ok" ? json(res, 200, { n: 1 }) : json(res, 404, { message: "no such thing" }),
+    );
     const http = transport(server.url);
     const outcomes: string[] = [];
     const receiver = {
-      answered: (response: { status: number; body: unknown }) => outcomes.push(`answered ${response.status} ${JSON.stringify(response.body)}`),
+      answered: (response: { status: number; body: unknown }) =>
+        outcomes.push(`answered ${response.status} ${JSON.stringify(response.body)}`),
       failed: (error: unknown) => outcomes.push(`failed ${(error as Error).constructor.name}`),
     };
     http.send({ method: "GET", path: "/ok" }, receiver);
@@ -227,10 +287,21 @@ describe("HttpTransport", () => {
   });
 
   it("redacts the API key from errors, bodies, headers and log lines", async () => {
-    const server = await serve((req, res) => json(res, 500, { message: `your key ${String(req.headers["x-api-key"])} is odd` }));
+    const server = await serve((req, res) =>
+      json(res, 500, { message: `your key ${String(req.headers["x-api-key"])} is odd` }),
+    );
     const lines: string[] = [];
-    const error = (await failure(transport(server.url, { maxRetries: 1, log: (l) => lines.push(l) }).request({ method: "GET", path: "/a" }))) as ApiStatusError;
-    const everything = [error.message, error.stack ?? "", JSON.stringify(error), JSON.stringify(error.body), JSON.stringify(error.requestHeaders), ...lines].join("\n");
+    const error = (await failure(
+      transport(server.url, { maxRetries: 1, log: (l) => lines.push(l) }).request({ method: "GET", path: "/a" }),
+    )) as ApiStatusError;
+    const everything = [
+      error.message,
+      error.stack ?? "",
+      JSON.stringify(error),
+      JSON.stringify(error.body),
+      JSON.stringify(error.requestHeaders),
+      ...lines,
+    ].join("\n");
     expect(everything).not.toContain(KEY);
     expect(error.requestHeaders["X-API-Key"]).toBe("***");
     expect(error.message).toContain("your key *** is odd");
@@ -247,7 +318,9 @@ describe("backoff", () => {
   it("reads retry-after-ms, retry-after seconds and HTTP dates", () => {
     expect(retryAfterMs({ "retry-after-ms": "250", "retry-after": "9" })).toBe(250);
     expect(retryAfterMs({ "retry-after": "2" })).toBe(2000);
-    expect(retryAfterMs({ "retry-after": "Wed, 21 Oct 2015 07:28:10 GMT" }, Date.parse("Wed, 21 Oct 2015 07:28:00 GMT"))).toBe(10_000);
+    expect(
+      retryAfterMs({ "retry-after": "Wed, 21 Oct 2015 07:28:10 GMT" }, Date.parse("Wed, 21 Oct 2015 07:28:00 GMT")),
+    ).toBe(10_000);
     expect(retryAfterMs({ "retry-after": "soon" })).toBeUndefined();
     expect(retryAfterMs({})).toBeUndefined();
   });

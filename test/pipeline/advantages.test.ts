@@ -1,23 +1,55 @@
 import { describe, expect, it } from "vitest";
-import { discountedFutureSum, distillationAdvantages, groupAdvantages, klPenaltyAdvantages, passAtK } from "../../src/pipeline/index.js";
+import {
+  discountedFutureSum,
+  distillationAdvantages,
+  groupAdvantages,
+  klPenaltyAdvantages,
+  passAtK,
+} from "../../src/pipeline/index.js";
 import { Trajectory } from "../../src/types/trajectory.js";
 
-const traj = (reward: number, groupId?: string, runId?: number) => new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward, ...(groupId !== undefined && { groupId }), ...(runId !== undefined && { runId }) });
+const traj = (reward: number, groupId?: string, runId?: number) =>
+  new Trajectory({
+    tokens: [1, 2],
+    lossMask: [0, 1],
+    reward,
+    ...(groupId !== undefined && { groupId }),
+    ...(runId !== undefined && { runId }),
+  });
 
 describe("groupAdvantages", () => {
   it("centres rewards within each group and divides by the population std (hand-computed)", () => {
     // group a: rewards 1, 0, 0, 1 → μ 0.5, σ 0.5 → ±1 (ε = 1e-6); group b: 0, 3 → μ 1.5, σ 1.5 → ∓1
-    const batch = [traj(1, "a", 0), traj(0, "a", 1), traj(0, "a", 2), traj(1, "a", 3), traj(0, "b", 0), traj(3, "b", 1)];
+    const batch = [
+      traj(1, "a", 0),
+      traj(0, "a", 1),
+      traj(0, "a", 2),
+      traj(1, "a", 3),
+      traj(0, "b", 0),
+      traj(3, "b", 1),
+    ];
     const result = groupAdvantages(batch);
     const s = 1 / (0.5 + 1e-6);
     const t = 1.5 / (1.5 + 1e-6);
     expect(result.advantages).toEqual([0.5 * s, -0.5 * s, -0.5 * s, 0.5 * s, -t, t]);
     expect(result.advantages[0]).toBeCloseTo(0.999998, 6);
-    expect(result).toMatchObject({ groups: 2, constantGroups: 0, groupStd: [0.5, 1.5], constant: [false, false, false, false, false, false] });
+    expect(result).toMatchObject({
+      groups: 2,
+      constantGroups: 0,
+      groupStd: [0.5, 1.5],
+      constant: [false, false, false, false, false, false],
+    });
   });
 
   it("gives 0 (not the raw reward) to a group of one and to constant groups, and counts them", () => {
-    const batch = [traj(0.7, "single", 0), traj(1, "same", 0), traj(1, "same", 1), traj(0.4), traj(0, "x", 0), traj(2, "x", 1)];
+    const batch = [
+      traj(0.7, "single", 0),
+      traj(1, "same", 0),
+      traj(1, "same", 1),
+      traj(0.4),
+      traj(0, "x", 0),
+      traj(2, "x", 1),
+    ];
     const result = groupAdvantages(batch);
     expect(result.advantages.slice(0, 4)).toEqual([0, 0, 0, 0]);
     expect(result.constant).toEqual([true, true, true, true, false, false]);
@@ -38,7 +70,9 @@ describe("groupAdvantages", () => {
   it("Dr.GRPO centres without dividing by the standard deviation", () => {
     const batch = [traj(1, "a", 0), traj(0, "a", 1), traj(0, "a", 2), traj(0, "a", 3)];
     expect(groupAdvantages(batch, { estimator: "dr_grpo" }).advantages).toEqual([0.75, -0.25, -0.25, -0.25]);
-    expect(groupAdvantages(batch, { estimator: "dr_grpo", normalizeStd: true }).advantages).toEqual([0.75, -0.25, -0.25, -0.25]);
+    expect(groupAdvantages(batch, { estimator: "dr_grpo", normalizeStd: true }).advantages).toEqual([
+      0.75, -0.25, -0.25, -0.25,
+    ]);
     const sigma = Math.sqrt(0.1875);
     expect(groupAdvantages(batch).advantages[0]).toBeCloseTo(0.75 / sigma, 5);
   });

@@ -21,7 +21,10 @@ describe("readDataFile", () => {
         { name: "index", data: [10n, 11n], type: "INT64" },
       ],
     });
-    expect(await readDataFile(join(dir, "a.jsonl"))).toEqual([{ prompt: "x", n: 1 }, { prompt: "y", n: 2 }]);
+    expect(await readDataFile(join(dir, "a.jsonl"))).toEqual([
+      { prompt: "x", n: 1 },
+      { prompt: "y", n: 2 },
+    ]);
     expect(await readDataFile(join(dir, "b.json"))).toEqual([{ prompt: "z", n: 3 }]);
     expect(await readDataFile(join(dir, "c.parquet"))).toEqual([
       { prompt: "What is 2 + 2?", ground_truth: "4", index: 10 },
@@ -36,9 +39,13 @@ describe("readDataFile", () => {
     await writeFile(join(dir, "obj.json"), '{"prompt":"x"}');
     await writeFile(join(dir, "data.csv"), "prompt\nx\n");
     await expect(readDataFile(join(dir, "bad.jsonl"))).rejects.toThrow(`${join(dir, "bad.jsonl")}:2 is not valid JSON`);
-    await expect(readDataFile(join(dir, "scalar.jsonl"))).rejects.toThrow(/scalar\.jsonl:1 is a string; every task must be a JSON object/);
+    await expect(readDataFile(join(dir, "scalar.jsonl"))).rejects.toThrow(
+      /scalar\.jsonl:1 is a string; every task must be a JSON object/,
+    );
     await expect(readDataFile(join(dir, "obj.json"))).rejects.toThrow(/holds a JSON object, not an array/);
-    await expect(readDataFile(join(dir, "data.csv"))).rejects.toThrow(/unsupported extension ".csv"; use one of .jsonl, .json, .parquet/);
+    await expect(readDataFile(join(dir, "data.csv"))).rejects.toThrow(
+      /unsupported extension ".csv"; use one of .jsonl, .json, .parquet/,
+    );
     await expect(readDataFile(join(dir, "missing.jsonl"))).rejects.toBeInstanceOf(DataLoaderError);
   });
 });
@@ -61,7 +68,11 @@ describe("DataLoader", () => {
     expect([1, 2, 3, 4].map(() => indices(keep.nextBatch()))).toEqual([[0, 1], [2, 3], [4], [0, 1]]);
     expect(keep.nextBatch()![0]!.epoch).toBe(1);
     const drop = new DataLoader(rows(5), { promptKey: "prompt", batchSize: 2, seed: 0, dropLast: true });
-    expect([1, 2, 3].map(() => indices(drop.nextBatch()))).toEqual([[0, 1], [2, 3], [0, 1]]);
+    expect([1, 2, 3].map(() => indices(drop.nextBatch()))).toEqual([
+      [0, 1],
+      [2, 3],
+      [0, 1],
+    ]);
     expect(drop.batchesPerEpoch).toBe(2);
     const once = new DataLoader(rows(3), { promptKey: "prompt", batchSize: 2, seed: 0, maxEpochs: 1 });
     expect([1, 2, 3].map(() => indices(once.nextBatch()))).toEqual([[0, 1], [2], undefined]);
@@ -97,12 +108,22 @@ describe("DataLoader", () => {
   it("drops prompts longer than max_prompt_length and says so when nothing is left", () => {
     const measure = (prompt: unknown) => String(prompt).length;
     const data = [{ prompt: "short" }, { prompt: "a much longer prompt" }, { prompt: "tiny" }];
-    const loader = new DataLoader(data, { promptKey: "prompt", batchSize: 5, seed: 0, filter: { maxPromptLength: 6, measure } });
+    const loader = new DataLoader(data, {
+      promptKey: "prompt",
+      batchSize: 5,
+      seed: 0,
+      filter: { maxPromptLength: 6, measure },
+    });
     expect([loader.size, loader.filtered]).toEqual([2, 1]);
     expect(indices(loader.nextBatch())).toEqual([0, 2]);
-    expect(() => new DataLoader(data, { promptKey: "prompt", batchSize: 1, seed: 0, filter: { maxPromptLength: 2, measure } }, "train.jsonl")).toThrow(
-      "no task left in train.jsonl: all 3 rows have prompts longer than 2 tokens (data.max_prompt_length)",
-    );
+    expect(
+      () =>
+        new DataLoader(
+          data,
+          { promptKey: "prompt", batchSize: 1, seed: 0, filter: { maxPromptLength: 2, measure } },
+          "train.jsonl",
+        ),
+    ).toThrow("no task left in train.jsonl: all 3 rows have prompts longer than 2 tokens (data.max_prompt_length)");
   });
 
   it("resumes exactly from a cursor: a new loader continues with the same groups and seeds", () => {
@@ -133,7 +154,14 @@ describe("DataLoader", () => {
   });
 
   it("gives every validation row once per pass, with seeds that depend on the pass", () => {
-    const loader = new DataLoader(rows(3), { promptKey: "prompt", batchSize: 1, seed: 0, rolloutRepeatN: 2, isVal: true, shuffle: true });
+    const loader = new DataLoader(rows(3), {
+      promptKey: "prompt",
+      batchSize: 1,
+      seed: 0,
+      rolloutRepeatN: 2,
+      isVal: true,
+      shuffle: true,
+    });
     const pass0 = loader.allGroups(0);
     expect(pass0.map((g) => [g.groupId, g.tasks.length, g.tasks[0]!.isVal])).toEqual([
       ["val-0", 2, true],

@@ -39,7 +39,14 @@ export function additionRows(count: number): Array<{ prompt: string; ground_trut
 /** Pig Latin rows. */
 export function pigLatinRows(count: number): Array<{ input: string; output: string }> {
   const words = ["hello", "apple", "string", "quiet", "dog", "cat"];
-  const latin: Record<string, string> = { hello: "ello-hay", apple: "apple-way", string: "ing-stray", quiet: "iet-quay", dog: "og-day", cat: "at-cay" };
+  const latin: Record<string, string> = {
+    hello: "ello-hay",
+    apple: "apple-way",
+    string: "ing-stray",
+    quiet: "iet-quay",
+    dog: "og-day",
+    cat: "at-cay",
+  };
   return Array.from({ length: count }, (_, i) => {
     const phrase = [words[i % 6]!, words[(i + 1) % 6]!];
     return { input: phrase.join(" "), output: phrase.map((w) => latin[w]).join(" ") };
@@ -56,7 +63,9 @@ export async function writeRecipe(dir: string, yaml: string, overrides: string[]
 }
 
 /** A small GRPO recipe on the tiny model with a custom worker (YAML text). */
-export function grpoRecipeYaml(options: { worker?: string; className?: string; steps?: number; extra?: string } = {}): string {
+export function grpoRecipeYaml(
+  options: { worker?: string; className?: string; steps?: number; extra?: string } = {},
+): string {
   return `
 data:
   data_files: [train.jsonl]
@@ -89,5 +98,17 @@ ${options.extra ?? ""}`;
 /** A task for unit tests of workers and runners. */
 export function task(fields: Partial<RolloutTask> & { data?: Record<string, unknown> } = {}): RolloutTask {
   const data = fields.data ?? { prompt: "hi" };
-  return { data, prompt: data.prompt, index: 0, epoch: 0, batchIndex: 0, groupId: "0-0", runId: 0, groupSize: 1, isVal: false, seed: 1, ...fields };
+  return {
+    data,
+    prompt: data.prompt,
+    index: 0,
+    epoch: 0,
+    batchIndex: 0,
+    groupId: "0-0",
+    runId: 0,
+    groupSize: 1,
+    isVal: false,
+    seed: 1,
+    ...fields,
+  };
 }

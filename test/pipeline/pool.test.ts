@@ -9,8 +9,23 @@ const loader = (rows: number, repeat: number, batchSize = 2) =>
   );
 
 /** Finishes every task of `group` with one trajectory of reward `reward(runId)` sampled by `version`. */
-function finish(pool: TrajectoryPool, group: TaskGroup, reward: (runId: number) => number = () => 1, version = 0): void {
-  for (const task of group.tasks) pool.put(task, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: reward(task.runId), groupId: task.groupId, runId: task.runId, policyVersion: version })]);
+function finish(
+  pool: TrajectoryPool,
+  group: TaskGroup,
+  reward: (runId: number) => number = () => 1,
+  version = 0,
+): void {
+  for (const task of group.tasks)
+    pool.put(task, [
+      new Trajectory({
+        tokens: [1, 2],
+        lossMask: [0, 1],
+        reward: reward(task.runId),
+        groupId: task.groupId,
+        runId: task.runId,
+        policyVersion: version,
+      }),
+    ]);
 }
 
 describe("TrajectoryPool", () => {
@@ -54,7 +69,12 @@ describe("TrajectoryPool", () => {
 
   it("drops a finished group with fewer productive rollouts than the minimum, and an emptied batch is still handed out", () => {
     const data = loader(2, 3);
-    const pool = new TrajectoryPool({ readiness: "loaded_batch_finished", batchSize: 1, stalenessThreshold: 0, minGroupSize: 2 });
+    const pool = new TrajectoryPool({
+      readiness: "loaded_batch_finished",
+      batchSize: 1,
+      stalenessThreshold: 0,
+      minGroupSize: 2,
+    });
     const [g0, g1] = data.nextBatch()!;
     pool.register(g0!);
     pool.register(g1!);
@@ -96,14 +116,23 @@ describe("TrajectoryPool", () => {
     const groups = [1, 2, 3, 4].map(() => data.nextGroup()!);
     groups.forEach((g) => pool.register(g));
     // put reports whether the task finished its group
-    expect(pool.put(groups[0]!.tasks[0]!, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 0 })])).toBe(false);
+    expect(
+      pool.put(groups[0]!.tasks[0]!, [
+        new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, policyVersion: 0 }),
+      ]),
+    ).toBe(false);
     expect(pool.put(groups[0]!.tasks[1]!, [])).toBe(true);
     expect(pool.put(groups[0]!.tasks[1]!, [])).toBe(false);
     finish(pool, groups[1]!, () => 1, 3);
     expect([pool.readyTrajectories, pool.unfinishedGroups]).toEqual([3, 2]);
     // version 0 is stale at 2; the group of version 3 stays, and 3 trajectories are not a batch of 4
     const first = pool.take(2);
-    expect([first.stale.map((g) => g.groupId), first.staleTrajectories, first.batch, pool.readyTrajectories]).toEqual([["0-0"], 1, undefined, 2]);
+    expect([first.stale.map((g) => g.groupId), first.staleTrajectories, first.batch, pool.readyTrajectories]).toEqual([
+      ["0-0"],
+      1,
+      undefined,
+      2,
+    ]);
     finish(pool, groups[2]!, () => 1, 3);
     finish(pool, groups[3]!, () => 1, 4);
     // with the stale group gone the oldest version is 3, not 0: nothing is stale at 4

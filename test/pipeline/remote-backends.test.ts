@@ -8,7 +8,12 @@ import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "
 async function trainRemotely(backend: "tinker" | "weaver") {
   const dir = await tempDir();
   const requests: CapturedRequest[] = [];
-  const server = await startServer({ outputDir: join(dir, "server"), apiKey: "key-for-tests", onRequest: (r) => requests.push(r), longPollTimeoutMs: 200 });
+  const server = await startServer({
+    outputDir: join(dir, "server"),
+    apiKey: "key-for-tests",
+    onRequest: (r) => requests.push(r),
+    longPollTimeoutMs: 200,
+  });
   try {
     await writeJsonl(join(dir, "train.jsonl"), additionRows(6));
     const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 2 }), [
@@ -33,7 +38,9 @@ function lossInputKeys(requests: readonly CapturedRequest[]): string[][] {
     .flatMap((r) => {
       type Input = { forward_backward_input?: { data?: Array<{ loss_fn_inputs: object }> } };
       const body = r.body as Input & { payload?: Input };
-      return (body.payload ?? body).forward_backward_input?.data?.map((d) => Object.keys(d.loss_fn_inputs).sort()) ?? [];
+      return (
+        (body.payload ?? body).forward_backward_input?.data?.map((d) => Object.keys(d.loss_fn_inputs).sort()) ?? []
+      );
     });
 }
 
@@ -42,14 +49,19 @@ describe("runRecipe against remote training services (nexrl serve on loopback)",
     it(`trains over the ${backend} protocol with every Adam parameter and the backend's loss inputs`, async () => {
       const { result, requests } = await trainRemotely(backend);
       expect(result).toMatchObject({ steps: 2, stopReason: "completed" });
-      for (const row of result.metrics) expect([row["train/num_datums"], row["train/loss"]]).toEqual([expect.any(Number), expect.any(Number)]);
+      for (const row of result.metrics)
+        expect([row["train/num_datums"], row["train/loss"]]).toEqual([expect.any(Number), expect.any(Number)]);
       const keys = lossInputKeys(requests);
       expect(keys.length).toBeGreaterThan(0);
-      const expected = backend === "weaver" ? ["advantages", "logprobs", "loss_mask", "target_tokens"] : ["advantages", "logprobs", "target_tokens"];
+      const expected =
+        backend === "weaver"
+          ? ["advantages", "logprobs", "loss_mask", "target_tokens"]
+          : ["advantages", "logprobs", "target_tokens"];
       for (const k of keys) expect(k).toEqual(expected);
       const optim = requests.filter((r) => /optim(izer)?[-_]steps?/.test(r.path)).map((r) => JSON.stringify(r.body));
       expect(optim).toHaveLength(2);
-      for (const body of optim) expect(body).toMatch(/"weight_decay":0\.02.*"grad_clip_norm":0\.7|"grad_clip_norm":0\.7.*"weight_decay":0\.02/);
+      for (const body of optim)
+        expect(body).toMatch(/"weight_decay":0\.02.*"grad_clip_norm":0\.7|"grad_clip_norm":0\.7.*"weight_decay":0\.02/);
     });
   }
 });

@@ -9,7 +9,11 @@ import {
   type RolloutTask,
   type RolloutWorkerContext,
 } from "../../src/pipeline/index.js";
-import { SamplerInferenceClient, type InferenceClient, type InferenceResult } from "../../src/services/inference/index.js";
+import {
+  SamplerInferenceClient,
+  type InferenceClient,
+  type InferenceResult,
+} from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
@@ -25,7 +29,11 @@ async function recipeConfig(): Promise<RecipeConfig> {
 
 async function inference(): Promise<SamplerInferenceClient> {
   const service = new LocalTrainingService({ outputDir: await tempDir(), seed: 3 });
-  return new SamplerInferenceClient({ tokenizer: new ByteTokenizer(), samplingClient: await service.createSamplingClient("tiny"), policyVersion: 4 });
+  return new SamplerInferenceClient({
+    tokenizer: new ByteTokenizer(),
+    samplingClient: await service.createSamplingClient("tiny"),
+    policyVersion: 4,
+  });
 }
 
 /** The "Custom RolloutWorker" of the Weaver guide, written in TypeScript: it sets no logprobs. */
@@ -70,7 +78,11 @@ function scripted(behaviour: (worker: BaseRolloutWorker, task: RolloutTask, atte
 
 const ok = () => new Trajectory({ tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 1 });
 
-async function runner(workerClass: new (c: RolloutWorkerContext) => BaseRolloutWorker, policy: FailurePolicy, extra: { timeoutMs?: number; numWorkers?: number; inference?: SamplerInferenceClient } = {}) {
+async function runner(
+  workerClass: new (c: RolloutWorkerContext) => BaseRolloutWorker,
+  policy: FailurePolicy,
+  extra: { timeoutMs?: number; numWorkers?: number; inference?: SamplerInferenceClient } = {},
+) {
   const recipe = await recipeConfig();
   return new RolloutRunner({
     createWorker: (slot) => new workerClass({ name: `rollout_worker-${slot}`, recipe, tokenizer: new ByteTokenizer() }),
@@ -93,7 +105,9 @@ describe("RolloutRunner", () => {
     const traj = first.trajectories[0]!;
     expect(first).toMatchObject({ status: "ok", attempts: 1 });
     expect(traj).toMatchObject({ groupId: "0-5", runId: 2, policyVersion: 4, isVal: false, logprobs: undefined });
-    expect(traj.lossMask.filter((m) => m === 1)).toHaveLength(traj.tokens.length - client.tokenizer.encode("What is 1 + 1?", { addBos: true }).length);
+    expect(traj.lossMask.filter((m) => m === 1)).toHaveLength(
+      traj.tokens.length - client.tokenizer.encode("What is 1 + 1?", { addBos: true }).length,
+    );
     expect(again.trajectories[0]!.tokens).toEqual(traj.tokens);
     expect(other.trajectories[0]!.tokens).not.toEqual(traj.tokens);
     expect(r.takeCounts()).toEqual({ succeeded: 3, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
@@ -121,14 +135,23 @@ describe("RolloutRunner", () => {
     const r = await runner(flaky.Scripted, { mode: "retry", retries: 2 });
     expect(await r.run(task())).toMatchObject({ status: "ok", attempts: 3 });
     expect(r.takeCounts()).toEqual({ succeeded: 1, failed: 2, retried: 2, timedOut: 0, skipped: 0 });
-    const strict = await runner(scripted(async (_, __, attempt) => {
-      throw new Error(`flake ${attempt}`);
-    }).Scripted, { mode: "retry", retries: 1 });
-    await expect(strict.run(task())).rejects.toThrow(/failed after 2 attempt\(s\): flake 1\. To keep going, skip failed rollouts with runtime_monitor\.exception_handling\.policy: continue/);
+    const strict = await runner(
+      scripted(async (_, __, attempt) => {
+        throw new Error(`flake ${attempt}`);
+      }).Scripted,
+      { mode: "retry", retries: 1 },
+    );
+    await expect(strict.run(task())).rejects.toThrow(
+      /failed after 2 attempt\(s\): flake 1\. To keep going, skip failed rollouts with runtime_monitor\.exception_handling\.policy: continue/,
+    );
   });
 
   it("skip gives up on a task after its retries and counts it", async () => {
-    const r = await runner(scripted(() => Promise.reject(new Error("always"))).Scripted, { mode: "skip", retries: 1, minGroupSize: 2 });
+    const r = await runner(scripted(() => Promise.reject(new Error("always"))).Scripted, {
+      mode: "skip",
+      retries: 1,
+      minGroupSize: 2,
+    });
     expect(await r.run(task())).toMatchObject({ status: "skipped", trajectories: [], attempts: 2 });
     expect(r.takeCounts()).toEqual({ succeeded: 0, failed: 2, retried: 1, timedOut: 0, skipped: 1 });
   });
@@ -158,56 +181,83 @@ describe("RolloutRunner", () => {
     await late;
     await new Promise((resolve) => setImmediate(resolve));
     expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 5 ended/);
-    const slow = await runner(scripted(() => new Promise(() => undefined)).Scripted, { mode: "fail_fast" }, { timeoutMs: 20 });
+    const slow = await runner(
+      scripted(() => new Promise(() => undefined)).Scripted,
+      { mode: "fail_fast" },
+      { timeoutMs: 20 },
+    );
     const error = (await slow.run(task({ index: 2 })).catch((e: unknown) => e)) as RolloutError;
     expect(error.cause).toBeInstanceOf(RolloutTimeoutError);
     expect(error.message).toContain("took longer than rollout_worker.rollout_timeout_seconds (0.02 s)");
   });
 
   it("treats an invalid or overlong trajectory as a failed rollout naming the field", async () => {
-    const bad = await runner(scripted(() => new Trajectory({ tokens: [1, 2], lossMask: [1], reward: 0 })).Scripted, { mode: "fail_fast" });
+    const bad = await runner(scripted(() => new Trajectory({ tokens: [1, 2], lossMask: [1], reward: 0 })).Scripted, {
+      mode: "fail_fast",
+    });
     const error = (await bad.run(task({ groupId: "0-1", runId: 0 })).catch((e: unknown) => e)) as RolloutError;
     expect(error.cause).toBeInstanceOf(TrajectoryError);
     expect((error.cause as TrajectoryError).field).toBe("lossMask");
     expect(error.message).toContain("Trajectory (group 0-1, run 0): lossMask has length 1 but tokens has length 2");
-    const long = await runner(scripted(() => ({ tokens: Array(41).fill(1), lossMask: Array(41).fill(1), reward: 0 })).Scripted, { mode: "fail_fast" });
-    await expect(long.run(task())).rejects.toThrow(/tokens has length 41, more than rollout_worker.max_sequence_length \(40\); cut it with this.truncate/);
+    const long = await runner(
+      scripted(() => ({ tokens: Array(41).fill(1), lossMask: Array(41).fill(1), reward: 0 })).Scripted,
+      { mode: "fail_fast" },
+    );
+    await expect(long.run(task())).rejects.toThrow(
+      /tokens has length 41, more than rollout_worker.max_sequence_length \(40\); cut it with this.truncate/,
+    );
   });
 
   it("accepts returned plain objects and arrays, stamps the version of rollouts that sampled nothing, and explains a missing inference client", async () => {
-    const many = await runner(scripted(() => [{ tokens: [1, 2], lossMask: [0, 1], reward: 0.5 }, ok()]).Scripted, { mode: "fail_fast" });
+    const many = await runner(scripted(() => [{ tokens: [1, 2], lossMask: [0, 1], reward: 0.5 }, ok()]).Scripted, {
+      mode: "fail_fast",
+    });
     const outcome = await many.run(task({ isVal: true }));
     expect(outcome.trajectories.map((t) => [t instanceof Trajectory, t.reward, t.policyVersion, t.isVal])).toEqual([
       [true, 0.5, 7, true],
       [true, 1, 7, true],
     ]);
     const needsInference = await runner(MyTaskWorker, { mode: "fail_fast" });
-    await expect(needsInference.run(task({ data: { prompt: "x" } }))).rejects.toThrow(/rollout_worker-\d: this run has no inference service; set rollout_worker.need_llm_inference: true/);
+    await expect(needsInference.run(task({ data: { prompt: "x" } }))).rejects.toThrow(
+      /rollout_worker-\d: this run has no inference service; set rollout_worker.need_llm_inference: true/,
+    );
   });
 
   it("runs at most num_workers rollouts at once", async () => {
     let running = 0;
     let peak = 0;
-    const r = await runner(scripted(async () => {
-      peak = Math.max(peak, ++running);
-      await new Promise((resolve) => setImmediate(resolve));
-      running--;
-      return ok();
-    }).Scripted, { mode: "fail_fast" }, { numWorkers: 3 });
+    const r = await runner(
+      scripted(async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise((resolve) => setImmediate(resolve));
+        running--;
+        return ok();
+      }).Scripted,
+      { mode: "fail_fast" },
+      { numWorkers: 3 },
+    );
     await Promise.all(Array.from({ length: 10 }, (_, i) => r.run(task({ runId: i }))));
     expect(peak).toBe(3);
   });
 
   it("aborts inference calls a rollout leaves running when it ends, and otherwise keeps one signal per worker", async () => {
     const signals: AbortSignal[] = [];
-    const answer: InferenceResult = { promptTokens: [1], responseTokens: [2], response: "b", logprobs: [-0.5], finishReason: "stop" };
+    const answer: InferenceResult = {
+      promptTokens: [1],
+      responseTokens: [2],
+      response: "b",
+      logprobs: [-0.5],
+      finishReason: "stop",
+    };
     const client: InferenceClient = {
       tokenizer: new ByteTokenizer(),
       completion: (_prompt, options) => {
         signals.push(options!.signal!);
         // "hang" answers only by failing when its signal aborts: the rollout that fired it does not wait for it.
         if (_prompt !== "hang") return Promise.resolve(answer);
-        return new Promise<InferenceResult>((_, reject) => options!.signal!.addEventListener("abort", () => reject(options!.signal!.reason as Error)));
+        return new Promise<InferenceResult>((_, reject) =>
+          options!.signal!.addEventListener("abort", () => reject(options!.signal!.reason as Error)),
+        );
       },
       chat: () => Promise.reject(new Error("not used")),
     };
@@ -219,7 +269,11 @@ describe("RolloutRunner", () => {
       else await llm.completion("x");
       return ok();
     });
-    const r = await runner(worker.Scripted, { mode: "fail_fast" }, { numWorkers: 1, inference: client as SamplerInferenceClient });
+    const r = await runner(
+      worker.Scripted,
+      { mode: "fail_fast" },
+      { numWorkers: 1, inference: client as SamplerInferenceClient },
+    );
     await r.run(task({ data: { prompt: "x" } }));
     await r.run(task({ data: { prompt: "x" } }));
     expect(signals[1]).toBe(signals[0]);
@@ -235,12 +289,16 @@ describe("RolloutRunner", () => {
 
   it("submit holds waiting tasks in order and tells each receiver once", async () => {
     const started: number[] = [];
-    const r = await runner(scripted(async (_, t) => {
-      started.push(t.runId);
-      await new Promise((resolve) => setImmediate(resolve));
-      if (t.runId === 2) throw new Error("row 2 fails");
-      return ok();
-    }).Scripted, { mode: "fail_fast" }, { numWorkers: 2 });
+    const r = await runner(
+      scripted(async (_, t) => {
+        started.push(t.runId);
+        await new Promise((resolve) => setImmediate(resolve));
+        if (t.runId === 2) throw new Error("row 2 fails");
+        return ok();
+      }).Scripted,
+      { mode: "fail_fast" },
+      { numWorkers: 2 },
+    );
     const heard: string[] = [];
     const receiver: RolloutReceiver = {
       outcome: (o) => heard.push(`ok ${o.task.runId}`),
@@ -250,7 +308,13 @@ describe("RolloutRunner", () => {
     expect(r.busy).toBe(5);
     while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([0, 1, 2, 3, 4]);
-    expect(heard.sort()).toEqual(["failed 2: rollout of row 0 (group 0-0, run 2) fail", "ok 0", "ok 1", "ok 3", "ok 4"]);
+    expect(heard.sort()).toEqual([
+      "failed 2: rollout of row 0 (group 0-0, run 2) fail",
+      "ok 0",
+      "ok 1",
+      "ok 3",
+      "ok 4",
+    ]);
     expect(r.busy).toBe(0);
   });
 });

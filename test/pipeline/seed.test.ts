@@ -33,7 +33,12 @@ describe("deriveSeed", () => {
     const values = (i: number): Array<number | string> => {
       const scale = [1, 10, 1000, 2 ** 31, 2 ** 32, 2 ** 53][i % 6]!;
       const integer = Math.floor(next() * scale) * (i % 7 === 0 ? -1 : 1);
-      return [integer, i % 3 === 0 ? "rollout" : Math.floor(next() * 2 ** 32), i % 11 === 0 ? next() * 1e6 : Number.MAX_SAFE_INTEGER - i, i];
+      return [
+        integer,
+        i % 3 === 0 ? "rollout" : Math.floor(next() * 2 ** 32),
+        i % 11 === 0 ? next() * 1e6 : Number.MAX_SAFE_INTEGER - i,
+        i,
+      ];
     };
     for (let i = 0; i < 5000; i++) {
       const parts = values(i);

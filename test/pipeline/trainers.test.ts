@@ -35,7 +35,14 @@ async function context(trainer: string, config: string, extra = "") {
   });
   const warnings: string[] = [];
   const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
-  const ctx: TrainerContext = { recipe: recipe.config, service, trainingClient: recording, tokenizer, initialSamplerPath, warn: (m) => warnings.push(m) };
+  const ctx: TrainerContext = {
+    recipe: recipe.config,
+    service,
+    trainingClient: recording,
+    tokenizer,
+    initialSamplerPath,
+    warn: (m) => warnings.push(m),
+  };
   return { ctx, optimSteps, warnings, service, dir };
 }
 
@@ -43,7 +50,13 @@ async function context(trainer: string, config: string, extra = "") {
 function sampled(prompt: string, response: string, reward: number, groupId: string, runId: number): Trajectory {
   const p = tokenizer.applyChatTemplate([{ role: "user", content: prompt }], { addGenerationPrompt: true });
   const r = [...tokenizer.encode(response), tokenizer.eosId];
-  return new Trajectory({ tokens: [...p, ...r], lossMask: [...p.map(() => 0), ...r.map(() => 1)], reward, groupId, runId });
+  return new Trajectory({
+    tokens: [...p, ...r],
+    lossMask: [...p.map(() => 0), ...r.map(() => 1)],
+    reward,
+    groupId,
+    runId,
+  });
 }
 
 function sft(input: string, output: string): Trajectory {
@@ -54,7 +67,10 @@ function sft(input: string, output: string): Trajectory {
 
 describe("trainers on the local engine", () => {
   it("cross_entropy lowers the per-token loss and sends every Adam parameter, weight decay and clipping included", async () => {
-    const { ctx, optimSteps } = await context("remote_api_cross_entropy", "learning_rate: 0.01, weight_decay: 0.05, grad_clip_norm: 0.5, beta2: 0.99");
+    const { ctx, optimSteps } = await context(
+      "remote_api_cross_entropy",
+      "learning_rate: 0.01, weight_decay: 0.05, grad_clip_norm: 0.5, beta2: 0.99",
+    );
     const trainer = new RemoteApiCrossEntropyTrainer(ctx);
     const batch = () => [sft("hello", "ello-hay"), sft("apple", "apple-way"), sft("dog", "og-day")];
     const losses: number[] = [];
@@ -68,9 +84,22 @@ describe("trainers on the local engine", () => {
     expect(losses.at(-1)!).toBeLessThan(losses[0]! * 0.8);
     expect(losses[0]).toBeCloseTo(Math.log(259), 0);
     const tokens = batch().reduce((n, t) => n + t.numLossTokens, 0);
-    expect(metrics).toMatchObject({ "train/num_datums": 3, "train/num_tokens": tokens, "train/skipped": 0, "rollout/reward_mean": 1, "rollout/num_trajectories": 3 });
+    expect(metrics).toMatchObject({
+      "train/num_datums": 3,
+      "train/num_tokens": tokens,
+      "train/skipped": 0,
+      "rollout/reward_mean": 1,
+      "rollout/num_trajectories": 3,
+    });
     expect(metrics["train/loss"]).toBeCloseTo(metrics["train/loss_sum"]! / tokens, 9);
-    expect(optimSteps[0]).toEqual({ learning_rate: 0.01, beta1: 0.9, beta2: 0.99, eps: 1e-8, weight_decay: 0.05, grad_clip_norm: 0.5 });
+    expect(optimSteps[0]).toEqual({
+      learning_rate: 0.01,
+      beta1: 0.9,
+      beta2: 0.99,
+      eps: 1e-8,
+      weight_decay: 0.05,
+      grad_clip_norm: 0.5,
+    });
   });
 
   it("GRPO computes logprobs with a forward pass when trajectories lack them, warns once, and drops constant groups", async () => {
@@ -90,14 +119,24 @@ describe("trainers on the local engine", () => {
     ]);
     expect(result.trajectories[0]!.logprobs).toHaveLength(result.trajectories[0]!.tokens.length);
     expect(result.trajectories[0]!.logprobs!.slice(1).every((lp) => lp < 0)).toBe(true);
-    expect(metrics).toMatchObject({ "train/groups": 2, "train/groups_constant": 1, "train/num_datums": 2, "train/skipped": 0 });
+    expect(metrics).toMatchObject({
+      "train/groups": 2,
+      "train/groups_constant": 1,
+      "train/num_datums": 2,
+      "train/skipped": 0,
+    });
     expect(metrics["train/kl_sample_train"]).toBeCloseTo(0, 6);
     await trainer.train(batch(), {});
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^4 trajectories have no sampler logprobs, which importance_sampling needs; nexrl computes them with a forward pass/);
+    expect(warnings[0]).toMatch(
+      /^4 trajectories have no sampler logprobs, which importance_sampling needs; nexrl computes them with a forward pass/,
+    );
     expect(optimSteps).toHaveLength(2);
     const skipped: Record<string, number> = {};
-    expect(await trainer.train([sampled("q", "x", 1, "c", 0), sampled("q", "y", 1, "c", 1)], skipped)).toMatchObject({ datums: 0, stepped: false });
+    expect(await trainer.train([sampled("q", "x", 1, "c", 0), sampled("q", "y", 1, "c", 1)], skipped)).toMatchObject({
+      datums: 0,
+      stepped: false,
+    });
     expect(skipped).toMatchObject({ "train/skipped": 1, "train/groups_constant": 1 });
     expect(optimSteps).toHaveLength(2);
   });
@@ -115,7 +154,11 @@ describe("trainers on the local engine", () => {
   });
 
   it("on-policy distillation turns the teacher's logprobs into per-token advantages", async () => {
-    const { ctx } = await context("remote_api_opd", "learning_rate: 0.001, kl_penalty_coef: 2", ", teachers: [{base_model: tiny}]");
+    const { ctx } = await context(
+      "remote_api_opd",
+      "learning_rate: 0.001, kl_penalty_coef: 2",
+      ", teachers: [{base_model: tiny}]",
+    );
     const trainer = new RemoteApiOpdTrainer(ctx);
     const metrics: Record<string, number> = {};
     const batch = [sampled("What is 1 + 1?", "2", 0, "a", 0), sampled("What is 5 + 1?", "6", 0, "b", 0)];
@@ -140,7 +183,10 @@ describe("trainers on the local engine", () => {
       }
     }
     const metrics: Record<string, number> = {};
-    const result = await new MyAlgorithmTrainer(ctx).train([sampled("q", "a", 1, "a", 0), sampled("q", "b", 0.5, "a", 1)], metrics);
+    const result = await new MyAlgorithmTrainer(ctx).train(
+      [sampled("q", "a", 1, "a", 0), sampled("q", "b", 0.5, "a", 1)],
+      metrics,
+    );
     expect(result.trajectories.map((t) => t.advantage)).toEqual([1, 0.5]);
     expect(metrics).toMatchObject({ "my/trajectories": 2, "train/num_datums": 2 });
     class Forgetful extends RemoteApiTrainer {
@@ -149,7 +195,9 @@ describe("trainers on the local engine", () => {
       }
     }
     await expect(new Forgetful(ctx).train([sampled("q", "a", 1, "g", 4)], {})).rejects.toThrow(
-      new TrainerError("trajectory (group g, run 4) has neither advantage nor advantages; prepareTrajectories must set one for importance_sampling"),
+      new TrainerError(
+        "trajectory (group g, run 4) has neither advantage nor advantages; prepareTrajectories must set one for importance_sampling",
+      ),
     );
   });
 });

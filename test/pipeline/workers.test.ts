@@ -1,17 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { answersMatch, extractFinalAnswer, PigLatinRolloutWorker, wordAccuracy, RolloutRunner, SingleTurnMathRolloutWorker, type RolloutTask } from "../../src/pipeline/index.js";
+import {
+  answersMatch,
+  extractFinalAnswer,
+  PigLatinRolloutWorker,
+  wordAccuracy,
+  RolloutRunner,
+  SingleTurnMathRolloutWorker,
+  type RolloutTask,
+} from "../../src/pipeline/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
-async function runnerFor(workerClass: typeof PigLatinRolloutWorker | typeof SingleTurnMathRolloutWorker, maxSequenceLength = 120) {
+async function runnerFor(
+  workerClass: typeof PigLatinRolloutWorker | typeof SingleTurnMathRolloutWorker,
+  maxSequenceLength = 120,
+) {
   const dir = await tempDir();
   await writeJsonl(`${dir}/train.jsonl`, [{ input: "x", output: "y" }]);
-  const recipe = await writeRecipe(dir, `data: {data_files: [train.jsonl], prompt_key: input, max_prompt_length: 12}\nrollout_worker: {type: pig_latin, max_sequence_length: ${maxSequenceLength}, max_response_length: 8, temperature: 1}\ntrainer: {type: remote_api_cross_entropy, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`);
+  const recipe = await writeRecipe(
+    dir,
+    `data: {data_files: [train.jsonl], prompt_key: input, max_prompt_length: 12}\nrollout_worker: {type: pig_latin, max_sequence_length: ${maxSequenceLength}, max_response_length: 8, temperature: 1}\ntrainer: {type: remote_api_cross_entropy, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`,
+  );
   const tokenizer = new ByteTokenizer();
   const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
-  const inference = new SamplerInferenceClient({ tokenizer, samplingClient: await service.createSamplingClient("tiny") });
+  const inference = new SamplerInferenceClient({
+    tokenizer,
+    samplingClient: await service.createSamplingClient("tiny"),
+  });
   return new RolloutRunner({
     createWorker: (slot) => new workerClass({ name: `w-${slot}`, recipe: recipe.config, tokenizer }),
     numWorkers: 1,
@@ -36,15 +53,22 @@ describe("built-in rollout workers", () => {
     expect(trajectory!.lossMask).toEqual([...prompt.map(() => 0), ...answer.map(() => 1)]);
     expect(trajectory!.reward).toBe(1);
     expect(trajectory!.logprobs).toBeUndefined();
-    await expect(runner.run(task({ data: { input: "hello" }, prompt: "hello" }))).rejects.toThrow(/row 0 has no text field "output"/);
+    await expect(runner.run(task({ data: { input: "hello" }, prompt: "hello" }))).rejects.toThrow(
+      /row 0 has no text field "output"/,
+    );
     const short = await runnerFor(PigLatinRolloutWorker, 20);
     await expect(short.run(t)).rejects.toThrow(/needs 51 tokens, more than rollout_worker.max_sequence_length \(20\)/);
   });
 
   it("pig_latin validation samples greedily and scores the words translated right", async () => {
-    expect([wordAccuracy(" ello-hay orld-way", "ello-hay orld-way"), wordAccuracy("ello-hay x", "ello-hay orld-way"), wordAccuracy("", "a-way")]).toEqual([1, 0.5, 0]);
+    expect([
+      wordAccuracy(" ello-hay orld-way", "ello-hay orld-way"),
+      wordAccuracy("ello-hay x", "ello-hay orld-way"),
+      wordAccuracy("", "a-way"),
+    ]).toEqual([1, 0.5, 0]);
     const runner = await runnerFor(PigLatinRolloutWorker);
-    const [trajectory] = (await runner.run(task({ data: { input: "hi", output: "ih-ay" }, prompt: "hi", isVal: true }))).trajectories;
+    const [trajectory] = (await runner.run(task({ data: { input: "hi", output: "ih-ay" }, prompt: "hi", isVal: true })))
+      .trajectories;
     expect(trajectory!.reward).toBe(0);
     expect(trajectory!.logprobs).toHaveLength(trajectory!.tokens.length);
     expect(trajectory!.extraFields).toMatchObject({ answer: "ih-ay", finish_reason: expect.any(String) });
@@ -52,15 +76,21 @@ describe("built-in rollout workers", () => {
 
   it("single_turn_math samples through the chat template and rewards the extracted answer", async () => {
     const runner = await runnerFor(SingleTurnMathRolloutWorker);
-    const t: RolloutTask = task({ data: { prompt: "What is 2 + 2?", reward_model: { ground_truth: "4" }, data_source: "add" } });
+    const t: RolloutTask = task({
+      data: { prompt: "What is 2 + 2?", reward_model: { ground_truth: "4" }, data_source: "add" },
+    });
     const [trajectory] = (await runner.run(t)).trajectories;
-    const prompt = new ByteTokenizer().applyChatTemplate([{ role: "user", content: "What is 2 + 2?" }], { addGenerationPrompt: true });
+    const prompt = new ByteTokenizer().applyChatTemplate([{ role: "user", content: "What is 2 + 2?" }], {
+      addGenerationPrompt: true,
+    });
     expect(trajectory!.tokens.slice(0, prompt.length)).toEqual(prompt);
     expect(trajectory!.lossMask.slice(prompt.length).every((m) => m === 1)).toBe(true);
     expect(trajectory!.logprobs!.slice(0, prompt.length).every((lp) => lp === 0)).toBe(true);
     expect(trajectory!.extraFields).toMatchObject({ ground_truth: "4", data_source: "add" });
     const extracted = (trajectory!.extraFields.extracted_answer as string | null) ?? undefined;
-    expect(trajectory!.reward).toBe(answersMatch(extracted, "4") && trajectory!.extraFields.finish_reason !== "length" ? 1 : 0);
+    expect(trajectory!.reward).toBe(
+      answersMatch(extracted, "4") && trajectory!.extraFields.finish_reason !== "length" ? 1 : 0,
+    );
     await expect(runner.run(task({ data: { prompt: "What?" } }))).rejects.toThrow(/row 0 has no ground truth/);
   });
 });

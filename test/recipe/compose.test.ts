@@ -15,14 +15,20 @@ l: [1, 2, 3]
 
 describe("defaults composition", () => {
   it("merges maps key by key and replaces lists when _self_ is last", async () => {
-    const dir = await tempDir({ "common.yaml": COMMON, "main.yaml": "defaults: [common, _self_]\nb:\n  x: 10\nl: [9]\n" });
+    const dir = await tempDir({
+      "common.yaml": COMMON,
+      "main.yaml": "defaults: [common, _self_]\nb:\n  x: 10\nl: [9]\n",
+    });
     const composed = await composeRecipe(join(dir, "main.yaml"));
     expect(composed.data).toEqual({ a: 1, b: { x: 10, y: 2 }, l: [9] });
     expect(composed.files).toEqual([join(dir, "common.yaml"), join(dir, "main.yaml")]);
   });
 
   it("lets later defaults override the file's own keys when _self_ comes first", async () => {
-    const dir = await tempDir({ "common.yaml": COMMON, "main.yaml": "defaults: [_self_, common]\nb:\n  x: 10\n  z: 3\nl: [9]\n" });
+    const dir = await tempDir({
+      "common.yaml": COMMON,
+      "main.yaml": "defaults: [_self_, common]\nb:\n  x: 10\n  z: 3\nl: [9]\n",
+    });
     const composed = await composeRecipe(join(dir, "main.yaml"));
     expect(composed.data).toEqual({ a: 1, b: { x: 1, y: 2, z: 3 }, l: [1, 2, 3] });
     expect(composed.files).toEqual([join(dir, "main.yaml"), join(dir, "common.yaml")]);
@@ -43,7 +49,9 @@ describe("defaults composition", () => {
     });
     const composed = await composeRecipe(join(dir, "main.yaml"));
     expect(composed.data).toEqual({ a: "root", b: "mid", c: "extra", d: "main" });
-    expect(composed.files).toEqual(["base/root.yaml", "base/mid.yml", "extra.yaml", "main.yaml"].map((name) => join(dir, name)));
+    expect(composed.files).toEqual(
+      ["base/root.yaml", "base/mid.yml", "extra.yaml", "main.yaml"].map((name) => join(dir, name)),
+    );
   });
 
   it("lets a map replace null and null replace a map", async () => {
@@ -78,12 +86,17 @@ describe("defaults composition", () => {
   });
 
   it("rejects Hydra config-group entries and a second _self_", async () => {
-    const dir = await tempDir({ "groups.yaml": "defaults:\n  - db: mysql\n", "twice.yaml": "defaults: [_self_, _self_]\n" });
+    const dir = await tempDir({
+      "groups.yaml": "defaults:\n  - db: mysql\n",
+      "twice.yaml": "defaults: [_self_, _self_]\n",
+    });
     expect((await recipeError(composeRecipe(join(dir, "groups.yaml")))).issues[0]).toMatchObject({
       keyPath: "defaults[0]",
       message: expect.stringContaining("config groups like `db: mysql` are not supported"),
     });
-    expect((await recipeError(composeRecipe(join(dir, "twice.yaml")))).issues[0]?.message).toBe("`_self_` may appear only once");
+    expect((await recipeError(composeRecipe(join(dir, "twice.yaml")))).issues[0]?.message).toBe(
+      "`_self_` may appear only once",
+    );
   });
 
   it("reports YAML syntax errors with their line", async () => {

@@ -7,7 +7,8 @@ import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from 
 
 afterAll(removeTempDirs);
 
-const resolve = (data: PlainMap, env: Record<string, string | undefined> = {}): PlainMap => interpolate(data, new Map(), env, "/r.yaml");
+const resolve = (data: PlainMap, env: Record<string, string | undefined> = {}): PlainMap =>
+  interpolate(data, new Map(), env, "/r.yaml");
 const failure = (data: PlainMap, env: Record<string, string | undefined> = {}): unknown => {
   try {
     resolve(data, env);
@@ -21,7 +22,15 @@ describe("key references", () => {
   const data = { a: { n: 5, f: 0.5, yes: true, none: null, l: [1, 2], s: "text" } };
 
   it("keeps the referenced type when the whole string is one interpolation", () => {
-    const out = resolve({ ...data, n: "${a.n}", f: "${a.f}", yes: "${a.yes}", none: "${a.none}", l: "${a.l}", m: "${a}" });
+    const out = resolve({
+      ...data,
+      n: "${a.n}",
+      f: "${a.f}",
+      yes: "${a.yes}",
+      none: "${a.none}",
+      l: "${a.l}",
+      m: "${a}",
+    });
     expect(out).toMatchObject({ n: 5, f: 0.5, yes: true, none: null, l: [1, 2], m: data.a });
     expect(out.m).not.toBe(data.a);
   });
@@ -37,12 +46,22 @@ describe("key references", () => {
   });
 
   it("leaves escaped \\${…} as literal text", () => {
-    expect(resolve({ a: 1, s: "cost: \\${a}", t: "${a} and \\${a}" })).toEqual({ a: 1, s: "cost: ${a}", t: "1 and ${a}" });
+    expect(resolve({ a: 1, s: "cost: \\${a}", t: "${a} and \\${a}" })).toEqual({
+      a: 1,
+      s: "cost: ${a}",
+      t: "1 and ${a}",
+    });
   });
 
   it("names an unknown reference with a suggestion", () => {
     expect(failure({ data: { batch_size: 4 }, trainer: { n: "${data.batchsize}" } })).toMatchObject({
-      issues: [{ keyPath: "trainer.n", message: "`${data.batchsize}` refers to `data.batchsize`, which does not exist; did you mean `data.batch_size`?" }],
+      issues: [
+        {
+          keyPath: "trainer.n",
+          message:
+            "`${data.batchsize}` refers to `data.batchsize`, which does not exist; did you mean `data.batch_size`?",
+        },
+      ],
     });
   });
 
@@ -50,7 +69,9 @@ describe("key references", () => {
     expect(failure({ a: "${b}", b: "x${c}", c: "${a}", d: "${a}" })).toMatchObject({
       issues: [{ keyPath: "a", message: "interpolation cycle: a → b → c → a" }],
     });
-    expect(failure({ m: { x: "${m}" } })).toMatchObject({ issues: [{ keyPath: "m.x", message: "interpolation cycle: m.x → m.x" }] });
+    expect(failure({ m: { x: "${m}" } })).toMatchObject({
+      issues: [{ keyPath: "m.x", message: "interpolation cycle: m.x → m.x" }],
+    });
   });
 
   it("rejects malformed and unterminated interpolations and unknown resolvers", () => {
@@ -66,17 +87,30 @@ describe("key references", () => {
 
 describe("environment variables", () => {
   it("reads a variable as a string", () => {
-    expect(resolve({ k: "${oc.env:STEPS}", u: "http://${oc.env:HOST}:80" }, { STEPS: "10", HOST: "h" })).toEqual({ k: "10", u: "http://h:80" });
+    expect(resolve({ k: "${oc.env:STEPS}", u: "http://${oc.env:HOST}:80" }, { STEPS: "10", HOST: "h" })).toEqual({
+      k: "10",
+      u: "http://h:80",
+    });
   });
 
   it("falls back to the default (a string, or null) only when the variable is unset", () => {
-    const data = { a: "${oc.env:URL,https://x.dev/a}", b: "${oc.env:N,8080}", c: "${oc.env:N,null}", d: "${oc.env:N,'a,b'}", e: "${oc.env:N,${x}}", x: 7 };
+    const data = {
+      a: "${oc.env:URL,https://x.dev/a}",
+      b: "${oc.env:N,8080}",
+      c: "${oc.env:N,null}",
+      d: "${oc.env:N,'a,b'}",
+      e: "${oc.env:N,${x}}",
+      x: 7,
+    };
     expect(resolve(data)).toEqual({ a: "https://x.dev/a", b: "8080", c: null, d: "a,b", e: "7", x: 7 });
     expect(resolve(data, { URL: "u", N: "" })).toEqual({ a: "u", b: "", c: "", d: "", e: "", x: 7 });
   });
 
   it("parses a string as YAML with oc.decode", () => {
-    expect(resolve({ n: "${oc.decode:${oc.env:STEPS,10}}", l: "${oc.decode:${oc.env:L}}" }, { L: "[1, 2]" })).toEqual({ n: 10, l: [1, 2] });
+    expect(resolve({ n: "${oc.decode:${oc.env:STEPS,10}}", l: "${oc.decode:${oc.env:L}}" }, { L: "[1, 2]" })).toEqual({
+      n: 10,
+      l: [1, 2],
+    });
   });
 
   it("names the missing variable and the key path where it is used, once, with every other problem", async () => {
@@ -94,7 +128,10 @@ describe("environment variables", () => {
   it("resolves after overrides, so an override can change what a reference sees", async () => {
     const recipe = `${MINIMAL_YAML}experiment_name: run-\${trainer.total_train_steps}-\${oc.env:USER_TAG,none}\n`;
     const dir = await tempDir({ "train.jsonl": TRAIN_JSONL, "r.yaml": recipe });
-    const { config } = await loadRecipe(join(dir, "r.yaml"), { overrides: ["trainer.total_train_steps=7"], env: { USER_TAG: "me" } });
+    const { config } = await loadRecipe(join(dir, "r.yaml"), {
+      overrides: ["trainer.total_train_steps=7"],
+      env: { USER_TAG: "me" },
+    });
     expect(config.experiment_name).toBe("run-7-me");
   });
 });

@@ -7,14 +7,20 @@ afterAll(removeTempDirs);
 
 describe("recipe paths", () => {
   it("resolves beside the recipe first, then from the current directory", async () => {
-    const recipeDir = await tempDir({ "r/train.jsonl": TRAIN_JSONL, "r/recipe.yaml": MINIMAL_YAML.replace("[train.jsonl]", "[train.jsonl, extra.jsonl]") });
+    const recipeDir = await tempDir({
+      "r/train.jsonl": TRAIN_JSONL,
+      "r/recipe.yaml": MINIMAL_YAML.replace("[train.jsonl]", "[train.jsonl, extra.jsonl]"),
+    });
     const cwd = await tempDir({ "train.jsonl": TRAIN_JSONL, "extra.jsonl": TRAIN_JSONL });
     const { config } = await loadRecipe(join(recipeDir, "r/recipe.yaml"), { cwd });
     expect(config.data.data_files).toEqual([join(recipeDir, "r/train.jsonl"), join(cwd, "extra.jsonl")]);
   });
 
   it("resolves a relative recipe path and absolute data paths", async () => {
-    const cwd = await tempDir({ "train.jsonl": TRAIN_JSONL, "sub/recipe.yaml": MINIMAL_YAML.replace("[train.jsonl]", '["${oc.env:DATA}/train.jsonl"]') });
+    const cwd = await tempDir({
+      "train.jsonl": TRAIN_JSONL,
+      "sub/recipe.yaml": MINIMAL_YAML.replace("[train.jsonl]", '["${oc.env:DATA}/train.jsonl"]'),
+    });
     const recipe = await loadRecipe("sub/recipe.yaml", { cwd, env: { DATA: cwd } });
     expect(recipe).toMatchObject({ path: join(cwd, "sub/recipe.yaml"), dir: join(cwd, "sub") });
     expect(recipe.config.data.data_files).toEqual([join(cwd, "train.jsonl")]);
@@ -27,9 +33,13 @@ describe("recipe paths", () => {
     });
     const cwd = await tempDir();
     const error = await recipeError(
-      loadRecipe(join(recipeDir, "recipe.yaml"), { cwd, overrides: ["rollout_worker.evaluator_module_path=ev.ts:Judge", "trainer.custom_trainer_module_path=t.ts"] }),
+      loadRecipe(join(recipeDir, "recipe.yaml"), {
+        cwd,
+        overrides: ["rollout_worker.evaluator_module_path=ev.ts:Judge", "trainer.custom_trainer_module_path=t.ts"],
+      }),
     );
-    const tried = (name: string): string => `tried ${join(recipeDir, name)} (beside the recipe) and ${join(cwd, name)} (current directory)`;
+    const tried = (name: string): string =>
+      `tried ${join(recipeDir, name)} (beside the recipe) and ${join(cwd, name)} (current directory)`;
     expect(error.message).toBe(
       `Invalid recipe ${join(recipeDir, "recipe.yaml")}:\n` +
         `  - data.data_files[1]: \`missing.jsonl\` not found; ${tried("missing.jsonl")} (set in ${join(recipeDir, "recipe.yaml")}:2)\n` +
@@ -40,7 +50,13 @@ describe("recipe paths", () => {
   });
 
   it("makes module paths absolute, keeping the export name", async () => {
-    const dir = await tempDir({ "train.jsonl": TRAIN_JSONL, "agent/ev.ts": "", "agent/agent.yaml": "", "w.ts": "", "recipe.yaml": MINIMAL_YAML });
+    const dir = await tempDir({
+      "train.jsonl": TRAIN_JSONL,
+      "agent/ev.ts": "",
+      "agent/agent.yaml": "",
+      "w.ts": "",
+      "recipe.yaml": MINIMAL_YAML,
+    });
     const { config } = await loadRecipe(join(dir, "recipe.yaml"), {
       overrides: [
         "rollout_worker.type=nexau",
@@ -63,7 +79,9 @@ describe("recipe paths", () => {
     const cwd = await tempDir({ "b.txt": "" });
     expect(resolveRecipePath("a.txt", { recipeDir, cwd, keyPath: "x" })).toBe(join(recipeDir, "a.txt"));
     expect(resolveRecipePath("b.txt", { recipeDir, cwd, keyPath: "x" })).toBe(join(cwd, "b.txt"));
-    expect(() => resolveRecipePath("c.txt", { recipeDir, cwd, keyPath: "rollout_worker.trace_path", file: "/r.yaml" })).toThrow(
+    expect(() =>
+      resolveRecipePath("c.txt", { recipeDir, cwd, keyPath: "rollout_worker.trace_path", file: "/r.yaml" }),
+    ).toThrow(
       `Invalid recipe /r.yaml:\n  - rollout_worker.trace_path: \`c.txt\` not found; tried ${join(recipeDir, "c.txt")} (beside the recipe) and ${join(cwd, "c.txt")} (current directory)`,
     );
   });

@@ -26,14 +26,44 @@ describe("recipe schema", () => {
       launch_mode: "local",
       logger: { backend: ["console"] },
       resume: { mode: "disable", resume_path: "", resume_dataloader: true },
-      data: { type: "torch", batch_size: 32, keep_batch_order: true, rollout_repeat_n: 1, prompt_key: "prompt", shuffle: false, drop_last: false, seed: 42 },
+      data: {
+        type: "torch",
+        batch_size: 32,
+        keep_batch_order: true,
+        rollout_repeat_n: 1,
+        prompt_key: "prompt",
+        shuffle: false,
+        drop_last: false,
+        seed: 42,
+      },
       validate: { validate_before_train: false, eval: { validate_freq: 0 } },
-      rollout_worker: { type: "pig_latin", num_workers: 4, need_llm_inference: false, max_response_length: 1024, rollout_timeout_seconds: 0, max_rollout_retries: 0 },
-      trajectory_pool: { batch_size: 32, group_size: 1, key_list: [], check_batch_ready_function: "loaded_batch_finished" },
+      rollout_worker: {
+        type: "pig_latin",
+        num_workers: 4,
+        need_llm_inference: false,
+        max_response_length: 1024,
+        rollout_timeout_seconds: 0,
+        max_rollout_retries: 0,
+      },
+      trajectory_pool: {
+        batch_size: 32,
+        group_size: 1,
+        key_list: [],
+        check_batch_ready_function: "loaded_batch_finished",
+      },
       trainer: {
         total_train_steps: 3,
         save_freq: 0,
-        algorithm: { loss_fn: "cross_entropy", learning_rate: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.01, grad_clip_norm: 1, loss_fn_config: {} },
+        algorithm: {
+          loss_fn: "cross_entropy",
+          learning_rate: 1e-4,
+          beta1: 0.9,
+          beta2: 0.95,
+          eps: 1e-8,
+          weight_decay: 0.01,
+          grad_clip_norm: 1,
+          loss_fn_config: {},
+        },
       },
       weight: { sync_mode: "sync", staleness_threshold: 0 },
       service: {
@@ -43,11 +73,16 @@ describe("recipe schema", () => {
       runtime_monitor: { exception_handling: { policy: "stop_on_error" } },
     });
     expect(config.service.train_service).not.toHaveProperty("config");
-    expect((await load(MINIMAL_YAML, ["rollout_worker.type=single_turn_math"])).rollout_worker.need_llm_inference).toBe(true);
+    expect((await load(MINIMAL_YAML, ["rollout_worker.type=single_turn_math"])).rollout_worker.need_llm_inference).toBe(
+      true,
+    );
   });
 
   it("rejects a misspelt key with the file, the key path, the line and a suggestion", async () => {
-    const dir = await tempDir({ "train.jsonl": TRAIN_JSONL, "r.yaml": MINIMAL_YAML.replace("total_train_steps", "total_train_step") });
+    const dir = await tempDir({
+      "train.jsonl": TRAIN_JSONL,
+      "r.yaml": MINIMAL_YAML.replace("total_train_steps", "total_train_step"),
+    });
     const error = await recipeError(loadRecipe(join(dir, "r.yaml")));
     expect(error.message).toBe(
       `Invalid recipe ${join(dir, "r.yaml")}:\n` +
@@ -55,7 +90,11 @@ describe("recipe schema", () => {
         `  - trainer.total_train_step: unknown key; did you mean \`total_train_steps\`? (set in ${join(dir, "r.yaml")}:7)`,
     );
     expect(error.file).toBe(join(dir, "r.yaml"));
-    expect(error.issues[1]).toMatchObject({ keyPath: "trainer.total_train_step", suggestion: "total_train_steps", definedIn: `${join(dir, "r.yaml")}:7` });
+    expect(error.issues[1]).toMatchObject({
+      keyPath: "trainer.total_train_step",
+      suggestion: "total_train_steps",
+      definedIn: `${join(dir, "r.yaml")}:7`,
+    });
   });
 
   it("lists the known keys when nothing is close, and suggests across underscores", async () => {
@@ -84,7 +123,7 @@ describe("recipe schema", () => {
       'data.data_files: expected a list, got "train.jsonl"',
       "data.seed: expected an integer, got 1.5",
       'data.batch_size: expected a number, got "four"',
-      "data.prompt_key: expected a non-empty string, got \"\"",
+      'data.prompt_key: expected a non-empty string, got ""',
       'data.shuffle: expected true or false, got "maybe"',
       "rollout_worker.temperature: expected a number >= 0, got -1",
       'trainer.type: expected one of "remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "custom", got "remote_api_grp"; did you mean "remote_api_grpo"?',
@@ -109,20 +148,31 @@ describe("recipe schema", () => {
     });
     const error = await recipeError(loadRecipe(join(dir, "local.yaml")));
     expect(error.issues).toEqual([
-      { keyPath: "trainer.total_train_steps", message: "expected a number >= 1, got 0", expected: "a number >= 1", definedIn: `${join(dir, "local.yaml")}:3` },
+      {
+        keyPath: "trainer.total_train_steps",
+        message: "expected a number >= 1, got 0",
+        expected: "a number >= 1",
+        definedIn: `${join(dir, "local.yaml")}:3`,
+      },
     ]);
   });
 
   it("never prints a secret value in a type error", async () => {
     const yaml = `${MINIMAL_YAML}  inference_service:\n    api_key: 123456789\nlaunch_mode: \${oc.env:MY_TOKEN}\n`;
     const lines = await problems(yaml, [], { MY_TOKEN: "tok-abcdefgh" });
-    expect(lines).toEqual(['launch_mode: expected "local", got "***"', "service.inference_service.api_key: expected a string, got ***"]);
+    expect(lines).toEqual([
+      'launch_mode: expected "local", got "***"',
+      "service.inference_service.api_key: expected a string, got ***",
+    ]);
   });
 });
 
 describe("cross-section rules", () => {
   it("accepts NexRL's named train-service form and maps error paths back to it", async () => {
-    const named = MINIMAL_YAML.replace("  train_service:\n    backend: local\n    model: tiny\n", "  train_service:\n    main_actor:\n      backend: local\n      model: tiny\n      role: actor\n");
+    const named = MINIMAL_YAML.replace(
+      "  train_service:\n    backend: local\n    model: tiny\n",
+      "  train_service:\n    main_actor:\n      backend: local\n      model: tiny\n      role: actor\n",
+    );
     expect((await load(named)).service.train_service).toMatchObject({ backend: "local", model: "tiny", role: "actor" });
     expect(await problems(named.replace("backend: local", "backnd: local"))).toEqual([
       'service.train_service.main_actor.backend: missing; expected one of "local", "tinker", "weaver"',
@@ -134,7 +184,10 @@ describe("cross-section rules", () => {
   });
 
   it("merges service.train_service.config into trainer.algorithm and reports conflicts", async () => {
-    const withConfig = MINIMAL_YAML.replace("    model: tiny\n", "    model: tiny\n    config: {learning_rate: 0.001, loss_fn: cross_entropy}\n");
+    const withConfig = MINIMAL_YAML.replace(
+      "    model: tiny\n",
+      "    model: tiny\n    config: {learning_rate: 0.001, loss_fn: cross_entropy}\n",
+    );
     const config = await load(withConfig, ["+trainer.algorithm={beta2: 0.999, loss_fn: cross_entropy}"]);
     expect(config.trainer.algorithm).toMatchObject({ learning_rate: 0.001, beta2: 0.999, loss_fn: "cross_entropy" });
     expect(await problems(withConfig, ["+trainer.algorithm.learning_rate=0.01"])).toEqual([
@@ -149,10 +202,17 @@ describe("cross-section rules", () => {
     expect(await problems(MINIMAL_YAML, ["service.train_service.backend=tinker"])).toEqual([
       "service.tinker_service: required for the tinker backend: set `tinker_service.api_key: ${oc.env:TINKER_API_KEY}`",
     ]);
-    expect(await problems(MINIMAL_YAML, ["service.train_service.backend=weaver", "+service.weaver_service.api_key="])).toEqual([
+    expect(
+      await problems(MINIMAL_YAML, ["service.train_service.backend=weaver", "+service.weaver_service.api_key="]),
+    ).toEqual([
       "service.weaver_service.api_key: required for the weaver backend: set `weaver_service.api_key: ${oc.env:WEAVER_API_KEY}`",
     ]);
-    expect(await problems(MINIMAL_YAML, ["+service.inference_service.backend=vllm", "+service.inference_service.identifier=student"])).toEqual([
+    expect(
+      await problems(MINIMAL_YAML, [
+        "+service.inference_service.backend=vllm",
+        "+service.inference_service.identifier=student",
+      ]),
+    ).toEqual([
       'service.inference_service.identifier: must equal `service.train_service.identifier` ("default"), which routes trajectories and weight syncs',
       "service.inference_service.base_url: required when `backend` is `vllm`: the server's base URL",
     ]);
@@ -167,7 +227,13 @@ describe("cross-section rules", () => {
       "data.keep_batch_order: must be false when `weight.sync_mode` is `fully-async`",
       "trajectory_pool.check_batch_ready_function: must be `batch_size_reached` when `weight.sync_mode` is `fully-async`",
     ]);
-    expect(await load(MINIMAL_YAML, ["+weight.sync_mode=fully-async", "+data.keep_batch_order=false", "+trajectory_pool.check_batch_ready_function=batch_size_reached"])).toBeDefined();
+    expect(
+      await load(MINIMAL_YAML, [
+        "+weight.sync_mode=fully-async",
+        "+data.keep_batch_order=false",
+        "+trajectory_pool.check_batch_ready_function=batch_size_reached",
+      ]),
+    ).toBeDefined();
     expect(
       await problems(MINIMAL_YAML, [
         "+rollout_worker.max_response_length=100",
@@ -199,7 +265,14 @@ describe("cross-section rules", () => {
       "rollout_worker.custom_rollout_worker_module_path: required when `type` is `custom`: the file that exports your rollout worker class",
       "trainer.custom_trainer_module_path: required when `type` is `custom`: the file that exports your trainer class",
     ]);
-    expect(await problems(MINIMAL_YAML, ["rollout_worker.type=nexau", "trainer.type=remote_api_opd", "data.type=torch", "data.data_files=[]"])).toEqual([
+    expect(
+      await problems(MINIMAL_YAML, [
+        "rollout_worker.type=nexau",
+        "trainer.type=remote_api_opd",
+        "data.type=torch",
+        "data.data_files=[]",
+      ]),
+    ).toEqual([
       "data.data_files: required when `type` is `torch`: list the task files, e.g. `[data/train.jsonl]`",
       "rollout_worker.nexau_agent_config_path: required when `type` is `nexau`",
       "rollout_worker.evaluator_module_path: required when `type` is `nexau`",

@@ -23,19 +23,29 @@ export default defineRecipe({
 
 describe("TS recipes", () => {
   it("loads a defineRecipe default export, with interpolation and overrides", async () => {
-    const dir = await tempDir({ "package.json": '{ "type": "module" }\n', "train.jsonl": TRAIN_JSONL, "recipe.ts": RECIPE_TS });
+    const dir = await tempDir({
+      "package.json": '{ "type": "module" }\n',
+      "train.jsonl": TRAIN_JSONL,
+      "recipe.ts": RECIPE_TS,
+    });
     const recipe = await loadRecipe(join(dir, "recipe.ts"), { overrides: ["trainer.total_train_steps=6"] });
-    expect(recipe.config).toMatchObject({ experiment_name: "ts-6", data: { batch_size: 6, data_files: [join(dir, "train.jsonl")] }, trainer: { total_train_steps: 6 } });
+    expect(recipe.config).toMatchObject({
+      experiment_name: "ts-6",
+      data: { batch_size: 6, data_files: [join(dir, "train.jsonl")] },
+      trainer: { total_train_steps: 6 },
+    });
     expect(recipe).toMatchObject({ path: join(dir, "recipe.ts"), dir, files: [join(dir, "recipe.ts")] });
   });
 
   it("loads .mts, .ts compiled as CommonJS and plain .js modules, and composes YAML defaults beside them", async () => {
     const dir = await tempDir({
       "train.jsonl": TRAIN_JSONL,
-      "common.yaml": "data:\n  data_files: [train.jsonl]\nrollout_worker:\n  type: pig_latin\nservice:\n  train_service: {backend: local, model: tiny}\n",
+      "common.yaml":
+        "data:\n  data_files: [train.jsonl]\nrollout_worker:\n  type: pig_latin\nservice:\n  train_service: {backend: local, model: tiny}\n",
       "recipe.mts": RECIPE_TS,
       "commonjs.ts": RECIPE_TS,
-      "plain.js": "export default { defaults: ['common'], trainer: { type: 'remote_api_grpo', total_train_steps: 2 } };\n",
+      "plain.js":
+        "export default { defaults: ['common'], trainer: { type: 'remote_api_grpo', total_train_steps: 2 } };\n",
     });
     expect((await loadRecipe(join(dir, "recipe.mts"))).config.experiment_name).toBe("ts-4");
     expect((await loadRecipe(join(dir, "commonjs.ts"))).config.experiment_name).toBe("ts-4");
@@ -45,9 +55,15 @@ describe("TS recipes", () => {
   });
 
   it("validates with the same schema and names the module file", async () => {
-    const dir = await tempDir({ "package.json": '{ "type": "module" }\n', "train.jsonl": TRAIN_JSONL, "recipe.ts": RECIPE_TS.replace("prompt_key", "promt_key") });
+    const dir = await tempDir({
+      "package.json": '{ "type": "module" }\n',
+      "train.jsonl": TRAIN_JSONL,
+      "recipe.ts": RECIPE_TS.replace("prompt_key", "promt_key"),
+    });
     const error = await recipeError(loadRecipe(join(dir, "recipe.ts")));
-    expect(error.message).toBe(`Invalid recipe ${join(dir, "recipe.ts")}:\n  - data.promt_key: unknown key; did you mean \`prompt_key\`? (set in ${join(dir, "recipe.ts")})`);
+    expect(error.message).toBe(
+      `Invalid recipe ${join(dir, "recipe.ts")}:\n  - data.promt_key: unknown key; did you mean \`prompt_key\`? (set in ${join(dir, "recipe.ts")})`,
+    );
   });
 
   it("explains a module without a default export and one that throws", async () => {

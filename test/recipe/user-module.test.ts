@@ -4,7 +4,14 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { brandOf, isDerivedFrom, loadUserClass, NEXRL_BRAND, UserModuleError, type UserModuleFailure } from "../../src/recipe/index.js";
+import {
+  brandOf,
+  isDerivedFrom,
+  loadUserClass,
+  NEXRL_BRAND,
+  UserModuleError,
+  type UserModuleFailure,
+} from "../../src/recipe/index.js";
 import { FixtureBaseWorker } from "./fixtures/base-worker.js";
 import { removeTempDirs, tempDir } from "./helpers.js";
 
@@ -21,7 +28,14 @@ async function project(source: string): Promise<string> {
 
 /** Loads `MyWorker` from `worker.ts` in `dir`, expecting FixtureBaseWorker. */
 function load(dir: string, exportName = "MyWorker") {
-  return loadUserClass({ modulePath: "worker.ts", exportName, expectedBase: FixtureBaseWorker, recipeDir: dir, cwd: dir, keyPath: KEY });
+  return loadUserClass({
+    modulePath: "worker.ts",
+    exportName,
+    expectedBase: FixtureBaseWorker,
+    recipeDir: dir,
+    cwd: dir,
+    keyPath: KEY,
+  });
 }
 
 /** Expects `load` to fail with `reason`; returns the single issue's message. */
@@ -72,7 +86,17 @@ describe("loadUserClass", () => {
   it("says where it looked when the file is missing", async () => {
     const dir = await tempDir();
     const cwd = await tempDir();
-    const message = await failure(loadUserClass({ modulePath: "nope/worker.ts", exportName: "W", expectedBase: FixtureBaseWorker, recipeDir: dir, cwd, keyPath: KEY }), "not_found");
+    const message = await failure(
+      loadUserClass({
+        modulePath: "nope/worker.ts",
+        exportName: "W",
+        expectedBase: FixtureBaseWorker,
+        recipeDir: dir,
+        cwd,
+        keyPath: KEY,
+      }),
+      "not_found",
+    );
     expect(message).toBe(
       `\`nope/worker.ts\` not found; tried ${join(dir, "nope/worker.ts")} (beside the recipe) and ${join(cwd, "nope/worker.ts")} (current directory); ` +
         "fix the path (relative paths start from the recipe's folder)",
@@ -82,11 +106,15 @@ describe("loadUserClass", () => {
   it("reports a compile error with its location", async () => {
     const dir = await project("export const x: number = ;\n");
     const message = await failure(load(dir), "import_failed");
-    expect(message).toContain(`cannot import ${join(dir, "worker.ts")}: Transform failed with 1 error:\n${join(dir, "worker.ts")}:1:25: ERROR: Unexpected ";"`);
+    expect(message).toContain(
+      `cannot import ${join(dir, "worker.ts")}: Transform failed with 1 error:\n${join(dir, "worker.ts")}:1:25: ERROR: Unexpected ";"`,
+    );
   });
 
   it("reports an exception thrown on import with its source location (run as the CLI runs, outside vitest)", async () => {
-    const dir = await project("interface T { a: number }\nconst t: T = { a: 1 };\nif (t.a === 1) throw new Error('no config');\nexport class MyWorker {}\n");
+    const dir = await project(
+      "interface T { a: number }\nconst t: T = { a: 1 };\nif (t.a === 1) throw new Error('no config');\nexport class MyWorker {}\n",
+    );
     // Vitest replaces V8's stack formatting, which drops tsx's source maps; a plain Node process keeps them.
     const script = join(dir, "load.mts");
     await writeFile(
@@ -102,11 +130,15 @@ describe("loadUserClass", () => {
       message: `cannot import ${join(dir, "worker.ts")}: no config (at ${join(dir, "worker.ts")}:3:22)`,
     });
     // Inside this process the location is still given, in generated-code coordinates.
-    expect(await failure(load(dir), "import_failed")).toMatch(new RegExp(`^cannot import .*: no config \\(at ${join(dir, "worker.ts")}:\\d+:\\d+\\)$`));
+    expect(await failure(load(dir), "import_failed")).toMatch(
+      new RegExp(`^cannot import .*: no config \\(at ${join(dir, "worker.ts")}:\\d+:\\d+\\)$`),
+    );
   });
 
   it("lists the exports it does have when the name is wrong", async () => {
-    const dir = await project(`import { FixtureBaseWorker } from ${JSON.stringify(BASE)};\nexport class MyWorkr extends FixtureBaseWorker { rollout() { return ""; } }\nexport const helper = 1;\n`);
+    const dir = await project(
+      `import { FixtureBaseWorker } from ${JSON.stringify(BASE)};\nexport class MyWorkr extends FixtureBaseWorker { rollout() { return ""; } }\nexport const helper = 1;\n`,
+    );
     expect(await failure(load(dir), "missing_export")).toBe(
       `${join(dir, "worker.ts")} has no export \`MyWorker\`; its exports are \`MyWorkr\`, \`helper\`; did you mean \`MyWorkr\`?`,
     );

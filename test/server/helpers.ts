@@ -27,7 +27,13 @@ export interface Answer {
 }
 
 /** Sends a request with fetch and parses the JSON answer. */
-export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const response = await fetch(base + path, {
     method,
     headers: { "content-type": "application/json", ...headers },
@@ -46,7 +52,10 @@ export function tinkerDatum(text: string) {
   const n = t.length - 1;
   return {
     model_input: { chunks: [{ type: "encoded_text", tokens: t.slice(0, -1) }] },
-    loss_fn_inputs: { target_tokens: { data: t.slice(1), dtype: "int64", shape: [n] }, weights: { data: t.slice(1).map(() => 1), dtype: "float32", shape: [n] } },
+    loss_fn_inputs: {
+      target_tokens: { data: t.slice(1), dtype: "int64", shape: [n] },
+      weights: { data: t.slice(1).map(() => 1), dtype: "float32", shape: [n] },
+    },
   };
 }
 

@@ -15,7 +15,14 @@ describe("nexrl serve --protocol all: OpenAI-compatible endpoints", () => {
     await client.forwardBackward([sftDatum("abab")], "cross_entropy");
     await client.optimStep(adamParams({ learning_rate: 1e-2 }));
     const { path } = await (await client.saveWeightsForSampler("step_1")).result();
-    const completion = await call(url, "POST", "/v1/completions", { model: path, prompt: "ab", max_tokens: 3, seed: 1, logprobs: 1, return_token_ids: true });
+    const completion = await call(url, "POST", "/v1/completions", {
+      model: path,
+      prompt: "ab",
+      max_tokens: 3,
+      seed: 1,
+      logprobs: 1,
+      return_token_ids: true,
+    });
     expect(completion.status).toBe(200);
     const [choice] = completion.body.choices;
     expect(completion.body.model).toBe(path);
@@ -23,8 +30,14 @@ describe("nexrl serve --protocol all: OpenAI-compatible endpoints", () => {
     // The snapshot scores the sampled tokens through the Tinker sampler as the OpenAI endpoint did.
     const sampler = await svc.createSamplingClient(path);
     const scored = await sampler.computeLogprobs([...choice.prompt_token_ids, ...choice.token_ids]);
-    choice.logprobs.token_logprobs.forEach((lp: number, i: number) => expect(lp).toBeCloseTo(scored[choice.prompt_token_ids.length + i]!, 4));
-    const unknown = await call(url, "POST", "/v1/completions", { model: "tinker://nobody/sampler_weights/x", prompt: "ab", max_tokens: 1 });
+    choice.logprobs.token_logprobs.forEach((lp: number, i: number) =>
+      expect(lp).toBeCloseTo(scored[choice.prompt_token_ids.length + i]!, 4),
+    );
+    const unknown = await call(url, "POST", "/v1/completions", {
+      model: "tinker://nobody/sampler_weights/x",
+      prompt: "ab",
+      max_tokens: 1,
+    });
     expect(unknown.status).toBe(404);
   });
 

@@ -7,7 +7,11 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { createOpenAIHandler, type ServedModel } from "../../src/server/openai.js";
-import { OpenAIInferenceClient, TokenIdsUnavailableError, type VllmTokenIdFields } from "../../src/services/inference/index.js";
+import {
+  OpenAIInferenceClient,
+  TokenIdsUnavailableError,
+  type VllmTokenIdFields,
+} from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { SampleOutput, SamplingClient, SamplingParams } from "../../src/services/training/types.js";
 import { adamParams, datum, modelInputTokens } from "../../src/types/wire.js";
@@ -59,7 +63,10 @@ beforeAll(async () => {
   const trainer = await service.createTrainingClient({ baseModel: "tiny" });
   const text = tokenizer.encode(CAT_TEXT, { addBos: true });
   for (let i = 0; i < 60; i++) {
-    await trainer.forwardBackward([datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })], "cross_entropy");
+    await trainer.forwardBackward(
+      [datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })],
+      "cross_entropy",
+    );
     await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
   }
   catPath = (await (await trainer.saveWeightsForSampler("cat")).result()).path;
@@ -68,11 +75,20 @@ beforeAll(async () => {
   scorer = await service.createSamplingClient("tiny");
   const broken: ServedModel = {
     tokenizer,
-    samplingClient: { modelPath: "broken", computeLogprobs: async () => [], sample: async () => ({ result: async () => Promise.reject(new Error("the GPU caught fire")) }) },
+    samplingClient: {
+      modelPath: "broken",
+      computeLogprobs: async () => [],
+      sample: async () => ({ result: async () => Promise.reject(new Error("the GPU caught fire")) }),
+    },
   };
   const handler = createOpenAIHandler({
     models: { tiny: { samplingClient: tiny.sampler, tokenizer }, cat: { samplingClient: cat.sampler, tokenizer } },
-    resolveModel: async (name) => (name === "broken" ? broken : name === catPath ? { samplingClient: await service.createSamplingClient(catPath), tokenizer } : undefined),
+    resolveModel: async (name) =>
+      name === "broken"
+        ? broken
+        : name === catPath
+          ? { samplingClient: await service.createSamplingClient(catPath), tokenizer }
+          : undefined,
     log: (line) => logged.push(line),
   });
   server = createServer((req, res) => {
@@ -126,9 +142,15 @@ describe("OpenAI-compatible endpoints driven by the openai client", () => {
     expect(choice.finish_reason).toBe(sequence!.stopReason);
     expect(choice.logprobs!.token_logprobs).toEqual(sequence!.logprobs);
     expect(choice.logprobs!.tokens).toEqual(sequence!.tokens.map((t) => tokenizer.decode([t])));
-    expect(choice.logprobs!.top_logprobs).toEqual(sequence!.tokens.map((t, i) => ({ [tokenizer.decode([t])]: sequence!.logprobs[i] })));
+    expect(choice.logprobs!.top_logprobs).toEqual(
+      sequence!.tokens.map((t, i) => ({ [tokenizer.decode([t])]: sequence!.logprobs[i] })),
+    );
     expect(response.object).toBe("text_completion");
-    expect(response.usage).toEqual({ prompt_tokens: 6, completion_tokens: sequence!.tokens.length, total_tokens: 6 + sequence!.tokens.length });
+    expect(response.usage).toEqual({
+      prompt_tokens: 6,
+      completion_tokens: sequence!.tokens.length,
+      total_tokens: 6 + sequence!.tokens.length,
+    });
   });
 
   it("takes token-id prompts and batches, returns n choices per prompt, and writes tokens as token_id:<n> on request", async () => {
@@ -161,11 +183,25 @@ describe("OpenAI-compatible endpoints driven by the openai client", () => {
     const greedy = await openai.completions.create({ model: "cat", prompt: "the ", max_tokens: 24, temperature: 0 });
     expect(greedy.choices[0]!.text.startsWith("cat sat ")).toBe(true);
     expect(greedy.choices[0]!.finish_reason).toBe("length");
-    const stopped = await openai.completions.create({ model: "cat", prompt: "the ", max_tokens: 24, temperature: 0, stop: [" sat", "zzz"], return_token_ids: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    const stopped = await openai.completions.create({
+      model: "cat",
+      prompt: "the ",
+      max_tokens: 24,
+      temperature: 0,
+      stop: [" sat", "zzz"],
+      return_token_ids: true,
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     const choice = stopped.choices[0] as CompletionChoice;
     expect([choice.text, choice.finish_reason, choice.stop_reason]).toEqual(["cat", "stop", " sat"]);
     expect(tokenizer.decode(choice.token_ids!)).toBe("cat sat");
-    const kept = await openai.completions.create({ model: "cat", prompt: "the ", max_tokens: 24, temperature: 0, stop: " sat", include_stop_str_in_output: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    const kept = await openai.completions.create({
+      model: "cat",
+      prompt: "the ",
+      max_tokens: 24,
+      temperature: 0,
+      stop: " sat",
+      include_stop_str_in_output: true,
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(kept.choices[0]!.text).toBe("cat sat");
   });
 
@@ -207,32 +243,59 @@ describe("OpenAI-compatible endpoints driven by the openai client", () => {
 
   it("streams chat chunks whose text, ids and logprobs add up to the unstreamed answer, ending in [DONE]", async () => {
     for (const model of ["cat", "tiny"]) {
-      const request = { model, messages: [{ role: "user" as const, content: "the " }], max_tokens: 16, seed: 5, logprobs: true, return_token_ids: true };
-      const whole = (await openai.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming)).choices[0] as ChatChoice;
-      const stream = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } } as OpenAI.ChatCompletionCreateParamsStreaming);
+      const request = {
+        model,
+        messages: [{ role: "user" as const, content: "the " }],
+        max_tokens: 16,
+        seed: 5,
+        logprobs: true,
+        return_token_ids: true,
+      };
+      const whole = (await openai.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming))
+        .choices[0] as ChatChoice;
+      const stream = await openai.chat.completions.create({
+        ...request,
+        stream: true,
+        stream_options: { include_usage: true },
+      } as OpenAI.ChatCompletionCreateParamsStreaming);
       const chunks: Array<OpenAI.ChatCompletionChunk & VllmTokenIdFields> = [];
       for await (const chunk of stream) chunks.push(chunk);
       const deltas = chunks.flatMap((c) => c.choices as Array<OpenAI.ChatCompletionChunk.Choice & VllmTokenIdFields>);
       expect(deltas[0]!.delta).toEqual({ role: "assistant", content: "" });
       expect(deltas.map((d) => d.delta.content ?? "").join("")).toBe(whole.message.content);
       expect(deltas.flatMap((d) => d.token_ids ?? [])).toEqual(whole.token_ids);
-      expect(deltas.flatMap((d) => d.logprobs?.content?.map((e) => e.logprob) ?? [])).toEqual(whole.logprobs!.content!.map((e) => e.logprob));
+      expect(deltas.flatMap((d) => d.logprobs?.content?.map((e) => e.logprob) ?? [])).toEqual(
+        whole.logprobs!.content!.map((e) => e.logprob),
+      );
       expect(deltas.at(-1)!.finish_reason).toBe(whole.finish_reason);
-      expect(chunks[0]!.prompt_token_ids).toEqual(tokenizer.applyChatTemplate(request.messages, { addGenerationPrompt: true }));
+      expect(chunks[0]!.prompt_token_ids).toEqual(
+        tokenizer.applyChatTemplate(request.messages, { addGenerationPrompt: true }),
+      );
       expect(chunks.at(-1)!.choices).toEqual([]);
       expect(chunks.at(-1)!.usage!.completion_tokens).toBe(whole.token_ids!.length);
     }
-    const raw = await fetch(`${baseURL}/chat/completions`, { method: "POST", body: JSON.stringify({ model: "cat", messages: [{ role: "user", content: "x" }], max_tokens: 3, stream: true }) });
+    const raw = await fetch(`${baseURL}/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "cat", messages: [{ role: "user", content: "x" }], max_tokens: 3, stream: true }),
+    });
     expect(raw.headers.get("content-type")).toBe("text/event-stream");
     const text = await raw.text();
     expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
-    expect(text.split("\n\n").filter(Boolean).every((event) => event.startsWith("data: "))).toBe(true);
+    expect(
+      text
+        .split("\n\n")
+        .filter(Boolean)
+        .every((event) => event.startsWith("data: ")),
+    ).toBe(true);
   });
 
   it("streams completions with n > 1", async () => {
     const request = { model: "tiny", prompt: "ab", max_tokens: 6, seed: 9, n: 2, return_token_ids: true };
     const whole = await openai.completions.create(request as OpenAI.CompletionCreateParamsNonStreaming);
-    const stream = await openai.completions.create({ ...request, stream: true } as OpenAI.CompletionCreateParamsStreaming);
+    const stream = await openai.completions.create({
+      ...request,
+      stream: true,
+    } as OpenAI.CompletionCreateParamsStreaming);
     const texts = ["", ""];
     const ids: number[][] = [[], []];
     const finish: Array<string | null> = [null, null];
@@ -250,12 +313,21 @@ describe("OpenAI-compatible endpoints driven by the openai client", () => {
 
   it("serves models found by resolveModel", async () => {
     const response = await openai.completions.create({ model: catPath, prompt: "the ", max_tokens: 7, temperature: 0 });
-    expect(response.choices[0]!.text).toBe((await openai.completions.create({ model: "cat", prompt: "the ", max_tokens: 7, temperature: 0 })).choices[0]!.text);
+    expect(response.choices[0]!.text).toBe(
+      (await openai.completions.create({ model: "cat", prompt: "the ", max_tokens: 7, temperature: 0 })).choices[0]!
+        .text,
+    );
   });
 });
 
 describe("OpenAI-compatible endpoint errors", () => {
-  const expectError = async (promise: Promise<unknown>, status: number, param: string | null, message: RegExp, code: string | null = null) => {
+  const expectError = async (
+    promise: Promise<unknown>,
+    status: number,
+    param: string | null,
+    message: RegExp,
+    code: string | null = null,
+  ) => {
     const error = (await promise.catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error.status).toBe(status);
@@ -264,24 +336,77 @@ describe("OpenAI-compatible endpoint errors", () => {
   };
 
   it("answers unknown models with 404 model_not_found", async () => {
-    await expectError(openai.chat.completions.create({ model: "gpt-9", messages: [{ role: "user", content: "hi" }] }), 404, "model", /The model `gpt-9` does not exist\. Served models: tiny, cat/, "model_not_found");
+    await expectError(
+      openai.chat.completions.create({ model: "gpt-9", messages: [{ role: "user", content: "hi" }] }),
+      404,
+      "model",
+      /The model `gpt-9` does not exist\. Served models: tiny, cat/,
+      "model_not_found",
+    );
   });
 
   it("answers malformed requests with 400 naming the parameter", async () => {
-    await expectError(openai.chat.completions.create({ model: "cat", messages: [] }), 400, "messages", /messages: .*>=1/);
-    await expectError(openai.completions.create({ model: "cat", prompt: "x", temperature: -1 }), 400, "temperature", /temperature: .*>=0/);
-    await expectError(openai.completions.create({ model: "cat", prompt: "x", max_tokens: 0 }), 400, "max_tokens", /max_tokens/);
-    await expectError(openai.chat.completions.create({ model: "cat", messages: [{ role: "user", content: 3 }] } as never), 400, "messages[0].content", /messages\[0\]\.content/);
-    await expectError(openai.completions.create({ model: "cat", prompt: "x", presence_penalty: 0.5 }), 400, "presence_penalty", /presence_penalty is not supported by nexrl serve/);
-    await expectError(openai.completions.create({ model: "tiny", prompt: [256, 999] }), 400, null, /prompt\[1\] is 999, outside the model's vocabulary 0\.\.258/);
-    await expectError(openai.completions.create({ model: "tiny", prompt: "x".repeat(200) }), 400, null, /context length is 128/);
-    await expectError(openai.completions.create({ model: "tiny", prompt: "", add_special_tokens: false } as OpenAI.CompletionCreateParamsNonStreaming), 400, "prompt", /encodes to no tokens/);
+    await expectError(
+      openai.chat.completions.create({ model: "cat", messages: [] }),
+      400,
+      "messages",
+      /messages: .*>=1/,
+    );
+    await expectError(
+      openai.completions.create({ model: "cat", prompt: "x", temperature: -1 }),
+      400,
+      "temperature",
+      /temperature: .*>=0/,
+    );
+    await expectError(
+      openai.completions.create({ model: "cat", prompt: "x", max_tokens: 0 }),
+      400,
+      "max_tokens",
+      /max_tokens/,
+    );
+    await expectError(
+      openai.chat.completions.create({ model: "cat", messages: [{ role: "user", content: 3 }] } as never),
+      400,
+      "messages[0].content",
+      /messages\[0\]\.content/,
+    );
+    await expectError(
+      openai.completions.create({ model: "cat", prompt: "x", presence_penalty: 0.5 }),
+      400,
+      "presence_penalty",
+      /presence_penalty is not supported by nexrl serve/,
+    );
+    await expectError(
+      openai.completions.create({ model: "tiny", prompt: [256, 999] }),
+      400,
+      null,
+      /prompt\[1\] is 999, outside the model's vocabulary 0\.\.258/,
+    );
+    await expectError(
+      openai.completions.create({ model: "tiny", prompt: "x".repeat(200) }),
+      400,
+      null,
+      /context length is 128/,
+    );
+    await expectError(
+      openai.completions.create({
+        model: "tiny",
+        prompt: "",
+        add_special_tokens: false,
+      } as OpenAI.CompletionCreateParamsNonStreaming),
+      400,
+      "prompt",
+      /encodes to no tokens/,
+    );
   });
 
   it("answers invalid JSON, wrong methods and other routes", async () => {
     const bad = await fetch(`${baseURL}/completions`, { method: "POST", body: "{ nope" });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: unknown }).error).toMatchObject({ type: "invalid_request_error", message: expect.stringMatching(/^the request body is not valid JSON/) });
+    expect(((await bad.json()) as { error: unknown }).error).toMatchObject({
+      type: "invalid_request_error",
+      message: expect.stringMatching(/^the request body is not valid JSON/),
+    });
     const get = await fetch(`${baseURL}/chat/completions`);
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
     expect(((await get.json()) as { error: { code: string } }).error.code).toBe("method_not_allowed");
@@ -290,8 +415,15 @@ describe("OpenAI-compatible endpoint errors", () => {
   });
 
   it("answers a failing sampler with 500 and logs it", async () => {
-    await expectError(openai.completions.create({ model: "broken", prompt: "x" }), 500, null, /the model failed: the GPU caught fire/);
-    expect(logged.some((line) => line.includes("POST /v1/completions failed") && line.includes("the GPU caught fire"))).toBe(true);
+    await expectError(
+      openai.completions.create({ model: "broken", prompt: "x" }),
+      500,
+      null,
+      /the model failed: the GPU caught fire/,
+    );
+    expect(
+      logged.some((line) => line.includes("POST /v1/completions failed") && line.includes("the GPU caught fire")),
+    ).toBe(true);
   });
 });
 
@@ -312,7 +444,9 @@ describe("OpenAIInferenceClient against nexrl serve", () => {
     expect(result.retokenized).toBeUndefined();
     const rescored = await scorer.computeLogprobs([...result.promptTokens, ...result.responseTokens]);
     expect(result.logprobs).toHaveLength(result.responseTokens.length);
-    rescored.slice(result.promptTokens.length).forEach((lp, i) => expect(Math.abs(lp! - result.logprobs[i]!)).toBeLessThan(1e-4));
+    rescored
+      .slice(result.promptTokens.length)
+      .forEach((lp, i) => expect(Math.abs(lp! - result.logprobs[i]!)).toBeLessThan(1e-4));
   });
 
   it("chats with the server's template, sends token-id prompts as they are, and swaps models", async () => {
@@ -322,7 +456,10 @@ describe("OpenAIInferenceClient against nexrl serve", () => {
     expect(chat.promptTokens).toEqual(tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }));
     expect(chat.promptTokens).toEqual(cat.calls[before]!.prompt);
     expect(chat.responseTokens).toEqual(cat.calls[before]!.output.sequences[0]!.tokens);
-    const viaCompletions = await client({ model: "cat", chatVia: "completions" }).chat(messages, { temperature: 0, maxTokens: 8 });
+    const viaCompletions = await client({ model: "cat", chatVia: "completions" }).chat(messages, {
+      temperature: 0,
+      maxTokens: 8,
+    });
     expect(viaCompletions).toEqual(chat);
 
     const ids = [256, 116, 104, 101, 32];
@@ -339,12 +476,21 @@ describe("OpenAIInferenceClient against nexrl serve", () => {
     const exact = await client().completion("ab", { seed: 1, maxTokens: 6 });
     expect(await oldServer.completion("ab", { seed: 1, maxTokens: 6 })).toEqual(exact);
     // A chat's prompt ids only come with return_token_ids: without them the client refuses to guess…
-    await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(TokenIdsUnavailableError);
-    await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(/no prompt_token_ids .*vLLM >= 0\.10\.2.*chatVia: "completions".*allowRetokenize/);
+    await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(
+      TokenIdsUnavailableError,
+    );
+    await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(
+      /no prompt_token_ids .*vLLM >= 0\.10\.2.*chatVia: "completions".*allowRetokenize/,
+    );
     // …unless allowed, and then it says so.
-    const guessed = await client({ extraBody: { return_token_ids: false }, allowRetokenize: true }).chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 });
+    const guessed = await client({ extraBody: { return_token_ids: false }, allowRetokenize: true }).chat(
+      [{ role: "user", content: "hi" }],
+      { seed: 1, maxTokens: 4 },
+    );
     expect(guessed.retokenized).toEqual(["prompt"]);
-    expect(guessed.promptTokens).toEqual(tokenizer.applyChatTemplate([{ role: "user", content: "hi" }], { addGenerationPrompt: true }));
+    expect(guessed.promptTokens).toEqual(
+      tokenizer.applyChatTemplate([{ role: "user", content: "hi" }], { addGenerationPrompt: true }),
+    );
   });
 
   it("fails with the missing server options named when no token ids come back, or re-tokenises when allowed", async () => {
@@ -352,7 +498,10 @@ describe("OpenAIInferenceClient against nexrl serve", () => {
     await expect(client({ extraBody: noIds }).completion("ab", { seed: 2, maxTokens: 4 })).rejects.toThrow(
       /reported no response token ids: neither token_ids \(vLLM's return_token_ids\) nor logprob tokens written token_id:<n> \(return_tokens_as_token_ids\)/,
     );
-    const result = await client({ model: "cat", extraBody: noIds, allowRetokenize: true }).completion("the ", { temperature: 0, maxTokens: 5 });
+    const result = await client({ model: "cat", extraBody: noIds, allowRetokenize: true }).completion("the ", {
+      temperature: 0,
+      maxTokens: 5,
+    });
     expect(result.retokenized).toEqual(["response"]);
     expect(result.responseTokens).toEqual(tokenizer.encode(result.response));
   });

@@ -11,7 +11,8 @@ describe("nexrl serve", () => {
   it("binds 127.0.0.1 on a free port and answers /healthz and /health", async () => {
     const { url } = await server();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    for (const path of ["/healthz", "/health", "/api/v1/healthz"]) expect((await call(url, "GET", path)).body).toEqual({ status: "ok" });
+    for (const path of ["/healthz", "/health", "/api/v1/healthz"])
+      expect((await call(url, "GET", path)).body).toEqual({ status: "ok" });
     const missing = await call(url, "GET", "/nothing");
     expect(missing.status).toBe(404);
     expect(missing.body.message).toMatch(/no route for GET \/nothing/);
@@ -19,7 +20,10 @@ describe("nexrl serve", () => {
 
   it("serves only the protocols asked for", async () => {
     const { url } = await server({ protocol: "weaver" });
-    expect((await call(url, "POST", "/api/v1/create_session", { tags: [], sdk_version: "x", type: "create_session" })).status).toBe(404);
+    expect(
+      (await call(url, "POST", "/api/v1/create_session", { tags: [], sdk_version: "x", type: "create_session" }))
+        .status,
+    ).toBe(404);
     expect((await call(url, "POST", "/api/v1/sessions", { tags: [], sdk_version: "x" })).status).toBe(200);
   });
 
@@ -53,11 +57,17 @@ describe("nexrl serve", () => {
     try {
       expect((await call(url, "GET", "/ok")).body).toEqual({ ok: true });
       expect(seen).toEqual(["skip", "answer"]);
-      expect(await call(url, "GET", "/bad")).toMatchObject({ status: 400, body: { error: "invalid_request", message: "bad input", retryable: false } });
+      expect(await call(url, "GET", "/bad")).toMatchObject({
+        status: 400,
+        body: { error: "invalid_request", message: "bad input", retryable: false },
+      });
       const gone = await call(url, "GET", "/gone");
       expect(gone).toMatchObject({ status: 410, body: { error: "gone", message: "it went" } });
       expect(gone.headers.get("retry-after")).toBe("3");
-      expect(await call(url, "GET", "/bug")).toMatchObject({ status: 500, body: { error: "internal_error", retryable: true } });
+      expect(await call(url, "GET", "/bug")).toMatchObject({
+        status: 500,
+        body: { error: "internal_error", retryable: true },
+      });
       expect(logs).toHaveLength(1);
       expect(logs[0]).toMatch(/GET \/bug failed: TypeError: a bug/);
     } finally {
@@ -68,7 +78,14 @@ describe("nexrl serve", () => {
 
 describe("fault injection", () => {
   it("parses KIND:RATE lists and explains bad ones", () => {
-    expect(parseFaults("408:0.1, 410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05")).toEqual({ 408: 0.1, 410: 0.05, 429: 0.1, 500: 0.1, error: 0.05, drop: 0.05 });
+    expect(parseFaults("408:0.1, 410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05")).toEqual({
+      408: 0.1,
+      410: 0.05,
+      429: 0.1,
+      500: 0.1,
+      error: 0.05,
+      drop: 0.05,
+    });
     expect(parseFaults("")).toEqual({});
     expect(() => parseFaults("503:0.1")).toThrow(/bad fault "503:0.1"; write KIND:RATE/);
     expect(() => parseFaults("429:2")).toThrow(FaultSpecError);
@@ -83,7 +100,8 @@ describe("fault injection", () => {
     };
     expect(draws(5, ["429", "500", "drop"])).toEqual(draws(5, ["429", "500", "drop"]));
     expect(draws(5, ["429", "500", "drop"])).not.toEqual(draws(6, ["429", "500", "drop"]));
-    const counts = (list: Array<FaultKind | undefined>) => Object.fromEntries(["429", "500", "drop"].map((k) => [k, list.filter((d) => d === k).length / list.length]));
+    const counts = (list: Array<FaultKind | undefined>) =>
+      Object.fromEntries(["429", "500", "drop"].map((k) => [k, list.filter((d) => d === k).length / list.length]));
     const shares = counts(draws(7, ["429", "500", "drop"]));
     expect(shares["429"]).toBeCloseTo(0.2, 1);
     expect(shares["500"]).toBeCloseTo(0.1, 1);

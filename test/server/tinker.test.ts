@@ -2,8 +2,17 @@ import { describe, expect, it } from "vitest";
 import { ADAM, call, server, tinkerDatum, type Answer } from "./helpers.js";
 
 async function session(url: string): Promise<{ sessionId: string; modelId: string }> {
-  const { body } = await call(url, "POST", "/api/v1/create_session", { tags: [], sdk_version: "0.21.0", type: "create_session" });
-  const created = await call(url, "POST", "/api/v1/create_model", { session_id: body.session_id, model_seq_id: 0, base_model: "tiny", type: "create_model" });
+  const { body } = await call(url, "POST", "/api/v1/create_session", {
+    tags: [],
+    sdk_version: "0.21.0",
+    type: "create_session",
+  });
+  const created = await call(url, "POST", "/api/v1/create_model", {
+    session_id: body.session_id,
+    model_seq_id: 0,
+    base_model: "tiny",
+    type: "create_model",
+  });
   const modelId = created.body.model_id as string;
   expect((await poll(url, created.body.request_id)).body).toEqual({ model_id: modelId, type: "create_model" });
   return { sessionId: body.session_id, modelId };
@@ -21,7 +30,11 @@ async function result(url: string, requestId: string): Promise<any> {
   }
 }
 
-const fwdBwd = (model_id: string, seq_id: number) => ({ forward_backward_input: { data: [tinkerDatum("abc")], loss_fn: "cross_entropy" }, model_id, seq_id });
+const fwdBwd = (model_id: string, seq_id: number) => ({
+  forward_backward_input: { data: [tinkerDatum("abc")], loss_fn: "cross_entropy" },
+  model_id,
+  seq_id,
+});
 const optim = (model_id: string, seq_id: number) => ({ adam_params: ADAM, model_id, seq_id, type: "optim_step" });
 
 describe("tinker protocol on nexrl serve", () => {
@@ -31,7 +44,11 @@ describe("tinker protocol on nexrl serve", () => {
     const early = await call(url, "POST", "/api/v1/optim_step", optim(modelId, 2));
     expect(early.status).toBe(200);
     // The long poll runs out while seq_id 1 is missing.
-    expect((await poll(url, early.body.request_id)).body).toEqual({ type: "try_again", request_id: early.body.request_id, queue_state: "active" });
+    expect((await poll(url, early.body.request_id)).body).toEqual({
+      type: "try_again",
+      request_id: early.body.request_id,
+      queue_state: "active",
+    });
     const first = await call(url, "POST", "/api/v1/forward_backward", fwdBwd(modelId, 1));
     const loss = await result(url, first.body.request_id);
     const step = await result(url, early.body.request_id);
@@ -51,8 +68,17 @@ describe("tinker protocol on nexrl serve", () => {
     expect(a.body.request_id).not.toBe(b.body.request_id);
     expect(await result(url, b.body.request_id)).toEqual(await result(url, a.body.request_id));
     expect((await result(url, a.body.request_id)).metrics["step:max"]).toBe(1);
-    expect((await result(url, (await call(url, "POST", "/api/v1/optim_step", optim(modelId, 3))).body.request_id)).metrics["step:max"]).toBe(2);
-    const again = await call(url, "POST", "/api/v1/create_model", { session_id: modelId.split(":")[0], model_seq_id: 0, base_model: "tiny", type: "create_model" });
+    expect(
+      (await result(url, (await call(url, "POST", "/api/v1/optim_step", optim(modelId, 3))).body.request_id)).metrics[
+        "step:max"
+      ],
+    ).toBe(2);
+    const again = await call(url, "POST", "/api/v1/create_model", {
+      session_id: modelId.split(":")[0],
+      model_seq_id: 0,
+      base_model: "tiny",
+      type: "create_model",
+    });
     expect(again.body.model_id).toBe(modelId);
   });
 
@@ -88,7 +114,12 @@ describe("tinker protocol on nexrl serve", () => {
 
   it("rejects unknown fields and wrong type literals (422), and malformed JSON (400)", async () => {
     const { url } = await server({ protocol: "tinker" });
-    const extra = await call(url, "POST", "/api/v1/create_session", { tags: [], sdk_version: "x", type: "create_session", colour: "red" });
+    const extra = await call(url, "POST", "/api/v1/create_session", {
+      tags: [],
+      sdk_version: "x",
+      type: "create_session",
+      colour: "red",
+    });
     expect(extra.status).toBe(422);
     expect(extra.body.message).toMatch(/colour/);
     const literal = await call(url, "POST", "/api/v1/create_session", { tags: [], sdk_version: "x", type: "session" });
@@ -98,17 +129,36 @@ describe("tinker protocol on nexrl serve", () => {
 
   it("lists the presets, answers client/config and requires the API key when configured", async () => {
     const { url } = await server({ protocol: "tinker", apiKey: "tml-serve-key-0000" });
-    expect((await call(url, "GET", "/api/v1/get_server_capabilities", undefined, { "x-api-key": "tml-serve-key-0000" })).body).toEqual({
+    expect(
+      (await call(url, "GET", "/api/v1/get_server_capabilities", undefined, { "x-api-key": "tml-serve-key-0000" }))
+        .body,
+    ).toEqual({
       supported_models: [
         { model_name: "tiny", max_context_length: 128 },
         { model_name: "small", max_context_length: 256 },
       ],
     });
-    expect((await call(url, "POST", "/api/v1/client/config", { sdk_version: "0.21.0" }, { "x-api-key": "tml-serve-key-0000" })).body).toMatchObject({
+    expect(
+      (
+        await call(
+          url,
+          "POST",
+          "/api/v1/client/config",
+          { sdk_version: "0.21.0" },
+          { "x-api-key": "tml-serve-key-0000" },
+        )
+      ).body,
+    ).toMatchObject({
       pjwt_auth_enabled: false,
       fwdbwd_max_chunk_len: 1024,
     });
-    const denied = await call(url, "POST", "/api/v1/client/config", { sdk_version: "0.21.0" }, { "x-api-key": "wrong" });
+    const denied = await call(
+      url,
+      "POST",
+      "/api/v1/client/config",
+      { sdk_version: "0.21.0" },
+      { "x-api-key": "wrong" },
+    );
     expect(denied.status).toBe(401);
     expect(JSON.stringify(denied.body)).not.toContain("tml-serve-key-0000");
     expect((await call(url, "GET", "/healthz")).body).toEqual({ status: "ok" });

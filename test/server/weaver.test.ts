@@ -3,8 +3,17 @@ import { ADAM, call, server, tokens, type Answer } from "./helpers.js";
 
 async function model(url: string, trainingMode: "lora" | "full_ft" = "lora"): Promise<{ sid: string; mid: string }> {
   const { body } = await call(url, "POST", "/api/v1/sessions", { tags: [], sdk_version: "test" });
-  const created = await call(url, "POST", `/api/v1/sessions/${body.id}/models`, { model_seq_id: 1, base_model: "tiny", training_mode: trainingMode });
-  expect(created.body).toMatchObject({ base_model: "tiny", training_mode: trainingMode, tokenizer_path: "byte", max_context_length: 128 });
+  const created = await call(url, "POST", `/api/v1/sessions/${body.id}/models`, {
+    model_seq_id: 1,
+    base_model: "tiny",
+    training_mode: trainingMode,
+  });
+  expect(created.body).toMatchObject({
+    base_model: "tiny",
+    training_mode: trainingMode,
+    tokenizer_path: "byte",
+    max_context_length: 128,
+  });
   return { sid: body.id, mid: created.body.id };
 }
 
@@ -32,11 +41,17 @@ describe("weaver protocol on nexrl serve", () => {
   it("answers operations that are polled until done, in seq_id order", async () => {
     const { url } = await server({ protocol: "weaver" });
     const { mid } = await model(url);
-    const early = await call(url, "POST", `/api/v1/models/${mid}/optimizer-steps`, { payload: { model_id: mid, seq_id: 2, adam_params: ADAM } });
+    const early = await call(url, "POST", `/api/v1/models/${mid}/optimizer-steps`, {
+      payload: { model_id: mid, seq_id: 2, adam_params: ADAM },
+    });
     expect(early.body).toEqual({ id: expect.any(String), status: "pending" });
     expect((await call(url, "GET", `/api/v1/operations/${early.body.id}`)).body.status).toBe("pending");
     const pass = await call(url, "POST", `/api/v1/models/${mid}/forward-backward-passes`, {
-      payload: { model_id: mid, seq_id: 1, forward_backward_input: { loss_fn: "importance_sampling", data: [rlDatum("abc", [1, 1, 1, 1], [0, 1, 1, 1])] } },
+      payload: {
+        model_id: mid,
+        seq_id: 1,
+        forward_backward_input: { loss_fn: "importance_sampling", data: [rlDatum("abc", [1, 1, 1, 1], [0, 1, 1, 1])] },
+      },
     });
     const loss = await done(url, pass.body);
     expect(loss.response.result.loss_fn_outputs[0].logprobs).toEqual({ data: expect.any(Array), dtype: "float32" });
@@ -47,12 +62,23 @@ describe("weaver protocol on nexrl serve", () => {
     const { url } = await server({ protocol: "weaver" });
     const { mid } = await model(url);
     const forward = async (seq: number, datum: unknown) =>
-      done(url, (await call(url, "POST", `/api/v1/models/${mid}/forward-passes`, { payload: { model_id: mid, seq_id: seq, forward_input: { loss_fn: "importance_sampling", data: [datum] } } })).body);
+      done(
+        url,
+        (
+          await call(url, "POST", `/api/v1/models/${mid}/forward-passes`, {
+            payload: { model_id: mid, seq_id: seq, forward_input: { loss_fn: "importance_sampling", data: [datum] } },
+          })
+        ).body,
+      );
     const masked = await forward(1, rlDatum("abc", [3, 1, 1, 1], [0, 1, 1, 1]));
     const zeroed = await forward(2, rlDatum("abc", [0, 1, 1, 1], [0, 1, 1, 1]));
     expect(masked.response.result.metrics).toEqual(zeroed.response.result.metrics);
     const missing = await forward(3, rlDatum("abc", [0, 1, 1, 1]));
-    expect(missing).toMatchObject({ status: "error", error_code: "invalid_request", error_message: expect.stringMatching(/missing loss input "loss_mask"/) });
+    expect(missing).toMatchObject({
+      status: "error",
+      error_code: "invalid_request",
+      error_message: expect.stringMatching(/missing loss input "loss_mask"/),
+    });
   });
 
   it("reads nested-list tensors and rejects ragged ones", async () => {
@@ -62,26 +88,50 @@ describe("weaver protocol on nexrl serve", () => {
     const nested = rlDatum("abc", [0, 1, 1, 1], [1, 1, 1, 1]);
     (nested.loss_fn_inputs.advantages as { data: unknown }).data = [[0, 1, 1, 1]];
     const pass = async (seq: number, datum: unknown) =>
-      done(url, (await call(url, "POST", `/api/v1/models/${mid}/forward-passes`, { payload: { model_id: mid, seq_id: seq, forward_input: { loss_fn: "importance_sampling", data: [datum] } } })).body);
+      done(
+        url,
+        (
+          await call(url, "POST", `/api/v1/models/${mid}/forward-passes`, {
+            payload: { model_id: mid, seq_id: seq, forward_input: { loss_fn: "importance_sampling", data: [datum] } },
+          })
+        ).body,
+      );
     expect((await pass(1, nested)).response).toEqual((await pass(2, flat)).response);
     const ragged = rlDatum("abc", [1, 1, 1, 1], [1, 1, 1, 1]);
     (ragged.loss_fn_inputs.advantages as { data: unknown }).data = [[1, 1], [1]];
-    expect(await pass(3, ragged)).toMatchObject({ status: "error", error_message: expect.stringMatching(/not rectangular/) });
+    expect(await pass(3, ragged)).toMatchObject({
+      status: "error",
+      error_message: expect.stringMatching(/not rectangular/),
+    });
   });
 
   it("opens base-model sessions at once (201) and snapshot sessions through a sync operation (202)", async () => {
     const { url } = await server({ protocol: "weaver" });
     const { sid, mid } = await model(url);
-    const base = await call(url, "POST", `/api/v1/sessions/${sid}/sampling-sessions`, { sampling_session_seq_id: 1, base_model: "tiny" });
+    const base = await call(url, "POST", `/api/v1/sessions/${sid}/sampling-sessions`, {
+      sampling_session_seq_id: 1,
+      base_model: "tiny",
+    });
     expect(base.status).toBe(201);
     expect(base.body).toMatchObject({ id: expect.any(String), base_model: "tiny" });
-    const exported = await done(url, (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 1, path: "s" })).body);
+    const exported = await done(
+      url,
+      (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 1, path: "s" })).body,
+    );
     expect(exported.response).toEqual({ modelPath: `weaver://${mid}/sampler_weights/s`, ttlSeconds: 3600 });
-    const snap = await call(url, "POST", `/api/v1/sessions/${sid}/sampling-sessions`, { sampling_session_seq_id: 2, model_path: exported.response.modelPath, model_id: mid });
+    const snap = await call(url, "POST", `/api/v1/sessions/${sid}/sampling-sessions`, {
+      sampling_session_seq_id: 2,
+      model_path: exported.response.modelPath,
+      model_id: mid,
+    });
     expect(snap.status).toBe(202);
     expect((await done(url, snap.body.sync_operation)).status).toBe("done");
     const ssid = snap.body.sampling_session.id;
-    expect((await call(url, "GET", `/api/v1/sampling-sessions/${ssid}`)).body).toEqual({ id: ssid, base_model: "tiny", model_path: exported.response.modelPath });
+    expect((await call(url, "GET", `/api/v1/sampling-sessions/${ssid}`)).body).toEqual({
+      id: ssid,
+      base_model: "tiny",
+      model_path: exported.response.modelPath,
+    });
     const paused = await call(url, "POST", `/api/v1/sampling-sessions/${ssid}/pause-generation`, { mode: "abort" });
     expect(paused.status).toBe(400);
     expect(paused.body.error).toBe("pause_not_supported");
@@ -100,7 +150,9 @@ describe("weaver protocol on nexrl serve", () => {
   it("requires X-WEAVER-API-KEY when configured", async () => {
     const { url } = await server({ protocol: "weaver", apiKey: "sk-serve-0000" });
     expect((await call(url, "GET", "/api/v1/supported-models")).status).toBe(401);
-    const listed = await call(url, "GET", "/api/v1/supported-models", undefined, { "x-weaver-api-key": "sk-serve-0000" });
+    const listed = await call(url, "GET", "/api/v1/supported-models", undefined, {
+      "x-weaver-api-key": "sk-serve-0000",
+    });
     expect(listed.body.items.map((m: { name: string }) => m.name)).toEqual(["tiny", "small"]);
   });
 });

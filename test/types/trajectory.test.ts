@@ -45,6 +45,8 @@ describe("Trajectory", () => {
   });
 
   it("names the group and run in the message", () => {
-    expect(errorOf({ reward: Number.NaN, groupId: "task-7", runId: 3 }).message).toBe("Trajectory (group task-7, run 3): reward is NaN; it must be a finite number");
+    expect(errorOf({ reward: Number.NaN, groupId: "task-7", runId: 3 }).message).toBe(
+      "Trajectory (group task-7, run 3): reward is NaN; it must be a finite number",
+    );
   });
 });

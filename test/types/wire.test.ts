@@ -1,12 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { WireFormatError, adamParams, datum, modelInputFromTokens, modelInputLength, modelInputTokens, tensorData, tensorValues } from "../../src/types/index.js";
+import {
+  WireFormatError,
+  adamParams,
+  datum,
+  modelInputFromTokens,
+  modelInputLength,
+  modelInputTokens,
+  tensorData,
+  tensorValues,
+} from "../../src/types/index.js";
 
 describe("wire builders", () => {
   it("builds a datum in Tinker's JSON shape with SDK dtypes", () => {
     const d = datum([1, 2, 3], { target_tokens: [2, 3, 4], weights: [0, 1, 1] });
     expect(JSON.parse(JSON.stringify(d))).toEqual({
       model_input: { chunks: [{ type: "encoded_text", tokens: [1, 2, 3] }] },
-      loss_fn_inputs: { target_tokens: { data: [2, 3, 4], dtype: "int64" }, weights: { data: [0, 1, 1], dtype: "float32" } },
+      loss_fn_inputs: {
+        target_tokens: { data: [2, 3, 4], dtype: "int64" },
+        weights: { data: [0, 1, 1], dtype: "float32" },
+      },
     });
   });
 
@@ -26,11 +38,26 @@ describe("wire builders", () => {
   });
 
   it("expands CSR tensors", () => {
-    expect(tensorValues({ data: [7, 8, 9], dtype: "float32", shape: [2, 3], sparse_crow_indices: [0, 1, 3], sparse_col_indices: [2, 0, 1] })).toEqual([0, 0, 7, 8, 9, 0]);
+    expect(
+      tensorValues({
+        data: [7, 8, 9],
+        dtype: "float32",
+        shape: [2, 3],
+        sparse_crow_indices: [0, 1, 3],
+        sparse_col_indices: [2, 0, 1],
+      }),
+    ).toEqual([0, 0, 7, 8, 9, 0]);
   });
 
   it("fills AdamParams with Tinker's defaults and checks ranges", () => {
-    expect(adamParams({ learning_rate: 3e-4 })).toEqual({ learning_rate: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-12, weight_decay: 0, grad_clip_norm: 0 });
+    expect(adamParams({ learning_rate: 3e-4 })).toEqual({
+      learning_rate: 3e-4,
+      beta1: 0.9,
+      beta2: 0.95,
+      eps: 1e-12,
+      weight_decay: 0,
+      grad_clip_norm: 0,
+    });
     expect(() => adamParams({ beta2: 1 })).toThrow("AdamParams.beta2 must be in [0, 1), got 1");
     expect(() => adamParams({ grad_clip_norm: -1 })).toThrow("0 disables clipping");
     expect(() => adamParams({ learning_rate: Number.NaN })).toThrow("AdamParams.learning_rate must be a finite number");

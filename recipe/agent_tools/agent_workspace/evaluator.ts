@@ -23,7 +23,10 @@ interface Target {
 }
 
 /** Scores one episode of a row `{ question, answer, tool, arguments }`. */
-export function evaluate(data: Record<string, unknown>, target: Target): { reward: number; metrics: Record<string, number>; extraInfo: Record<string, unknown> } {
+export function evaluate(
+  data: Record<string, unknown>,
+  target: Target,
+): { reward: number; metrics: Record<string, number>; extraInfo: Record<string, unknown> } {
   const expected = String(data.answer);
   const calls = target.observation.flatMap((m) => m.tool_calls ?? []);
   const parsed = calls.map((call) => {
@@ -34,7 +37,12 @@ export function evaluate(data: Record<string, unknown>, target: Target): { rewar
     }
   });
   const wanted = data.arguments as Record<string, unknown>;
-  const right = parsed.some((call) => call !== undefined && call.name === data.tool && Object.entries(wanted).every(([key, value]) => String(call.args[key]) === String(value)));
+  const right = parsed.some(
+    (call) =>
+      call !== undefined &&
+      call.name === data.tool &&
+      Object.entries(wanted).every(([key, value]) => String(call.args[key]) === String(value)),
+  );
   const correct = target.finalAnswer.trim() === expected;
   const reward = right ? (correct ? 1 : 0.5) : calls.length > 0 ? 0.2 : 0;
   return {

@@ -72,7 +72,9 @@ const agentConfigSchema = z.looseObject({
       stop: z.union([z.string().min(1), z.array(z.string().min(1))]).optional(),
     })
     .prefault({}),
-  tools: z.array(z.looseObject({ name: z.string().min(1), yaml_path: z.string().min(1), binding: z.string().min(1) })).default([]),
+  tools: z
+    .array(z.looseObject({ name: z.string().min(1), yaml_path: z.string().min(1), binding: z.string().min(1) }))
+    .default([]),
 });
 
 const toolYamlSchema = z.looseObject({
@@ -101,24 +103,38 @@ function locate(value: string, workspace: string, configDir: string, what: strin
   return first.found;
 }
 
-async function loadTool(entry: { name: string; yaml_path: string; binding: string }, workspace: string, configDir: string, at: string): Promise<AgentTool> {
+async function loadTool(
+  entry: { name: string; yaml_path: string; binding: string },
+  workspace: string,
+  configDir: string,
+  at: string,
+): Promise<AgentTool> {
   const yamlFile = locate(entry.yaml_path, workspace, configDir, `${at}.yaml_path`);
   const parsed = toolYamlSchema.safeParse(await readYaml(yamlFile, "tool definition"));
-  if (!parsed.success) throw new AgentSetupError(`${at}.yaml_path: ${yamlFile} is not a tool definition: ${issueText(parsed.error)}`);
+  if (!parsed.success)
+    throw new AgentSetupError(`${at}.yaml_path: ${yamlFile} is not a tool definition: ${issueText(parsed.error)}`);
   const schema = parsed.data.input_schema ?? parsed.data.parameters ?? { type: "object", properties: {} };
   const { modulePath, exportName } = parseModuleReference(entry.binding);
   if (exportName === "default" || !/\.[cm]?[jt]sx?$/.test(modulePath)) {
-    throw new AgentSetupError(`${at}.binding: "${entry.binding}" is not a TypeScript binding; write it as path/to/file.ts:functionName (relative to the agent workspace)`);
+    throw new AgentSetupError(
+      `${at}.binding: "${entry.binding}" is not a TypeScript binding; write it as path/to/file.ts:functionName (relative to the agent workspace)`,
+    );
   }
   const file = locate(modulePath, workspace, configDir, `${at}.binding`);
   const imported = await importFile(file);
-  if (!imported.ok) throw new AgentSetupError(`${at}.binding: cannot import ${file}: ${imported.message}`, { cause: imported.cause });
+  if (!imported.ok)
+    throw new AgentSetupError(`${at}.binding: cannot import ${file}: ${imported.message}`, { cause: imported.cause });
   const run = imported.namespace[exportName];
   if (typeof run !== "function") {
-    throw new AgentSetupError(`${at}.binding: ${file} exports no function \`${exportName}\` (its exports: ${Object.keys(imported.namespace).join(", ") || "none"})`);
+    throw new AgentSetupError(
+      `${at}.binding: ${file} exports no function \`${exportName}\` (its exports: ${Object.keys(imported.namespace).join(", ") || "none"})`,
+    );
   }
   return {
-    definition: { type: "function", function: { name: entry.name, description: parsed.data.description, parameters: schema } },
+    definition: {
+      type: "function",
+      function: { name: entry.name, description: parsed.data.description, parameters: schema },
+    },
     run: run as ToolFunction,
   };
 }
@@ -129,19 +145,26 @@ async function loadTool(entry: { name: string; yaml_path: string; binding: strin
  * `tool_call_mode`, `max_context_tokens`, `llm_config.api_type`, …) are accepted and ignored.
  * @throws {@link AgentSetupError} naming the file and key at fault.
  */
-export async function loadAgentConfig(configPath: string, workspace: string = dirname(configPath)): Promise<DeclarativeAgentConfig> {
+export async function loadAgentConfig(
+  configPath: string,
+  workspace: string = dirname(configPath),
+): Promise<DeclarativeAgentConfig> {
   const parsed = agentConfigSchema.safeParse(await readYaml(configPath, "agent config"));
   if (!parsed.success) throw new AgentSetupError(`agent config ${configPath} is invalid: ${issueText(parsed.error)}`);
   const config = parsed.data;
   const configDir = dirname(configPath);
   const tools: AgentTool[] = [];
-  for (const [i, entry] of config.tools.entries()) tools.push(await loadTool(entry, workspace, configDir, `${configPath}: tools[${i}]`));
+  for (const [i, entry] of config.tools.entries())
+    tools.push(await loadTool(entry, workspace, configDir, `${configPath}: tools[${i}]`));
   let systemPrompt: Template | string | undefined = config.system_prompt;
   if (systemPrompt !== undefined && config.system_prompt_type === "jinja") {
     try {
       systemPrompt = new Template(systemPrompt);
     } catch (error) {
-      throw new AgentSetupError(`${configPath}: system_prompt is not a valid Jinja template: ${(error as Error).message}`, { cause: error });
+      throw new AgentSetupError(
+        `${configPath}: system_prompt is not a valid Jinja template: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
   const { temperature, max_tokens, top_p, stop } = config.llm_config;
@@ -149,7 +172,12 @@ export async function loadAgentConfig(configPath: string, workspace: string = di
     name: config.name,
     systemPrompt,
     maxTurns: config.max_turns,
-    llm: { ...(temperature !== undefined && { temperature }), ...(max_tokens !== undefined && { max_tokens }), ...(top_p !== undefined && { top_p }), ...(stop !== undefined && { stop }) },
+    llm: {
+      ...(temperature !== undefined && { temperature }),
+      ...(max_tokens !== undefined && { max_tokens }),
+      ...(top_p !== undefined && { top_p }),
+      ...(stop !== undefined && { stop }),
+    },
     tools,
   };
 }

@@ -12,10 +12,18 @@ import type { AgentTool, DeclarativeAgentConfig, ToolContext } from "./config.js
 type Message = OpenAI.ChatCompletionMessageParam;
 
 /** The system prompt of one episode: the template rendered with `date` (YYYY-MM-DD), `task_name` and the task's row fields. */
-function systemPrompt(config: DeclarativeAgentConfig, task: RolloutTask, taskName: string | undefined): string | undefined {
+function systemPrompt(
+  config: DeclarativeAgentConfig,
+  task: RolloutTask,
+  taskName: string | undefined,
+): string | undefined {
   const prompt = config.systemPrompt;
   if (prompt === undefined || typeof prompt === "string") return prompt;
-  return prompt.render({ ...task.data, date: new Date().toISOString().slice(0, 10), ...(taskName !== undefined && { task_name: taskName }) });
+  return prompt.render({
+    ...task.data,
+    date: new Date().toISOString().slice(0, 10),
+    ...(taskName !== undefined && { task_name: taskName }),
+  });
 }
 
 /** The opening messages: the prompt as a user message, chat messages as they are, else the row's `query` or `question`. */
@@ -25,20 +33,28 @@ function openingMessages(task: RolloutTask): Message[] {
   if (Array.isArray(prompt)) return prompt as Message[];
   const query = task.data.query ?? task.data.question;
   if (typeof query === "string") return [{ role: "user", content: query }];
-  throw new AgentSetupError(`row ${task.index} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`);
+  throw new AgentSetupError(
+    `row ${task.index} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`,
+  );
 }
 
 /** Runs one tool call; problems become the tool's answer so that the model can see them. */
-async function runTool(tools: readonly AgentTool[], call: { name: string; arguments: string }, context: ToolContext): Promise<string> {
+async function runTool(
+  tools: readonly AgentTool[],
+  call: { name: string; arguments: string },
+  context: ToolContext,
+): Promise<string> {
   const tool = tools.find((t) => t.definition.function.name === call.name);
-  if (!tool) return `error: unknown tool "${call.name}"; the tools are ${tools.map((t) => t.definition.function.name).join(", ") || "none"}`;
+  if (!tool)
+    return `error: unknown tool "${call.name}"; the tools are ${tools.map((t) => t.definition.function.name).join(", ") || "none"}`;
   let args: unknown;
   try {
     args = JSON.parse(call.arguments || "{}");
   } catch (error) {
     return `error: the arguments are not valid JSON (${(error as Error).message})`;
   }
-  if (typeof args !== "object" || args === null || Array.isArray(args)) return "error: the arguments must be a JSON object";
+  if (typeof args !== "object" || args === null || Array.isArray(args))
+    return "error: the arguments must be a JSON object";
   try {
     const result = await tool.run(args as Record<string, unknown>, context);
     return typeof result === "string" ? result : JSON.stringify(result);
@@ -57,15 +73,29 @@ export function declarativeAgent(config: DeclarativeAgentConfig, taskName?: stri
   const tools = config.tools.map((t) => t.definition) as OpenAI.ChatCompletionTool[];
   return async (task, { openai, model, signal }) => {
     const system = systemPrompt(config, task, taskName);
-    const history: Message[] = [...(system ? [{ role: "system" as const, content: system }] : []), ...openingMessages(task)];
+    const history: Message[] = [
+      ...(system ? [{ role: "system" as const, content: system }] : []),
+      ...openingMessages(task),
+    ];
     for (let turn = 0; turn < config.maxTurns; turn++) {
-      const response = await openai.chat.completions.create({ model, messages: history, ...(tools.length > 0 && { tools }), ...config.llm }, { signal });
+      const response = await openai.chat.completions.create(
+        { model, messages: history, ...(tools.length > 0 && { tools }), ...config.llm },
+        { signal },
+      );
       const message = response.choices[0]?.message;
-      if (!message) throw new NexrlError("the gateway answered a chat call with no choice; check that the agent's base URL is the rollout's gateway URL");
+      if (!message)
+        throw new NexrlError(
+          "the gateway answered a chat call with no choice; check that the agent's base URL is the rollout's gateway URL",
+        );
       const calls = (message.tool_calls ?? []).flatMap((call) => (call.type === "function" ? [call] : []));
       history.push({ role: "assistant", content: message.content, ...(calls.length > 0 && { tool_calls: calls }) });
       if (calls.length === 0) return { final_answer: message.content ?? "", history };
-      for (const call of calls) history.push({ role: "tool", tool_call_id: call.id, content: await runTool(config.tools, call.function, { task, signal }) });
+      for (const call of calls)
+        history.push({
+          role: "tool",
+          tool_call_id: call.id,
+          content: await runTool(config.tools, call.function, { task, signal }),
+        });
     }
     return { final_answer: "", history, truncated: true };
   };

@@ -77,7 +77,8 @@ export interface DataCursor {
 export class DataLoader {
   private readonly rows: readonly DataRow[];
   private readonly kept: readonly number[];
-  private readonly options: Required<Omit<DataLoaderOptions, "filter" | "maxEpochs">> & Pick<DataLoaderOptions, "maxEpochs">;
+  private readonly options: Required<Omit<DataLoaderOptions, "filter" | "maxEpochs">> &
+    Pick<DataLoaderOptions, "maxEpochs">;
   private state: DataCursor = { epoch: 0, position: 0, batches: 0, groups: 0, requeued: [] };
   private orderCache: { epoch: number; order: readonly number[] } | undefined;
   /** Rows dropped by the prompt filter. */
@@ -90,13 +91,19 @@ export class DataLoader {
    * @throws {@link DataLoaderError} when a row lacks the prompt key or no row is left after filtering.
    */
   constructor(rows: readonly DataRow[], options: DataLoaderOptions, source = "the data") {
-    for (const [key, value] of [["batchSize", options.batchSize], ["rolloutRepeatN", options.rolloutRepeatN ?? 1]] as const) {
-      if (!Number.isInteger(value) || value < 1) throw new DataLoaderError(`DataLoader ${key} must be a positive integer, got ${value}`);
+    for (const [key, value] of [
+      ["batchSize", options.batchSize],
+      ["rolloutRepeatN", options.rolloutRepeatN ?? 1],
+    ] as const) {
+      if (!Number.isInteger(value) || value < 1)
+        throw new DataLoaderError(`DataLoader ${key} must be a positive integer, got ${value}`);
     }
     rows.forEach((row, i) => {
       if (!Object.hasOwn(row, options.promptKey)) {
         const fields = Object.keys(row).join(", ") || "none";
-        throw new DataLoaderError(`row ${i} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`);
+        throw new DataLoaderError(
+          `row ${i} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+        );
       }
     });
     this.rows = rows;
@@ -111,10 +118,15 @@ export class DataLoader {
       maxEpochs: options.maxEpochs,
     };
     const filter = options.filter;
-    this.kept = rows.map((_, i) => i).filter((i) => filter === undefined || filter.measure(rows[i]![options.promptKey]) <= filter.maxPromptLength);
+    this.kept = rows
+      .map((_, i) => i)
+      .filter((i) => filter === undefined || filter.measure(rows[i]![options.promptKey]) <= filter.maxPromptLength);
     this.filtered = rows.length - this.kept.length;
     if (this.kept.length === 0) {
-      const why = this.filtered > 0 ? `all ${rows.length} rows have prompts longer than ${filter!.maxPromptLength} tokens (data.max_prompt_length)` : "it has no rows";
+      const why =
+        this.filtered > 0
+          ? `all ${rows.length} rows have prompts longer than ${filter!.maxPromptLength} tokens (data.max_prompt_length)`
+          : "it has no rows";
       throw new DataLoaderError(`no task left in ${source}: ${why}`);
     }
   }
@@ -131,7 +143,9 @@ export class DataLoader {
       const missing = fileRows.findIndex((row) => !Object.hasOwn(row, options.promptKey));
       if (missing >= 0) {
         const fields = Object.keys(fileRows[missing]!).join(", ") || "none";
-        throw new DataLoaderError(`row ${missing} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`);
+        throw new DataLoaderError(
+          `row ${missing} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+        );
       }
       rows.push(...fileRows);
     }
@@ -229,7 +243,10 @@ export class DataLoader {
       cursor.position <= this.size &&
       Array.isArray(cursor.requeued) &&
       cursor.requeued.every((r) => Number.isInteger(r.index) && r.index >= 0 && r.index < this.rows.length);
-    if (!ok) throw new DataLoaderError(`the saved data cursor ${JSON.stringify(cursor)} does not fit this dataset of ${this.size} rows; resume with the data files the run started with`);
+    if (!ok)
+      throw new DataLoaderError(
+        `the saved data cursor ${JSON.stringify(cursor)} does not fit this dataset of ${this.size} rows; resume with the data files the run started with`,
+      );
     this.state = structuredClone(cursor);
   }
 
@@ -239,7 +256,9 @@ export class DataLoader {
 
   private order(epoch: number): readonly number[] {
     if (this.orderCache?.epoch !== epoch) {
-      const order = this.options.shuffle ? seededShuffle(this.kept, deriveSeed(this.options.seed, "epoch", epoch)) : this.kept;
+      const order = this.options.shuffle
+        ? seededShuffle(this.kept, deriveSeed(this.options.seed, "epoch", epoch))
+        : this.kept;
       this.orderCache = { epoch, order };
     }
     return this.orderCache.order;

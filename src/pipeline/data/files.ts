@@ -16,7 +16,9 @@ export const DATA_FILE_EXTENSIONS = [".jsonl", ".json", ".parquet"] as const;
 function asRow(value: unknown, where: string): DataRow {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
-    throw new DataLoaderError(`${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`);
+    throw new DataLoaderError(
+      `${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`,
+    );
   }
   return value as DataRow;
 }
@@ -30,7 +32,9 @@ async function readJsonLines(file: string): Promise<DataRow[]> {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new DataLoaderError(`${file}:${i + 1} is not valid JSON (${(error as Error).message}); a .jsonl file holds one JSON object per line`);
+      throw new DataLoaderError(
+        `${file}:${i + 1} is not valid JSON (${(error as Error).message}); a .jsonl file holds one JSON object per line`,
+      );
     }
     rows.push(asRow(value, `${file}:${i + 1}`));
   });
@@ -42,9 +46,14 @@ async function readJsonArray(file: string): Promise<DataRow[]> {
   try {
     value = JSON.parse(await readFile(file, "utf8"));
   } catch (error) {
-    throw new DataLoaderError(`${file} is not valid JSON (${(error as Error).message}); a .json data file holds an array of task objects`);
+    throw new DataLoaderError(
+      `${file} is not valid JSON (${(error as Error).message}); a .json data file holds an array of task objects`,
+    );
   }
-  if (!Array.isArray(value)) throw new DataLoaderError(`${file} holds a JSON ${typeof value}, not an array; a .json data file holds an array of task objects (use .jsonl for one object per line)`);
+  if (!Array.isArray(value))
+    throw new DataLoaderError(
+      `${file} holds a JSON ${typeof value}, not an array; a .json data file holds an array of task objects (use .jsonl for one object per line)`,
+    );
   return value.map((item, i) => asRow(item, `${file} item ${i}`));
 }
 
@@ -53,7 +62,10 @@ async function readParquet(file: string): Promise<DataRow[]> {
   try {
     rows = await parquetReadObjects({ file: await asyncBufferFromFile(file) });
   } catch (error) {
-    throw new DataLoaderError(`cannot read parquet file ${file}: ${(error as Error).message} (nexrl reads uncompressed and snappy-compressed parquet)`, { cause: error });
+    throw new DataLoaderError(
+      `cannot read parquet file ${file}: ${(error as Error).message} (nexrl reads uncompressed and snappy-compressed parquet)`,
+      { cause: error },
+    );
   }
   // 64-bit integers arrive as BigInt; JSON-compatible values keep rows printable and comparable.
   return rows.map((row, i) => asRow(toJson(row), `${file} row ${i}`));
@@ -81,5 +93,7 @@ export async function readDataFile(file: string): Promise<DataRow[]> {
     if (error instanceof DataLoaderError) throw error;
     throw new DataLoaderError(`cannot read data file ${file}: ${(error as Error).message}`, { cause: error });
   }
-  throw new DataLoaderError(`data file ${file} has an unsupported extension "${ext}"; use one of ${DATA_FILE_EXTENSIONS.join(", ")}`);
+  throw new DataLoaderError(
+    `data file ${file} has an unsupported extension "${ext}"; use one of ${DATA_FILE_EXTENSIONS.join(", ")}`,
+  );
 }

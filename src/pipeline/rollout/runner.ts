@@ -88,7 +88,9 @@ const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, 
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
   // A worker compiled against another copy of nexrl builds that copy's Trajectory: copy fields.
-  return value instanceof Trajectory ? value : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
+  return value instanceof Trajectory
+    ? value
+    : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
 }
 
 const NONE: ReadonlyArray<Trajectory | TrajectoryInit> = [];
@@ -116,7 +118,10 @@ class AttemptScope implements RolloutScope {
   ) {}
 
   put(trajectory: Trajectory | TrajectoryInit): void {
-    if (!this.open) throw new Error(`${this.worker.name}: putTrajectory was called after the rollout of row ${this.task.index} ended (it returned, failed or timed out)`);
+    if (!this.open)
+      throw new Error(
+        `${this.worker.name}: putTrajectory was called after the rollout of row ${this.task.index} ended (it returned, failed or timed out)`,
+      );
     (this.produced ??= []).push(trajectory);
   }
 
@@ -149,12 +154,15 @@ export class RolloutRunner {
 
   /** @param options workers, concurrency, timeout, policy and services. */
   constructor(private readonly options: RolloutRunnerOptions) {
-    for (let index = 0; index < options.numWorkers; index++) this.slots.push({ index, worker: options.createWorker(index), controller: new AbortController() });
+    for (let index = 0; index < options.numWorkers; index++)
+      this.slots.push({ index, worker: options.createWorker(index), controller: new AbortController() });
     this.free.push(...[...this.slots].reverse());
     // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
     // costs a weak reference held by the run's signal until it is garbage-collected.
     const stop = options.signal;
-    stop?.addEventListener("abort", () => this.slots.forEach((slot) => slot.controller.abort(stop.reason)), { once: true });
+    stop?.addEventListener("abort", () => this.slots.forEach((slot) => slot.controller.abort(stop.reason)), {
+      once: true,
+    });
   }
 
   /** Rollouts waiting for a free worker plus those running. */
@@ -174,7 +182,9 @@ export class RolloutRunner {
    * @throws {@link RolloutError} when the policy stops the run.
    */
   run(task: RolloutTask): Promise<RolloutOutcome> {
-    return new Promise((resolve, reject) => this.submit(task, { outcome: resolve, failed: (_, error) => reject(error) }));
+    return new Promise((resolve, reject) =>
+      this.submit(task, { outcome: resolve, failed: (_, error) => reject(error) }),
+    );
   }
 
   /**
@@ -215,18 +225,27 @@ export class RolloutRunner {
    * the reason given at {@link RolloutRunner.submit}.
    */
   private runOn(task: RolloutTask, slot: Slot, receiver: RolloutReceiver, attempt = 0): void {
-    if (this.options.signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
+    if (this.options.signal?.aborted)
+      return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
     if (attempt > 0) this.counts.retried++;
     this.attempt(task, attempt, slot, receiver);
   }
 
   /** After attempt `attempt` of `task` failed with `error`: a retry, a skip, or the end of the run. */
-  private attemptFailed(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver, error: unknown): void {
+  private attemptFailed(
+    task: RolloutTask,
+    attempt: number,
+    slot: Slot,
+    receiver: RolloutReceiver,
+    error: unknown,
+  ): void {
     const { policy, signal } = this.options;
-    if (signal?.aborted) return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
+    if (signal?.aborted)
+      return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
     this.counts.failed++;
     if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
-    if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries)) return this.runOn(task, slot, receiver, attempt + 1);
+    if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries))
+      return this.runOn(task, slot, receiver, attempt + 1);
     if (policy.mode === "skip") {
       this.counts.skipped++;
       return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
@@ -248,7 +267,14 @@ export class RolloutRunner {
   private attempt(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver): void {
     const { options } = this;
     // runOn returns before an attempt once the run's signal has aborted.
-    const inference = options.inference && new RolloutInferenceClient(options.inference, deriveSeed(task.seed, attempt), slot.controller.signal, options.sampling);
+    const inference =
+      options.inference &&
+      new RolloutInferenceClient(
+        options.inference,
+        deriveSeed(task.seed, attempt),
+        slot.controller.signal,
+        options.sampling,
+      );
     const scope = new AttemptScope(slot.worker, task, inference);
     slot.worker[ROLLOUT_SCOPE] = scope;
     const startVersion = options.currentVersion();
@@ -290,7 +316,11 @@ export class RolloutRunner {
     return new Promise<never>((_, reject) => {
       scope.timer = setTimeout(() => {
         scope.timedOut = true;
-        reject(new RolloutTimeoutError(`the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`));
+        reject(
+          new RolloutTimeoutError(
+            `the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`,
+          ),
+        );
       }, ms);
     });
   }
@@ -309,7 +339,11 @@ export class RolloutRunner {
   }
 
   /** What a rollout produced, each trajectory stamped and validated. */
-  private accepted(task: RolloutTask, values: ReadonlyArray<Trajectory | TrajectoryInit>, version: number): Trajectory[] {
+  private accepted(
+    task: RolloutTask,
+    values: ReadonlyArray<Trajectory | TrajectoryInit>,
+    version: number,
+  ): Trajectory[] {
     const trajectories: Trajectory[] = [];
     for (const value of values) trajectories.push(this.accept(toTrajectory(value), task, version));
     return trajectories;
@@ -339,6 +373,11 @@ export class RolloutRunner {
       this.options.policy.mode === "fail_fast"
         ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
         : "skip failed rollouts with runtime_monitor.exception_handling.policy: continue";
-    return new RolloutError(origin, attempts, `${task.isVal ? "validation " : ""}rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`, error);
+    return new RolloutError(
+      origin,
+      attempts,
+      `${task.isVal ? "validation " : ""}rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`,
+      error,
+    );
   }
 }

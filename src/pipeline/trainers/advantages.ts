@@ -39,7 +39,10 @@ export interface GroupAdvantages {
  * of those run means; each trajectory's advantage uses its own reward. A group whose run means
  * are all equal — including a group of a single run — gets advantage 0 (never its raw reward).
  */
-export function groupAdvantages(trajectories: readonly Trajectory[], options: GroupAdvantageOptions = {}): GroupAdvantages {
+export function groupAdvantages(
+  trajectories: readonly Trajectory[],
+  options: GroupAdvantageOptions = {},
+): GroupAdvantages {
   const { estimator = "grpo", normalizeStd = true, epsilon = 1e-6 } = options;
   const groups = new Map<string, number[]>();
   trajectories.forEach((t, i) => {

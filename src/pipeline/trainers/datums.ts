@@ -21,7 +21,9 @@ export function lossKind(lossFn: LossFunctionName): LossKind {
   const inputs = getLossFunction(lossFn).inputs;
   if ("weights" in inputs) return "supervised";
   if ("advantages" in inputs) return "policy";
-  throw new TrainerError(`loss ${lossFn} is one half of a client-side custom loss and cannot be a trainer's loss_fn; use cross_entropy or a policy loss (importance_sampling, ppo, cispo, dro)`);
+  throw new TrainerError(
+    `loss ${lossFn} is one half of a client-side custom loss and cannot be a trainer's loss_fn; use cross_entropy or a policy loss (importance_sampling, ppo, cispo, dro)`,
+  );
 }
 
 /**
@@ -33,7 +35,9 @@ function lossWeight(t: Trajectory, where: string): number {
   const weight = t.extraFields.loss_weight;
   if (weight === undefined) return 1;
   if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0) {
-    throw new TrainerError(`${where} has extraFields.loss_weight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`);
+    throw new TrainerError(
+      `${where} has extraFields.loss_weight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`,
+    );
   }
   return weight;
 }
@@ -85,16 +89,23 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
     return shiftedDatum(tokens, { target_tokens: shifted(tokens, n), weights });
   }
   const { logprobs, advantages, advantage } = t;
-  if (logprobs === undefined) throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
+  if (logprobs === undefined)
+    throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
   if (advantages === undefined && advantage === undefined) {
-    throw new TrainerError(`${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`);
+    throw new TrainerError(
+      `${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`,
+    );
   }
   perToken(where, { tokens, lossMask, logprobs, ...(advantages !== undefined && { advantages }) });
   const at = (j: number): number => (lossMask[j + 1] === 0 ? 0 : (advantages?.[j + 1] ?? advantage!) * weight);
   let signal = false;
   for (let j = 0; j < n && !signal; j++) signal = at(j) !== 0;
   if (!signal) return undefined;
-  const lossFnInputs: Record<string, LazyValues> = { target_tokens: shifted(tokens, n), logprobs: shifted(logprobs, n), advantages: new LazyValues(n, { at }) };
+  const lossFnInputs: Record<string, LazyValues> = {
+    target_tokens: shifted(tokens, n),
+    logprobs: shifted(logprobs, n),
+    advantages: new LazyValues(n, { at }),
+  };
   if (options.backend === "weaver") lossFnInputs.loss_mask = shifted(lossMask, n);
   return shiftedDatum(tokens, lossFnInputs);
 }
@@ -106,8 +117,12 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
 function perToken(where: string, arrays: { tokens: readonly number[] } & Record<string, readonly number[]>): void {
   const length = arrays.tokens.length;
   for (const [field, values] of Object.entries(arrays)) {
-    if (!Array.isArray(values)) throw new TrainerError(`${where}: ${field} must be an array, got ${Object.prototype.toString.call(values)}`);
-    if (values.length !== length) throw new TrainerError(`${where} has ${values.length} ${field} values for ${length} tokens; there must be one per token`);
+    if (!Array.isArray(values))
+      throw new TrainerError(`${where}: ${field} must be an array, got ${Object.prototype.toString.call(values)}`);
+    if (values.length !== length)
+      throw new TrainerError(
+        `${where} has ${values.length} ${field} values for ${length} tokens; there must be one per token`,
+      );
   }
 }
 
@@ -119,6 +134,12 @@ function shifted(array: readonly number[], n: number): LazyValues {
 /** The datum reading `tokens[0..n-1]` (n = the loss inputs' length), with the given loss inputs. */
 function shiftedDatum(tokens: readonly number[], lossFnInputs: Record<string, LazyValues>): Datum {
   const loss_fn_inputs: Record<string, TensorData> = {};
-  for (const [key, values] of Object.entries(lossFnInputs)) loss_fn_inputs[key] = new TensorView(values, dtypeForKey(key));
-  return { model_input: { chunks: [new TokensView(new LazyValues(tokens.length - 1, { window: { array: tokens, start: 0 } }))] }, loss_fn_inputs };
+  for (const [key, values] of Object.entries(lossFnInputs))
+    loss_fn_inputs[key] = new TensorView(values, dtypeForKey(key));
+  return {
+    model_input: {
+      chunks: [new TokensView(new LazyValues(tokens.length - 1, { window: { array: tokens, start: 0 } }))],
+    },
+    loss_fn_inputs,
+  };
 }

@@ -63,7 +63,10 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
   }
 
   /** Sets each trajectory's advantage and drops constant-reward groups; applies the KL penalty. */
-  protected async prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Promise<Trajectory[]> {
+  protected async prepareTrajectories(
+    trajectories: Trajectory[],
+    metrics: Record<string, number>,
+  ): Promise<Trajectory[]> {
     const result = groupAdvantages(trajectories, this.options);
     metrics["train/groups"] = result.groups;
     metrics["train/groups_constant"] = result.constantGroups;
@@ -71,14 +74,26 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
     trajectories.forEach((t, i) => {
       t.advantage = result.advantages[i]!;
     });
-    const kept = this.options.keepConstantRewardGroups ? trajectories : trajectories.filter((_, i) => !result.constant[i]);
-    putSummary(metrics, "train/advantage", kept.map((t) => t.advantage!), ["mean", "std"]);
+    const kept = this.options.keepConstantRewardGroups
+      ? trajectories
+      : trajectories.filter((_, i) => !result.constant[i]);
+    putSummary(
+      metrics,
+      "train/advantage",
+      kept.map((t) => t.advantage!),
+      ["mean", "std"],
+    );
     const kl = this.options.klPenalty;
     if (kl && kept.length > 0) {
       const reference = await this.referenceSampler(kl.referencePath ?? this.context.initialSamplerPath);
       const referenceLogprobs = await Promise.all(kept.map((t) => reference.computeLogprobs(t.tokens)));
       const shaped = klPenaltyAdvantages(
-        kept.map((t, i) => ({ lossMask: t.lossMask, logprobs: t.logprobs!, referenceLogprobs: referenceLogprobs[i]!, advantage: t.advantage! })),
+        kept.map((t, i) => ({
+          lossMask: t.lossMask,
+          logprobs: t.logprobs!,
+          referenceLogprobs: referenceLogprobs[i]!,
+          advantage: t.advantage!,
+        })),
         kl.coef,
         kl.discount,
       );

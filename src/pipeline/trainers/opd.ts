@@ -24,7 +24,10 @@ export class RemoteApiOpdTrainer extends RemoteApiTrainer {
   }
 
   /** Sets per-token advantages from the teacher's logprobs. */
-  protected async prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Promise<Trajectory[]> {
+  protected async prepareTrajectories(
+    trajectories: Trajectory[],
+    metrics: Record<string, number>,
+  ): Promise<Trajectory[]> {
     const teacher = await this.teacherSampler();
     const teacherLogprobs = await Promise.all(trajectories.map((t) => teacher.computeLogprobs(t.tokens)));
     const { kl_penalty_coef: coef, kl_discount_factor: discount } = this.algorithm;
@@ -43,9 +46,14 @@ export class RemoteApiOpdTrainer extends RemoteApiTrainer {
 
   private teacherSampler(): Promise<SamplingClient> {
     const teacher = this.context.recipe.trainer.teachers?.[0];
-    if (!teacher) throw new TrainerError("remote_api_opd needs a teacher: set trainer.teachers: [{base_model: ..., checkpoint: ...}]");
+    if (!teacher)
+      throw new TrainerError(
+        "remote_api_opd needs a teacher: set trainer.teachers: [{base_model: ..., checkpoint: ...}]",
+      );
     if ((teacher.backend !== undefined && teacher.backend !== this.context.service.backend) || teacher.base_url) {
-      throw new BackendNotAvailableError("a teacher on another training service (trainer.teachers[0].backend or base_url) is not supported yet; serve the teacher from the student's service");
+      throw new BackendNotAvailableError(
+        "a teacher on another training service (trainer.teachers[0].backend or base_url) is not supported yet; serve the teacher from the student's service",
+      );
     }
     this.teacher ??= this.context.service.createSamplingClient(teacher.checkpoint ?? teacher.base_model);
     return this.teacher;

@@ -18,7 +18,11 @@ export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
  * a subclass of {@link RemoteApiTrainer}).
  * @throws UserModuleError for a custom class that cannot be loaded.
  */
-export async function resolveTrainerClass(config: RecipeConfig, recipeDir: string, recipeFile?: string): Promise<TrainerClass> {
+export async function resolveTrainerClass(
+  config: RecipeConfig,
+  recipeDir: string,
+  recipeFile?: string,
+): Promise<TrainerClass> {
   const trainer = config.trainer;
   switch (trainer.type) {
     case "remote_api_cross_entropy":

@@ -86,7 +86,10 @@ export abstract class RemoteApiTrainer {
    * `advantage` (or per-token `advantages`) for policy losses. Add metrics to `metrics`; every key
    * ends up in `metrics.jsonl`.
    */
-  protected abstract prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Trajectory[] | Promise<Trajectory[]>;
+  protected abstract prepareTrajectories(
+    trajectories: Trajectory[],
+    metrics: Record<string, number>,
+  ): Trajectory[] | Promise<Trajectory[]>;
 
   /** Whether trajectories need sampler logprobs (true for policy losses). */
   protected needsSamplerLogprobs(): boolean {
@@ -107,7 +110,8 @@ export abstract class RemoteApiTrainer {
     Object.assign(metrics, rolloutMetrics(trajectories));
     if (this.needsSamplerLogprobs()) await this.fillMissingLogprobs(trajectories);
     const prepared = await this.prepareTrajectories(trajectories, metrics);
-    if (!Array.isArray(prepared)) throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
+    if (!Array.isArray(prepared))
+      throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
     const lossFn = this.algorithm.loss_fn;
     const backend = this.context.service.backend;
     const built: Array<{ datum: Datum; mask: number[]; trajectory: Trajectory }> = [];
@@ -130,10 +134,22 @@ export abstract class RemoteApiTrainer {
     const a = this.algorithm;
     const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
     const optimStep = await client.optimStep(
-      adamParams({ learning_rate: a.learning_rate, beta1: a.beta1, beta2: a.beta2, eps: a.eps, weight_decay: a.weight_decay, grad_clip_norm: a.grad_clip_norm }),
+      adamParams({
+        learning_rate: a.learning_rate,
+        beta1: a.beta1,
+        beta2: a.beta2,
+        eps: a.eps,
+        weight_decay: a.weight_decay,
+        grad_clip_norm: a.grad_clip_norm,
+      }),
     );
     const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
-    this.putLossMetrics(metrics, built, fb.lossFnOutputs.map((o) => o.logprobs), fb.metrics["loss:sum"] ?? NaN);
+    this.putLossMetrics(
+      metrics,
+      built,
+      fb.lossFnOutputs.map((o) => o.logprobs),
+      fb.metrics["loss:sum"] ?? NaN,
+    );
     for (const [key, value] of Object.entries(fb.metrics)) if (key !== "loss:sum") metrics[`train/${key}`] = value;
     for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
     return { trajectories: prepared, datums: datums.length, stepped: true };
@@ -141,7 +157,9 @@ export abstract class RemoteApiTrainer {
 
   /** Exports the current weights for sampling under `name` (kept `samplerTtlSeconds`) and returns the path. */
   async saveSamplerWeights(name: string): Promise<string> {
-    const future = await this.context.trainingClient.saveWeightsForSampler(name, { ttlSeconds: this.samplerTtlSeconds });
+    const future = await this.context.trainingClient.saveWeightsForSampler(name, {
+      ttlSeconds: this.samplerTtlSeconds,
+    });
     return (await future.result()).path;
   }
 
@@ -164,7 +182,9 @@ export abstract class RemoteApiTrainer {
       `${missing.length} trajectories have no sampler logprobs, which ${this.algorithm.loss_fn} needs; nexrl computes them with a forward pass on the trainer's weights. ` +
         "Set logprobs in the rollout worker (completionTrajectory does) to save that pass and train on the exact sampling distribution.",
     );
-    const datums = missing.map((t) => datum(t.tokens.slice(0, -1), { target_tokens: t.tokens.slice(1), weights: t.tokens.slice(1).map(() => 0) }));
+    const datums = missing.map((t) =>
+      datum(t.tokens.slice(0, -1), { target_tokens: t.tokens.slice(1), weights: t.tokens.slice(1).map(() => 0) }),
+    );
     const output = await (await this.context.trainingClient.forward(datums, "cross_entropy")).result();
     missing.forEach((t, i) => {
       t.logprobs = [0, ...output.lossFnOutputs[i]!.logprobs];
@@ -176,12 +196,21 @@ export abstract class RemoteApiTrainer {
     const entropy = this.algorithm.entropy_coeff;
     if (entropy !== 0) {
       if (this.context.service.backend === "weaver") config.entropy_coeff = entropy;
-      else this.warnOnce("entropy", `entropy_coeff ${entropy} is ignored: the ${this.context.service.backend} backend has no entropy bonus`);
+      else
+        this.warnOnce(
+          "entropy",
+          `entropy_coeff ${entropy} is ignored: the ${this.context.service.backend} backend has no entropy bonus`,
+        );
     }
     return config;
   }
 
-  private putLossMetrics(metrics: Record<string, number>, built: ReadonlyArray<{ mask: number[]; trajectory: Trajectory }>, logprobs: readonly number[][], lossSum: number): void {
+  private putLossMetrics(
+    metrics: Record<string, number>,
+    built: ReadonlyArray<{ mask: number[]; trajectory: Trajectory }>,
+    logprobs: readonly number[][],
+    lossSum: number,
+  ): void {
     let tokens = 0;
     let nll = 0;
     let kl = 0;

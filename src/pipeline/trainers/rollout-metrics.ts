@@ -14,22 +14,38 @@ import { putSummary } from "../stats.js";
  */
 export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<string, number> {
   const metrics: Record<string, number> = { "rollout/num_trajectories": trajectories.length };
-  putSummary(metrics, "rollout/reward", trajectories.map((t) => t.reward));
-  putSummary(metrics, "rollout/response_len", trajectories.map((t) => t.numLossTokens), ["mean", "max"]);
-  putSummary(metrics, "rollout/seq_len", trajectories.map((t) => t.tokens.length), ["mean"]);
+  putSummary(
+    metrics,
+    "rollout/reward",
+    trajectories.map((t) => t.reward),
+  );
+  putSummary(
+    metrics,
+    "rollout/response_len",
+    trajectories.map((t) => t.numLossTokens),
+    ["mean", "max"],
+  );
+  putSummary(
+    metrics,
+    "rollout/seq_len",
+    trajectories.map((t) => t.tokens.length),
+    ["mean"],
+  );
   const scores = new Map<string, number[]>();
   for (const t of trajectories) {
     const score = t.extraFields.score;
     if (typeof score !== "object" || score === null) continue;
     for (const [key, value] of Object.entries(score)) {
-      if (typeof value === "number" || typeof value === "boolean") scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
+      if (typeof value === "number" || typeof value === "boolean")
+        scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
     }
   }
   for (const [key, values] of scores) putSummary(metrics, `rollout/score/${key}`, values, ["mean"]);
   for (const t of trajectories) {
     const counters = t.extraFields.counters;
     if (typeof counters !== "object" || counters === null) continue;
-    for (const [key, value] of Object.entries(counters)) if (typeof value === "number" && Number.isFinite(value)) metrics[key] = (metrics[key] ?? 0) + value;
+    for (const [key, value] of Object.entries(counters))
+      if (typeof value === "number" && Number.isFinite(value)) metrics[key] = (metrics[key] ?? 0) + value;
   }
   return metrics;
 }

@@ -96,5 +96,9 @@ export function distillationAdvantages(
     return -coef * r;
   });
   const shaped = discountedFutureSum(raw, discount);
-  return { advantages: shaped.map((a, t) => (lossMask[t] === 0 || t === 0 ? 0 : a)), reverseKl: tokens === 0 ? 0 : sum / tokens, tokens };
+  return {
+    advantages: shaped.map((a, t) => (lossMask[t] === 0 || t === 0 ? 0 : a)),
+    reverseKl: tokens === 0 ? 0 : sum / tokens,
+    tokens,
+  };
 }

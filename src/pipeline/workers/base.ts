@@ -136,7 +136,12 @@ export abstract class BaseRolloutWorker {
   protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): TruncatedSequence {
     const max = this.config.max_sequence_length;
     if (max === undefined || tokens.length <= max) return { tokens, lossMask, logprobs, truncated: false };
-    return { tokens: tokens.slice(0, max), lossMask: lossMask.slice(0, max), logprobs: logprobs?.slice(0, max), truncated: true };
+    return {
+      tokens: tokens.slice(0, max),
+      lossMask: lossMask.slice(0, max),
+      logprobs: logprobs?.slice(0, max),
+      truncated: true,
+    };
   }
 
   private scope(member: string): RolloutScope {

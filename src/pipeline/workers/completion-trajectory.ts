@@ -9,7 +9,11 @@ import { Trajectory } from "../../types/trajectory.js";
  * A trajectory of one completion: prompt tokens with loss mask 0 and logprob 0, then the sampled
  * tokens with loss mask 1 and their sampler logprobs, token for token as the model produced them.
  */
-export function completionTrajectory(result: InferenceResult, reward: number, extraFields: Record<string, unknown> = {}): Trajectory {
+export function completionTrajectory(
+  result: InferenceResult,
+  reward: number,
+  extraFields: Record<string, unknown> = {},
+): Trajectory {
   const { promptTokens, responseTokens, logprobs } = result;
   // Each array is made once at its final length and filled in place: no temporary arrays per
   // rollout, and no spare capacity held for as long as the trajectory waits in the pool.

@@ -32,7 +32,12 @@ export function extractFinalAnswer(response: string): string | undefined {
 
 /** `answer` without dollar signs, thousands separators, surrounding spaces or a final period. */
 function normalise(answer: string): string {
-  return answer.replace(/\$/g, "").replace(/(\d),(?=\d{3}\b)/g, "$1").trim().replace(/\.$/, "").toLowerCase();
+  return answer
+    .replace(/\$/g, "")
+    .replace(/(\d),(?=\d{3}\b)/g, "$1")
+    .trim()
+    .replace(/\.$/, "")
+    .toLowerCase();
 }
 
 /**
@@ -43,7 +48,8 @@ export function answersMatch(answer: string | undefined, groundTruth: string): b
   if (answer === undefined) return false;
   const [a, b] = [normalise(answer), normalise(groundTruth)];
   const [x, y] = [Number(a), Number(b)];
-  if (a !== "" && b !== "" && Number.isFinite(x) && Number.isFinite(y)) return Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y));
+  if (a !== "" && b !== "" && Number.isFinite(x) && Number.isFinite(y))
+    return Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y));
   return a.replace(/\s+/g, "") === b.replace(/\s+/g, "");
 }
 

@@ -13,8 +13,15 @@ import type { ChatMessage } from "../../types/tokenizer.js";
  */
 export function promptMessages(prompt: unknown, where: string): ChatMessage[] {
   if (typeof prompt === "string") return [{ role: "user", content: prompt }];
-  if (Array.isArray(prompt) && prompt.every((m) => typeof m === "object" && m !== null && typeof m.role === "string" && typeof m.content === "string")) {
+  if (
+    Array.isArray(prompt) &&
+    prompt.every(
+      (m) => typeof m === "object" && m !== null && typeof m.role === "string" && typeof m.content === "string",
+    )
+  ) {
     return prompt as ChatMessage[];
   }
-  throw new NexrlError(`${where}: the prompt must be text or a list of {role, content} messages, got ${JSON.stringify(prompt)?.slice(0, 80)}`);
+  throw new NexrlError(
+    `${where}: the prompt must be text or a list of {role, content} messages, got ${JSON.stringify(prompt)?.slice(0, 80)}`,
+  );
 }

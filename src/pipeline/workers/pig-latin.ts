@@ -33,7 +33,9 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
     const input = String(task.prompt);
     const output = task.data.output;
     if (typeof output !== "string") {
-      throw new NexrlError(`row ${task.index} has no text field "output"; pig_latin rows look like {"input": "hello", "output": "ello-hay"}`);
+      throw new NexrlError(
+        `row ${task.index} has no text field "output"; pig_latin rows look like {"input": "hello", "output": "ello-hay"}`,
+      );
     }
     const prompt = PigLatinRolloutWorker.prompt(input);
     if (task.isVal) {
@@ -42,9 +44,14 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
     }
     const promptTokens = this.tokenizer.encode(prompt, { addBos: true });
     const answerTokens = [...this.tokenizer.encode(` ${output}`), this.tokenizer.eosId];
-    const { tokens, lossMask, truncated } = this.truncate([...promptTokens, ...answerTokens], [...promptTokens.map(() => 0), ...answerTokens.map(() => 1)]);
+    const { tokens, lossMask, truncated } = this.truncate(
+      [...promptTokens, ...answerTokens],
+      [...promptTokens.map(() => 0), ...answerTokens.map(() => 1)],
+    );
     if (truncated) {
-      throw new NexrlError(`row ${task.index} needs ${promptTokens.length + answerTokens.length} tokens, more than rollout_worker.max_sequence_length (${tokens.length}); raise it or shorten the row`);
+      throw new NexrlError(
+        `row ${task.index} needs ${promptTokens.length + answerTokens.length} tokens, more than rollout_worker.max_sequence_length (${tokens.length}); raise it or shorten the row`,
+      );
     }
     return new Trajectory({ tokens, lossMask, reward: 1, extraFields: { answer: output } });
   }

@@ -14,7 +14,10 @@ export type RolloutWorkerClass = new (context: RolloutWorkerContext) => BaseRoll
 
 /** Whether an `agent` worker runs NexRL's built-in `single_turn_math` agent rather than an agent of the agent service. */
 function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
-  return worker.agent_cls !== undefined || (worker.agent_module_path == null && worker.nexau_agent_config_path === undefined && !worker.agent?.external);
+  return (
+    worker.agent_cls !== undefined ||
+    (worker.agent_module_path == null && worker.nexau_agent_config_path === undefined && !worker.agent?.external)
+  );
 }
 
 /**
@@ -27,7 +30,12 @@ function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
  * @throws UserModuleError for a custom class or evaluator that cannot be loaded, AgentSetupError
  * for an agent that cannot be loaded.
  */
-export async function resolveRolloutWorkerClass(config: RecipeConfig, recipeDir: string, recipeFile?: string, signal?: AbortSignal): Promise<RolloutWorkerClass> {
+export async function resolveRolloutWorkerClass(
+  config: RecipeConfig,
+  recipeDir: string,
+  recipeFile?: string,
+  signal?: AbortSignal,
+): Promise<RolloutWorkerClass> {
   const worker = config.rollout_worker;
   switch (worker.type) {
     case "pig_latin":

@@ -16,11 +16,18 @@ import { groundTruthOf } from "./math-answer.js";
 export class SimpleRolloutWorker extends BaseRolloutWorker {
   /** Samples, scores and returns one trajectory. */
   async rollout(task: RolloutTask): Promise<Trajectory> {
-    if (typeof task.prompt !== "string") throw new NexrlError(`row ${task.index}: the simple worker needs a text prompt; use single_turn_math for chat messages`);
+    if (typeof task.prompt !== "string")
+      throw new NexrlError(
+        `row ${task.index}: the simple worker needs a text prompt; use single_turn_math for chat messages`,
+      );
     const groundTruth = groundTruthOf(task.data);
-    if (groundTruth === undefined) throw new NexrlError(`row ${task.index} has no "ground_truth" to score the answer against`);
+    if (groundTruth === undefined)
+      throw new NexrlError(`row ${task.index} has no "ground_truth" to score the answer against`);
     const result = await this.inferenceClient.completion(task.prompt);
     const answer = [...result.response.matchAll(/<answer>([\s\S]*?)<\/answer>/g)].at(-1)?.[1]?.trim();
-    return completionTrajectory(result, answer === groundTruth.trim() ? 1 : 0, { ground_truth: groundTruth, extracted_answer: answer ?? null });
+    return completionTrajectory(result, answer === groundTruth.trim() ? 1 : 0, {
+      ground_truth: groundTruth,
+      extracted_answer: answer ?? null,
+    });
   }
 }

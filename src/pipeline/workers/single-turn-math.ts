@@ -22,7 +22,9 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   async rollout(task: RolloutTask): Promise<Trajectory> {
     const groundTruth = groundTruthOf(task.data);
     if (groundTruth === undefined) {
-      throw new NexrlError(`row ${task.index} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`);
+      throw new NexrlError(
+        `row ${task.index} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
+      );
     }
     const result = await this.inferenceClient.chat(promptMessages(task.prompt, `row ${task.index}`));
     const extracted = extractFinalAnswer(result.response);

@@ -39,7 +39,11 @@ export const dataSchema = z
   })
   .superRefine((data, ctx) => {
     if (data.type === "torch" && (data.data_files ?? []).length === 0) {
-      ctx.addIssue({ code: "custom", path: ["data_files"], message: "required when `type` is `torch`: list the task files, e.g. `[data/train.jsonl]`" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["data_files"],
+        message: "required when `type` is `torch`: list the task files, e.g. `[data/train.jsonl]`",
+      });
     }
   });
 
@@ -62,6 +66,10 @@ export const validateSchema = z
   })
   .superRefine((validate, ctx) => {
     if ((validate.validate_before_train || validate.eval.validate_freq > 0) && validate.data === undefined) {
-      ctx.addIssue({ code: "custom", path: ["data"], message: "required when validation is on (`validate_before_train` or `eval.validate_freq` > 0)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["data"],
+        message: "required when validation is on (`validate_before_train` or `eval.validate_freq` > 0)",
+      });
     }
   });

@@ -9,7 +9,13 @@ import { nonEmpty } from "./common.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
 import { environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
-import { inferenceServiceSchema, tinkerServiceSchema, trainServiceSchema, weaverServiceSchema, weightSchema } from "./service.js";
+import {
+  inferenceServiceSchema,
+  tinkerServiceSchema,
+  trainServiceSchema,
+  weaverServiceSchema,
+  weightSchema,
+} from "./service.js";
 import { ALGORITHM_DEFAULTS, trainerSchema, type AlgorithmConfig, type HyperParametersInput } from "./trainer.js";
 
 /** Shape of `service:`. */
@@ -28,7 +34,11 @@ export const serviceSchema = z
     const train = service.train_service;
     const inference = service.inference_service;
     if (train.model === undefined && inference.model === undefined) {
-      ctx.addIssue({ code: "custom", path: ["train_service", "model"], message: "required: the base model to train (or set `service.inference_service.model`)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["train_service", "model"],
+        message: "required: the base model to train (or set `service.inference_service.model`)",
+      });
     }
     if (inference.identifier !== train.identifier) {
       ctx.addIssue({
@@ -46,7 +56,11 @@ export const serviceSchema = z
       });
     }
     if ((sampler === "openai" || sampler === "vllm" || sampler === "sglang") && !inference.base_url) {
-      ctx.addIssue({ code: "custom", path: ["inference_service", "base_url"], message: `required when \`backend\` is \`${sampler}\`: the server's base URL` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["inference_service", "base_url"],
+        message: `required when \`backend\` is \`${sampler}\`: the server's base URL`,
+      });
     }
     for (const backend of new Set([train.backend, sampler])) {
       if (backend !== "tinker" && backend !== "weaver") continue;
@@ -125,7 +139,10 @@ export const recipeSchema = z
     const { data, rollout_worker: worker, trajectory_pool: pool, weight, service } = recipe;
     const waitsForSync = weight.sync_mode !== "fully-async";
     if (data.keep_batch_order !== waitsForSync) {
-      issue(["data", "keep_batch_order"], `must be ${waitsForSync} when \`weight.sync_mode\` is \`${weight.sync_mode}\``);
+      issue(
+        ["data", "keep_batch_order"],
+        `must be ${waitsForSync} when \`weight.sync_mode\` is \`${weight.sync_mode}\``,
+      );
     }
     const finishesLoadedBatch = pool.check_batch_ready_function !== "batch_size_reached";
     if (finishesLoadedBatch !== waitsForSync) {
@@ -142,14 +159,23 @@ export const recipeSchema = z
       issue(["data", "max_response_length"], `must equal \`rollout_worker.max_response_length\` ${hint}`);
     }
     if (service.inference_service.max_tokens !== undefined && service.inference_service.max_tokens !== responseLength) {
-      issue(["service", "inference_service", "max_tokens"], `must equal \`rollout_worker.max_response_length\` ${hint}`);
+      issue(
+        ["service", "inference_service", "max_tokens"],
+        `must equal \`rollout_worker.max_response_length\` ${hint}`,
+      );
     }
     const needed = (worker.max_prompt_length ?? data.max_prompt_length) + responseLength;
     if (worker.max_sequence_length !== undefined && worker.max_sequence_length < needed) {
-      issue(["rollout_worker", "max_sequence_length"], `must be at least the prompt length plus \`max_response_length\` (${needed})`);
+      issue(
+        ["rollout_worker", "max_sequence_length"],
+        `must be at least the prompt length plus \`max_response_length\` (${needed})`,
+      );
     }
     if (weight.validate_freq !== undefined && weight.validate_freq !== recipe.validate.eval.validate_freq) {
-      issue(["weight", "validate_freq"], `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`);
+      issue(
+        ["weight", "validate_freq"],
+        `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`,
+      );
     }
     const backend = service.train_service.backend;
     if (weight.sync_method !== undefined && weight.sync_method !== backend) {
@@ -161,13 +187,22 @@ export const recipeSchema = z
       const a = fromService[key];
       const b = fromTrainer[key];
       if (a !== undefined && b !== undefined && JSON.stringify(a) !== JSON.stringify(b)) {
-        issue(["trainer", "algorithm", key], `conflicts with \`service.train_service.config.${key}\` (${JSON.stringify(a)}); set it in one place`);
+        issue(
+          ["trainer", "algorithm", key],
+          `conflicts with \`service.train_service.config.${key}\` (${JSON.stringify(a)}); set it in one place`,
+        );
       }
     }
     const lossFn = fromTrainer.loss_fn ?? fromService.loss_fn;
     if (lossFn !== undefined && !(lossFunctions[lossFn].backends as readonly string[]).includes(backend)) {
-      const path = fromTrainer.loss_fn === undefined ? ["service", "train_service", "config", "loss_fn"] : ["trainer", "algorithm", "loss_fn"];
-      issue(path, `\`${lossFn}\` is not available on ${backend} (available on: ${lossFunctions[lossFn].backends.join(", ")})`);
+      const path =
+        fromTrainer.loss_fn === undefined
+          ? ["service", "train_service", "config", "loss_fn"]
+          : ["trainer", "algorithm", "loss_fn"];
+      issue(
+        path,
+        `\`${lossFn}\` is not available on ${backend} (available on: ${lossFunctions[lossFn].backends.join(", ")})`,
+      );
     }
   })
   .transform(({ service, ...recipe }) => {
@@ -175,7 +210,8 @@ export const recipeSchema = z
     const defaultLoss = recipe.trainer.type === "remote_api_cross_entropy" ? "cross_entropy" : "importance_sampling";
     const algorithm: AlgorithmConfig = { loss_fn: defaultLoss, ...ALGORITHM_DEFAULTS };
     for (const source of [config ?? {}, recipe.trainer.algorithm ?? {}]) {
-      for (const [key, value] of Object.entries(source)) if (value !== undefined) Object.assign(algorithm, { [key]: value });
+      for (const [key, value] of Object.entries(source))
+        if (value !== undefined) Object.assign(algorithm, { [key]: value });
     }
     return {
       ...recipe,

@@ -10,43 +10,42 @@ import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
 export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
 
 /** Shape of `rollout_worker.agent:`, the options of `agent` and `nexau` episodes (every key has a default). */
-export const agentOptionsSchema = z
-  .strictObject({
-    /** Options of the `single_turn_math` agent. */
-    math: z
-      .strictObject({
-        /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
-        judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
-      })
-      .prefault({}),
-    /** Most model calls per episode; the next call is refused and the episode is truncated. */
-    max_turns: positiveInt.default(16),
-    /** Most tokens sampled per episode (all calls together); unset for no limit besides `max_response_length` per call. */
-    max_tokens: positiveInt.optional(),
-    /** Seconds an episode may run before it is cut short (truncated); 0 for no limit. */
-    timeout_seconds: z.number().min(0).default(0),
-    /** Reward of a truncated episode; null keeps the evaluator's. */
-    truncated_reward: z.number().nullable().default(0),
-    /** Loss weight of each trajectory of an episode: `inverse_count` (1 / trajectories in the episode, so long episodes do not dominate) or `one`. */
-    trajectory_weight: z.enum(["inverse_count", "one"]).default("inverse_count"),
-    /**
-     * How an answer the agent sends back unchanged is rendered: `tokens` splices in the sampled
-     * tokens (the prompt continues token for token); `text` renders the text through the chat
-     * template as a server would, so that templates which rewrite earlier turns show up as prefix breaks.
-     */
-    replay_answers: z.enum(["tokens", "text"]).default("tokens"),
-    /** Offer tasks to agents in other processes (`POST /tasks/claim`, `POST /trajectories`) instead of running an agent in-process. */
-    external: z.boolean().default(false),
-    /** Where the agent gateway listens. */
-    gateway: z
-      .strictObject({
-        /** Interface to bind; keep 127.0.0.1 unless agents run on other machines. */
-        host: nonEmpty.default("127.0.0.1"),
-        /** Port; 0 picks a free one (external agents need a fixed one). */
-        port: nonNegativeInt.max(65535).default(0),
-      })
-      .prefault({}),
-  });
+export const agentOptionsSchema = z.strictObject({
+  /** Options of the `single_turn_math` agent. */
+  math: z
+    .strictObject({
+      /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
+      judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
+    })
+    .prefault({}),
+  /** Most model calls per episode; the next call is refused and the episode is truncated. */
+  max_turns: positiveInt.default(16),
+  /** Most tokens sampled per episode (all calls together); unset for no limit besides `max_response_length` per call. */
+  max_tokens: positiveInt.optional(),
+  /** Seconds an episode may run before it is cut short (truncated); 0 for no limit. */
+  timeout_seconds: z.number().min(0).default(0),
+  /** Reward of a truncated episode; null keeps the evaluator's. */
+  truncated_reward: z.number().nullable().default(0),
+  /** Loss weight of each trajectory of an episode: `inverse_count` (1 / trajectories in the episode, so long episodes do not dominate) or `one`. */
+  trajectory_weight: z.enum(["inverse_count", "one"]).default("inverse_count"),
+  /**
+   * How an answer the agent sends back unchanged is rendered: `tokens` splices in the sampled
+   * tokens (the prompt continues token for token); `text` renders the text through the chat
+   * template as a server would, so that templates which rewrite earlier turns show up as prefix breaks.
+   */
+  replay_answers: z.enum(["tokens", "text"]).default("tokens"),
+  /** Offer tasks to agents in other processes (`POST /tasks/claim`, `POST /trajectories`) instead of running an agent in-process. */
+  external: z.boolean().default(false),
+  /** Where the agent gateway listens. */
+  gateway: z
+    .strictObject({
+      /** Interface to bind; keep 127.0.0.1 unless agents run on other machines. */
+      host: nonEmpty.default("127.0.0.1"),
+      /** Port; 0 picks a free one (external agents need a fixed one). */
+      port: nonNegativeInt.max(65535).default(0),
+    })
+    .prefault({}),
+});
 
 /** Shape of `rollout_worker:`. */
 export const rolloutWorkerSchema = z
@@ -120,7 +119,8 @@ export const rolloutWorkerSchema = z
     }
     if (worker.type === "nexau") {
       for (const key of ["nexau_agent_config_path", "evaluator_module_path"] as const) {
-        if (worker[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: "required when `type` is `nexau`" });
+        if (worker[key] === undefined)
+          ctx.addIssue({ code: "custom", path: [key], message: "required when `type` is `nexau`" });
       }
     }
     const sources: string[][] = [
@@ -130,13 +130,25 @@ export const rolloutWorkerSchema = z
     ];
     if ((worker.type === "agent" || worker.type === "nexau") && sources.length > 1) {
       const names = sources.map((path) => path.join(".")).join(", ");
-      ctx.addIssue({ code: "custom", path: sources[1]!, message: `a \`${worker.type}\` worker runs one agent: give one of agent_module_path, nexau_agent_config_path and agent.external (got ${names})` });
+      ctx.addIssue({
+        code: "custom",
+        path: sources[1]!,
+        message: `a \`${worker.type}\` worker runs one agent: give one of agent_module_path, nexau_agent_config_path and agent.external (got ${names})`,
+      });
     }
     if (worker.type === "agent" && worker.agent_cls !== undefined && sources.length > 0) {
-      ctx.addIssue({ code: "custom", path: ["agent_cls"], message: `agent_cls runs a built-in agent; leave it out to run ${sources[0]!.join(".")}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["agent_cls"],
+        message: `agent_cls runs a built-in agent; leave it out to run ${sources[0]!.join(".")}`,
+      });
     }
     if (worker.agent?.external && worker.agent.gateway.port === 0) {
-      ctx.addIssue({ code: "custom", path: ["agent", "gateway", "port"], message: "external agents need to know where to connect: set a fixed port (e.g. 8765)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["agent", "gateway", "port"],
+        message: "external agents need to know where to connect: set a fixed port (e.g. 8765)",
+      });
     }
   })
   .transform((worker) => ({

@@ -29,7 +29,11 @@ export const resumeSchema = z
   })
   .superRefine((resume, ctx) => {
     if (resume.mode === "from_path" && resume.resume_path === "") {
-      ctx.addIssue({ code: "custom", path: ["resume_path"], message: "required when `mode` is `from_path`: the checkpoint to resume from" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["resume_path"],
+        message: "required when `mode` is `from_path`: the checkpoint to resume from",
+      });
     }
   })
   .prefault({});

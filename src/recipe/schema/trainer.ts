@@ -112,9 +112,17 @@ export const trainerSchema = z
   })
   .superRefine((trainer, ctx) => {
     if (trainer.type === "custom" && trainer.custom_trainer_module_path === undefined) {
-      ctx.addIssue({ code: "custom", path: ["custom_trainer_module_path"], message: "required when `type` is `custom`: the file that exports your trainer class" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["custom_trainer_module_path"],
+        message: "required when `type` is `custom`: the file that exports your trainer class",
+      });
     }
     if (trainer.type === "remote_api_opd" && (trainer.teachers ?? []).length === 0) {
-      ctx.addIssue({ code: "custom", path: ["teachers"], message: "required when `type` is `remote_api_opd`: e.g. `[{base_model: Qwen/Qwen3-32B}]`" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["teachers"],
+        message: "required when `type` is `remote_api_opd`: e.g. `[{base_model: Qwen/Qwen3-32B}]`",
+      });
     }
   });

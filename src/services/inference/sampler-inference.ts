@@ -56,7 +56,14 @@ export class SamplerInferenceClient implements InferenceClient {
   /** Answers a conversation, formatted with the tokenizer's chat template (with `options.tools` and `options.chatTemplateKwargs`). */
   chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
     const { tools, chatTemplateKwargs } = options;
-    return this.generate(this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools && { tools }), ...(chatTemplateKwargs && { chatTemplateKwargs }) }), options);
+    return this.generate(
+      this.tokenizer.applyChatTemplate(messages, {
+        addGenerationPrompt: true,
+        ...(tools && { tools }),
+        ...(chatTemplateKwargs && { chatTemplateKwargs }),
+      }),
+      options,
+    );
   }
 
   private async generate(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
@@ -72,7 +79,8 @@ export class SamplerInferenceClient implements InferenceClient {
       ...(options.seed !== undefined && { seed: options.seed }),
     });
     const [sequence] = (await future.result()).sequences;
-    if (!sequence) throw new NexrlError("the sampler returned no sequence for a request of one sample; check the sampling service");
+    if (!sequence)
+      throw new NexrlError("the sampler returned no sequence for a request of one sample; check the sampling service");
     options.signal?.throwIfAborted();
     return {
       promptTokens: [...promptTokens],

@@ -15,7 +15,8 @@ import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index
  * needs `outputDir` (and takes `seed`); `tinker` and `weaver` take the key, base URL, timeouts,
  * retries and polling, each falling back to `TINKER_*` / `WEAVER_*` environment variables.
  */
-export interface TrainingServiceOptions extends Partial<LocalTrainingServiceOptions>, TinkerServiceOptions, WeaverServiceOptions {}
+export interface TrainingServiceOptions
+  extends Partial<LocalTrainingServiceOptions>, TinkerServiceOptions, WeaverServiceOptions {}
 
 /** Thrown for an unknown backend name or options a backend cannot work with. */
 export class TrainingServiceConfigError extends NexrlError {}
@@ -34,14 +35,22 @@ export class TrainingServiceConfigError extends NexrlError {}
 export function createTrainingService(backend: TrainingBackend, options: TrainingServiceOptions = {}): TrainingService {
   switch (backend) {
     case "local":
-      if (!options.outputDir) throw new TrainingServiceConfigError("the local backend needs outputDir: the folder for its checkpoints and sampler snapshots");
-      return new LocalTrainingService({ outputDir: options.outputDir, ...(options.seed !== undefined && { seed: options.seed }) });
+      if (!options.outputDir)
+        throw new TrainingServiceConfigError(
+          "the local backend needs outputDir: the folder for its checkpoints and sampler snapshots",
+        );
+      return new LocalTrainingService({
+        outputDir: options.outputDir,
+        ...(options.seed !== undefined && { seed: options.seed }),
+      });
     case "tinker":
       return new TinkerTrainingService(options);
     case "weaver":
       return new WeaverTrainingService(options);
     default:
-      throw new TrainingServiceConfigError(`unknown training backend "${String(backend)}"; use local, tinker or weaver`);
+      throw new TrainingServiceConfigError(
+        `unknown training backend "${String(backend)}"; use local, tinker or weaver`,
+      );
   }
 }
 

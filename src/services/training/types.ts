@@ -129,9 +129,17 @@ export interface TrainingClient {
   /** The model id on the service. */
   readonly modelId: string;
   /** Computes the loss and per-token logprobs without touching gradients. */
-  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>>;
+  forward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>>;
   /** Computes the loss and accumulates its gradients until the next `optimStep`. */
-  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>>;
+  forwardBackward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>>;
   /** Applies the accumulated gradients (AdamW) and clears them. */
   optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>>;
   /** Saves the weights, or weights and optimizer state, under `name`. */

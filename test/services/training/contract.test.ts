@@ -45,7 +45,9 @@ describe.each<TrainingBackend>(["local", "tinker", "weaver"])("training service 
     scored.slice(1).forEach((lp, i) => expect(lp).toBeCloseTo(forward[0]![i]!, 4));
 
     const prompt = full.slice(0, 4);
-    const { sequences } = await (await sampler.sample(modelInputFromTokens(prompt), 2, { maxTokens: 6, seed: 3, temperature: 1 })).result();
+    const { sequences } = await (
+      await sampler.sample(modelInputFromTokens(prompt), 2, { maxTokens: 6, seed: 3, temperature: 1 })
+    ).result();
     expect(sequences).toHaveLength(2);
     for (const s of sequences) {
       expect(s.tokens.length).toBeGreaterThan(0);
@@ -53,7 +55,9 @@ describe.each<TrainingBackend>(["local", "tinker", "weaver"])("training service 
       const again = await sampler.computeLogprobs([...prompt, ...s.tokens]);
       s.logprobs.forEach((lp, i) => expect(lp).toBeCloseTo(again[prompt.length + i]!, 4));
     }
-    const repeat = await (await sampler.sample(modelInputFromTokens(prompt), 2, { maxTokens: 6, seed: 3, temperature: 1 })).result();
+    const repeat = await (
+      await sampler.sample(modelInputFromTokens(prompt), 2, { maxTokens: 6, seed: 3, temperature: 1 })
+    ).result();
     expect(repeat.sequences).toEqual(sequences);
   });
 
@@ -80,7 +84,8 @@ describe.each<TrainingBackend>(["local", "tinker", "weaver"])("training service 
     const pipelined = await svc.createTrainingClient({ baseModel: "tiny", seed: 5 });
     const sequential = await svc.createTrainingClient({ baseModel: "tiny", seed: 5 });
     const futures = [];
-    for (let i = 0; i < 3; i++) futures.push(await pipelined.forwardBackward(SFT, "cross_entropy"), await pipelined.optimStep(ADAM));
+    for (let i = 0; i < 3; i++)
+      futures.push(await pipelined.forwardBackward(SFT, "cross_entropy"), await pipelined.optimStep(ADAM));
     const final = await pipelined.forward(SFT, "cross_entropy");
     const results = await Promise.all(futures.map((f) => f.result()));
     const pipelinedLosses = results.filter((_, i) => i % 2 === 0).map((r) => r.metrics["loss:sum"]);

@@ -4,12 +4,7 @@
  * API key never appears in any log line or error.
  */
 import { describe, expect, it, vi } from "vitest";
-import {
-  ApiConnectionError,
-  ApiStatusError,
-  AuthenticationError,
-  NotFoundError,
-} from "../../../src/http/index.js";
+import { ApiConnectionError, ApiStatusError, AuthenticationError, NotFoundError } from "../../../src/http/index.js";
 import { SubmitOrderError } from "../../../src/http/submit-order.js";
 import {
   OperationFailedError,
@@ -26,8 +21,19 @@ const SFT = [sftDatum("igpay atinlay"), sftDatum("ellohay orldway")];
 const ADAM = adamParams({ learning_rate: 1e-2 });
 const RETRYABLE = "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1";
 
-function client(backend: Exclude<TrainingBackend, "local">, url: string, logs: string[], extra: object = {}): TrainingService {
-  const svc = createTrainingService(backend, { baseUrl: url, apiKey: API_KEY, ...FAST, log: (l) => logs.push(l), ...extra });
+function client(
+  backend: Exclude<TrainingBackend, "local">,
+  url: string,
+  logs: string[],
+  extra: object = {},
+): TrainingService {
+  const svc = createTrainingService(backend, {
+    baseUrl: url,
+    apiKey: API_KEY,
+    ...FAST,
+    log: (l) => logs.push(l),
+    ...extra,
+  });
   onCleanup(() => svc.close());
   return svc;
 }
@@ -36,7 +42,8 @@ function client(backend: Exclude<TrainingBackend, "local">, url: string, logs: s
 async function run(svc: TrainingService) {
   const model = await svc.createTrainingClient({ baseModel: "tiny", seed: 11 });
   const futures = [];
-  for (let i = 0; i < 4; i++) futures.push(await model.forwardBackward(SFT, "cross_entropy"), await model.optimStep(ADAM));
+  for (let i = 0; i < 4; i++)
+    futures.push(await model.forwardBackward(SFT, "cross_entropy"), await model.optimStep(ADAM));
   const results = await Promise.all(futures.map((f) => f.result()));
   const { path } = await (await model.saveWeightsForSampler("final")).result();
   const sampler = await svc.createSamplingClient(path);
@@ -46,7 +53,8 @@ async function run(svc: TrainingService) {
     steps: results.at(-1)!.metrics["step:max"],
     forward: (await (await model.forward(SFT, "cross_entropy")).result()).lossFnOutputs,
     scored: await sampler.computeLogprobs(text),
-    sampled: (await (await sampler.sample(modelInputFromTokens(text), 2, { maxTokens: 4, seed: 1 })).result()).sequences,
+    sampled: (await (await sampler.sample(modelInputFromTokens(text), 2, { maxTokens: 4, seed: 1 })).result())
+      .sequences,
   };
 }
 
@@ -56,7 +64,8 @@ function resubmissions(requests: Array<{ path: string; body: unknown }>): number
   for (const { path, body } of requests) {
     const b = body as { seq_id?: number; payload?: { seq_id?: number } };
     const seq = b.seq_id ?? b.payload?.seq_id;
-    if (seq !== undefined && !path.includes("sample")) seen.set(`${path}#${seq}`, (seen.get(`${path}#${seq}`) ?? 0) + 1);
+    if (seq !== undefined && !path.includes("sample"))
+      seen.set(`${path}#${seq}`, (seen.get(`${path}#${seq}`) ?? 0) + 1);
   }
   return [...seen.values()].filter((n) => n > 1).length;
 }
@@ -97,12 +106,16 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
       const error = await svc.createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RequestFailedError);
       expect(error).toMatchObject({ category: "server" });
-      expect((error as Error).message).toMatch(/create_model .*failed on the Tinker service \(server error\): fault injected/);
+      expect((error as Error).message).toMatch(
+        /create_model .*failed on the Tinker service \(server error\): fault injected/,
+      );
     } else {
       const model = await svc.createTrainingClient({ baseModel: "tiny" });
       const error = await (await model.forwardBackward(SFT, "cross_entropy")).result().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OperationFailedError);
-      expect((error as Error).message).toMatch(/forward_backward \(seq_id 1\) failed on the Weaver service \(internal_error\): fault injected/);
+      expect((error as Error).message).toMatch(
+        /forward_backward \(seq_id 1\) failed on the Weaver service \(internal_error\): fault injected/,
+      );
     }
   });
 
@@ -120,17 +133,23 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
   it("refuses a wrong API key at once, naming the variable, never the key", async () => {
     const server = await serve({ protocol: backend, apiKey: "tml-the-server-only-key-123" });
     const logs: string[] = [];
-    const error = await client(backend, server.url, logs).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+    const error = await client(backend, server.url, logs)
+      .createTrainingClient({ baseModel: "tiny" })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error).toMatchObject({ status: 401, isRetryable: false });
     expect((error as Error).message).toContain(backend === "tinker" ? "TINKER_API_KEY" : "WEAVER_API_KEY");
     expect(server.requests).toHaveLength(0);
-    expect(secretsIn((error as Error).message, (error as Error).stack ?? "", JSON.stringify(error), ...logs)).toEqual([]);
+    expect(secretsIn((error as Error).message, (error as Error).stack ?? "", JSON.stringify(error), ...logs)).toEqual(
+      [],
+    );
   });
 
   it("reports an unknown sampler path as not found", async () => {
     const server = await serve({ protocol: backend });
-    const error = await client(backend, server.url, []).createSamplingClient(`${backend}://nobody/sampler_weights/x`).catch((e: unknown) => e);
+    const error = await client(backend, server.url, [])
+      .createSamplingClient(`${backend}://nobody/sampler_weights/x`)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect((error as Error).message).toMatch(/no checkpoint or sampler snapshot at/);
   });
@@ -140,7 +159,9 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const svc = client(backend, server.url, [], { maxRetries: 1 });
     const model = await svc.createTrainingClient({ baseModel: "tiny" });
     await server.close();
-    expect(await model.forwardBackward(SFT, "cross_entropy").catch((e: unknown) => e)).toBeInstanceOf(ApiConnectionError);
+    expect(await model.forwardBackward(SFT, "cross_entropy").catch((e: unknown) => e)).toBeInstanceOf(
+      ApiConnectionError,
+    );
     const next = await model.optimStep(ADAM).catch((e: unknown) => e);
     expect(next).toBeInstanceOf(SubmitOrderError);
     expect((next as Error).message).toMatch(/earlier forward_backward \(seq_id 1\) could not be submitted/);
@@ -150,10 +171,14 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
 describe("expired promises on tinker", () => {
   it("resubmits after each 410 and gives up after maxRetries in a row", async () => {
     const server = await serve({ protocol: "tinker", faults: { 410: 1 } });
-    const error = await client("tinker", server.url, [], { maxRetries: 2 }).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
+    const error = await client("tinker", server.url, [], { maxRetries: 2 })
+      .createTrainingClient({ baseModel: "tiny" })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiStatusError);
     expect(error).toMatchObject({ status: 410 });
-    const submits = server.requests.filter((r) => r.path === "/api/v1/create_model").map((r) => (r.body as { model_seq_id: number }).model_seq_id);
+    const submits = server.requests
+      .filter((r) => r.path === "/api/v1/create_model")
+      .map((r) => (r.body as { model_seq_id: number }).model_seq_id);
     expect(submits).toEqual([0, 0, 0]);
   });
 });
@@ -162,29 +187,55 @@ describe("secrets", () => {
   it("never print the API key: not in stdout, stderr, client or server logs, error messages, stacks or error fields", async () => {
     const printed: string[] = [];
     const spies = [vi.spyOn(process.stdout, "write"), vi.spyOn(process.stderr, "write")];
-    for (const spy of spies) spy.mockImplementation(((chunk: string | Uint8Array) => printed.push(String(chunk)) > 0) as never);
+    for (const spy of spies)
+      spy.mockImplementation(((chunk: string | Uint8Array) => printed.push(String(chunk)) > 0) as never);
     const logs: string[] = [];
     const errors: unknown[] = [];
     try {
       for (const backend of ["tinker", "weaver"] as const) {
-        const faulty = await serve({ protocol: backend, faults: "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1", seed: 9, log: (l) => logs.push(l) });
+        const faulty = await serve({
+          protocol: backend,
+          faults: "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1",
+          seed: 9,
+          log: (l) => logs.push(l),
+        });
         await run(client(backend, faulty.url, logs));
         const failing = await serve({ protocol: backend, faults: { error: 1 }, log: (l) => logs.push(l) });
         const svc = client(backend, failing.url, logs);
         errors.push(await svc.createSamplingClient(`${backend}://x/sampler_weights/y`).catch((e: unknown) => e));
         const model = await svc.createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
         if (model instanceof Error) errors.push(model);
-        else errors.push(await (await (model as TrainingClient).forwardBackward(SFT, "cross_entropy")).result().catch((e: unknown) => e));
+        else
+          errors.push(
+            await (
+              await (model as TrainingClient).forwardBackward(SFT, "cross_entropy")
+            )
+              .result()
+              .catch((e: unknown) => e),
+          );
         const locked = await serve({ protocol: backend, apiKey: "tml-another-key-999", log: (l) => logs.push(l) });
-        errors.push(await client(backend, locked.url, logs).createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e));
+        errors.push(
+          await client(backend, locked.url, logs)
+            .createTrainingClient({ baseModel: "tiny" })
+            .catch((e: unknown) => e),
+        );
       }
     } finally {
       for (const spy of spies) spy.mockRestore();
     }
     expect(errors.every((e) => e instanceof Error)).toBe(true);
     expect(logs.length).toBeGreaterThan(0);
-    const everything = [...printed, ...logs, ...errors.flatMap((e) => [(e as Error).message, (e as Error).stack ?? "", JSON.stringify(e)])];
+    const everything = [
+      ...printed,
+      ...logs,
+      ...errors.flatMap((e) => [(e as Error).message, (e as Error).stack ?? "", JSON.stringify(e)]),
+    ];
     expect(secretsIn(...everything)).toEqual([]);
-    expect(errors.map((e) => (e as { requestHeaders?: Record<string, string> }).requestHeaders).filter(Boolean).every((h) => !JSON.stringify(h).includes(API_KEY))).toBe(true);
+    expect(
+      errors
+        .map((e) => (e as { requestHeaders?: Record<string, string> }).requestHeaders)
+        .filter(Boolean)
+        .every((h) => !JSON.stringify(h).includes(API_KEY)),
+    ).toBe(true);
   });
 });

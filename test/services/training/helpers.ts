@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import { ByteTokenizer } from "../../../src/engine/index.js";
-import { startServer, type CapturedRequest, type RunningServer, type ServerOptions } from "../../../src/server/index.js";
+import {
+  startServer,
+  type CapturedRequest,
+  type RunningServer,
+  type ServerOptions,
+} from "../../../src/server/index.js";
 import { createTrainingService, type TrainingServiceOptions } from "../../../src/services/training/index.js";
 import type { TrainingBackend, TrainingService } from "../../../src/services/training/types.js";
 import { datum, type Datum } from "../../../src/types/wire.js";
@@ -29,10 +34,18 @@ export async function tempDir(): Promise<string> {
 }
 
 /** A `nexrl serve` on 127.0.0.1 with a 1 s long poll, closed after the test; `requests` records what it parsed. */
-export async function serve(options: Partial<ServerOptions> = {}): Promise<RunningServer & { requests: CapturedRequest[]; logs: string[] }> {
+export async function serve(
+  options: Partial<ServerOptions> = {},
+): Promise<RunningServer & { requests: CapturedRequest[]; logs: string[] }> {
   const requests: CapturedRequest[] = [];
   const logs: string[] = [];
-  const server = await startServer({ outputDir: await tempDir(), longPollTimeoutMs: 1000, onRequest: (r) => requests.push(r), log: (l) => logs.push(l), ...options });
+  const server = await startServer({
+    outputDir: await tempDir(),
+    longPollTimeoutMs: 1000,
+    onRequest: (r) => requests.push(r),
+    log: (l) => logs.push(l),
+    ...options,
+  });
   onCleanup(() => server.close());
   return { ...server, requests, logs };
 }
@@ -46,7 +59,11 @@ export const FAST: TrainingServiceOptions = {
 };
 
 /** A training service of `backend`, served by `nexrl serve` over HTTP for tinker and weaver; closed after the test. */
-export async function service(backend: TrainingBackend, options: Partial<ServerOptions> = {}, client: TrainingServiceOptions = {}): Promise<TrainingService> {
+export async function service(
+  backend: TrainingBackend,
+  options: Partial<ServerOptions> = {},
+  client: TrainingServiceOptions = {},
+): Promise<TrainingService> {
   let svc: TrainingService;
   if (backend === "local") {
     svc = createTrainingService("local", { outputDir: await tempDir(), seed: 0 });

@@ -27,11 +27,16 @@ describe("LocalTrainingService", () => {
     // Submit three steps without awaiting any result; the queue keeps seq order.
     const futures = [];
     for (let i = 0; i < 3; i++) {
-      futures.push(await client.forwardBackward([sft], "cross_entropy"), await client.optimStep(adamParams({ learning_rate: 1e-2 })));
+      futures.push(
+        await client.forwardBackward([sft], "cross_entropy"),
+        await client.optimStep(adamParams({ learning_rate: 1e-2 })),
+      );
     }
     const after = await client.forward([sft], "cross_entropy");
     const results = await Promise.all(futures.map((f) => f.result()));
-    const losses = results.filter((_, i) => i % 2 === 0).map((r) => (r as { metrics: Record<string, number> }).metrics["loss:sum"]!);
+    const losses = results
+      .filter((_, i) => i % 2 === 0)
+      .map((r) => (r as { metrics: Record<string, number> }).metrics["loss:sum"]!);
     expect(losses[0]).toBeCloseTo(before.metrics["loss:sum"]!, 4);
     expect(losses[2]).toBeLessThan(losses[0]!);
     expect((await after.result()).metrics["loss:sum"]).toBeLessThan(losses[2]!);
@@ -51,7 +56,9 @@ describe("LocalTrainingService", () => {
     const logprobs = await sampler.computeLogprobs(text);
     expect(logprobs[0]).toBeNull();
     logprobs.slice(1).forEach((lp, i) => expect(lp).toBeCloseTo(forward.lossFnOutputs[0]!.logprobs[i]!, 4));
-    const sample = await (await sampler.sample(modelInputFromTokens(text.slice(0, 4)), 2, { maxTokens: 5, seed: 1, stop: ["\n"] })).result();
+    const sample = await (
+      await sampler.sample(modelInputFromTokens(text.slice(0, 4)), 2, { maxTokens: 5, seed: 1, stop: ["\n"] })
+    ).result();
     expect(sample.sequences).toHaveLength(2);
     for (const s of sample.sequences) {
       expect(s.tokens.length).toBe(s.logprobs.length);
@@ -71,7 +78,9 @@ describe("LocalTrainingService", () => {
       await c.forwardBackward([sft], "cross_entropy");
       await c.optimStep(adamParams({ learning_rate: 1e-2 }));
     }
-    const [la, lb] = await Promise.all([a, b].map(async (c) => (await (await c.forward([sft], "cross_entropy")).result()).metrics["loss:sum"]));
+    const [la, lb] = await Promise.all(
+      [a, b].map(async (c) => (await (await c.forward([sft], "cross_entropy")).result()).metrics["loss:sum"]),
+    );
     expect(lb).toBe(la);
     expect((await b.getInfo()).modelId).not.toBe((await a.getInfo()).modelId);
   });
@@ -83,6 +92,8 @@ describe("LocalTrainingService", () => {
     const good = await client.forward([sft], "cross_entropy");
     await expect(bad.result()).rejects.toThrow('missing loss input "weights"');
     expect((await good.result()).metrics["loss:sum"]).toBeGreaterThan(0);
-    await expect(svc.createTrainingClient({ baseModel: "Qwen/Qwen3-8B" })).rejects.toThrow('unknown model preset "Qwen/Qwen3-8B"');
+    await expect(svc.createTrainingClient({ baseModel: "Qwen/Qwen3-8B" })).rejects.toThrow(
+      'unknown model preset "Qwen/Qwen3-8B"',
+    );
   });
 });

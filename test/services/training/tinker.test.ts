@@ -37,15 +37,23 @@ describe("tinker chunking", () => {
     const whole = await (await client.forward(DATUMS.slice(0, 1), "cross_entropy")).result();
     const chunked = await (await client.forwardBackward(DATUMS, "cross_entropy")).result();
     const step = await (await client.optimStep(adamParams({ learning_rate: 1e-3 }))).result();
-    const submits = server.requests.filter((r) => r.path === "/api/v1/forward_backward").map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });
+    const submits = server.requests
+      .filter((r) => r.path === "/api/v1/forward_backward")
+      .map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });
     expect(submits.map((b) => b.seq_id).sort()).toEqual([2, 3, 4]);
-    expect(submits.sort((a, b) => a.seq_id - b.seq_id).map((b) => b.forward_backward_input.data.length)).toEqual([2, 2, 1]);
+    expect(submits.sort((a, b) => a.seq_id - b.seq_id).map((b) => b.forward_backward_input.data.length)).toEqual([
+      2, 2, 1,
+    ]);
     expect(step.metrics["step:max"]).toBe(1);
     expect((server.requests.find((r) => r.path === "/api/v1/optim_step")!.body as { seq_id: number }).seq_id).toBe(5);
-    expect(chunked.lossFnOutputs.map((o) => o.logprobs.length)).toEqual(DATUMS.map((d) => d.loss_fn_inputs.target_tokens!.data.length));
+    expect(chunked.lossFnOutputs.map((o) => o.logprobs.length)).toEqual(
+      DATUMS.map((d) => d.loss_fn_inputs.target_tokens!.data.length),
+    );
     expect(chunked.lossFnOutputs[0]!.logprobs).toEqual(whole.lossFnOutputs[0]!.logprobs);
     const local = new LocalTrainingService({ outputDir: await tempDir() });
-    const reference = await (await (await local.createTrainingClient({ baseModel: "tiny", seed: 1 })).forward(DATUMS, "cross_entropy")).result();
+    const reference = await (
+      await (await local.createTrainingClient({ baseModel: "tiny", seed: 1 })).forward(DATUMS, "cross_entropy")
+    ).result();
     expect(chunked.metrics["loss:sum"]).toBeCloseTo(reference.metrics["loss:sum"]!, 9);
   });
 
@@ -61,22 +69,67 @@ describe("tinker chunking", () => {
     const { server, svc } = await tinker({ tinkerClientConfig: { fwdbwd_max_chunk_bytes_count: 240 } });
     const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
     const lengths = [5, 3, 4, 6, 2];
-    const datums = lengths.map((n) => trajectoryToDatum(new Trajectory({ tokens: tokens("xyzw".slice(0, n - 2)), lossMask: Array(n).fill(1), reward: 1 }), { lossFn: "cross_entropy", backend: "tinker" })!);
+    const datums = lengths.map((n) =>
+      trajectoryToDatum(
+        new Trajectory({ tokens: tokens("xyzw".slice(0, n - 2)), lossMask: Array(n).fill(1), reward: 1 }),
+        { lossFn: "cross_entropy", backend: "tinker" },
+      )!,
+    );
     // Estimates of 10 bytes per value, 3 arrays of n - 1 values: 120, 60, 90, 150, 30 against a budget of 240.
     const result = await (await client.forwardBackward(datums, "cross_entropy")).result();
-    const submits = server.requests.filter((r) => r.path === "/api/v1/forward_backward").map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });
-    expect(submits.sort((a, b) => a.seq_id - b.seq_id).map((b) => [b.seq_id, b.forward_backward_input.data.length])).toEqual([[1, 2], [2, 2], [3, 1]]);
+    const submits = server.requests
+      .filter((r) => r.path === "/api/v1/forward_backward")
+      .map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });
+    expect(
+      submits.sort((a, b) => a.seq_id - b.seq_id).map((b) => [b.seq_id, b.forward_backward_input.data.length]),
+    ).toEqual([
+      [1, 2],
+      [2, 2],
+      [3, 1],
+    ]);
     expect(result.lossFnOutputs.map((o) => o.logprobs.length)).toEqual(lengths.map((n) => n - 1));
-    expect(datums.every((d) => Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread))).toBe(true);
+    expect(datums.every((d) => Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread))).toBe(
+      true,
+    );
   });
 
   it("reduces metrics by their name:reduction suffix, weighting means by datums per chunk", () => {
     const chunks: Array<Record<string, number>> = [
-      { "loss:sum": 1, "acc:mean": 0.5, "lo:min": 3, "hi:max": 3, "s:slack": 1, "h:hash_unordered": 7, "u:unique": 1, "only:sum": 1, "x:weird": 1, plain: 2 },
-      { "loss:sum": 2, "acc:mean": 1, "lo:min": 2, "hi:max": 5, "s:slack": 4, "h:hash_unordered": 9, "u:unique": 2, "x:weird": 1, plain: 5 },
+      {
+        "loss:sum": 1,
+        "acc:mean": 0.5,
+        "lo:min": 3,
+        "hi:max": 3,
+        "s:slack": 1,
+        "h:hash_unordered": 7,
+        "u:unique": 1,
+        "only:sum": 1,
+        "x:weird": 1,
+        plain: 2,
+      },
+      {
+        "loss:sum": 2,
+        "acc:mean": 1,
+        "lo:min": 2,
+        "hi:max": 5,
+        "s:slack": 4,
+        "h:hash_unordered": 9,
+        "u:unique": 2,
+        "x:weird": 1,
+        plain: 5,
+      },
     ];
     const out = reduceMetrics(chunks, [3, 1]);
-    expect(out).toMatchObject({ "loss:sum": 3, "acc:mean": 0.625, "lo:min": 2, "hi:max": 5, "s:slack": 4 - 1.75, "u:unique": 1, "u:unique_2": 2, plain: 2.75 });
+    expect(out).toMatchObject({
+      "loss:sum": 3,
+      "acc:mean": 0.625,
+      "lo:min": 2,
+      "hi:max": 5,
+      "s:slack": 4 - 1.75,
+      "u:unique": 1,
+      "u:unique_2": 2,
+      plain: 2.75,
+    });
     expect(out).not.toHaveProperty("only:sum");
     expect(out).not.toHaveProperty("x:weird");
     expect(reduceMetrics([...chunks].reverse(), [1, 3])["h:hash_unordered"]).toBe(out["h:hash_unordered"]);
@@ -91,18 +144,33 @@ describe("tinker client", () => {
     const missingWeights = datum(t.slice(0, -1), { target_tokens: t.slice(1) });
     await expect(client.forwardBackward([missingWeights], "cross_entropy")).rejects.toThrow(LossInputError);
     await expect(client.forwardBackward([], "cross_entropy")).rejects.toThrow(/no datums/);
-    await expect(client.forwardBackward([sftDatum("x")], "cross_entropy", { beta: 1 })).rejects.toThrow(/loss_fn_config key "beta"/);
+    await expect(client.forwardBackward([sftDatum("x")], "cross_entropy", { beta: 1 })).rejects.toThrow(
+      /loss_fn_config key "beta"/,
+    );
     expect(server.requests.filter((r) => r.path === "/api/v1/forward_backward")).toHaveLength(0);
-    const masked = datum(t.slice(0, -1), { target_tokens: t.slice(1), weights: [1, 1, 1, 1], mask: [1, 1, 1, 1], loss_mask: [1, 1, 1, 1] });
+    const masked = datum(t.slice(0, -1), {
+      target_tokens: t.slice(1),
+      weights: [1, 1, 1, 1],
+      mask: [1, 1, 1, 1],
+      loss_mask: [1, 1, 1, 1],
+    });
     await (await client.forwardBackward([masked], "cross_entropy")).result();
-    const sent = server.requests.find((r) => r.path === "/api/v1/forward_backward")!.body as { seq_id: number; forward_backward_input: { data: Array<{ loss_fn_inputs: object }> } };
+    const sent = server.requests.find((r) => r.path === "/api/v1/forward_backward")!.body as {
+      seq_id: number;
+      forward_backward_input: { data: Array<{ loss_fn_inputs: object }> };
+    };
     expect(sent.seq_id).toBe(1);
-    expect(Object.keys(sent.forward_backward_input.data[0]!.loss_fn_inputs).sort()).toEqual(["target_tokens", "weights"]);
+    expect(Object.keys(sent.forward_backward_input.data[0]!.loss_fn_inputs).sort()).toEqual([
+      "target_tokens",
+      "weights",
+    ]);
   });
 
   it("refuses full fine-tuning, which Tinker does not offer", async () => {
     const { svc } = await tinker();
-    await expect(svc.createTrainingClient({ baseModel: "tiny", trainingMode: "full_ft" })).rejects.toThrow(UnsupportedTrainingModeError);
+    await expect(svc.createTrainingClient({ baseModel: "tiny", trainingMode: "full_ft" })).rejects.toThrow(
+      UnsupportedTrainingModeError,
+    );
   });
 
   it("scores a sequence that fills the whole context", async () => {
@@ -127,7 +195,10 @@ describe("tinker client", () => {
 describe("createTrainingService", () => {
   it("reads the key and base URL from the environment, and says which variable is missing", async () => {
     const server = await serve({ protocol: "tinker", apiKey: API_KEY });
-    const svc = createTrainingService("tinker", { env: { TINKER_API_KEY: API_KEY, TINKER_BASE_URL: server.url }, ...FAST });
+    const svc = createTrainingService("tinker", {
+      env: { TINKER_API_KEY: API_KEY, TINKER_BASE_URL: server.url },
+      ...FAST,
+    });
     onCleanup(() => svc.close());
     expect((await svc.createTrainingClient({ baseModel: "tiny" })).modelId).toMatch(/:train:0$/);
     expect(() => createTrainingService("tinker", { env: {} })).toThrow(MissingApiKeyError);
@@ -156,20 +227,44 @@ describe("tinker submissions", () => {
         };
         if (req.url === "/api/v1/forward_backward") {
           submissions.push(Buffer.concat(chunks));
-          return submissions.length === 1 ? answer(503, { error: "busy" }) : answer(200, { request_id: `r${submissions.length}` });
+          return submissions.length === 1
+            ? answer(503, { error: "busy" })
+            : answer(200, { request_id: `r${submissions.length}` });
         }
         if (++polls === 1) return answer(410, { error: "expired" });
-        answer(200, { loss_fn_outputs: [{ logprobs: { data: [-1, -2], dtype: "float32" } }], metrics: { "loss:sum": 3 } });
+        answer(200, {
+          loss_fn_outputs: [{ logprobs: { data: [-1, -2], dtype: "float32" } }],
+          metrics: { "loss:sum": 3 },
+        });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     onCleanup(() => new Promise((resolve) => server.close(resolve)));
-    const http = new HttpTransport({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: API_KEY, backoff: { initialDelayMs: 1, maxDelayMs: 2 } });
+    const http = new HttpTransport({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: API_KEY,
+      backoff: { initialDelayMs: 1, maxDelayMs: 2 },
+    });
     onCleanup(() => http.close());
     const closed = new AbortController();
-    const ctx = { http, sessionId: "s", limits: DEFAULT_CHUNK_LIMITS, pollTimeoutMs: 5000, maxRetries: 3, backoff: { initialDelayMs: 1, maxDelayMs: 2 }, closed: closed.signal, log: undefined };
+    const ctx = {
+      http,
+      sessionId: "s",
+      limits: DEFAULT_CHUNK_LIMITS,
+      pollTimeoutMs: 5000,
+      maxRetries: 3,
+      backoff: { initialDelayMs: 1, maxDelayMs: 2 },
+      closed: closed.signal,
+      log: undefined,
+    };
     const client = new TinkerTrainingClient(ctx, "s:train:0", "tiny");
-    const t = new Trajectory({ tokens: [7, 8, 9], lossMask: [0, 1, 1], logprobs: [0, Math.fround(-0.1), -0], reward: 1, advantage: 0.1 + 0.2 });
+    const t = new Trajectory({
+      tokens: [7, 8, 9],
+      lossMask: [0, 1, 1],
+      logprobs: [0, Math.fround(-0.1), -0],
+      reward: 1,
+      advantage: 0.1 + 0.2,
+    });
     const d = trajectoryToDatum(t, { lossFn: "importance_sampling", backend: "tinker" })!;
     const result = await (await client.forwardBackward([d], "importance_sampling")).result();
     expect(result.metrics["loss:sum"]).toBe(3);

@@ -25,7 +25,9 @@ describe("weaver pause and continue", () => {
   it("aborts sampling while a full_ft model's generation is paused, and resumes after continue", async () => {
     const { svc } = await weaver();
     const model = await svc.createTrainingClient({ baseModel: "tiny", trainingMode: "full_ft" });
-    const sampler = (await svc.createSamplingClient((await (await model.saveWeightsForSampler("s")).result()).path)) as WeaverSamplingClient;
+    const sampler = (await svc.createSamplingClient(
+      (await (await model.saveWeightsForSampler("s")).result()).path,
+    )) as WeaverSamplingClient;
     const prompt = modelInputFromTokens(tokens("ab"));
     await sampler.pauseGeneration("abort");
     try {
@@ -54,7 +56,9 @@ describe("weaver pause and continue", () => {
     const stranger = new WeaverTrainingService({ baseUrl: server.url, apiKey: API_KEY, ...FAST });
     onCleanup(() => stranger.close());
     const unknown = (await stranger.createSamplingClient(path)) as WeaverSamplingClient;
-    await expect(unknown.pauseGeneration()).rejects.toThrow(/pause-generation and continue-generation apply only to samplers of full_ft models/);
+    await expect(unknown.pauseGeneration()).rejects.toThrow(
+      /pause-generation and continue-generation apply only to samplers of full_ft models/,
+    );
   });
 });
 
@@ -67,7 +71,9 @@ describe("weaver checkpoints and exports", () => {
     const weights = await (await model.saveState("w", { kind: "weights" })).result();
     const full = await (await model.saveState("wo", { kind: "weights_and_optimizer" })).result();
     const sampling = await (await model.saveCheckpoint("samp", { type: "sampling" })).result();
-    expect([weights.path, full.path, sampling.path]).toEqual(["w", "wo", "samp"].map((n) => `weaver://${model.modelId}/checkpoints/${n}`));
+    expect([weights.path, full.path, sampling.path]).toEqual(
+      ["w", "wo", "samp"].map((n) => `weaver://${model.modelId}/checkpoints/${n}`),
+    );
     await (await model.loadState(full.path, { optimizer: true })).result();
     await (await model.loadState(weights.path, { optimizer: false })).result();
     const error = await (await model.loadState(weights.path, { optimizer: true })).result().catch((e: unknown) => e);
@@ -84,7 +90,11 @@ describe("weaver checkpoints and exports", () => {
     await (await model.saveWeightsForSampler("hour")).result();
     const { path: gone } = await (await model.saveWeightsForSampler("gone", { ttlSeconds: 0 })).result();
     await (await model.saveWeightsForSampler("kept", { ttlSeconds: null })).result();
-    expect(server.requests.filter((r) => r.path.endsWith("/export-sampler")).map((r) => (r.body as { ttl_seconds: unknown }).ttl_seconds)).toEqual([3600, 0, null]);
+    expect(
+      server.requests
+        .filter((r) => r.path.endsWith("/export-sampler"))
+        .map((r) => (r.body as { ttl_seconds: unknown }).ttl_seconds),
+    ).toEqual([3600, 0, null]);
     const error = await svc.createSamplingClient(gone).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect((error as Error).message).toMatch(/expired/);
@@ -96,9 +106,16 @@ describe("weaver checkpoints and exports", () => {
     expect((await model.getInfo()).contextLength).toBe(128);
     await svc.close();
     expect(server.requests.filter((r) => r.path === `/api/v1/models/${model.modelId}/terminate`)).toHaveLength(1);
-    const http = new HttpTransport({ baseUrl: server.url, apiKey: API_KEY, apiKeyHeader: "X-WEAVER-API-KEY", maxRetries: 0 });
+    const http = new HttpTransport({
+      baseUrl: server.url,
+      apiKey: API_KEY,
+      apiKeyHeader: "X-WEAVER-API-KEY",
+      maxRetries: 0,
+    });
     onCleanup(() => http.close());
-    await expect(http.request({ method: "GET", path: `/api/v1/models/${model.modelId}` })).rejects.toThrow(NotFoundError);
+    await expect(http.request({ method: "GET", path: `/api/v1/models/${model.modelId}` })).rejects.toThrow(
+      NotFoundError,
+    );
   });
 });
 
@@ -116,14 +133,28 @@ describe("weaver wire", () => {
       weights: { data: [0, 0, 1], dtype: "float32" },
     });
     const rl = datum([1, 2, 3], { target_tokens: [2, 3, 4], logprobs: [-1, -1, -1], advantages: [0, 0.5, -2] });
-    expect(weaverDatums([rl], "importance_sampling")[0]!.loss_fn_inputs.loss_mask).toEqual({ data: [0, 1, 1], dtype: "float32" });
-    const given = datum([1, 2, 3], { target_tokens: [2, 3, 4], logprobs: [-1, -1, -1], advantages: [1, 1, 1], loss_mask: [0, 0, 1] });
+    expect(weaverDatums([rl], "importance_sampling")[0]!.loss_fn_inputs.loss_mask).toEqual({
+      data: [0, 1, 1],
+      dtype: "float32",
+    });
+    const given = datum([1, 2, 3], {
+      target_tokens: [2, 3, 4],
+      logprobs: [-1, -1, -1],
+      advantages: [1, 1, 1],
+      loss_mask: [0, 0, 1],
+    });
     expect(weaverDatums([given], "importance_sampling")[0]!.loss_fn_inputs.loss_mask!.data).toEqual([0, 0, 1]);
     expect(() => weaverDatums([], "cross_entropy")).toThrow(/no datums/);
   });
 
   it("takes stop strings only", () => {
-    expect(weaverSamplingParams({ maxTokens: 2, stop: ["\n"] })).toEqual({ temperature: 1, top_p: 1, top_k: -1, max_tokens: 2, stop: ["\n"] });
+    expect(weaverSamplingParams({ maxTokens: 2, stop: ["\n"] })).toEqual({
+      temperature: 1,
+      top_p: 1,
+      top_k: -1,
+      max_tokens: 2,
+      stop: ["\n"],
+    });
     expect(() => weaverSamplingParams({ maxTokens: 2, stop: [10] })).toThrow(SamplingParamsError);
   });
 
@@ -134,9 +165,15 @@ describe("weaver wire", () => {
     const out = readLossPass({
       Result: {
         LossFnOutputs: [{ Logprobs: { data: [-1, -2] } }],
-        forward_backward_task_results: { a: { metrics: { "loss:sum": 1, tokens: 3, "kl:mean": 0.5 } }, b: { Metrics: { "loss:sum": 2, tokens: 4, "kl:mean": 1.5 } } },
+        forward_backward_task_results: {
+          a: { metrics: { "loss:sum": 1, tokens: 3, "kl:mean": 0.5 } },
+          b: { Metrics: { "loss:sum": 2, tokens: 4, "kl:mean": 1.5 } },
+        },
       },
     });
-    expect(out).toEqual({ lossFnOutputs: [{ logprobs: [-1, -2] }], metrics: { "loss:sum": 3, tokens: 7, "kl:mean": 1 } });
+    expect(out).toEqual({
+      lossFnOutputs: [{ logprobs: [-1, -2] }],
+      metrics: { "loss:sum": 3, tokens: 7, "kl:mean": 1 },
+    });
   });
 });

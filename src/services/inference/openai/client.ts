@@ -60,13 +60,18 @@ interface CompletionLogprobs {
 
 /** The fields of a `/v1/completions` answer the client reads. */
 interface CompletionAnswer {
-  choices?: Array<VllmTokenIdFields & { text?: string; finish_reason?: string | null; logprobs?: CompletionLogprobs | null }>;
+  choices?: Array<
+    VllmTokenIdFields & { text?: string; finish_reason?: string | null; logprobs?: CompletionLogprobs | null }
+  >;
 }
 
 /** The fields of a `/v1/chat/completions` answer the client reads (vLLM puts `prompt_token_ids` at the top). */
 interface ChatCompletionAnswer extends VllmTokenIdFields {
   choices?: Array<{
-    message?: { content?: string | null; tool_calls?: Array<{ id: string; type: string; function?: { name: string; arguments: string } }> | null };
+    message?: {
+      content?: string | null;
+      tool_calls?: Array<{ id: string; type: string; function?: { name: string; arguments: string } }> | null;
+    };
     finish_reason?: string | null;
     logprobs?: { content?: Array<{ token: string; logprob: number | null }> | null } | null;
     token_ids?: number[] | null;
@@ -79,7 +84,10 @@ function finishReasonOf(reason: string | null | undefined): FinishReason {
 }
 
 /** Ids the server reported: vLLM's `token_ids`, else logprob tokens written `token_id:<n>`. */
-function reportedIds(tokenIds: number[] | null | undefined, logprobTokens: readonly string[] | null | undefined): number[] | undefined {
+function reportedIds(
+  tokenIds: number[] | null | undefined,
+  logprobTokens: readonly string[] | null | undefined,
+): number[] | undefined {
   if (tokenIds) return tokenIds;
   return logprobTokens ? parseTokenIdStrings(logprobTokens) : undefined;
 }
@@ -87,18 +95,26 @@ function reportedIds(tokenIds: number[] | null | undefined, logprobTokens: reado
 /** The parsed body of a 2xx answer of `POST <baseURL><path>`, which must be a JSON object. */
 function answerBody<A>(baseURL: string, path: string, response: HttpResponse<A | undefined>): A {
   if (response.body === null || typeof response.body !== "object") {
-    throw new InferenceResponseError(`POST ${baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`);
+    throw new InferenceResponseError(
+      `POST ${baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
+    );
   }
   return response.body;
 }
 
 /** A failure of `POST <baseURL><path>` as the client reports it: transport errors wrapped, aborts as they are. */
 function requestFailure(baseURL: string, path: string, error: unknown): unknown {
-  return error instanceof HttpError && !(error instanceof RequestAbortedError) ? new InferenceRequestError(`POST ${baseURL}${path}`, error) : error;
+  return error instanceof HttpError && !(error instanceof RequestAbortedError)
+    ? new InferenceRequestError(`POST ${baseURL}${path}`, error)
+    : error;
 }
 
 /** What a {@link CompletionCall} needs of its client (a private method of it, bound once per client). */
-type CompletionReader = (answer: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined) => InferenceResult;
+type CompletionReader = (
+  answer: CompletionAnswer,
+  promptTokens: number[],
+  policyVersion: number | undefined,
+) => InferenceResult;
 
 /**
  * One `/v1/completions` call waiting for its answer: it receives the transport's outcome and
@@ -149,7 +165,8 @@ export class OpenAIInferenceClient implements InferenceClient {
   readonly tokenizer: Tokenizer;
   private readonly http: HttpTransport;
   private readonly baseURL: string;
-  private readonly readCompletion: CompletionReader = (answer, promptTokens, policyVersion) => this.completionResult(answer, promptTokens, policyVersion);
+  private readonly readCompletion: CompletionReader = (answer, promptTokens, policyVersion) =>
+    this.completionResult(answer, promptTokens, policyVersion);
   private modelName: string;
   private version: number | undefined;
 
@@ -193,7 +210,10 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   /** Continues `prompt` on `/v1/completions`; text is encoded with BOS, token ids are sent as they are. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.complete(typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt, options);
+    return this.complete(
+      typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt,
+      options,
+    );
   }
 
   /** Answers a conversation (with `options.tools` and `options.chatTemplateKwargs`), as `chatVia` says. */
@@ -213,13 +233,31 @@ export class OpenAIInferenceClient implements InferenceClient {
     body.model = this.modelName;
     body.prompt = promptTokens;
     body.logprobs = 1;
-    const request = { method: "POST", path: "/completions", body, retry: "all", ...(options.signal && { signal: options.signal }) } as const;
-    return new Promise((resolve, reject) => this.http.send(request, new CompletionCall(this.baseURL, this.readCompletion, promptTokens, policyVersion, resolve, reject)));
+    const request = {
+      method: "POST",
+      path: "/completions",
+      body,
+      retry: "all",
+      ...(options.signal && { signal: options.signal }),
+    } as const;
+    return new Promise((resolve, reject) =>
+      this.http.send(
+        request,
+        new CompletionCall(this.baseURL, this.readCompletion, promptTokens, policyVersion, resolve, reject),
+      ),
+    );
   }
 
-  private completionResult(response: CompletionAnswer, promptTokens: number[], policyVersion: number | undefined): InferenceResult {
+  private completionResult(
+    response: CompletionAnswer,
+    promptTokens: number[],
+    policyVersion: number | undefined,
+  ): InferenceResult {
     const choice = response.choices?.[0];
-    if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`);
+    if (!choice)
+      throw new InferenceResponseError(
+        `POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`,
+      );
     let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);
     let retokenized: Array<"prompt" | "response"> | undefined;
     if (!responseTokens) {
@@ -228,7 +266,13 @@ export class OpenAIInferenceClient implements InferenceClient {
       retokenized = ["response"];
     }
     const logprobs = this.checkLogprobs("/completions", choice.logprobs?.token_logprobs, responseTokens.length);
-    const result: InferenceResult = { promptTokens: choice.prompt_token_ids ?? promptTokens.slice(), responseTokens, response: choice.text ?? "", logprobs, finishReason: finishReasonOf(choice.finish_reason) };
+    const result: InferenceResult = {
+      promptTokens: choice.prompt_token_ids ?? promptTokens.slice(),
+      responseTokens,
+      response: choice.text ?? "",
+      logprobs,
+      finishReason: finishReasonOf(choice.finish_reason),
+    };
     return this.stamp(result, retokenized, policyVersion);
   }
 
@@ -244,7 +288,10 @@ export class OpenAIInferenceClient implements InferenceClient {
     };
     const response = await this.post<ChatCompletionAnswer>("/chat/completions", params, options);
     const choice = response.choices?.[0];
-    if (!choice) throw new InferenceResponseError(`POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`);
+    if (!choice)
+      throw new InferenceResponseError(
+        `POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`,
+      );
     const text = choice.message?.content ?? "";
     const entries = choice.logprobs?.content ?? undefined;
     const retokenized: Array<"prompt" | "response"> = [];
@@ -254,18 +301,40 @@ export class OpenAIInferenceClient implements InferenceClient {
       promptTokens = this.localChatPrompt(messages, options);
       retokenized.push("prompt");
     }
-    let responseTokens = reportedIds(choice.token_ids, entries?.map((e) => e.token));
+    let responseTokens = reportedIds(
+      choice.token_ids,
+      entries?.map((e) => e.token),
+    );
     if (!responseTokens) {
       this.allowRetokenize("token_ids");
       responseTokens = this.tokenizer.encode(text);
       retokenized.push("response");
     }
-    const logprobs = this.checkLogprobs("/chat/completions", entries?.map((e) => e.logprob), responseTokens.length);
+    const logprobs = this.checkLogprobs(
+      "/chat/completions",
+      entries?.map((e) => e.logprob),
+      responseTokens.length,
+    );
     const toolCalls: ToolCall[] = (choice.message?.tool_calls ?? []).flatMap((call) =>
-      call.type === "function" && call.function ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
+      call.type === "function" && call.function
+        ? [
+            {
+              id: call.id,
+              type: "function" as const,
+              function: { name: call.function.name, arguments: call.function.arguments },
+            },
+          ]
+        : [],
     );
     return this.stamp(
-      { promptTokens, responseTokens, response: text, logprobs, finishReason: finishReasonOf(choice.finish_reason), ...(toolCalls.length > 0 && { toolCalls }) },
+      {
+        promptTokens,
+        responseTokens,
+        response: text,
+        logprobs,
+        finishReason: finishReasonOf(choice.finish_reason),
+        ...(toolCalls.length > 0 && { toolCalls }),
+      },
       retokenized.length > 0 ? retokenized : undefined,
       policyVersion,
     );
@@ -277,7 +346,10 @@ export class OpenAIInferenceClient implements InferenceClient {
    */
   private sampling(options: InferenceOptions): VllmTokenIdRequestFields & Record<string, unknown> {
     const d = this.options.defaults ?? {};
-    const body: VllmTokenIdRequestFields & Record<string, unknown> = { max_tokens: options.maxTokens ?? d.maxTokens ?? DEFAULT_MAX_TOKENS, n: 1 };
+    const body: VllmTokenIdRequestFields & Record<string, unknown> = {
+      max_tokens: options.maxTokens ?? d.maxTokens ?? DEFAULT_MAX_TOKENS,
+      n: 1,
+    };
     const temperature = options.temperature ?? d.temperature;
     if (temperature !== undefined) body.temperature = temperature;
     const topP = options.topP ?? d.topP;
@@ -297,7 +369,11 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   private localChatPrompt(messages: readonly ChatMessage[], options: InferenceOptions): number[] {
     const { tools, chatTemplateKwargs } = options;
-    return this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools && { tools }), ...(chatTemplateKwargs && { chatTemplateKwargs }) });
+    return this.tokenizer.applyChatTemplate(messages, {
+      addGenerationPrompt: true,
+      ...(tools && { tools }),
+      ...(chatTemplateKwargs && { chatTemplateKwargs }),
+    });
   }
 
   /**
@@ -307,7 +383,13 @@ export class OpenAIInferenceClient implements InferenceClient {
   private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
     let response: HttpResponse<A | undefined>;
     try {
-      response = await this.http.request<A | undefined>({ method: "POST", path, body, retry: "all", ...(options.signal && { signal: options.signal }) });
+      response = await this.http.request<A | undefined>({
+        method: "POST",
+        path,
+        body,
+        retry: "all",
+        ...(options.signal && { signal: options.signal }),
+      });
     } catch (error) {
       throw requestFailure(this.baseURL, path, error);
     }
@@ -326,7 +408,11 @@ export class OpenAIInferenceClient implements InferenceClient {
     throw new TokenIdsUnavailableError(message);
   }
 
-  private checkLogprobs(path: string, logprobs: ReadonlyArray<number | null> | null | undefined, count: number): number[] {
+  private checkLogprobs(
+    path: string,
+    logprobs: ReadonlyArray<number | null> | null | undefined,
+    count: number,
+  ): number[] {
     let valid = logprobs !== null && logprobs !== undefined && logprobs.length === count;
     for (let i = 0; valid && i < count; i++) valid = typeof logprobs![i] === "number";
     if (!valid) {
@@ -338,7 +424,11 @@ export class OpenAIInferenceClient implements InferenceClient {
   }
 
   /** `result` with the policy version and what was re-tokenised, when known. */
-  private stamp(result: InferenceResult, retokenized: Array<"prompt" | "response"> | undefined, policyVersion: number | undefined): InferenceResult {
+  private stamp(
+    result: InferenceResult,
+    retokenized: Array<"prompt" | "response"> | undefined,
+    policyVersion: number | undefined,
+  ): InferenceResult {
     if (policyVersion !== undefined) result.policyVersion = policyVersion;
     if (retokenized) result.retokenized = retokenized;
     return result;

@@ -10,7 +10,8 @@ import { networkReason } from "../network-reason.js";
 /** What to do about an HTTP status from an OpenAI-compatible server. */
 function statusHint(status: number): string {
   if (status === 401 || status === 403) return "check apiKey (or OPENAI_API_KEY)";
-  if (status === 404) return "check baseURL (it usually ends in /v1) and the model name the server serves (GET /v1/models)";
+  if (status === 404)
+    return "check baseURL (it usually ends in /v1) and the model name the server serves (GET /v1/models)";
   if (status === 400 || status === 422) return "the server refused the request's parameters";
   if (status === 429) return "the server is overloaded; lower the number of concurrent rollouts or raise maxRetries";
   return "the server failed; check its logs";

@@ -32,11 +32,16 @@ export class ChatTemplate {
       try {
         this.templates.set(name, new Template(template));
       } catch (error) {
-        throw new ChatTemplateError(`the chat template "${name}" does not parse (${(error as Error).message}); fix chat_template in tokenizer_config.json`, { cause: error });
+        throw new ChatTemplateError(
+          `the chat template "${name}" does not parse (${(error as Error).message}); fix chat_template in tokenizer_config.json`,
+          { cause: error },
+        );
       }
     }
     if (!this.templates.has("default")) {
-      throw new ChatTemplateError(`tokenizer_config.json names chat templates [${[...this.templates.keys()].join(", ")}] but none is "default"; add a "default" template`);
+      throw new ChatTemplateError(
+        `tokenizer_config.json names chat templates [${[...this.templates.keys()].join(", ")}] but none is "default"; add a "default" template`,
+      );
     }
   }
 
@@ -57,7 +62,9 @@ export class ChatTemplate {
         add_generation_prompt: options.addGenerationPrompt ?? false,
       });
     } catch (error) {
-      throw new ChatTemplateError(`the chat template failed on this conversation: ${(error as Error).message}`, { cause: error });
+      throw new ChatTemplateError(`the chat template failed on this conversation: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 }

@@ -36,13 +36,17 @@ async function readJson(dir: string, name: string): Promise<Record<string, unkno
   const path = join(dir, name);
   const text = await readOptional(path);
   if (text === undefined) {
-    throw new TokenizerLoadError(`${dir} has no ${name}; a Hugging Face tokenizer folder needs ${REQUIRED_TOKENIZER_FILES.join(" and ")} (download them from the model's page on the Hub)`);
+    throw new TokenizerLoadError(
+      `${dir} has no ${name}; a Hugging Face tokenizer folder needs ${REQUIRED_TOKENIZER_FILES.join(" and ")} (download them from the model's page on the Hub)`,
+    );
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new TokenizerLoadError(`${path} is not valid JSON (${(error as Error).message}); download it again`, { cause: error });
+    throw new TokenizerLoadError(`${path} is not valid JSON (${(error as Error).message}); download it again`, {
+      cause: error,
+    });
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new TokenizerLoadError(`${path} must hold a JSON object; download it again`);

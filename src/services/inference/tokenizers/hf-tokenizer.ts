@@ -23,9 +23,15 @@ function tokenText(value: unknown): string | undefined {
 function templateOf(config: Record<string, unknown>, source: string): ChatTemplateSource | undefined {
   const value = config.chat_template;
   if (value === undefined || value === null) return undefined;
-  const isNamed = (t: unknown) => typeof t === "object" && t !== null && typeof (t as { name?: unknown }).name === "string" && typeof (t as { template?: unknown }).template === "string";
+  const isNamed = (t: unknown) =>
+    typeof t === "object" &&
+    t !== null &&
+    typeof (t as { name?: unknown }).name === "string" &&
+    typeof (t as { template?: unknown }).template === "string";
   if (typeof value === "string" || (Array.isArray(value) && value.every(isNamed))) return value as ChatTemplateSource;
-  throw new TokenizerLoadError(`chat_template in tokenizer_config.json of ${source} must be a template text or a list of { name, template }`);
+  throw new TokenizerLoadError(
+    `chat_template in tokenizer_config.json of ${source} must be a template text or a list of { name, template }`,
+  );
 }
 
 /**
@@ -63,7 +69,10 @@ export class HfTokenizer implements Tokenizer {
     try {
       this.core = new CoreTokenizer(files.tokenizerJson, files.tokenizerConfig);
     } catch (error) {
-      throw new TokenizerLoadError(`cannot build a tokenizer from ${source}: ${(error as Error).message}; check that tokenizer.json is complete`, { cause: error });
+      throw new TokenizerLoadError(
+        `cannot build a tokenizer from ${source}: ${(error as Error).message}; check that tokenizer.json is complete`,
+        { cause: error },
+      );
     }
     let maxId = -1;
     for (const id of this.core.get_vocab(true).values()) maxId = Math.max(maxId, id);
@@ -71,11 +80,17 @@ export class HfTokenizer implements Tokenizer {
     const config = files.tokenizerConfig;
     const idOf = (key: string, text: string): number => {
       const id = this.core.token_to_id(text);
-      if (id === undefined) throw new TokenizerLoadError(`${key} "${text}" of ${source} is not in its vocabulary; fix ${key} in tokenizer_config.json`);
+      if (id === undefined)
+        throw new TokenizerLoadError(
+          `${key} "${text}" of ${source} is not in its vocabulary; fix ${key} in tokenizer_config.json`,
+        );
       return id;
     };
     const eos = tokenText(config.eos_token);
-    if (eos === undefined) throw new TokenizerLoadError(`tokenizer_config.json of ${source} has no eos_token; add the token that ends a turn (for example "<|im_end|>")`);
+    if (eos === undefined)
+      throw new TokenizerLoadError(
+        `tokenizer_config.json of ${source} has no eos_token; add the token that ends a turn (for example "<|im_end|>")`,
+      );
     this.eosToken = eos;
     this.eosId = idOf("eos_token", eos);
     this.bosToken = tokenText(config.bos_token) ?? null;
@@ -83,7 +98,8 @@ export class HfTokenizer implements Tokenizer {
     this.padToken = tokenText(config.pad_token) ?? eos;
     this.padId = idOf("pad_token", this.padToken);
     const templateSource = files.chatTemplate ?? templateOf(config, source);
-    this.template = templateSource === undefined ? null : new ChatTemplate(templateSource, this.specialTokenVariables(config));
+    this.template =
+      templateSource === undefined ? null : new ChatTemplate(templateSource, this.specialTokenVariables(config));
   }
 
   /**
@@ -110,7 +126,9 @@ export class HfTokenizer implements Tokenizer {
     const list = Array.from(ids);
     list.forEach((id, i) => {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.core.id_to_token(id) === undefined) {
-        throw new TokenIdError(`cannot decode token id ${id} at index ${i}: the tokenizer has ids 0..${this.vocabSize - 1}`);
+        throw new TokenIdError(
+          `cannot decode token id ${id} at index ${i}: the tokenizer has ids 0..${this.vocabSize - 1}`,
+        );
       }
     });
     return list.length === 0 ? "" : this.core.decode(list, { skip_special_tokens: true });
@@ -122,7 +140,9 @@ export class HfTokenizer implements Tokenizer {
    */
   renderChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     if (!this.template) {
-      throw new ChatTemplateError("this tokenizer has no chat template (no chat_template in tokenizer_config.json and no chat_template.jinja); format the prompt yourself and use completion()");
+      throw new ChatTemplateError(
+        "this tokenizer has no chat template (no chat_template in tokenizer_config.json and no chat_template.jinja); format the prompt yourself and use completion()",
+      );
     }
     return this.template.render(messages, options);
   }

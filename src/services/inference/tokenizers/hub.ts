@@ -46,9 +46,14 @@ async function isFile(path: string): Promise<boolean> {
 export async function downloadTokenizer(id: string, options: HubDownloadOptions = {}): Promise<string> {
   const revision = options.revision ?? "main";
   if (!HUB_ID.test(id) || id.includes("..")) {
-    throw new TokenizerLoadError(`"${id}" is neither a tokenizer folder nor a Hugging Face model id like "Qwen/Qwen3-0.6B"`);
+    throw new TokenizerLoadError(
+      `"${id}" is neither a tokenizer folder nor a Hugging Face model id like "Qwen/Qwen3-0.6B"`,
+    );
   }
-  if (!REVISION.test(revision)) throw new TokenizerLoadError(`revision "${revision}" must be a branch, tag or commit name (letters, digits, "_", "-", ".")`);
+  if (!REVISION.test(revision))
+    throw new TokenizerLoadError(
+      `revision "${revision}" must be a branch, tag or commit name (letters, digits, "_", "-", ".")`,
+    );
   const folder = join(options.cacheDir ?? defaultTokenizerCacheDir(), ...id.split("/"), revision);
   const cached = await Promise.all(REQUIRED_TOKENIZER_FILES.map((name) => isFile(join(folder, name))));
   if (cached.every(Boolean)) return folder;
@@ -87,7 +92,11 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
   ]);
   try {
     await mkdir(folder, { recursive: true });
-    const files: Array<[string, string | undefined]> = [[CHAT_TEMPLATE_FILE, chatTemplate], ["tokenizer_config.json", tokenizerConfig], ["tokenizer.json", tokenizerJson]];
+    const files: Array<[string, string | undefined]> = [
+      [CHAT_TEMPLATE_FILE, chatTemplate],
+      ["tokenizer_config.json", tokenizerConfig],
+      ["tokenizer.json", tokenizerJson],
+    ];
     for (const [name, text] of files) {
       if (text === undefined) continue;
       // Write then rename, so that a crash never leaves a half-written file the cache would trust.
@@ -96,7 +105,10 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
       await rename(partial, join(folder, name));
     }
   } catch (error) {
-    throw new TokenizerLoadError(`cannot write the downloaded tokenizer into ${folder}: ${(error as Error).message}; set cacheDir to a writable folder`, { cause: error });
+    throw new TokenizerLoadError(
+      `cannot write the downloaded tokenizer into ${folder}: ${(error as Error).message}; set cacheDir to a writable folder`,
+      { cause: error },
+    );
   }
   return folder;
 }

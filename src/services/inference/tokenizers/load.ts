@@ -31,8 +31,12 @@ export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOp
   if (isByteTokenizerName(nameOrPath)) return new ByteTokenizer();
   const info = await stat(nameOrPath).catch(() => undefined);
   if (info?.isDirectory()) return HfTokenizer.fromFolder(nameOrPath);
-  if (info) throw new TokenizerLoadError(`${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`);
-  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath)) throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
+  if (info)
+    throw new TokenizerLoadError(
+      `${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`,
+    );
+  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath))
+    throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
   const folder = await downloadTokenizer(nameOrPath, options);
   return HfTokenizer.fromFolder(folder);
 }

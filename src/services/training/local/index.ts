@@ -82,11 +82,19 @@ class LocalTrainingClient implements TrainingClient {
     private readonly engine: LocalEngine,
   ) {}
 
-  forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  forward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.queue.submit(() => this.engine.forward(data, lossFn, lossFnConfig));
   }
 
-  forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  forwardBackward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.queue.submit(() => this.engine.forwardBackward(data, lossFn, lossFnConfig));
   }
 
@@ -96,7 +104,9 @@ class LocalTrainingClient implements TrainingClient {
 
   /** Local checkpoints never expire: `ttlSeconds` is accepted and ignored. */
   saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
-    return this.queue.submit(async () => ({ path: await this.engine.saveState(name, { optimizer: options.kind === "weights_and_optimizer" }) }));
+    return this.queue.submit(async () => ({
+      path: await this.engine.saveState(name, { optimizer: options.kind === "weights_and_optimizer" }),
+    }));
   }
 
   loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
@@ -109,7 +119,12 @@ class LocalTrainingClient implements TrainingClient {
   }
 
   async getInfo(): Promise<ModelInfo> {
-    return { modelId: this.modelId, baseModel: this.baseModel, tokenizerId: "byte", contextLength: this.engine.config.contextLength };
+    return {
+      modelId: this.modelId,
+      baseModel: this.baseModel,
+      tokenizerId: "byte",
+      contextLength: this.engine.config.contextLength,
+    };
   }
 }
 
@@ -147,6 +162,10 @@ export class LocalTrainingService implements TrainingService {
   async close(): Promise<void> {}
 
   private createEngine(model: string, seed = this.options.seed): LocalEngine {
-    return LocalEngine.create({ model: model as ModelPresetName, outputDir: this.options.outputDir, ...(seed !== undefined && { seed }) });
+    return LocalEngine.create({
+      model: model as ModelPresetName,
+      outputDir: this.options.outputDir,
+      ...(seed !== undefined && { seed }),
+    });
   }
 }

@@ -29,7 +29,12 @@ export const DEFAULT_CHUNK_LIMITS: Readonly<ChunkLimits> = Object.freeze({ maxDa
 export function estimateDatumBytes(datum: Datum): number {
   let bytes = 0;
   for (const chunk of datum.model_input.chunks) {
-    bytes += chunk.type === "encoded_text" ? tokenCount(chunk) * 10 : chunk.type === "image" ? chunk.data.length : chunk.location.length;
+    bytes +=
+      chunk.type === "encoded_text"
+        ? tokenCount(chunk) * 10
+        : chunk.type === "image"
+          ? chunk.data.length
+          : chunk.location.length;
   }
   for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += valueCount(tensor) * 10;
   return bytes;
@@ -61,7 +66,9 @@ export function chunkDatums(data: readonly Datum[], limits: ChunkLimits): Datum[
 
 function weightedMean(values: number[], weights: number[]): number {
   const total = weights.reduce((a, b) => a + b, 0);
-  return total > 0 ? values.reduce((sum, v, i) => sum + v * weights[i]!, 0) / total : values.reduce((a, b) => a + b, 0) / values.length;
+  return total > 0
+    ? values.reduce((sum, v, i) => sum + v * weights[i]!, 0) / total
+    : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
 /** An order-insensitive combination of hash values (FNV-1a over the sorted values). */
@@ -79,7 +86,10 @@ function unorderedHash(values: number[]): number {
  * others under `key_2`, `key_3`, …). A key without a suffix counts as `mean`. Keys missing from
  * some chunk, or with an unknown reduction, are dropped (as the Tinker SDK does).
  */
-export function reduceMetrics(metrics: ReadonlyArray<Record<string, number>>, weights: readonly number[]): Record<string, number> {
+export function reduceMetrics(
+  metrics: ReadonlyArray<Record<string, number>>,
+  weights: readonly number[],
+): Record<string, number> {
   const out: Record<string, number> = {};
   const first = metrics[0];
   if (!first) return out;

@@ -37,7 +37,13 @@ export type SubmitBody = { body: unknown } | { encodedBody: string | Uint8Array 
  * retried on every retryable failure with one idempotency key: the service deduplicates them
  * by `seq_id` (or `model_seq_id`), so a retry never applies an operation twice.
  */
-export async function submitRequest(ctx: TinkerContext, endpoint: string, payload: SubmitBody, requestType: string, headers: Record<string, string> = {}): Promise<string> {
+export async function submitRequest(
+  ctx: TinkerContext,
+  endpoint: string,
+  payload: SubmitBody,
+  requestType: string,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const { body: answer } = await ctx.http.request<{ request_id?: unknown }>({
     method: "POST",
     path: `/api/v1/${endpoint}`,
@@ -47,7 +53,9 @@ export async function submitRequest(ctx: TinkerContext, endpoint: string, payloa
     headers: { "X-Tinker-Request-Type": requestType, ...headers },
   });
   if (typeof answer?.request_id !== "string") {
-    throw new TinkerResponseError(`POST /api/v1/${endpoint} answered without a request_id: ${ctx.http.redact(JSON.stringify(answer)).slice(0, 200)}`);
+    throw new TinkerResponseError(
+      `POST /api/v1/${endpoint} answered without a request_id: ${ctx.http.redact(JSON.stringify(answer)).slice(0, 200)}`,
+    );
   }
   return answer.request_id;
 }

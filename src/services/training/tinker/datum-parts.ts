@@ -65,7 +65,12 @@ function textChunk(modelInput: ModelInput): { type: "encoded_text"; tokens: numb
  * @param inputs the loss inputs sent (client-only keys removed).
  * @throws LossInputError when the datum breaks a part of the contract that does not depend on values.
  */
-export function viewParts(datum: Datum, inputs: Record<string, TensorData>, lossFn: LossFunctionName, config: Record<string, number> | undefined): DatumParts | undefined {
+export function viewParts(
+  datum: Datum,
+  inputs: Record<string, TensorData>,
+  lossFn: LossFunctionName,
+  config: Record<string, number> | undefined,
+): DatumParts | undefined {
   const chunk = textChunk(datum.model_input);
   const tokens = chunk && TokensView.valuesOf(chunk);
   // The model input is not checked by the contract, but only finite numbers are written from sources.
@@ -74,13 +79,23 @@ export function viewParts(datum: Datum, inputs: Record<string, TensorData>, loss
   const withoutValues: Record<string, TensorData> = {};
   for (const [key, tensor] of Object.entries(inputs)) {
     const values: LazyValues | undefined = TensorView.valuesOf(tensor);
-    if (!values?.unread || !keysAre(tensor, "data", "dtype") || values.length !== tokens.length || !valuesPass(values, key === "target_tokens")) return undefined;
+    if (
+      !values?.unread ||
+      !keysAre(tensor, "data", "dtype") ||
+      values.length !== tokens.length ||
+      !valuesPass(values, key === "target_tokens")
+    )
+      return undefined;
     parts.inputs.push([key, values, tensor]);
     withoutValues[key] = { data: [], dtype: tensor.dtype };
   }
   // Sizes and values are right, so only the checks that do not read values can fail: names,
   // dtypes, the backend and the config. Run exactly those, on the datum with its values left out.
-  validateLossInputs(lossFn, { model_input: { chunks: [] }, loss_fn_inputs: withoutValues }, { backend: "tinker", ...(config && { config }) });
+  validateLossInputs(
+    lossFn,
+    { model_input: { chunks: [] }, loss_fn_inputs: withoutValues },
+    { backend: "tinker", ...(config && { config }) },
+  );
   return parts;
 }
 

@@ -26,7 +26,9 @@ export class RequestFailedError extends NexrlError {
   ) {
     super(
       `${what} failed on the Tinker service (${category} error): ${serviceMessage}${
-        category === "user" ? "; fix the request (inputs, names, paths) and submit it again" : "; retry later, or report it if it persists"
+        category === "user"
+          ? "; fix the request (inputs, names, paths) and submit it again"
+          : "; retry later, or report it if it persists"
       }`,
     );
   }

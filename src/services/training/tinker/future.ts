@@ -73,14 +73,26 @@ export class TinkerFuture<T> implements ApiFuture<T> {
           continue;
         }
         if (error instanceof ApiStatusError && error.status === 400 && ++badRequests <= MAX_BAD_REQUESTS) continue;
-        const transient = (error instanceof ApiStatusError && (error.status === 429 || error.status >= 500)) || error instanceof ApiConnectionError || error instanceof ApiTimeoutError;
+        const transient =
+          (error instanceof ApiStatusError && (error.status === 429 || error.status >= 500)) ||
+          error instanceof ApiConnectionError ||
+          error instanceof ApiTimeoutError;
         if (!transient || ++failures > this.ctx.maxRetries) throw error;
-        const wait = (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ?? backoffDelayMs(failures, this.ctx.backoff);
-        this.ctx.log?.(this.ctx.http.redact(`nexrl tinker: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.maxRetries} in ${Math.round(wait)} ms`));
+        const wait =
+          (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ??
+          backoffDelayMs(failures, this.ctx.backoff);
+        this.ctx.log?.(
+          this.ctx.http.redact(
+            `nexrl tinker: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.maxRetries} in ${Math.round(wait)} ms`,
+          ),
+        );
         try {
           await sleep(wait, this.ctx.closed);
         } catch {
-          throw new RequestAbortedError({ method: "POST", url: `${this.ctx.http.baseUrl}/api/v1/retrieve_future` }, "the service was closed");
+          throw new RequestAbortedError(
+            { method: "POST", url: `${this.ctx.http.baseUrl}/api/v1/retrieve_future` },
+            "the service was closed",
+          );
         }
         continue;
       }
@@ -88,7 +100,9 @@ export class TinkerFuture<T> implements ApiFuture<T> {
       const answer = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
       if (answer.type === "try_again") continue;
       if (typeof answer.error === "string" && typeof answer.category === "string") {
-        const category = CATEGORIES.has(answer.category as RequestErrorCategory) ? (answer.category as RequestErrorCategory) : "unknown";
+        const category = CATEGORIES.has(answer.category as RequestErrorCategory)
+          ? (answer.category as RequestErrorCategory)
+          : "unknown";
         throw new RequestFailedError(this.what, this.ctx.http.redact(answer.error), category);
       }
       return this.read(body);

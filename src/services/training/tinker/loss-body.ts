@@ -36,7 +36,8 @@ export interface CheckedDatum {
 /** The loss inputs Tinker receives: all but the client-only keys, in their order. */
 function sentInputs(datum: Datum): Record<string, TensorData> {
   const inputs: Record<string, TensorData> = {};
-  for (const [key, tensor] of Object.entries(datum.loss_fn_inputs)) if (!CLIENT_ONLY_KEYS.has(key)) inputs[key] = tensor;
+  for (const [key, tensor] of Object.entries(datum.loss_fn_inputs))
+    if (!CLIENT_ONLY_KEYS.has(key)) inputs[key] = tensor;
   return inputs;
 }
 
@@ -56,7 +57,8 @@ function shiftedByOne(tokens: SourcedValues, targets: SourcedValues): boolean {
 function writeDatum(out: JsonWriter, datum: Datum, parts: DatumParts): void {
   const { tokens } = parts;
   const targets = parts.inputs.find(([key]) => key === "target_tokens")?.[1];
-  const shared = tokens && targets && shiftedByOne(tokens, targets) && "window" in tokens.source ? tokens.source.window : undefined;
+  const shared =
+    tokens && targets && shiftedByOne(tokens, targets) && "window" in tokens.source ? tokens.source.window : undefined;
   const n = tokens?.length ?? 0;
   let run: [number, number] | undefined;
   out.ascii('{"model_input":');
@@ -107,7 +109,8 @@ function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<strin
   const views = viewParts(datum, inputs, lossFn, config);
   if (views) return { bytes, write: (out) => writeDatum(out, datum, views) };
   const wire: Datum = { model_input: datum.model_input, loss_fn_inputs: {} };
-  for (const [key, tensor] of Object.entries(inputs)) wire.loss_fn_inputs[key] = { ...tensor, shape: tensor.shape ?? [tensor.data.length] };
+  for (const [key, tensor] of Object.entries(inputs))
+    wire.loss_fn_inputs[key] = { ...tensor, shape: tensor.shape ?? [tensor.data.length] };
   validateLossInputs(lossFn, wire, { backend: "tinker", ...(config && { config }) });
   const parts = plainParts(wire, inputs);
   return { bytes, write: (out) => writeDatum(out, wire, parts) };
@@ -117,7 +120,11 @@ function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<strin
  * Checks every datum of a `forward` / `forward_backward` call.
  * @throws LossInputError for the first datum that breaks the contract, or when there is none.
  */
-export function checkDatums(data: readonly Datum[], lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum[] {
+export function checkDatums(
+  data: readonly Datum[],
+  lossFn: LossFunctionName,
+  config: Record<string, number> | undefined,
+): CheckedDatum[] {
   if (data.length === 0) throw new LossInputError(`${lossFn} on tinker: no datums were given; pass at least one`);
   return data.map((d) => checkDatum(d, lossFn, config));
 }

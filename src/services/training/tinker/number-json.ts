@@ -23,7 +23,13 @@ const BLOCK = 1024;
 const MIN_RUN = 16;
 
 /** Writes `array[start .. end - 1]` in blocks, after `written` elements; returns whether any element is written now. */
-function writeStretch(out: JsonWriter, array: readonly number[], start: number, end: number, written: boolean): boolean {
+function writeStretch(
+  out: JsonWriter,
+  array: readonly number[],
+  start: number,
+  end: number,
+  written: boolean,
+): boolean {
   for (let i = start; i < end; i += BLOCK) {
     if (written) out.comma();
     out.elements(JSON.stringify(array.slice(i, Math.min(i + BLOCK, end))));
@@ -38,7 +44,7 @@ export function writeWindow(out: JsonWriter, window: ArrayWindow, from: number, 
   const end = window.start + to;
   let written = false;
   let stretch = window.start + from;
-  for (let i = stretch; i < end; ) {
+  for (let i = stretch; i < end;) {
     const value = array[i];
     let k = i + 1;
     while (k < end && array[k] === value) k++;
@@ -65,7 +71,7 @@ export function writeComputed(out: JsonWriter, length: number, at: (index: numbe
     pending = [];
     written = true;
   };
-  for (let i = 0; i < length; ) {
+  for (let i = 0; i < length;) {
     const value = at(i);
     let end = i + 1;
     while (end < length && at(end) === value) end++;

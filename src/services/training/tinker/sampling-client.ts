@@ -28,7 +28,9 @@ export class TinkerSamplingClient implements SamplingClient {
 
   /** `POST /api/v1/asample` with stop, seed, temperature, top_p and top_k. */
   async sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
-    return this.submit(sampleBody(this.sessionId, this.nextSeq++, prompt, numSamples, params, false), (body) => ({ sequences: readSample(body).sequences }));
+    return this.submit(sampleBody(this.sessionId, this.nextSeq++, prompt, numSamples, params, false), (body) => ({
+      sequences: readSample(body).sequences,
+    }));
   }
 
   /**
@@ -39,14 +41,16 @@ export class TinkerSamplingClient implements SamplingClient {
     const body = sampleBody(this.sessionId, this.nextSeq++, modelInputFromTokens(tokens), 1, { maxTokens: 1 }, true);
     const future = await this.submit(body, (answer) => {
       const { promptLogprobs } = readSample(answer);
-      if (!promptLogprobs) throw new TinkerResponseError("the Tinker service answered compute_logprobs without prompt_logprobs");
+      if (!promptLogprobs)
+        throw new TinkerResponseError("the Tinker service answered compute_logprobs without prompt_logprobs");
       return promptLogprobs;
     });
     return future.result();
   }
 
   private async submit<T>(body: Record<string, unknown>, read: (body: unknown) => T): Promise<ApiFuture<T>> {
-    const send = (): Promise<string> => submitRequest(this.ctx, "asample", { body }, "Sample", { "X-Tinker-Sampling-Backpressure": "1" });
+    const send = (): Promise<string> =>
+      submitRequest(this.ctx, "asample", { body }, "Sample", { "X-Tinker-Sampling-Backpressure": "1" });
     return new TinkerFuture(this.ctx, await send(), send, read, `asample (seq_id ${String(body.seq_id)})`);
   }
 }

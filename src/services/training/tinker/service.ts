@@ -80,7 +80,12 @@ export class TinkerTrainingService implements TrainingService {
    * @throws MissingApiKeyError when neither `apiKey` nor `TINKER_API_KEY` is set.
    */
   constructor(private readonly options: TinkerServiceOptions = {}) {
-    const { apiKey, baseUrl } = resolveEndpoint(options, { service: "Tinker", keyVar: "TINKER_API_KEY", urlVar: "TINKER_BASE_URL", defaultUrl: TINKER_DEFAULT_BASE_URL });
+    const { apiKey, baseUrl } = resolveEndpoint(options, {
+      service: "Tinker",
+      keyVar: "TINKER_API_KEY",
+      urlVar: "TINKER_BASE_URL",
+      defaultUrl: TINKER_DEFAULT_BASE_URL,
+    });
     this.http = new HttpTransport({
       baseUrl,
       apiKey,
@@ -101,18 +106,32 @@ export class TinkerTrainingService implements TrainingService {
   /** Creates a LoRA model (`create_model`, a future) and returns its training client. */
   async createTrainingClient(options: CreateTrainingClientOptions): Promise<TrainingClient> {
     if (options.trainingMode === "full_ft") {
-      throw new UnsupportedTrainingModeError("Tinker trains LoRA adapters only; use trainingMode \"lora\", or the weaver or local backend for full fine-tuning");
+      throw new UnsupportedTrainingModeError(
+        'Tinker trains LoRA adapters only; use trainingMode "lora", or the weaver or local backend for full fine-tuning',
+      );
     }
     const { ctx } = await this.connected();
     const body = {
       session_id: ctx.sessionId,
       model_seq_id: this.nextModelSeq++,
       base_model: options.baseModel,
-      lora_config: { rank: options.loraRank ?? 32, ...(options.seed !== undefined && { seed: options.seed }), train_unembed: true, train_mlp: true, train_attn: true },
+      lora_config: {
+        rank: options.loraRank ?? 32,
+        ...(options.seed !== undefined && { seed: options.seed }),
+        train_unembed: true,
+        train_mlp: true,
+        train_attn: true,
+      },
       type: "create_model",
     };
     const send = (): Promise<string> => submitRequest(ctx, "create_model", { body }, "CreateModel");
-    const future = new TinkerFuture(ctx, await send(), send, (answer) => (answer as { model_id?: unknown }).model_id, `create_model (${options.baseModel})`);
+    const future = new TinkerFuture(
+      ctx,
+      await send(),
+      send,
+      (answer) => (answer as { model_id?: unknown }).model_id,
+      `create_model (${options.baseModel})`,
+    );
     const modelId = await future.result();
     if (typeof modelId !== "string") throw new TinkerResponseError("create_model answered without a model_id");
     return new TinkerTrainingClient(ctx, modelId, options.baseModel);
@@ -133,7 +152,8 @@ export class TinkerTrainingService implements TrainingService {
       retry: "all",
       idempotencyKey: true,
     });
-    if (typeof body.sampling_session_id !== "string") throw new TinkerResponseError("create_sampling_session answered without a sampling_session_id");
+    if (typeof body.sampling_session_id !== "string")
+      throw new TinkerResponseError("create_sampling_session answered without a sampling_session_id");
     return new TinkerSamplingClient(ctx, path, body.sampling_session_id);
   }
 
@@ -154,8 +174,18 @@ export class TinkerTrainingService implements TrainingService {
   }
 
   private async open(): Promise<Connection> {
-    const { body: config } = await this.http.request<Record<string, unknown>>({ method: "POST", path: "/api/v1/client/config", body: { sdk_version: SDK_VERSION }, retry: "all" });
-    const tags = this.options.tags ?? (this.options.env ?? process.env).TINKER_TAGS?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
+    const { body: config } = await this.http.request<Record<string, unknown>>({
+      method: "POST",
+      path: "/api/v1/client/config",
+      body: { sdk_version: SDK_VERSION },
+      retry: "all",
+    });
+    const tags =
+      this.options.tags ??
+      (this.options.env ?? process.env).TINKER_TAGS?.split(",")
+        .map((t) => t.trim())
+        .filter((t) => t !== "") ??
+      [];
     const { body: session } = await this.http.request<{ session_id?: unknown }>({
       method: "POST",
       path: "/api/v1/create_session",
@@ -163,13 +193,18 @@ export class TinkerTrainingService implements TrainingService {
       retry: "all",
       idempotencyKey: true,
     });
-    if (typeof session.session_id !== "string") throw new TinkerResponseError("create_session answered without a session_id");
+    if (typeof session.session_id !== "string")
+      throw new TinkerResponseError("create_session answered without a session_id");
     const sessionId = session.session_id;
-    const flag = (key: string, fallback: number): number => (typeof config?.[key] === "number" ? (config[key] as number) : fallback);
+    const flag = (key: string, fallback: number): number =>
+      typeof config?.[key] === "number" ? (config[key] as number) : fallback;
     const ctx: TinkerContext = {
       http: this.http,
       sessionId,
-      limits: { maxDatums: flag("fwdbwd_max_chunk_len", DEFAULT_CHUNK_LIMITS.maxDatums), maxBytes: flag("fwdbwd_max_chunk_bytes_count", DEFAULT_CHUNK_LIMITS.maxBytes) },
+      limits: {
+        maxDatums: flag("fwdbwd_max_chunk_len", DEFAULT_CHUNK_LIMITS.maxDatums),
+        maxBytes: flag("fwdbwd_max_chunk_bytes_count", DEFAULT_CHUNK_LIMITS.maxBytes),
+      },
       pollTimeoutMs: this.options.pollTimeoutMs ?? 45_000,
       maxRetries: this.options.maxRetries ?? 10,
       backoff: { ...DEFAULT_BACKOFF, ...this.options.backoff },
@@ -181,7 +216,13 @@ export class TinkerTrainingService implements TrainingService {
       label: `Tinker session ${sessionId}`,
       ...(this.options.log && { log: this.options.log }),
       beat: async () => {
-        await this.http.request({ method: "POST", path: "/api/v1/session_heartbeat", body: { session_id: sessionId, type: "session_heartbeat" }, timeoutMs: 10_000, retry: "none" });
+        await this.http.request({
+          method: "POST",
+          path: "/api/v1/session_heartbeat",
+          body: { session_id: sessionId, type: "session_heartbeat" },
+          timeoutMs: 10_000,
+          retry: "none",
+        });
       },
     });
     return { ctx, heartbeat };

@@ -7,7 +7,15 @@
 import { SubmitOrder } from "../../../http/submit-order.js";
 import type { LossFunctionName } from "../../../types/losses.js";
 import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
-import type { ApiFuture, ForwardBackwardOutput, ModelInfo, OptimStepOutput, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
+import type {
+  ApiFuture,
+  ForwardBackwardOutput,
+  ModelInfo,
+  OptimStepOutput,
+  SavedPath,
+  SaveStateOptions,
+  TrainingClient,
+} from "../types.js";
 import { chunkBySize, combineChunks } from "./chunks.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
@@ -37,7 +45,11 @@ export class TinkerTrainingClient implements TrainingClient {
   ) {}
 
   /** Loss and target logprobs without gradients (`POST /api/v1/forward`); large calls go in chunks. */
-  async forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward", "forward_input", "Forward", data, lossFn, lossFnConfig);
   }
 
@@ -46,14 +58,23 @@ export class TinkerTrainingClient implements TrainingClient {
    * `loss_mask` inputs are dropped (Tinker rejects them); the datums are checked against the
    * loss contract before anything is sent. Large calls go in chunks of consecutive `seq_id`s.
    */
-  async forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forwardBackward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward_backward", "forward_backward_input", "ForwardBackward", data, lossFn, lossFnConfig);
   }
 
   /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
-    return this.submit("optim_step", "OptimStep", (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }), readOptimStep);
+    return this.submit(
+      "optim_step",
+      "OptimStep",
+      (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }),
+      readOptimStep,
+    );
   }
 
   /**
@@ -65,14 +86,26 @@ export class TinkerTrainingClient implements TrainingClient {
     return this.submit(
       "save_weights",
       "SaveWeights",
-      (seq) => ({ model_id: this.modelId, path: name, seq_id: seq, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }), overwrite: true, type: "save_weights" }),
+      (seq) => ({
+        model_id: this.modelId,
+        path: name,
+        seq_id: seq,
+        ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }),
+        overwrite: true,
+        type: "save_weights",
+      }),
       (body) => readPath(body, "save_weights"),
     );
   }
 
   /** Restores a `tinker://…/weights/…` checkpoint (`POST /api/v1/load_weights`). */
   async loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
-    return this.submit("load_weights", "LoadWeights", (seq) => ({ model_id: this.modelId, seq_id: seq, path, optimizer: options.optimizer, type: "load_weights" }), () => undefined);
+    return this.submit(
+      "load_weights",
+      "LoadWeights",
+      (seq) => ({ model_id: this.modelId, seq_id: seq, path, optimizer: options.optimizer, type: "load_weights" }),
+      () => undefined,
+    );
   }
 
   /** Snapshots the weights for sampling as `tinker://<model>/sampler_weights/<name>`. */
@@ -80,17 +113,35 @@ export class TinkerTrainingClient implements TrainingClient {
     return this.submit(
       "save_weights_for_sampler",
       "SaveWeightsForSampler",
-      (seq) => ({ model_id: this.modelId, path: name, seq_id: seq, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }), type: "save_weights_for_sampler" }),
+      (seq) => ({
+        model_id: this.modelId,
+        path: name,
+        seq_id: seq,
+        ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }),
+        type: "save_weights_for_sampler",
+      }),
       (body) => readPath(body, "save_weights_for_sampler"),
     );
   }
 
   /** `POST /api/v1/get_info`, with the context length from `get_server_capabilities`. */
   async getInfo(): Promise<ModelInfo> {
-    const { body } = await this.ctx.http.request<Record<string, unknown>>({ method: "POST", path: "/api/v1/get_info", body: { model_id: this.modelId, type: "get_info" }, retry: "all" });
+    const { body } = await this.ctx.http.request<Record<string, unknown>>({
+      method: "POST",
+      path: "/api/v1/get_info",
+      body: { model_id: this.modelId, type: "get_info" },
+      retry: "all",
+    });
     const data = (body.model_data ?? {}) as Record<string, unknown>;
-    const baseModel = typeof data.model_name === "string" ? data.model_name : typeof body.model_name === "string" ? body.model_name : this.baseModel;
-    const { body: capabilities } = await this.ctx.http.request<{ supported_models?: Array<{ model_name?: string; max_context_length?: number }> }>({ method: "GET", path: "/api/v1/get_server_capabilities" });
+    const baseModel =
+      typeof data.model_name === "string"
+        ? data.model_name
+        : typeof body.model_name === "string"
+          ? body.model_name
+          : this.baseModel;
+    const { body: capabilities } = await this.ctx.http.request<{
+      supported_models?: Array<{ model_name?: string; max_context_length?: number }>;
+    }>({ method: "GET", path: "/api/v1/get_server_capabilities" });
     const contextLength = capabilities.supported_models?.find((m) => m.model_name === baseModel)?.max_context_length;
     return {
       modelId: this.modelId,
@@ -101,7 +152,12 @@ export class TinkerTrainingClient implements TrainingClient {
     };
   }
 
-  private submit<T>(endpoint: string, requestType: string, build: (seq: number) => Record<string, unknown>, read: (body: unknown) => T): Promise<ApiFuture<T>> {
+  private submit<T>(
+    endpoint: string,
+    requestType: string,
+    build: (seq: number) => Record<string, unknown>,
+    read: (body: unknown) => T,
+  ): Promise<ApiFuture<T>> {
     const seq = this.nextSeq++;
     const body = build(seq);
     const what = `${endpoint} (seq_id ${seq})`;
@@ -125,12 +181,16 @@ export class TinkerTrainingClient implements TrainingClient {
     const bodies = chunks.map((chunk, i) => lossBody(inputKey, chunk, lossFn, config, this.modelId, seqs[i]!));
     const what = `${endpoint} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
     return this.order.run(what, async () => {
-      const senders = bodies.map((encodedBody) => (): Promise<string> => submitRequest(this.ctx, endpoint, { encodedBody }, requestType));
+      const senders = bodies.map(
+        (encodedBody) => (): Promise<string> => submitRequest(this.ctx, endpoint, { encodedBody }, requestType),
+      );
       // Like the Tinker SDK: later chunks first, in parallel, then the first, which the service
       // waits for before running any of them.
       const later = await Promise.all(senders.slice(1).map((send) => send()));
       const ids = [await senders[0]!(), ...later];
-      const futures = ids.map((id, i) => new TinkerFuture(this.ctx, id, senders[i]!, readForwardBackward, `${endpoint} (seq_id ${seqs[i]})`));
+      const futures = ids.map(
+        (id, i) => new TinkerFuture(this.ctx, id, senders[i]!, readForwardBackward, `${endpoint} (seq_id ${seqs[i]})`),
+      );
       let combined: Promise<ForwardBackwardOutput> | undefined;
       return { result: () => (combined ??= Promise.all(futures.map((f) => f.result())).then(combineChunks)) };
     });

@@ -7,18 +7,29 @@
  */
 import { NexrlError } from "../../../types/errors.js";
 import { tensorValues, type ModelInput, type TensorData } from "../../../types/wire.js";
-import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput, SampleOutput, SampledSequence, SamplingParams } from "../types.js";
+import type {
+  ForwardBackwardOutput,
+  LossFnOutput,
+  OptimStepOutput,
+  SampleOutput,
+  SampledSequence,
+  SamplingParams,
+} from "../types.js";
 
 /** Thrown when a Tinker answer does not have the documented shape. */
 export class TinkerResponseError extends NexrlError {}
 
 function record(value: unknown, what: string): Record<string, unknown> {
-  if (!value || typeof value !== "object" || Array.isArray(value)) throw new TinkerResponseError(`${what}: expected a JSON object from the Tinker service, got ${JSON.stringify(value)?.slice(0, 200)}`);
+  if (!value || typeof value !== "object" || Array.isArray(value))
+    throw new TinkerResponseError(
+      `${what}: expected a JSON object from the Tinker service, got ${JSON.stringify(value)?.slice(0, 200)}`,
+    );
   return value as Record<string, unknown>;
 }
 
 function numbers(value: unknown, what: string): number[] {
-  if (!Array.isArray(value) || !value.every((v) => typeof v === "number")) throw new TinkerResponseError(`${what}: expected a list of numbers from the Tinker service`);
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "number"))
+    throw new TinkerResponseError(`${what}: expected a list of numbers from the Tinker service`);
   return value as number[];
 }
 
@@ -35,7 +46,14 @@ export function samplingParams(params: SamplingParams): Record<string, unknown> 
 }
 
 /** An `asample` body. */
-export function sampleBody(sessionId: string, seqId: number, prompt: ModelInput, numSamples: number, params: SamplingParams, promptLogprobs: boolean): Record<string, unknown> {
+export function sampleBody(
+  sessionId: string,
+  seqId: number,
+  prompt: ModelInput,
+  numSamples: number,
+  params: SamplingParams,
+  promptLogprobs: boolean,
+): Record<string, unknown> {
   return {
     sampling_session_id: sessionId,
     seq_id: seqId,
@@ -57,9 +75,13 @@ export function readForwardBackward(body: unknown): ForwardBackwardOutput {
     const fields: Record<string, number[]> = {};
     for (const [name, tensor] of Object.entries(record(item, `loss_fn_outputs[${i}]`))) {
       const t = record(tensor, `loss_fn_outputs[${i}].${name}`);
-      fields[name] = tensorValues({ ...(t as unknown as TensorData), data: numbers(t.data, `loss_fn_outputs[${i}].${name}.data`) });
+      fields[name] = tensorValues({
+        ...(t as unknown as TensorData),
+        data: numbers(t.data, `loss_fn_outputs[${i}].${name}.data`),
+      });
     }
-    if (!fields.logprobs) throw new TinkerResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
+    if (!fields.logprobs)
+      throw new TinkerResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
     return fields as LossFnOutput;
   });
   return { lossFnOutputs, metrics: readMetrics(out.metrics) };
@@ -67,7 +89,9 @@ export function readForwardBackward(body: unknown): ForwardBackwardOutput {
 
 function readMetrics(value: unknown): Record<string, number> {
   if (value === undefined || value === null) return {};
-  return Object.fromEntries(Object.entries(record(value, "metrics")).filter((entry): entry is [string, number] => typeof entry[1] === "number"));
+  return Object.fromEntries(
+    Object.entries(record(value, "metrics")).filter((entry): entry is [string, number] => typeof entry[1] === "number"),
+  );
 }
 
 /** Reads an `OptimStepResponse` (`metrics` may be null). */
@@ -89,11 +113,19 @@ export function readSample(body: unknown): SampleOutput & { promptLogprobs?: Arr
   const sequences = out.sequences.map((s, i): SampledSequence => {
     const seq = record(s, `sequences[${i}]`);
     const stopReason = seq.stop_reason;
-    if (stopReason !== "stop" && stopReason !== "length") throw new TinkerResponseError(`sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected "stop" or "length"`);
-    return { tokens: numbers(seq.tokens, `sequences[${i}].tokens`), logprobs: numbers(seq.logprobs ?? [], `sequences[${i}].logprobs`), stopReason };
+    if (stopReason !== "stop" && stopReason !== "length")
+      throw new TinkerResponseError(
+        `sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected "stop" or "length"`,
+      );
+    return {
+      tokens: numbers(seq.tokens, `sequences[${i}].tokens`),
+      logprobs: numbers(seq.logprobs ?? [], `sequences[${i}].logprobs`),
+      stopReason,
+    };
   });
   const prompt = out.prompt_logprobs;
   if (prompt === undefined || prompt === null) return { sequences };
-  if (!Array.isArray(prompt) || !prompt.every((v) => v === null || typeof v === "number")) throw new TinkerResponseError("sample result: prompt_logprobs must be numbers or null");
+  if (!Array.isArray(prompt) || !prompt.every((v) => v === null || typeof v === "number"))
+    throw new TinkerResponseError("sample result: prompt_logprobs must be numbers or null");
   return { sequences, promptLogprobs: prompt as Array<number | null> };
 }

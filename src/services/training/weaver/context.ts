@@ -24,7 +24,13 @@ export interface WeaverContext {
  * POSTs a request that answers with an operation and returns the operation's future. The POST
  * is sent again only when its connection was never made: Weaver operations are not idempotent.
  */
-export async function submitOperation<T>(ctx: WeaverContext, path: string, body: unknown, read: (response: unknown) => T, what: string): Promise<WeaverOperation<T>> {
+export async function submitOperation<T>(
+  ctx: WeaverContext,
+  path: string,
+  body: unknown,
+  read: (response: unknown) => T,
+  what: string,
+): Promise<WeaverOperation<T>> {
   const { body: operation } = await ctx.http.request({ method: "POST", path, body, retry: "unsent" });
   return new WeaverOperation(ctx, operation, read, what);
 }

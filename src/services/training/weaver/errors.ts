@@ -19,7 +19,9 @@ export class OperationFailedError extends NexrlError {
     readonly serviceMessage: string,
     readonly details: unknown,
   ) {
-    super(`${what} failed on the Weaver service (${code}): ${serviceMessage}; check the request's inputs, or retry if the service was at fault`);
+    super(
+      `${what} failed on the Weaver service (${code}): ${serviceMessage}; check the request's inputs, or retry if the service was at fault`,
+    );
   }
 }
 

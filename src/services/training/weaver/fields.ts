@@ -10,7 +10,9 @@ const normal = (name: string): string => name.replace(/[_-]/g, "").toLowerCase()
 /** The object `value`, or a {@link WeaverResponseError} naming `what`. */
 export function object(value: unknown, what: string): Record<string, unknown> {
   if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new WeaverResponseError(`${what}: expected a JSON object from the Weaver service, got ${JSON.stringify(value)?.slice(0, 200)}`);
+    throw new WeaverResponseError(
+      `${what}: expected a JSON object from the Weaver service, got ${JSON.stringify(value)?.slice(0, 200)}`,
+    );
   }
   return value as Record<string, unknown>;
 }
@@ -28,13 +30,15 @@ export function field(value: unknown, name: string): unknown {
 /** The string field `name`, or a {@link WeaverResponseError}. */
 export function stringField(value: unknown, name: string, what: string): string {
   const found = field(value, name);
-  if (typeof found !== "string") throw new WeaverResponseError(`${what}: the Weaver answer has no string field ${name}`);
+  if (typeof found !== "string")
+    throw new WeaverResponseError(`${what}: the Weaver answer has no string field ${name}`);
   return found;
 }
 
 /** The numbers of `value` — a list, or a tensor `{data: [...]}` — or a {@link WeaverResponseError}. */
 export function numberList(value: unknown, what: string): number[] {
   const list = field(value, "data") ?? value;
-  if (!Array.isArray(list) || !list.every((v) => typeof v === "number")) throw new WeaverResponseError(`${what}: expected a list of numbers from the Weaver service`);
+  if (!Array.isArray(list) || !list.every((v) => typeof v === "number"))
+    throw new WeaverResponseError(`${what}: expected a list of numbers from the Weaver service`);
   return list as number[];
 }

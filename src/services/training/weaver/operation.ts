@@ -22,10 +22,18 @@ export interface PollOptions {
 }
 
 /** Default {@link PollOptions}: 0.5 s doubling to 10 s, 20 transient failures. */
-export const DEFAULT_POLL: Readonly<PollOptions> = Object.freeze({ intervalMs: 500, maxIntervalMs: 10_000, transientRetries: 20 });
+export const DEFAULT_POLL: Readonly<PollOptions> = Object.freeze({
+  intervalMs: 500,
+  maxIntervalMs: 10_000,
+  transientRetries: 20,
+});
 
 function isTransient(error: unknown): boolean {
-  return (error instanceof ApiStatusError && error.isRetryable) || error instanceof ApiConnectionError || error instanceof ApiTimeoutError;
+  return (
+    (error instanceof ApiStatusError && error.isRetryable) ||
+    error instanceof ApiConnectionError ||
+    error instanceof ApiTimeoutError
+  );
 }
 
 /**
@@ -60,7 +68,10 @@ export class WeaverOperation<T> implements ApiFuture<T> {
     try {
       await sleep(ms, this.ctx.closed);
     } catch {
-      throw new RequestAbortedError({ method: "GET", url: `${this.ctx.http.baseUrl}/api/v1/operations` }, "the service was closed");
+      throw new RequestAbortedError(
+        { method: "GET", url: `${this.ctx.http.baseUrl}/api/v1/operations` },
+        "the service was closed",
+      );
     }
   }
 
@@ -75,18 +86,32 @@ export class WeaverOperation<T> implements ApiFuture<T> {
       if (status === "error") {
         const code = field(operation, "error_code") ?? field(operation, "error") ?? "error";
         const message = field(operation, "error_message") ?? "no message";
-        throw new OperationFailedError(this.what, String(code), this.ctx.http.redact(String(message)), field(operation, "error_details"));
+        throw new OperationFailedError(
+          this.what,
+          String(code),
+          this.ctx.http.redact(String(message)),
+          field(operation, "error_details"),
+        );
       }
       await this.pause(delay);
       delay = Math.min(delay * 2, this.ctx.poll.maxIntervalMs);
       try {
-        ({ body: operation } = await this.ctx.http.request({ method: "GET", path: `/api/v1/operations/${encodeURIComponent(id)}`, retry: "none" }));
+        ({ body: operation } = await this.ctx.http.request({
+          method: "GET",
+          path: `/api/v1/operations/${encodeURIComponent(id)}`,
+          retry: "none",
+        }));
         failures = 0;
       } catch (error) {
         if (!isTransient(error) || ++failures > this.ctx.poll.transientRetries) throw error;
-        this.ctx.log?.(this.ctx.http.redact(`nexrl weaver: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.poll.transientRetries}`));
+        this.ctx.log?.(
+          this.ctx.http.redact(
+            `nexrl weaver: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.poll.transientRetries}`,
+          ),
+        );
         // The doubling delay is the backoff; a retry-after asks for at least that long.
-        if (error instanceof ApiStatusError && error.retryAfterMs !== undefined) delay = Math.max(delay, error.retryAfterMs);
+        if (error instanceof ApiStatusError && error.retryAfterMs !== undefined)
+          delay = Math.max(delay, error.retryAfterMs);
       }
     }
   }

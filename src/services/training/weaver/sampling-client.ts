@@ -32,13 +32,25 @@ export class WeaverSamplingClient implements SamplingClient {
 
   /** `POST /sampling-sessions/{id}/samples`; stops must be strings. A paused sampler answers `abort`. */
   async sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
-    const body = { prompt, sampling_params: weaverSamplingParams(params), num_samples: numSamples, prompt_logprobs: false, topk_prompt_logprobs: 0 };
+    const body = {
+      prompt,
+      sampling_params: weaverSamplingParams(params),
+      num_samples: numSamples,
+      prompt_logprobs: false,
+      topk_prompt_logprobs: 0,
+    };
     return submitOperation(this.ctx, this.path("samples"), body, readSample, "sample");
   }
 
   /** `POST /sampling-sessions/{id}/logprobs`: logprob of each token given the ones before it; index 0 is null. */
   async computeLogprobs(tokens: number[]): Promise<Array<number | null>> {
-    const operation = await submitOperation(this.ctx, this.path("logprobs"), { prompt: modelInputFromTokens(tokens) }, readPromptLogprobs, "compute_logprobs");
+    const operation = await submitOperation(
+      this.ctx,
+      this.path("logprobs"),
+      { prompt: modelInputFromTokens(tokens) },
+      readPromptLogprobs,
+      "compute_logprobs",
+    );
     return operation.result();
   }
 
@@ -51,7 +63,12 @@ export class WeaverSamplingClient implements SamplingClient {
    */
   async pauseGeneration(mode: PauseMode = "abort"): Promise<void> {
     this.checkPausable("pauseGeneration");
-    await this.ctx.http.request({ method: "POST", path: this.path("pause-generation"), body: { mode }, retry: "unsent" });
+    await this.ctx.http.request({
+      method: "POST",
+      path: this.path("pause-generation"),
+      body: { mode },
+      retry: "unsent",
+    });
   }
 
   /** Resumes generation after {@link WeaverSamplingClient.pauseGeneration}. @throws {@link PauseNotSupportedError} for a LoRA model. */

@@ -67,7 +67,12 @@ export class WeaverTrainingService implements TrainingService {
    * @throws MissingApiKeyError when neither `apiKey` nor `WEAVER_API_KEY` is set.
    */
   constructor(private readonly options: WeaverServiceOptions = {}) {
-    const { apiKey, baseUrl } = resolveEndpoint(options, { service: "Weaver", keyVar: "WEAVER_API_KEY", urlVar: "WEAVER_BASE_URL", defaultUrl: WEAVER_DEFAULT_BASE_URL });
+    const { apiKey, baseUrl } = resolveEndpoint(options, {
+      service: "Weaver",
+      keyVar: "WEAVER_API_KEY",
+      urlVar: "WEAVER_BASE_URL",
+      defaultUrl: WEAVER_DEFAULT_BASE_URL,
+    });
     this.http = new HttpTransport({
       baseUrl,
       apiKey,
@@ -102,12 +107,23 @@ export class WeaverTrainingService implements TrainingService {
         base_model: options.baseModel,
         training_mode: trainingMode,
         ...(trainingMode === "lora" && {
-          lora_config: { rank: options.loraRank ?? 32, train_unembed: true, train_mlp: true, train_attn: true, ...(options.seed !== undefined && { seed: options.seed }) },
+          lora_config: {
+            rank: options.loraRank ?? 32,
+            train_unembed: true,
+            train_mlp: true,
+            train_attn: true,
+            ...(options.seed !== undefined && { seed: options.seed }),
+          },
         }),
       },
       retry: "unsent",
     });
-    const client = new WeaverTrainingClient(ctx, stringField(body, "id", "create model"), options.baseModel, trainingMode);
+    const client = new WeaverTrainingClient(
+      ctx,
+      stringField(body, "id", "create model"),
+      options.baseModel,
+      trainingMode,
+    );
     this.models.set(client.modelId, client);
     return client;
   }
@@ -133,9 +149,19 @@ export class WeaverTrainingService implements TrainingService {
     let session = body;
     if (status === 202) {
       session = field(body, "sampling_session");
-      await new WeaverOperation(ctx, field(body, "sync_operation"), () => undefined, `sampling session for ${path}`).result();
+      await new WeaverOperation(
+        ctx,
+        field(body, "sync_operation"),
+        () => undefined,
+        `sampling session for ${path}`,
+      ).result();
     }
-    return new WeaverSamplingClient(ctx, path, stringField(session, "id", "create sampling session"), model?.trainingMode);
+    return new WeaverSamplingClient(
+      ctx,
+      path,
+      stringField(session, "id", "create sampling session"),
+      model?.trainingMode,
+    );
   }
 
   /** Terminates the models this service created, stops heartbeats and releases connections. */
@@ -144,8 +170,17 @@ export class WeaverTrainingService implements TrainingService {
     connection?.heartbeat.stop();
     for (const modelId of this.models.keys()) {
       await this.http
-        .request({ method: "POST", path: `/api/v1/models/${encodeURIComponent(modelId)}/terminate`, body: { instance_types: ["trainer", "inference"] }, retry: "unsent" })
-        .catch((error: unknown) => this.options.log?.(`nexrl: could not terminate Weaver model ${modelId}: ${error instanceof Error ? error.message : String(error)}`));
+        .request({
+          method: "POST",
+          path: `/api/v1/models/${encodeURIComponent(modelId)}/terminate`,
+          body: { instance_types: ["trainer", "inference"] },
+          retry: "unsent",
+        })
+        .catch((error: unknown) =>
+          this.options.log?.(
+            `nexrl: could not terminate Weaver model ${modelId}: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
     }
     this.models.clear();
     this.closing.abort(new Error("the Weaver service client was closed"));
@@ -161,15 +196,31 @@ export class WeaverTrainingService implements TrainingService {
   }
 
   private async open(): Promise<Connection> {
-    const { body } = await this.http.request({ method: "POST", path: "/api/v1/sessions", body: { tags: ["nexrl"], user_metadata: {}, sdk_version: SDK_VERSION }, retry: "unsent" });
+    const { body } = await this.http.request({
+      method: "POST",
+      path: "/api/v1/sessions",
+      body: { tags: ["nexrl"], user_metadata: {}, sdk_version: SDK_VERSION },
+      retry: "unsent",
+    });
     const sessionId = stringField(body, "id", "create session");
-    const ctx: WeaverContext = { http: this.http, sessionId, poll: this.poll, closed: this.closing.signal, log: this.options.log };
+    const ctx: WeaverContext = {
+      http: this.http,
+      sessionId,
+      poll: this.poll,
+      closed: this.closing.signal,
+      log: this.options.log,
+    };
     const heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 30_000,
       label: `Weaver session ${sessionId}`,
       ...(this.options.log && { log: this.options.log }),
       beat: async () => {
-        await this.http.request({ method: "POST", path: `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, timeoutMs: 10_000, retry: "none" });
+        await this.http.request({
+          method: "POST",
+          path: `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`,
+          timeoutMs: 10_000,
+          retry: "none",
+        });
       },
     });
     return { ctx, heartbeat };

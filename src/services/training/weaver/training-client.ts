@@ -7,7 +7,15 @@
 import { SubmitOrder } from "../../../http/submit-order.js";
 import type { LossFunctionName } from "../../../types/losses.js";
 import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
-import type { ApiFuture, ForwardBackwardOutput, ModelInfo, OptimStepOutput, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
+import type {
+  ApiFuture,
+  ForwardBackwardOutput,
+  ModelInfo,
+  OptimStepOutput,
+  SavedPath,
+  SaveStateOptions,
+  TrainingClient,
+} from "../types.js";
 import { submitOperation, type WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import type { WeaverOperation } from "./operation.js";
@@ -46,7 +54,11 @@ export class WeaverTrainingClient implements TrainingClient {
   ) {}
 
   /** Loss and logprobs without gradients (`POST /models/{id}/forward-passes`). */
-  async forward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward-passes", "forward_input", data, lossFn, lossFnConfig);
   }
 
@@ -54,19 +66,31 @@ export class WeaverTrainingClient implements TrainingClient {
    * Loss, logprobs and accumulated gradients (`POST /models/{id}/forward-backward-passes`).
    * `importance_sampling` datums without `loss_mask` get one (1 where the advantage is not 0).
    */
-  async forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>): Promise<ApiFuture<ForwardBackwardOutput>> {
+  async forwardBackward(
+    data: Datum[],
+    lossFn: LossFunctionName,
+    lossFnConfig?: Record<string, number>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.lossPass("forward-backward-passes", "forward_backward_input", data, lossFn, lossFnConfig);
   }
 
   /** Applies the accumulated gradients (`POST /models/{id}/optimizer-steps`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
-    return this.sequenced("optimizer-steps", "optim_step", (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, adam_params } }), readOptimStep);
+    return this.sequenced(
+      "optimizer-steps",
+      "optim_step",
+      (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, adam_params } }),
+      readOptimStep,
+    );
   }
 
   /** Saves a `weight` or `weight_and_optimizer` checkpoint named `name` (see {@link WeaverTrainingClient.saveCheckpoint}). */
   async saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
-    return this.saveCheckpoint(name, { type: options.kind === "weights" ? "weight" : "weight_and_optimizer", ...(options.ttlSeconds !== undefined && { ttlSeconds: options.ttlSeconds }) });
+    return this.saveCheckpoint(name, {
+      type: options.kind === "weights" ? "weight" : "weight_and_optimizer",
+      ...(options.ttlSeconds !== undefined && { ttlSeconds: options.ttlSeconds }),
+    });
   }
 
   /**
@@ -74,9 +98,18 @@ export class WeaverTrainingClient implements TrainingClient {
    * `weight` (kept), `weight_and_optimizer` (to resume exactly) or `sampling` (expires after an
    * hour unless `ttlSeconds` says otherwise).
    */
-  async saveCheckpoint(name: string, options: { type: WeaverCheckpointType; ttlSeconds?: number }): Promise<ApiFuture<SavedPath>> {
-    const body = { type: options.type, name, ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }) };
-    return this.afterEarlier(`checkpoint ${name}`, "checkpoints", body, (response) => ({ path: stringField(response, "path", "checkpoint") }));
+  async saveCheckpoint(
+    name: string,
+    options: { type: WeaverCheckpointType; ttlSeconds?: number },
+  ): Promise<ApiFuture<SavedPath>> {
+    const body = {
+      type: options.type,
+      name,
+      ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }),
+    };
+    return this.afterEarlier(`checkpoint ${name}`, "checkpoints", body, (response) => ({
+      path: stringField(response, "path", "checkpoint"),
+    }));
   }
 
   /** Restores a checkpoint (`POST /models/{id}/load`), with the optimizer state when `optimizer`. */
@@ -88,17 +121,28 @@ export class WeaverTrainingClient implements TrainingClient {
    * Exports the weights for sampling (`POST /models/{id}/export-sampler`). The export expires
    * after `ttlSeconds` (default 3600); `null` keeps it.
    */
-  async saveWeightsForSampler(name: string, options: { ttlSeconds?: number | null } = {}): Promise<ApiFuture<SavedPath>> {
+  async saveWeightsForSampler(
+    name: string,
+    options: { ttlSeconds?: number | null } = {},
+  ): Promise<ApiFuture<SavedPath>> {
     const ttl_seconds = options.ttlSeconds === undefined ? DEFAULT_SAMPLER_TTL_SECONDS : options.ttlSeconds;
-    return this.sequenced("export-sampler", "export_sampler", (seq) => ({ seq_id: seq, path: name, ttl_seconds }), (response) => {
-      const path = field(response, "model_path") ?? field(response, "path");
-      return { path: typeof path === "string" ? path : stringField(response, "model_path", "export-sampler") };
-    });
+    return this.sequenced(
+      "export-sampler",
+      "export_sampler",
+      (seq) => ({ seq_id: seq, path: name, ttl_seconds }),
+      (response) => {
+        const path = field(response, "model_path") ?? field(response, "path");
+        return { path: typeof path === "string" ? path : stringField(response, "model_path", "export-sampler") };
+      },
+    );
   }
 
   /** `GET /models/{id}`. */
   async getInfo(): Promise<ModelInfo> {
-    const { body } = await this.ctx.http.request({ method: "GET", path: `/api/v1/models/${encodeURIComponent(this.modelId)}` });
+    const { body } = await this.ctx.http.request({
+      method: "GET",
+      path: `/api/v1/models/${encodeURIComponent(this.modelId)}`,
+    });
     const rank = field(field(body, "lora_config"), "rank");
     const tokenizer = field(body, "tokenizer_path");
     const context = field(body, "max_context_length");
@@ -116,7 +160,12 @@ export class WeaverTrainingClient implements TrainingClient {
     return `/api/v1/models/${encodeURIComponent(this.modelId)}/${route}`;
   }
 
-  private sequenced<T>(route: string, kind: string, build: (seq: number) => Record<string, unknown>, read: (response: unknown) => T): Promise<ApiFuture<T>> {
+  private sequenced<T>(
+    route: string,
+    kind: string,
+    build: (seq: number) => Record<string, unknown>,
+    read: (response: unknown) => T,
+  ): Promise<ApiFuture<T>> {
     const seq = this.nextSeq++;
     const what = `${kind} (seq_id ${seq})`;
     const body = build(seq);
@@ -127,7 +176,12 @@ export class WeaverTrainingClient implements TrainingClient {
     });
   }
 
-  private afterEarlier<T>(what: string, route: string, body: Record<string, unknown>, read: (response: unknown) => T): Promise<ApiFuture<T>> {
+  private afterEarlier<T>(
+    what: string,
+    route: string,
+    body: Record<string, unknown>,
+    read: (response: unknown) => T,
+  ): Promise<ApiFuture<T>> {
     return this.order.run(what, async () => {
       await this.latest?.result().catch(() => undefined);
       const operation = await submitOperation(this.ctx, this.modelPath(route), body, read, what);
@@ -145,6 +199,17 @@ export class WeaverTrainingClient implements TrainingClient {
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
     const datums = weaverDatums(data, lossFn);
     const kind = inputKey === "forward_input" ? "forward" : "forward_backward";
-    return this.sequenced(route, kind, (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, [inputKey]: { loss_fn: lossFn, data: datums, ...(config && { loss_fn_config: config }) } } }), readLossPass);
+    return this.sequenced(
+      route,
+      kind,
+      (seq) => ({
+        payload: {
+          model_id: this.modelId,
+          seq_id: seq,
+          [inputKey]: { loss_fn: lossFn, data: datums, ...(config && { loss_fn_config: config }) },
+        },
+      }),
+      readLossPass,
+    );
   }
 }

@@ -28,16 +28,28 @@ export interface WeaverTensor {
  * as lists without `shape` (sparse ones densified).
  * @throws LossInputError when a datum breaks the contract, or there is no datum.
  */
-export function weaverDatums(data: readonly Datum[], lossFn: LossFunctionName): Array<{ model_input: Datum["model_input"]; loss_fn_inputs: Record<string, WeaverTensor> }> {
+export function weaverDatums(
+  data: readonly Datum[],
+  lossFn: LossFunctionName,
+): Array<{ model_input: Datum["model_input"]; loss_fn_inputs: Record<string, WeaverTensor> }> {
   if (data.length === 0) throw new LossInputError(`${lossFn} on weaver: no datums were given; pass at least one`);
   return data.map((d) => {
     const inputs = { ...d.loss_fn_inputs };
     const advantages = inputs.advantages;
     if (lossFn === "importance_sampling" && !inputs.loss_mask && advantages) {
-      inputs.loss_mask = { data: tensorValues(advantages).map((a) => (a !== 0 ? 1 : 0)), dtype: "float32", ...(advantages.shape && { shape: advantages.shape }) };
+      inputs.loss_mask = {
+        data: tensorValues(advantages).map((a) => (a !== 0 ? 1 : 0)),
+        dtype: "float32",
+        ...(advantages.shape && { shape: advantages.shape }),
+      };
     }
     validateLossInputs(lossFn, { model_input: d.model_input, loss_fn_inputs: inputs }, { backend: "weaver" });
-    return { model_input: d.model_input, loss_fn_inputs: Object.fromEntries(Object.entries(inputs).map(([k, t]) => [k, { data: tensorValues(t), dtype: t.dtype }])) };
+    return {
+      model_input: d.model_input,
+      loss_fn_inputs: Object.fromEntries(
+        Object.entries(inputs).map(([k, t]) => [k, { data: tensorValues(t), dtype: t.dtype }]),
+      ),
+    };
   });
 }
 
@@ -48,7 +60,9 @@ export function weaverDatums(data: readonly Datum[], lossFn: LossFunctionName): 
 export function weaverSamplingParams(params: SamplingParams): Record<string, unknown> {
   const stop = params.stop as Array<string | number> | undefined;
   if (stop?.some((s) => typeof s !== "string")) {
-    throw new SamplingParamsError("Weaver takes stop strings only, not token ids; pass the stop sequences as text (decode the token ids with the tokenizer)");
+    throw new SamplingParamsError(
+      "Weaver takes stop strings only, not token ids; pass the stop sequences as text (decode the token ids with the tokenizer)",
+    );
   }
   return {
     temperature: params.temperature ?? 1,
@@ -77,7 +91,9 @@ function metricsOf(value: unknown): Record<string, number> {
 function lossMetrics(res: Record<string, unknown>): Record<string, number> {
   const direct = field(res, "metrics");
   if (direct) return metricsOf(direct);
-  const tasks = Object.values(object(field(res, "forward_backward_task_results") ?? {}, "forward_backward_task_results")).map((t) => metricsOf(field(t, "metrics")));
+  const tasks = Object.values(
+    object(field(res, "forward_backward_task_results") ?? {}, "forward_backward_task_results"),
+  ).map((t) => metricsOf(field(t, "metrics")));
   const out: Record<string, number> = {};
   for (const key of new Set(tasks.flatMap((m) => Object.keys(m)))) {
     const values = tasks.filter((m) => key in m).map((m) => m[key]!);
@@ -94,8 +110,14 @@ export function readLossPass(response: unknown): ForwardBackwardOutput {
   if (!Array.isArray(outputs)) throw new WeaverResponseError("forward_backward result: loss_fn_outputs is missing");
   return {
     lossFnOutputs: outputs.map((o, i) => {
-      const fields = Object.fromEntries(Object.entries(object(o, `loss_fn_outputs[${i}]`)).map(([name, v]) => [name.toLowerCase() === "logprobs" ? "logprobs" : name, numberList(v, `loss_fn_outputs[${i}].${name}`)]));
-      if (!fields.logprobs) throw new WeaverResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
+      const fields = Object.fromEntries(
+        Object.entries(object(o, `loss_fn_outputs[${i}]`)).map(([name, v]) => [
+          name.toLowerCase() === "logprobs" ? "logprobs" : name,
+          numberList(v, `loss_fn_outputs[${i}].${name}`),
+        ]),
+      );
+      if (!fields.logprobs)
+        throw new WeaverResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
       return fields as ForwardBackwardOutput["lossFnOutputs"][number];
     }),
     metrics: lossMetrics(res),
@@ -117,9 +139,15 @@ export function readSample(response: unknown): SampleOutput {
     sequences: sequences.map((s, i): SampledSequence => {
       const stopReason = field(s, "stop_reason");
       if (typeof stopReason !== "string" || !STOP_REASONS.has(stopReason)) {
-        throw new WeaverResponseError(`sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected stop, length or abort`);
+        throw new WeaverResponseError(
+          `sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected stop, length or abort`,
+        );
       }
-      return { tokens: numberList(field(s, "tokens"), `sequences[${i}].tokens`), logprobs: numberList(field(s, "logprobs") ?? [], `sequences[${i}].logprobs`), stopReason: stopReason as SampledSequence["stopReason"] };
+      return {
+        tokens: numberList(field(s, "tokens"), `sequences[${i}].tokens`),
+        logprobs: numberList(field(s, "logprobs") ?? [], `sequences[${i}].logprobs`),
+        stopReason: stopReason as SampledSequence["stopReason"],
+      };
     }),
   };
 }
@@ -127,6 +155,7 @@ export function readSample(response: unknown): SampleOutput {
 /** Reads the `prompt_logprobs` of a logprobs operation (index 0 is null). */
 export function readPromptLogprobs(response: unknown): Array<number | null> {
   const values = field(result(response, "logprobs result"), "prompt_logprobs");
-  if (!Array.isArray(values) || !values.every((v) => v === null || typeof v === "number")) throw new WeaverResponseError("logprobs result: prompt_logprobs must be numbers or null");
+  if (!Array.isArray(values) || !values.every((v) => v === null || typeof v === "number"))
+    throw new WeaverResponseError("logprobs result: prompt_logprobs must be numbers or null");
   return values as Array<number | null>;
 }

@@ -15,7 +15,9 @@ describe("JsonWriter", () => {
     out.ascii("]}");
     const bytes = out.bytes();
     expect(text(bytes)).toBe('{"id":"modèle λ 😀","a":[0.5,-0.25,-0.25,-0.25]}');
-    expect(Buffer.compare(bytes, Buffer.from(JSON.stringify({ id: "modèle λ 😀", a: [0.5, -0.25, -0.25, -0.25] })))).toBe(0);
+    expect(
+      Buffer.compare(bytes, Buffer.from(JSON.stringify({ id: "modèle λ 😀", a: [0.5, -0.25, -0.25, -0.25] }))),
+    ).toBe(0);
   });
 
   it("appends an array's elements without its brackets, keeping the byte before", () => {

@@ -12,12 +12,25 @@ const MODEL = "sess:train:0";
 /** A datum as Tinker receives it (wire-protocols §1.4): without client-only inputs, every tensor with its shape. */
 function onWire(d: Datum): Datum {
   const inputs = Object.entries(d.loss_fn_inputs).filter(([key]) => key !== "mask" && key !== "loss_mask");
-  return { model_input: d.model_input, loss_fn_inputs: Object.fromEntries(inputs.map(([key, t]) => [key, { ...t, shape: t.shape ?? [t.data.length] }])) };
+  return {
+    model_input: d.model_input,
+    loss_fn_inputs: Object.fromEntries(inputs.map(([key, t]) => [key, { ...t, shape: t.shape ?? [t.data.length] }])),
+  };
 }
 
 /** The documented body, built as plain objects and serialised by JSON.stringify. */
-function documented(data: Datum[], lossFn: string, config: Record<string, number> | undefined, seq = 3, modelId = MODEL): string {
-  return JSON.stringify({ forward_backward_input: { data: data.map(onWire), loss_fn: lossFn, ...(config && { loss_fn_config: config }) }, model_id: modelId, seq_id: seq });
+function documented(
+  data: Datum[],
+  lossFn: string,
+  config: Record<string, number> | undefined,
+  seq = 3,
+  modelId = MODEL,
+): string {
+  return JSON.stringify({
+    forward_backward_input: { data: data.map(onWire), loss_fn: lossFn, ...(config && { loss_fn_config: config }) },
+    model_id: modelId,
+    seq_id: seq,
+  });
 }
 
 /** The body the client sends, as text, after checking that it is valid UTF-8 of that text. */
@@ -29,23 +42,45 @@ function sent(data: Datum[], lossFn: LossFunctionName, config?: Record<string, n
 }
 
 /** A sampled trajectory: vocabulary-sized ids, float32 logprobs, a prompt of `prompt` tokens. */
-function sampled(length: number, prompt: number, seed: number, fields: Partial<ConstructorParameters<typeof Trajectory>[0]> = {}): Trajectory {
+function sampled(
+  length: number,
+  prompt: number,
+  seed: number,
+  fields: Partial<ConstructorParameters<typeof Trajectory>[0]> = {},
+): Trajectory {
   let x = seed;
-  const next = (): number => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const next = (): number => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const tokens = Array.from({ length }, () => Math.floor(next() * 151_936));
   const lossMask = tokens.map((_, j) => (j < prompt ? 0 : 1));
   const logprobs = tokens.map((_, j) => (j < prompt ? 0 : Math.fround(Math.log(next() + 1e-9))));
-  return new Trajectory({ tokens, lossMask, logprobs, reward: 1, advantage: 0.1 + 0.2, groupId: "g", runId: seed, ...fields });
+  return new Trajectory({
+    tokens,
+    lossMask,
+    logprobs,
+    reward: 1,
+    advantage: 0.1 + 0.2,
+    groupId: "g",
+    runId: seed,
+    ...fields,
+  });
 }
 
 /** Two datums of one trajectory: one to send, one to read for the expected body. */
-function twice(t: Trajectory, lossFn: LossFunctionName, backend: "tinker" | "weaver" = "tinker", reduction?: "sum" | "mean"): [Datum, Datum] {
+function twice(
+  t: Trajectory,
+  lossFn: LossFunctionName,
+  backend: "tinker" | "weaver" = "tinker",
+  reduction?: "sum" | "mean",
+): [Datum, Datum] {
   const options = { lossFn, backend, ...(reduction && { reduction }) };
   return [trajectoryToDatum(t, options)!, trajectoryToDatum(t, options)!];
 }
 
 function unread(d: Datum): boolean {
-  return TokensView.valuesOf(d.model_input.chunks[0] as never)!.unread && Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread);
+  return (
+    TokensView.valuesOf(d.model_input.chunks[0] as never)!.unread &&
+    Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread)
+  );
 }
 
 describe("tinker loss bodies", () => {
@@ -58,7 +93,13 @@ describe("tinker loss bodies", () => {
       ["a trajectory of two tokens", sampled(2, 0, 2), "ppo", "tinker", undefined],
       ["per-token advantages", perToken, "cispo", "tinker", undefined],
       ["a loss weight and a negative advantage", weighted, "dro", "tinker", undefined],
-      ["a datum built for Weaver (loss_mask is dropped)", sampled(40, 4, 6), "importance_sampling", "weaver", undefined],
+      [
+        "a datum built for Weaver (loss_mask is dropped)",
+        sampled(40, 4, 6),
+        "importance_sampling",
+        "weaver",
+        undefined,
+      ],
       ["cross_entropy, sum", sampled(1500, 1200, 7), "cross_entropy", "tinker", "sum"],
       ["cross_entropy, mean", sampled(1500, 1200, 8), "cross_entropy", "tinker", "mean"],
     ];
@@ -72,9 +113,15 @@ describe("tinker loss bodies", () => {
   it("write many datums, plain ones and datums of trajectories, with the loss config and any model id", () => {
     const [a, aExpected] = twice(sampled(700, 70, 11), "ppo");
     const [b, bExpected] = twice(sampled(20, 2, 12), "ppo");
-    const plain = datum([1, 2, 3], { target_tokens: [2, 3, 4], logprobs: [-0, -1e-7, -2.5], advantages: [0.5, 1e21, -5e-324] });
+    const plain = datum([1, 2, 3], {
+      target_tokens: [2, 3, 4],
+      logprobs: [-0, -1e-7, -2.5],
+      advantages: [0.5, 1e21, -5e-324],
+    });
     const config = { clip_low_threshold: 0.8, clip_high_threshold: 1.2 };
-    expect(sent([a, plain, b], "ppo", config, "modèle-λ")).toBe(documented([aExpected, plain, bExpected], "ppo", config, 3, "modèle-λ"));
+    expect(sent([a, plain, b], "ppo", config, "modèle-λ")).toBe(
+      documented([aExpected, plain, bExpected], "ppo", config, 3, "modèle-λ"),
+    );
     expect(sent([plain], "ppo", {})).toBe(documented([plain], "ppo", {}));
   });
 
@@ -84,7 +131,9 @@ describe("tinker loss bodies", () => {
     d.loss_fn_inputs.advantages!.data = d.loss_fn_inputs.advantages!.data.map((a) => a * 2);
     d.loss_fn_inputs.target_tokens!.shape = [49];
     expect(sent([d], "importance_sampling")).toBe(documented([d], "importance_sampling", undefined));
-    expect(JSON.parse(sent([d], "importance_sampling")).forward_backward_input.data[0].loss_fn_inputs.logprobs.data[3]).toBe(-0.125);
+    expect(
+      JSON.parse(sent([d], "importance_sampling")).forward_backward_input.data[0].loss_fn_inputs.logprobs.data[3],
+    ).toBe(-0.125);
   });
 
   it("write plain datums as JSON.stringify does, whatever their key order, shifted or not", () => {
@@ -92,10 +141,17 @@ describe("tinker loss bodies", () => {
     const unshifted = datum([5, 6, 7, 8], { target_tokens: [6, 7, 0, 9], weights: [1, 1, 1, 1] });
     const reordered: Datum = {
       model_input: { chunks: [{ tokens: [1, 2], type: "encoded_text" } as never] },
-      loss_fn_inputs: { weights: { dtype: "float32", data: [1, -0] } as never, target_tokens: { data: [2, 3], dtype: "int64", shape: [2] } },
+      loss_fn_inputs: {
+        weights: { dtype: "float32", data: [1, -0] } as never,
+        target_tokens: { data: [2, 3], dtype: "int64", shape: [2] },
+      },
     };
-    const long = datum(Array.from({ length: 3000 }, (_, i) => i), { target_tokens: Array.from({ length: 3000 }, (_, i) => i + 1), weights: Array(3000).fill(1) });
-    for (const d of [shifted, unshifted, reordered, long]) expect(sent([d], "cross_entropy")).toBe(documented([d], "cross_entropy", undefined));
+    const long = datum(
+      Array.from({ length: 3000 }, (_, i) => i),
+      { target_tokens: Array.from({ length: 3000 }, (_, i) => i + 1), weights: Array(3000).fill(1) },
+    );
+    for (const d of [shifted, unshifted, reordered, long])
+      expect(sent([d], "cross_entropy")).toBe(documented([d], "cross_entropy", undefined));
   });
 
   it("write plain datums with no positions and model inputs the contract does not check", () => {
@@ -116,7 +172,11 @@ describe("tinker loss bodies", () => {
       ["a fractional token id", (t) => (t.tokens[9] = 2.5), () => {}],
       ["a changed dtype", () => {}, (d) => (d.loss_fn_inputs.logprobs!.dtype = "int64")],
       ["a missing input", () => {}, (d) => delete d.loss_fn_inputs.advantages],
-      ["an input the loss does not take", () => {}, (d) => (d.loss_fn_inputs.weights = { data: Array(19).fill(1), dtype: "float32" })],
+      [
+        "an input the loss does not take",
+        () => {},
+        (d) => (d.loss_fn_inputs.weights = { data: Array(19).fill(1), dtype: "float32" }),
+      ],
       ["a config key the loss does not take", () => {}, () => {}, { beta: 1 }],
     ];
     for (const [name, spoilTrajectory, spoilDatum, config] of bad) {
@@ -134,7 +194,9 @@ describe("tinker loss bodies", () => {
       expect(expected, name).toBeInstanceOf(LossInputError);
       expect(() => checkDatums([d], "importance_sampling", config), name).toThrow(expected as Error);
     }
-    expect(() => checkDatums([], "ppo", undefined)).toThrow(new LossInputError("ppo on tinker: no datums were given; pass at least one"));
+    expect(() => checkDatums([], "ppo", undefined)).toThrow(
+      new LossInputError("ppo on tinker: no datums were given; pass at least one"),
+    );
   });
 
   it("carry the Tinker SDK's size estimate, counted without reading the arrays", () => {

@@ -13,22 +13,65 @@ function written(write: (out: JsonWriter) => void): string {
 }
 
 /** Finite numbers whose JSON is hard to get right by hand. */
-const AWKWARD = [0, -0, 1, -1, 0.1 + 0.2, Math.fround(0.1), Math.fround(-2.302585), 5e-324, -1.5e-300, 1e-7, 1e21, 1.7976931348623157e308, 123456789012, 2 ** 53 + 2, 151_935];
+const AWKWARD = [
+  0,
+  -0,
+  1,
+  -1,
+  0.1 + 0.2,
+  Math.fround(0.1),
+  Math.fround(-2.302585),
+  5e-324,
+  -1.5e-300,
+  1e-7,
+  1e21,
+  1.7976931348623157e308,
+  123456789012,
+  2 ** 53 + 2,
+  151_935,
+];
 
 describe("writeWindow", () => {
   it("writes the elements of any stretch of an array, across blocks, as JSON.stringify does", () => {
     const array = Array.from({ length: 2600 }, (_, i) => AWKWARD[i % AWKWARD.length]! * (i % 7 === 0 ? -1 : 1));
-    for (const [from, to] of [[0, 1], [1, 2600], [0, 2599], [1023, 1025], [5, 2053], [2599, 2600], [7, 7]] as const) {
-      expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(JSON.stringify(array.slice(from, to)));
+    for (const [from, to] of [
+      [0, 1],
+      [1, 2600],
+      [0, 2599],
+      [1023, 1025],
+      [5, 2053],
+      [2599, 2600],
+      [7, 7],
+    ] as const) {
+      expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(
+        JSON.stringify(array.slice(from, to)),
+      );
     }
     expect(written((out) => writeWindow(out, { array, start: 3 }, 1, 1500))).toBe(JSON.stringify(array.slice(4, 1503)));
   });
 
   it("writes runs of one value, short and long, at either end and across blocks, as JSON.stringify does", () => {
-    const runs: Array<[number, number]> = [[0, 16], [0.5, 15], [-0, 3], [0, 1100], [0.1 + 0.2, 17], [1, 1], [-1e-7, 2000], [2, 16]];
+    const runs: Array<[number, number]> = [
+      [0, 16],
+      [0.5, 15],
+      [-0, 3],
+      [0, 1100],
+      [0.1 + 0.2, 17],
+      [1, 1],
+      [-1e-7, 2000],
+      [2, 16],
+    ];
     const array = runs.flatMap(([value, count]) => Array<number>(count).fill(value));
-    for (const [from, to] of [[0, array.length], [1, array.length - 1], [16, 31], [20, 1200], [1140, 3168]] as const) {
-      expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(JSON.stringify(array.slice(from, to)));
+    for (const [from, to] of [
+      [0, array.length],
+      [1, array.length - 1],
+      [16, 31],
+      [20, 1200],
+      [1140, 3168],
+    ] as const) {
+      expect(written((out) => writeWindow(out, { array, start: 0 }, from, to))).toBe(
+        JSON.stringify(array.slice(from, to)),
+      );
     }
   });
 });
@@ -45,7 +88,9 @@ describe("writeComputed", () => {
   for (const [name, at] of Object.entries(cases)) {
     it(`writes ${name} as JSON.stringify does`, () => {
       for (const length of [1, 15, 16, 17, 1024, 1025, 3000]) {
-        expect(written((out) => writeComputed(out, length, at))).toBe(JSON.stringify(Array.from({ length }, (_, i) => at(i))));
+        expect(written((out) => writeComputed(out, length, at))).toBe(
+          JSON.stringify(Array.from({ length }, (_, i) => at(i))),
+        );
       }
     });
   }
