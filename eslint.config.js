@@ -5,7 +5,15 @@ import tseslint from "typescript-eslint";
 
 export default tseslint.config(
   {
-    ignores: ["dist/", "docs/", "coverage/", "node_modules/", "bench/tfjs/node_modules/", "**/*.py"],
+    ignores: [
+      "dist/",
+      "docs/",
+      "coverage/",
+      "node_modules/",
+      "bench/tfjs/node_modules/",
+      "**/*.py",
+      "test/tooling/fixtures/lint/",
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
