@@ -204,7 +204,7 @@ Serve options:
                              address needs --api-key (or --insecure).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
   -o, --output-dir DIR       where models write checkpoints and sampler snapshots (default: a
-                             new temporary folder).
+                             new temporary folder, removed when the server stops).
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
@@ -213,8 +213,8 @@ Serve options:
                              environment variable NEXRL_SERVE_API_KEY sets it without showing it
                              in the process list.
       --insecure             serve a non-loopback --host without an API key.
-                             The server stops on Ctrl-C or SIGTERM (exit 0) and removes its
-                             temporary folder.
+  The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
+  a port in use or a privileged port exits 3.
 
 Exit codes:
   ${EXIT_CODES.ok}    success

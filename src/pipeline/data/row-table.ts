@@ -1,7 +1,8 @@
 /**
  * {@link RowTable}: the rows of data files held compactly, as their UTF-8 JSON text in a few large
- * buffers, and parsed when a row is handed out. A million rows of a typical prompt file hold
- * about the file's size; as JavaScript objects they would take several times that.
+ * buffers, and parsed when a row is handed out. A million rows of a prompt file hold about the
+ * file's size (1.16 times, indices included); as parsed objects they took 1.3 times (flat prompt
+ * rows) to 1.6 times (chat rows) in our measurements.
  * @module
  */
 import { DataLoaderError } from "../errors.js";
@@ -55,6 +56,9 @@ class GrowingUint32 {
  * line) and parsed by {@link RowTable.row} on every call. Build one with {@link readRowTable}.
  */
 export class RowTable {
+  /** Index of the first row of each file. */
+  private readonly fileFirstRows: readonly number[];
+
   /** @internal */
   constructor(
     private readonly segments: readonly Buffer[],
@@ -70,8 +74,6 @@ export class RowTable {
   ) {
     this.fileFirstRows = files.map((f) => f.firstRow);
   }
-
-  private readonly fileFirstRows: readonly number[];
 
   /** Number of rows. */
   get length(): number {
@@ -101,7 +103,9 @@ export class RowTable {
         `${label} is not valid JSON (${(error as Error).message}); a .jsonl file holds one JSON object per line`,
       );
     }
-    return asRow(value, this.origin(index).label);
+    if (isRow(value)) return value;
+    // The label is built only for a bad row: this runs for every row loaded and handed out.
+    throw notAnObject(value, this.origin(index).label);
   }
 
   /** The file and position row `index` came from. */
@@ -126,15 +130,16 @@ function lastAtOrBelow(sorted: readonly number[], value: number): number {
   return lo;
 }
 
-/** `value` as a row, or a {@link DataLoaderError} saying what it is instead. */
-export function asRow(value: unknown, where: string): DataRow {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
-    throw new DataLoaderError(
-      `${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`,
-    );
-  }
-  return value as DataRow;
+function isRow(value: unknown): value is DataRow {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The error for a record that is not a JSON object, found at `where`. */
+function notAnObject(value: unknown, where: string): DataLoaderError {
+  const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+  return new DataLoaderError(
+    `${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`,
+  );
 }
 
 /** Fills a {@link RowTable} file by file, row by row. */
