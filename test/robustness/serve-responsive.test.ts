@@ -39,7 +39,9 @@ describe("nexrl serve stays responsive while it samples", () => {
     expect((await health).body).toEqual({ status: "ok" });
     expect((await other).body).toMatchObject({ type: "create_session" });
     const result = await sampled;
-    expect(events).toEqual(["health", "session", "sample"]);
+    // Both were answered while the sampling ran (in either order: they travel on two connections).
+    expect(events.slice(0, 2).sort()).toEqual(["health", "session"]);
+    expect(events[2]).toBe("sample");
     expect(result.sequences).toHaveLength(128);
   });
 
