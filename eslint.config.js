@@ -34,6 +34,21 @@ export default tseslint.config(
     },
   },
   {
+    // Spreading an array into a call puts every element on the stack: past ~100k elements (a long
+    // prompt, a large dataset) it throws RangeError. src/types/arrays.ts has appendAll, maxOf, minOf.
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression > SpreadElement, NewExpression > SpreadElement",
+          message:
+            "Spreading into a call overflows the stack for long arrays; use appendAll / maxOf / minOf from src/types/arrays.ts, or a loop.",
+        },
+      ],
+    },
+  },
+  {
     // Tests read loosely typed JSON answers from servers.
     files: ["test/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

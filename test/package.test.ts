@@ -25,6 +25,10 @@ describe("package", () => {
       engines: { node: ">=20.18" },
       bin: { nexrl: "./dist/cli/main.js" },
     });
-    expect(pkg.exports["."]).toEqual({ types: "./dist/index.d.ts", default: "./dist/index.js" });
+    expect(pkg.exports["."]).toEqual({
+      types: "./dist/index.d.ts",
+      require: "./dist/index.cjs",
+      default: "./dist/index.js",
+    });
   });
 });

@@ -2,11 +2,16 @@
  * The pipeline's own cost, each row against the limit of this machine measured in the same run:
  * datum building and wire encoding against `JSON.stringify`, rollouts against a bare undici
  * loop, the overlap of rollouts and training against its ideal, the trajectory pool's memory
- * per token, and the CLI's start-up against Node's.
+ * per token, the data loader's memory per row against the data file's size, and the CLI's
+ * start-up against Node's.
  */
 import { fork } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadRecipe } from "../../dist/recipe/index.js";
+import { dataMemory, writePromptFile } from "../pipeline/data-file.js";
 import { encodingBench, LOSS_FN } from "../pipeline/encoding.js";
 import { stepMs, timerStepMs } from "../pipeline/overlap.js";
 import { inferenceLayers, rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
@@ -32,7 +37,9 @@ const OVERLAP_RUNS = 3;
 /** Row 4: tokens in each half of the pool fill, tokens per trajectory. */
 const POOL_TOKENS = 2_000_000;
 const POOL_TRAJECTORY_TOKENS = 1_000;
-/** Row 5: fresh processes per contender. */
+/** Row 5: rows of the generated data file. */
+const DATA_ROWS = 1_000_000;
+/** Row 6: fresh processes per contender. */
 const STARTUP = { warmup: 2, runs: 15 };
 const VALIDATE_RECIPE = "recipe/math/local.yaml";
 
@@ -72,7 +79,7 @@ function poolRss(): Promise<{ emptyMb: number; halfMb: number; fullMb: number; t
 
 export const suite: Suite = {
   description:
-    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, CLI start-up",
+    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, data loader memory, CLI start-up",
   async *run(ctx): AsyncIterable<Row> {
     const samplesMs: Record<string, Record<string, number[]>> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -199,7 +206,49 @@ export const suite: Suite = {
       bound: 40,
     });
 
-    // 5. Start-up.
+    // 5. Memory of the data loader per row, against the file's own bytes per row.
+    ctx.log(`data_loader_bytes_per_row: writing ${DATA_ROWS} rows, then a child process each`);
+    const dataDir = await mkdtemp(path.join(tmpdir(), "nexrl-bench-data-"));
+    try {
+      const file = path.join(dataDir, "prompts.jsonl");
+      await writePromptFile(file, DATA_ROWS);
+      const loader = await dataMemory("loader", file, DATA_ROWS);
+      const objects = await dataMemory("objects", file, DATA_ROWS);
+      const perRow = (bytes: number) => bytes / DATA_ROWS;
+      const fileBytesPerRow = perRow(loader.fileBytes);
+      ctx.setup("data_loader", {
+        rows: DATA_ROWS,
+        file: "JSON Lines, {prompt, ground_truth, id} arithmetic prompts",
+        file_bytes_per_row: fileBytesPerRow,
+        measure:
+          "DataLoader.fromFiles and its first batch (which draws the epoch order) in a fresh process: heap used + external after full collections, and peak RSS over the RSS before loading",
+        loader: {
+          retained_bytes_per_row: perRow(loader.retainedBytes),
+          peak_rss_bytes_per_row: perRow(loader.peakRssBytes - loader.baseRssBytes),
+          load_ms: loader.loadMs,
+        },
+        parsed_objects_for_comparison: {
+          retained_bytes_per_row: perRow(objects.retainedBytes),
+          peak_rss_bytes_per_row: perRow(objects.peakRssBytes - objects.baseRssBytes),
+          load_ms: objects.loadMs,
+        },
+      });
+      yield comparedRow("data_loader_bytes_per_row", "B/row", perRow(loader.retainedBytes), fileBytesPerRow, {
+        op: "<=",
+        bound: 1.5,
+      });
+      yield comparedRow(
+        "data_loader_peak_rss_per_row",
+        "B/row",
+        perRow(loader.peakRssBytes - loader.baseRssBytes),
+        fileBytesPerRow,
+        { op: "<=", bound: 2 },
+      );
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+
+    // 6. Start-up.
     ctx.setup("startup", STARTUP);
     ctx.log("cli_help: timing");
     const t = await sideBySide(

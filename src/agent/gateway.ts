@@ -31,6 +31,8 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "../server/openai-protocol.js";
+import { listen } from "../server/bind.js";
+import { decodePathSegment } from "../server/url-path.js";
 import type { ChatMessage } from "../types/tokenizer.js";
 import { AgentGatewayError } from "./errors.js";
 import { ExternalAgents } from "./external.js";
@@ -147,19 +149,15 @@ export class AgentGateway {
     const host = options.host ?? "127.0.0.1";
     const port = options.port ?? 0;
     const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", (error: NodeJS.ErrnoException) =>
-        reject(
-          new AgentGatewayError(
-            error.code === "EADDRINUSE"
-              ? `the agent gateway cannot listen on ${host}:${port}: the port is in use; set rollout_worker.agent.gateway.port to a free port (0 picks one)`
-              : `the agent gateway cannot listen on ${host}:${port}: ${error.message}`,
-            { cause: error },
-          ),
-        ),
+    try {
+      await listen(server, port, host, (problem) =>
+        problem === "bad_host"
+          ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
+          : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)",
       );
-      server.listen(port, host, resolve);
-    });
+    } catch (error) {
+      throw new AgentGatewayError(`the agent gateway: ${(error as Error).message}`, { cause: error });
+    }
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
     const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -240,7 +238,11 @@ export class AgentGateway {
     try {
       const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
       const header = req.headers[ROLLOUT_ID_HEADER];
-      const rolloutId = match ? decodeURIComponent(match[1]!) : typeof header === "string" ? header : undefined;
+      const rolloutId = match
+        ? decodePathSegment(match[1]!, "rollout id")
+        : typeof header === "string"
+          ? header
+          : undefined;
       const route = this.route(match ? match[2]! : path, rolloutId, req, res);
       if (!route) {
         throw new OpenAIApiError(

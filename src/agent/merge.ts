@@ -5,6 +5,7 @@
  */
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { GatewayCall } from "./trace.js";
+import { appendAll } from "../types/arrays.js";
 
 /** One trainable sequence made of one or more consecutive calls. */
 export interface MergedSequence {
@@ -106,9 +107,17 @@ export function mergeCalls(calls: readonly GatewayCall[], tokenizer: Tokenizer):
     }
     const seq = current!;
     const added = call.promptTokens.slice(seq.tokens.length);
-    seq.tokens.push(...added, ...call.completionTokens);
-    seq.lossMask.push(...added.map(() => 0), ...call.completionTokens.map(() => 1));
-    seq.logprobs.push(...added.map(() => 0), ...call.logprobs);
+    appendAll(seq.tokens, added, call.completionTokens);
+    appendAll(
+      seq.lossMask,
+      added.map(() => 0),
+      call.completionTokens.map(() => 1),
+    );
+    appendAll(
+      seq.logprobs,
+      added.map(() => 0),
+      call.logprobs,
+    );
     seq.turns.push(call.turn);
     const version = minVersion(seq.policyVersion, call.policyVersion);
     if (version !== undefined) seq.policyVersion = version;

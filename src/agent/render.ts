@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../types/tokenizer.js";
 import { contentWithToolCalls } from "./tool-calls.js";
+import { appendAll } from "../types/arrays.js";
 
 /** An assistant message the gateway answered, with what the model generated for it. */
 export interface AnsweredMessage {
@@ -132,9 +133,9 @@ export function renderChat(
     if (found < 0) return tokenizer.applyChatTemplate(messagesToRender(messages, answered, rendersToolCalls), options);
     const next = rendered[found + ids.length];
     const tokens = known.tokens.at(-1) === next ? known.tokens.slice(0, -1) : known.tokens;
-    out.push(...rendered.slice(at, found), ...tokens);
+    appendAll(out, rendered.slice(at, found), tokens);
     at = found + ids.length;
   }
-  out.push(...rendered.slice(at));
+  appendAll(out, rendered.slice(at));
   return out;
 }

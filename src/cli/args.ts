@@ -56,6 +56,10 @@ export interface ServeCommand {
   faults?: string;
   /** Seed of the faults and of models created without one. */
   seed: number;
+  /** API key every request must carry (else `NEXRL_SERVE_API_KEY`; none on loopback by default). */
+  apiKey?: string;
+  /** Serve a non-loopback host without an API key. */
+  insecure?: boolean;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -71,6 +75,8 @@ function parseServe(args: readonly string[]): CliCommand {
         "output-dir": { type: "string", short: "o" },
         faults: { type: "string" },
         seed: { type: "string" },
+        "api-key": { type: "string" },
+        insecure: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -86,6 +92,8 @@ function parseServe(args: readonly string[]): CliCommand {
     throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
   const seed = Number(values.seed ?? "0");
   if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
+  if (values["api-key"] !== undefined && values["api-key"].trim() === "")
+    throw new UsageError("--api-key is empty; give the key clients must send (or set NEXRL_SERVE_API_KEY)");
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -94,6 +102,8 @@ function parseServe(args: readonly string[]): CliCommand {
     seed,
     ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
     ...(values.faults !== undefined && { faults: values.faults }),
+    ...(values["api-key"] !== undefined && { apiKey: values["api-key"] }),
+    ...(values.insecure && { insecure: true }),
   };
 }
 
@@ -165,7 +175,7 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N]
+              [--faults SPEC] [--seed N] [--api-key KEY] [--insecure]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -190,13 +200,21 @@ Commands:
 Serve options:
   -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
                              all (the default).
-      --host HOST            interface to bind (default 127.0.0.1: this machine only).
+      --host HOST            interface to bind (default 127.0.0.1: this machine only). Another
+                             address needs --api-key (or --insecure).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
   -o, --output-dir DIR       where models write checkpoints and sampler snapshots (default: a
-                             new temporary folder).
+                             new temporary folder, removed when the server stops).
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --api-key KEY          every request but /health must carry KEY in X-API-Key,
+                             X-WEAVER-API-KEY or Authorization: Bearer (else 401). The
+                             environment variable NEXRL_SERVE_API_KEY sets it without showing it
+                             in the process list.
+      --insecure             serve a non-loopback --host without an API key.
+  The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
+  a port in use or a privileged port exits 3.
 
 Exit codes:
   ${EXIT_CODES.ok}    success

@@ -1,29 +1,82 @@
 /**
- * `nexrl serve`: starts the server and keeps it running until SIGINT or SIGTERM.
+ * `nexrl serve`: starts the server and keeps it running until SIGINT or SIGTERM, then removes the
+ * temporary folder it made.
  *
  * @module
  */
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { FaultSpecError, parseFaults, startServer, type FaultRates, type RunningServer } from "../server/index.js";
+import {
+  FaultSpecError,
+  ListenError,
+  ServeConfigError,
+  parseFaults,
+  startServer,
+  type FaultRates,
+  type ListenProblem,
+  type RunningServer,
+} from "../server/index.js";
 import { MODEL_PRESETS } from "../engine/config.js";
-import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, type ServeCommand } from "./args.js";
 import type { CliIO } from "./run.js";
 
-/** Resolves on the first SIGINT or SIGTERM. */
-function stopSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
+/** The environment variable holding the API key when `--api-key` is not given. */
+export const SERVE_API_KEY_VAR = "NEXRL_SERVE_API_KEY";
+
+const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+/**
+ * Resolves on the first SIGINT or SIGTERM. While it waits, other listeners of those signals
+ * (such as the CLI's exit on Ctrl-C) are set aside, so the server can close and clean up first.
+ */
+function stopSignal(): { stopped: Promise<void>; restore: () => void } {
+  const previous = STOP_SIGNALS.map((signal) => [signal, process.listeners(signal)] as const);
+  let onSignal!: () => void;
+  const stopped = new Promise<void>((resolve) => (onSignal = resolve));
+  for (const signal of STOP_SIGNALS) {
+    process.removeAllListeners(signal);
+    process.on(signal, onSignal);
+  }
+  const restore = (): void => {
+    for (const [signal, listeners] of previous) {
+      process.removeListener(signal, onSignal);
+      for (const listener of listeners) process.on(signal, listener as () => void);
+    }
+  };
+  return { stopped, restore };
+}
+
+/** What to do when `nexrl serve` cannot listen, by cause. */
+function listenHint(command: ServeCommand): (problem: ListenProblem) => string {
+  return (problem) => {
+    switch (problem) {
+      case "address_in_use":
+        return "choose another with --port, or --port 0 for a free one";
+      case "permission_denied":
+        return "use --port 1024 or above (the default is 8000)";
+      case "bad_host":
+        return `give --host an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface) or a host name that resolves to one, not "${command.host}"`;
+      case "other":
+        return "check --host and --port";
+    }
+  };
+}
+
+/** The error the CLI reports for a server that could not start: a usage error when the flags can never work. */
+function startFailure(error: unknown): unknown {
+  if (error instanceof ServeConfigError) return new UsageError(error.message);
+  if (error instanceof ListenError) return error.problem === "bad_host" ? new UsageError(error.message) : error;
+  return error;
 }
 
 /**
  * Runs `nexrl serve`: prints the URL, serves until `stop` resolves (by default, until SIGINT or
- * SIGTERM), then closes the server and returns the exit code.
- * @throws {@link UsageError} for a malformed `--faults` spec; a {@link NexrlError} when the port is taken.
+ * SIGTERM), then closes the server, removes the temporary output folder it made, and returns the
+ * exit code.
+ * @throws {@link UsageError} for a malformed `--faults` spec, a host that is not this machine's,
+ * or a non-loopback host without an API key; a {@link ListenError} when the port is taken or
+ * privileged.
  */
 export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<void>): Promise<number> {
   let faults: FaultRates | undefined;
@@ -33,35 +86,44 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     if (error instanceof FaultSpecError) throw new UsageError(`--faults: ${error.message}`);
     throw error;
   }
-  const outputDir = command.outputDir
-    ? path.resolve(io.cwd, command.outputDir)
-    : await mkdtemp(path.join(tmpdir(), "nexrl-serve-"));
-  let server: RunningServer;
+  const apiKey = command.apiKey ?? (io.env[SERVE_API_KEY_VAR] || undefined);
+  const signals = stop === undefined ? stopSignal() : undefined;
+  const temporary = command.outputDir === undefined;
+  const outputDir = temporary
+    ? await mkdtemp(path.join(tmpdir(), "nexrl-serve-"))
+    : path.resolve(io.cwd, command.outputDir!);
   try {
-    server = await startServer({
-      protocol: command.protocol,
-      host: command.host,
-      port: command.port,
-      outputDir,
-      seed: command.seed,
-      ...(faults && { faults }),
-      log: (line) => io.stderr.write(`${line}\n`),
-    });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      throw new NexrlError(
-        `port ${command.port} on ${command.host} is already in use; choose another with --port, or --port 0 for a free one`,
-      );
+    let server: RunningServer;
+    try {
+      server = await startServer({
+        protocol: command.protocol,
+        host: command.host,
+        port: command.port,
+        outputDir,
+        seed: command.seed,
+        ...(faults && { faults }),
+        ...(apiKey !== undefined && { apiKey }),
+        ...(command.insecure && { insecure: true }),
+        listenHint: listenHint(command),
+        log: (line) => io.stderr.write(`${line}\n`),
+      });
+    } catch (error) {
+      throw startFailure(error);
     }
-    throw error;
+    io.stdout.write(
+      `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
+        `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}${temporary ? " (removed on exit)" : ""}\n` +
+        (apiKey === undefined
+          ? "  no API key: any client on this machine may connect\n"
+          : "  API key required (X-API-Key, X-WEAVER-API-KEY or Authorization: Bearer)\n") +
+        (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
+        "  stop with Ctrl-C\n",
+    );
+    await (stop ?? signals!.stopped);
+    await server.close();
+    return EXIT_CODES.ok;
+  } finally {
+    signals?.restore();
+    if (temporary) await rm(outputDir, { recursive: true, force: true });
   }
-  io.stdout.write(
-    `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
-      `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}\n` +
-      (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
-      "  stop with Ctrl-C\n",
-  );
-  await (stop ?? stopSignal());
-  await server.close();
-  return EXIT_CODES.ok;
 }

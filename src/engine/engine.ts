@@ -153,6 +153,18 @@ export class LocalEngine {
     return this.sampler.sample(promptTokens, options, numSamples);
   }
 
+  /**
+   * {@link LocalEngine.sample} with a turn of the event loop between sequences; see
+   * {@link LocalSampler.sampleAsync}. Do not train this engine until it resolves.
+   */
+  sampleAsync(
+    promptTokens: readonly number[],
+    options: LocalSampleOptions,
+    numSamples = 1,
+  ): Promise<LocalSampleResult> {
+    return this.sampler.sampleAsync(promptTokens, options, numSamples);
+  }
+
   /** Logprobs of `tokens` under the current weights; see {@link LocalSampler.computeLogprobs}. */
   computeLogprobs(tokens: readonly number[]): (number | null)[] {
     return this.sampler.computeLogprobs(tokens);

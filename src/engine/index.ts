@@ -5,7 +5,13 @@
  * @module
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
-export { LocalSampler, type LocalSampleOptions, type LocalSampleResult, type LocalSampledSequence } from "./sampler.js";
+export {
+  LocalSampler,
+  SAMPLING_SLICE_MS,
+  type LocalSampleOptions,
+  type LocalSampleResult,
+  type LocalSampledSequence,
+} from "./sampler.js";
 export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
 export {
   MODEL_PRESETS,

@@ -13,6 +13,9 @@ import { Rng } from "./prng.js";
 import { TokenChooser, type ChoiceParams } from "./token-choice.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 
+/** How long {@link LocalSampler.sampleAsync} works before it gives the event loop a turn, in milliseconds. */
+export const SAMPLING_SLICE_MS = 10;
+
 /** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
 export interface LocalSampleOptions {
   /**
@@ -71,6 +74,8 @@ interface ResolvedSampling extends ChoiceParams {
 export class LocalSampler {
   private readonly decoder: KvDecoder;
   private readonly chooser: TokenChooser;
+  /** Calls that fed the decoder from position 0 so far; a paused `sampleAsync` checks it on resuming. */
+  private uses = 0;
 
   /** @internal */
   constructor(
@@ -90,6 +95,40 @@ export class LocalSampler {
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
   sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
+    const steps = this.sequences(promptTokens, options, numSamples);
+    let step = steps.next();
+    while (!step.done) step = steps.next();
+    return step.value;
+  }
+
+  /**
+   * {@link LocalSampler.sample}, giving the event loop a turn about every
+   * {@link SAMPLING_SLICE_MS} ms (between tokens or sequences), so that a server sampling many
+   * or long sequences keeps answering other requests meanwhile. The samples are those `sample`
+   * draws, even when other calls use this sampler in between; the weights must not change until
+   * it resolves (a snapshot's sampler never changes).
+   * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
+   */
+  async sampleAsync(
+    promptTokens: readonly number[],
+    options: LocalSampleOptions,
+    numSamples = 1,
+  ): Promise<LocalSampleResult> {
+    const steps = this.sequences(promptTokens, options, numSamples);
+    let step = steps.next();
+    while (!step.done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      step = steps.next();
+    }
+    return step.value;
+  }
+
+  /** The work of `sample`, pausing (yielding) once a time slice is used up. */
+  private *sequences(
+    promptTokens: readonly number[],
+    options: LocalSampleOptions,
+    numSamples: number,
+  ): Generator<void, LocalSampleResult> {
     const params = this.resolve(options, numSamples);
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
@@ -109,8 +148,9 @@ export class LocalSampler {
     const budget = Math.min(params.maxTokens, C - P);
     // step() always refreshes the same logits buffer.
     const logits = this.decoder.logits;
-    promptTokens.forEach((t, pos) => this.decoder.step(t, pos));
-    const promptLogits = logits.slice();
+    const promptLogits = this.feed(promptTokens).slice();
+    let use = this.uses;
+    let sliceStart = performance.now();
     const rng = new Rng(params.seed);
     const sequences: LocalSampledSequence[] = [];
     for (let s = 0; s < numSamples; s++) {
@@ -127,10 +167,30 @@ export class LocalSampler {
           break;
         }
         if (n + 1 < budget) this.decoder.step(token, P + n);
+        if (performance.now() - sliceStart >= SAMPLING_SLICE_MS) {
+          yield;
+          sliceStart = performance.now();
+          // Another call fed the decoder meanwhile: restore the cached prompt and the tokens so far.
+          if (this.uses !== use) {
+            this.feed(promptTokens, n + 1 < budget ? tokens : []);
+            use = this.uses;
+          }
+        }
       }
       sequences.push({ tokens, logprobs, stopReason });
     }
     return { sequences };
+  }
+
+  /**
+   * Feeds `prompt` then `generated` from position 0 (restoring the cache a sampling call had
+   * built) and returns the logits after the last token.
+   */
+  private feed(prompt: readonly number[], generated: readonly number[] = []): Float32Array {
+    this.uses++;
+    prompt.forEach((t, pos) => this.decoder.step(t, pos));
+    generated.forEach((t, i) => this.decoder.step(t, prompt.length + i));
+    return this.decoder.logits;
   }
 
   /**
@@ -149,6 +209,7 @@ export class LocalSampler {
       );
     }
     const out: (number | null)[] = tokens.length > 0 ? [null] : [];
+    this.uses++;
     for (let pos = 0; pos + 1 < tokens.length; pos++) {
       const logits = this.decoder.step(tokens[pos]!, pos);
       out.push(logits[tokens[pos + 1]!]! - logSumExp(logits, 0, logits.length));

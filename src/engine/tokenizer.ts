@@ -5,6 +5,7 @@
  */
 import type { ChatMessage, ChatTemplateOptions, EncodeOptions, Tokenizer } from "../types/tokenizer.js";
 import { TokenIdError } from "./errors.js";
+import { appendAll } from "../types/arrays.js";
 
 const BYTE_COUNT = 256;
 
@@ -50,9 +51,9 @@ export class ByteTokenizer implements Tokenizer {
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {
     const ids = [this.bosId];
     for (const message of messages) {
-      ids.push(...this.encode(`<|${message.role}|>\n${message.content}`), this.eosId);
+      appendAll(ids, this.encode(`<|${message.role}|>\n${message.content}`)).push(this.eosId);
     }
-    if (options.addGenerationPrompt) ids.push(...this.encode("<|assistant|>\n"));
+    if (options.addGenerationPrompt) appendAll(ids, this.encode("<|assistant|>\n"));
     return ids;
   }
 }

@@ -141,6 +141,16 @@ export class RateLimitError extends ApiStatusError {}
 /** HTTP 5xx: the service failed. */
 export class InternalServerError extends ApiStatusError {}
 
+/** Why a connection could not be made, in words, for the causes that have a plain explanation. */
+function connectFailure(url: string, cause: unknown): string | undefined {
+  const error = cause as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = error?.code ?? error?.cause?.code;
+  const { host, hostname } = new URL(url);
+  if (code === "ECONNREFUSED") return `connection refused: nothing listens on ${host}`;
+  if (code === "ENOTFOUND") return `the host name ${hostname} does not resolve`;
+  return undefined;
+}
+
 /**
  * No response arrived: the connection could not be made, or it broke before the answer.
  * `connected` tells whether the request may have reached the service.
@@ -163,7 +173,7 @@ export class ApiConnectionError extends HttpError {
     super(
       connected
         ? `${context.method} ${context.url}: the connection broke before the service answered (${what}); the service may or may not have handled the request`
-        : `${context.method} ${context.url}: could not connect (${what}); check the base URL and that the service is running`,
+        : `${context.method} ${context.url}: could not connect (${connectFailure(context.url, cause) ?? what}); check the base URL and that the service is running`,
       context,
       { cause },
     );

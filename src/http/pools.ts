@@ -32,6 +32,12 @@ export interface Connections {
  * (a quarter of the whole request) and 1.7 connections per request in flight.
  */
 export class ConnectionPool implements Connections {
+  /**
+   * Whether the origin has answered a request through this pool: until then a connection refused
+   * on a loopback address or a host name that does not resolve points at a wrong URL rather than
+   * at a restart, and transports give up on it quickly.
+   */
+  reached = false;
   private readonly idle: Client[] = [];
   private readonly clients: Client[] = [];
   private closing = false;

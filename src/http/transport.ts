@@ -169,6 +169,20 @@ export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody
   return request.body === undefined ? undefined : JSON.stringify(request.body);
 }
 
+/**
+ * Retries of a connection never made to an origin that has not answered yet, when the cause
+ * will not pass by itself: refused on a loopback address (no server there, or not yet: a server
+ * started a moment earlier gets a few seconds) or a host name that does not resolve. Once the
+ * origin has answered, such failures mean a restart and get the full retry budget.
+ */
+const FIRST_CONTACT_RETRIES = 3;
+
+/** True for `localhost` and loopback IP addresses (a URL writes IPv6 hosts in brackets). */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** Error codes of connections that were never made: the service cannot have seen the request. */
 const NOT_CONNECTED = new Set([
   "ECONNREFUSED",
@@ -250,11 +264,14 @@ export class HttpTransport {
   private readonly backoff: BackoffOptions;
   private readonly apiKeySource: string;
   private readonly log: ((line: string) => void) | undefined;
+  /** Whether the base URL's host is this machine's loopback. */
+  private readonly loopback: boolean;
 
   /** @param options where to send requests, the key, timeouts and retries. */
   constructor(options: HttpTransportOptions) {
     const base = new URL(options.baseUrl);
     this.origin = base.origin;
+    this.loopback = isLoopbackHost(base.hostname);
     this.prefix = base.pathname.replace(/\/+$/, "");
     this.lease = acquirePool(this.origin);
     const keyHeader = options.apiKeyHeader ?? "X-API-Key";
@@ -367,6 +384,7 @@ export class HttpTransport {
     let response: HttpResponse<unknown>;
     try {
       if (answer === undefined) throw this.failure(error, call);
+      this.lease.pool.reached = true;
       response = this.answer(answer, call);
     } catch (failure) {
       this.retry(call, failure);
@@ -377,7 +395,8 @@ export class HttpTransport {
 
   /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else fails it with `failure`. */
   private retry(call: Call, failure: unknown): void {
-    if (!(failure instanceof HttpError) || call.attempt >= this.maxRetries || !this.mayRetry(failure, call.mode)) {
+    const budget = failure instanceof HttpError ? this.retryBudget(failure) : 0;
+    if (!(failure instanceof HttpError) || call.attempt >= budget || !this.mayRetry(failure, call.mode)) {
       call.receiver.failed(failure);
       return;
     }
@@ -387,13 +406,22 @@ export class HttpTransport {
       backoffDelayMs(call.attempt, this.backoff);
     this.log?.(
       this.redact(
-        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${this.maxRetries} in ${Math.round(wait)} ms`,
+        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${budget} in ${Math.round(wait)} ms`,
       ),
     );
     this.wait(wait, call).then(
       () => this.attempt(call),
       (error: unknown) => call.receiver.failed(error),
     );
+  }
+
+  /** Retries `failure` may get: the transport's budget, or a few for a first contact that cannot succeed soon. */
+  private retryBudget(failure: HttpError): number {
+    if (!(failure instanceof ApiConnectionError) || failure.connected || this.lease.pool.reached)
+      return this.maxRetries;
+    const code = errorCode(failure.cause);
+    const hopeless = code === "ENOTFOUND" || (code === "ECONNREFUSED" && this.loopback);
+    return hopeless ? Math.min(FIRST_CONTACT_RETRIES, this.maxRetries) : this.maxRetries;
   }
 
   private mayRetry(error: HttpError, mode: RetryMode): boolean {

@@ -34,7 +34,8 @@ export {
   type PromptFilter,
   type RequeuedRow,
 } from "./data/data-loader.js";
-export { DATA_FILE_EXTENSIONS, readDataFile, type DataRow } from "./data/files.js";
+export { DATA_FILE_EXTENSIONS, readDataFile, readRowTable, type DataRow } from "./data/files.js";
+export { RowTable, type RowOrigin } from "./data/row-table.js";
 export type { RolloutTask, TaskGroup } from "./task.js";
 export {
   BaseRolloutWorker,

@@ -6,6 +6,7 @@
 import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
 import { Notifier } from "./notifier.js";
 import type { RolloutTask, TaskGroup } from "./task.js";
+import { appendAll, minOf } from "../types/arrays.js";
 
 /** When the pool hands out a batch (`trajectory_pool.check_batch_ready_function`). */
 export type BatchReadiness =
@@ -199,7 +200,7 @@ export class TrajectoryPool {
         a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index,
     );
     const batch: Trajectory[] = [];
-    for (const entry of entries) for (const run of entry.runs) batch.push(...run!);
+    for (const entry of entries) for (const run of entry.runs) appendAll(batch, run!);
     return { batch, stale, staleTrajectories };
   }
 
@@ -268,7 +269,7 @@ export class TrajectoryPool {
     // The oldest loaded batch, once all of its groups still here have finished (it may be empty
     // when every group was dropped: the trainer then skips the step).
     if (this.batches.size === 0) return undefined;
-    const oldest = Math.min(...this.batches.keys());
+    const oldest = minOf(this.batches.keys());
     const ids = this.batches.get(oldest)!;
     if (!ids.every((id) => this.entries.get(id)!.ready)) return undefined;
     this.batches.delete(oldest);

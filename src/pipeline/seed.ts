@@ -70,11 +70,20 @@ export function seededRandom(seed: number): () => number {
 
 /** `items` in an order drawn from `seed` (Fisher–Yates); the input is not changed. */
 export function seededShuffle<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
+  return shuffleInPlace([...items], seed);
+}
+
+/**
+ * Shuffles `items` in place with the draws of {@link seededShuffle} (a typed array of indices
+ * gets the order an array of the same numbers would) and returns it.
+ */
+export function shuffleInPlace<A extends { length: number; [index: number]: unknown }>(items: A, seed: number): A {
   const next = seededRandom(seed);
-  for (let i = out.length - 1; i > 0; i--) {
+  for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
+    const swap = items[i];
+    items[i] = items[j];
+    items[j] = swap;
   }
-  return out;
+  return items;
 }

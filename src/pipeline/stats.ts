@@ -2,6 +2,7 @@
  * Summary statistics for metrics.
  * @module
  */
+import { maxOf, minOf } from "../types/arrays.js";
 
 /** Mean, population standard deviation, minimum and maximum; undefined for no values. */
 export function summarize(
@@ -10,7 +11,7 @@ export function summarize(
   if (values.length === 0) return undefined;
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const std = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / values.length);
-  return { mean, std, min: Math.min(...values), max: Math.max(...values) };
+  return { mean, std, min: minOf(values), max: maxOf(values) };
 }
 
 /** Adds `<prefix>_mean|_std|_min|_max` of `values` to `metrics` (nothing for no values). */

@@ -6,6 +6,7 @@ import type { Trajectory } from "../types/trajectory.js";
 import type { DataLoader } from "./data/data-loader.js";
 import type { RolloutRunner } from "./rollout/runner.js";
 import { putSummary } from "./stats.js";
+import { maxOf } from "../types/arrays.js";
 
 /** Options of {@link Validator}. */
 export interface ValidatorOptions {
@@ -104,7 +105,7 @@ export class Validator {
       if (run.trajectories.length === 0) continue;
       const g = groups.get(run.groupId) ?? { n: 0, c: 0 };
       g.n++;
-      if (Math.max(...run.trajectories.map((t) => t.reward)) >= this.passThreshold) g.c++;
+      if (maxOf(run.trajectories.map((t) => t.reward)) >= this.passThreshold) g.c++;
       groups.set(run.groupId, g);
     }
     if (groups.size === 0) return;

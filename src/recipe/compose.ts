@@ -12,6 +12,7 @@ import { mergeInto } from "./merge.js";
 import { readRecipeFile, YAML_EXTENSIONS, MODULE_EXTENSIONS, type RecipeFileContent } from "./read.js";
 import { didYouMean } from "./suggest.js";
 import { formatKeyPath } from "./tree.js";
+import { appendAll } from "../types/arrays.js";
 
 /** A composed recipe: merged data, origins, and the files merged, lowest precedence first. */
 export interface ComposedRecipe extends RecipeFileContent {
@@ -55,7 +56,7 @@ async function compose(file: string, chain: string[]): Promise<ComposedRecipe> {
     }
     const child = await compose(included, [...chain, included]);
     mergeInto(result, child);
-    result.files.push(...child.files);
+    appendAll(result.files, child.files);
   }
   return result;
 }

@@ -5,6 +5,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
+import { isCommonJsFile, sharePackage } from "./share-package.js";
 
 /** What {@link importFile} returns: the namespace, or why the import failed. */
 export type ImportResult =
@@ -15,9 +16,10 @@ export type ImportResult =
  * Imports `file` (an absolute path). Each call evaluates the module afresh. A failure to compile
  * or an exception thrown on import is returned, described with its location. Files that tsx
  * compiles to CommonJS (a `.ts` file outside a `"type": "module"` package) give the same
- * namespace as ES modules.
+ * namespace as ES modules, and get the running nexrl when they require it (see {@link sharePackage}).
  */
 export async function importFile(file: string): Promise<ImportResult> {
+  if (isCommonJsFile(file)) await sharePackage();
   try {
     const namespace = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
     return { ok: true, namespace: unwrapCommonJs(namespace) };

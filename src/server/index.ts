@@ -7,6 +7,9 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { NexrlError } from "../types/errors.js";
+import { apiKeyGate } from "./auth.js";
+import { hostAddresses, isLoopback, listen, type ListenProblem } from "./bind.js";
 import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
 import { healthHandler } from "./health.js";
@@ -32,16 +35,43 @@ export interface ServerOptions {
   faults?: FaultRates | string;
   /** Seed of the fault stream and of models created without a seed (default 0). */
   seed?: number;
-  /** When set, clients must send it (`X-API-Key` for Tinker, `X-WEAVER-API-KEY` for Weaver). */
+  /**
+   * When set, every request but the health checks must carry it, in any of `X-API-Key` (Tinker's
+   * header), `X-WEAVER-API-KEY` (Weaver's) or `Authorization: Bearer` (OpenAI's); others get 401.
+   */
   apiKey?: string;
+  /**
+   * Serve a non-loopback `host` without `apiKey` (default false: refused, since anyone who can
+   * reach the port could train, sample and write files).
+   */
+  insecure?: boolean;
+  /** What to do when listening fails, appended to the error (default: hints for the library options). */
+  listenHint?: (problem: ListenProblem) => string;
   /** How long a Tinker `retrieve_future` poll is held before `try_again`, in ms (default 30 000). */
   longPollTimeoutMs?: number;
   /** Extra flags answered by Tinker's `client/config` (e.g. `{ fwdbwd_max_chunk_len: 8 }`). */
   tinkerClientConfig?: Record<string, unknown>;
   /** Sees every parsed protocol request (tests check request bodies with it). */
   onRequest?: (request: CapturedRequest) => void;
-  /** Receives unexpected server errors (default: standard error). */
+  /** Receives warnings and unexpected server errors (default: standard error). */
   log?: (line: string) => void;
+}
+
+/** Server options that cannot work: an empty API key, or a host other machines reach without a key (and without `insecure`). */
+export class ServeConfigError extends NexrlError {}
+
+/** What to do when the library's `startServer` cannot listen. */
+function defaultListenHint(problem: ListenProblem): string {
+  switch (problem) {
+    case "address_in_use":
+      return "choose another port, or port 0 for a free one";
+    case "permission_denied":
+      return "use a port of 1024 or above";
+    case "bad_host":
+      return "give an address of this machine (127.0.0.1 by default) or a host name that resolves to one";
+    case "other":
+      return "check the host and port";
+  }
 }
 
 /** A running server. */
@@ -60,6 +90,13 @@ export interface RunningServer {
  * saved sampler snapshots by their `tinker://` / `weaver://` path), plus `/healthz` and
  * `/health`. The engine is deterministic: the same requests give the same numbers.
  *
+ * With `apiKey`, every route but the health checks answers 401 unless the request carries the
+ * key (in `X-API-Key`, `X-WEAVER-API-KEY` or `Authorization: Bearer`). A `host` other machines
+ * can reach is refused without a key unless `insecure`, and logs a warning either way.
+ *
+ * @throws {@link ServeConfigError} for an empty key or an unprotected non-loopback host;
+ * {@link ListenError} when the port is taken or privileged, or the host is not this machine's.
+ *
  * @example
  * ```ts
  * const server = await startServer({ outputDir: "/tmp/serve", faults: "429:0.1,drop:0.05", seed: 1 });
@@ -70,15 +107,28 @@ export interface RunningServer {
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const protocol = options.protocol ?? "all";
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? 0;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const hint = options.listenHint ?? defaultListenHint;
+  const apiKey = options.apiKey;
+  if (apiKey !== undefined && apiKey.trim() === "")
+    throw new ServeConfigError("the API key is empty; give a non-empty key, or none to serve on loopback only");
+  const exposed = !(await hostAddresses(host, hint)).every(isLoopback);
+  if (exposed && apiKey === undefined && !options.insecure)
+    throw new ServeConfigError(
+      `refusing to serve on ${host} without an API key: other machines could reach it and train, sample and write files; ` +
+        "give an API key (--api-key KEY or NEXRL_SERVE_API_KEY), bind 127.0.0.1, or pass --insecure to serve without a key",
+    );
   const seed = options.seed ?? 0;
   const store = new ModelStore(options.outputDir, seed);
   const faults = new FaultInjector(
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,
   );
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const shared = { store, faults, apiKey: options.apiKey, capture: options.onRequest };
-  const handlers: RequestHandler[] = [healthHandler];
+  const shared = { store, faults, capture: options.onRequest };
+  // Health checks stay open; every other route needs the key when one is set.
+  const handlers: RequestHandler[] = [healthHandler, ...(apiKey === undefined ? [] : [apiKeyGate(apiKey)])];
   if (protocol === "tinker" || protocol === "all") {
     handlers.push(
       createTinkerHandler({
@@ -91,18 +141,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
   if (protocol === "openai" || protocol === "all") handlers.push(await createOpenAIModelsHandler(store, log));
   const server: Server = createServer(composeHandlers(handlers, log));
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listen(server, port, host, hint);
+  if (exposed)
+    log(
+      apiKey === undefined
+        ? `warning: nexrl serve listens on ${host} without an API key (--insecure): anyone who can reach this port can use it`
+        : `warning: nexrl serve listens on ${host}, reachable from other machines; the API key travels unencrypted over HTTP, so use a TLS proxy on untrusted networks`,
+    );
   const address = server.address() as AddressInfo;
-  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${host}:${address.port}`,
+    url: `http://${shown}:${address.port}`,
     close: () =>
       (closed ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
@@ -112,4 +162,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 }
 
 export { FaultSpecError, parseFaults, type FaultKind, type FaultRates } from "./faults.js";
+export { API_KEY_HEADERS } from "./auth.js";
+export { ListenError, type ListenProblem } from "./bind.js";
 export type { CapturedRequest, RequestHandler } from "./handler.js";

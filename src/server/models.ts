@@ -48,7 +48,7 @@ export interface Artifact {
 }
 
 /** What samples: a snapshot's sampler or a base model's engine. */
-export type Sampler = Pick<LocalSampler, "sample" | "computeLogprobs">;
+export type Sampler = Pick<LocalSampler, "sampleAsync" | "computeLogprobs">;
 
 /** A sampling session. */
 export interface SamplingSession {

@@ -13,6 +13,8 @@ import { tokenIdString } from "../services/inference/openai/vllm.js";
 import { ChatTemplateError } from "../services/inference/tokenizers/errors.js";
 import { NexrlError } from "../types/errors.js";
 import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
+import { MalformedPathError } from "./url-path.js";
 
 /** An error answered as OpenAI does: `{ error: { message, type, param, code } }`. */
 export class OpenAIApiError extends NexrlError {
@@ -45,7 +47,7 @@ function generationFields(server: string) {
   const unsupported = (field: string, neutral: string) => `${field} is not supported by ${server}; leave it ${neutral}`;
   return {
     model: z.string().min(1),
-    n: nullish(z.int().min(1).max(128)),
+    n: nullish(z.int().min(1).max(MAX_SAMPLES_PER_REQUEST)),
     max_tokens: nullish(z.int().min(1)),
     temperature: nullish(z.number().min(0)),
     top_p: nullish(z.number().gt(0).max(1)),
@@ -506,14 +508,19 @@ export function sendOpenAIEvents(res: ServerResponse, events: readonly unknown[]
   res.end("data: [DONE]\n\n");
 }
 
-/** The answer to `error`: sampler and template errors about the request are 400s, other failures 500s. */
+/**
+ * The answer to `error`: sampler, template and URL errors about the request are 400s, and so is
+ * a 400 from the model's own server (a prompt too long for it, say); other failures are 500s.
+ */
 export function openAIErrorOf(error: unknown): OpenAIApiError {
   if (error instanceof OpenAIApiError) return error;
   const clientFault =
     error instanceof SamplingParamsError ||
     error instanceof ContextLengthError ||
     error instanceof TokenIdError ||
-    error instanceof ChatTemplateError;
+    error instanceof ChatTemplateError ||
+    error instanceof MalformedPathError ||
+    (error instanceof NexrlError && (error as { status?: unknown }).status === 400);
   if (clientFault) return new OpenAIApiError(400, error.message);
   return new OpenAIApiError(
     500,

@@ -6,6 +6,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SamplingClient, SamplingParams } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
@@ -31,6 +32,7 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
+import { decodePathSegment } from "./url-path.js";
 
 /** A model the endpoints serve: its sampler and its tokenizer. */
 export interface ServedModel {
@@ -158,7 +160,11 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
         );
     });
     const results: GeneratedChoice[][] = [];
-    for (const p of prompts) results.push(await generate(model, p, request, request.max_tokens ?? 16));
+    for (const [i, p] of prompts.entries()) {
+      // A turn of the event loop between prompts keeps the server answering while a long list is sampled.
+      if (i > 0) await nextTurn();
+      results.push(await generate(model, p, request, request.max_tokens ?? 16));
+    }
     const format = responseFormat(request, `cmpl-${randomUUID()}`, model.tokenizer);
     if (request.stream) sendOpenAIEvents(res, completionEvents(format, prompts, results));
     else sendOpenAIJson(res, 200, completionBody(format, prompts, results));
@@ -209,7 +215,7 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
         ? {
             method: "GET",
             run: async (_req: IncomingMessage, res: ServerResponse) => {
-              const name = decodeURIComponent(modelName);
+              const name = decodePathSegment(modelName, "model name");
               if (!Object.hasOwn(models, name))
                 throw new OpenAIApiError(
                   404,

@@ -11,11 +11,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
 import { prettifyError } from "zod";
 import type { LocalEngine } from "../engine/index.js";
-import type { Datum } from "../types/wire.js";
+import type { Datum, ModelInput } from "../types/wire.js";
 import { modelInputTokens } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
 import { OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
@@ -29,8 +30,6 @@ export interface TinkerHandlerOptions {
   faults: FaultInjector;
   /** How long `retrieve_future` holds a poll before answering `try_again`, in milliseconds. */
   longPollTimeoutMs: number;
-  /** When set, requests must carry it in `X-API-Key`. */
-  apiKey?: string | undefined;
   /** Flags answered by `client/config` on top of the defaults (e.g. smaller chunk limits). */
   clientConfig?: Record<string, unknown> | undefined;
   /** Sees every request body the protocol parses. */
@@ -98,7 +97,11 @@ function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
   };
 }
 
-function sample(session: SamplingSession, body: TinkerRequest<"asample">, contextLength: number): unknown {
+async function sample(
+  session: SamplingSession,
+  body: TinkerRequest<"asample">,
+  contextLength: number,
+): Promise<unknown> {
   const prompt = modelInputTokens(body.prompt);
   const promptLogprobs = body.prompt_logprobs ? { prompt_logprobs: session.sampler.computeLogprobs(prompt) } : {};
   if (prompt.length >= contextLength) {
@@ -107,7 +110,7 @@ function sample(session: SamplingSession, body: TinkerRequest<"asample">, contex
     return { type: "sample", sequences: empty, ...promptLogprobs };
   }
   const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
-  const result = session.sampler.sample(
+  const result = await session.sampler.sampleAsync(
     prompt,
     {
       maxTokens: max_tokens ?? contextLength,
@@ -212,6 +215,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "forward": {
         const body = parse(endpoint, raw);
         const input = body.forward_input;
+        checkContextLength(datumInputs(input.data as Datum[]), store.model(body.model_id).engine.config.contextLength);
         return seqOp(body.model_id, body.seq_id, "forward", failed, (m) =>
           lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
         );
@@ -219,6 +223,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "forward_backward": {
         const body = parse(endpoint, raw);
         const input = body.forward_backward_input;
+        checkContextLength(datumInputs(input.data as Datum[]), store.model(body.model_id).engine.config.contextLength);
         return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) =>
           lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
         );
@@ -294,6 +299,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const body = parse(endpoint, raw);
         const target = store.samplingSession(body.sampling_session_id);
         const contextLength = store.presets().find((p) => p.name === target.baseModel)!.contextLength;
+        checkSampleCount(body.num_samples, "num_samples");
+        checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], contextLength);
         return future(runOperation("sample", failed ? injected : () => sample(target, body, contextLength)));
       }
     }
@@ -326,9 +333,6 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     const endpoint = path.slice(PREFIX.length);
     const isCapabilities = req.method === "GET" && endpoint === "get_server_capabilities";
     if (!isCapabilities && (req.method !== "POST" || !Object.hasOwn(tinkerRequests, endpoint))) return false;
-    if (options.apiKey !== undefined && req.headers["x-api-key"] !== options.apiKey) {
-      throw new ProtocolError(401, "unauthorized", "missing or invalid X-API-Key header");
-    }
     const raw = isCapabilities ? {} : await readJson(req);
     options.capture?.({ protocol: "tinker", method: req.method ?? "", path, headers: req.headers, body: raw });
     if (isCapabilities) {

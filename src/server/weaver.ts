@@ -18,9 +18,11 @@ import { modelInputTokens, tensorValues, type Datum, type TensorData } from "../
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
 import { OperationFailure, runOperation, type Operation } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
+import { decodePathSegment } from "./url-path.js";
 import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
 
 /** Options of {@link createWeaverHandler}. */
@@ -29,8 +31,6 @@ export interface WeaverHandlerOptions {
   store: ModelStore;
   /** Fault injection. */
   faults: FaultInjector;
-  /** When set, requests must carry it in `X-WEAVER-API-KEY`. */
-  apiKey?: string | undefined;
   /** Sees every request body the protocol parses. */
   capture?: ((request: CapturedRequest) => void) | undefined;
 }
@@ -161,12 +161,12 @@ function lossPass(
   };
 }
 
-function sample(
+async function sample(
   session: SamplingSession,
   model: ServedModel | undefined,
   body: WeaverRequest<"sample">,
   contextLength: number,
-): unknown {
+): Promise<unknown> {
   if (model?.paused) {
     return {
       result: {
@@ -176,7 +176,7 @@ function sample(
   }
   const prompt = modelInputTokens(body.prompt);
   const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
-  const result = session.sampler.sample(
+  const result = await session.sampler.sampleAsync(
     prompt,
     {
       maxTokens: max_tokens ?? contextLength,
@@ -282,6 +282,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "forward": {
         const { payload } = parse("forward", raw);
         const model = store.model(id);
+        checkContextLength(datumInputs(payload.forward_input.data), model.engine.config.contextLength);
         return [
           200,
           submit(
@@ -296,6 +297,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "forwardBackward": {
         const { payload } = parse("forwardBackward", raw);
         const model = store.model(id);
+        checkContextLength(datumInputs(payload.forward_backward_input.data), model.engine.config.contextLength);
         return [
           200,
           submit(
@@ -407,6 +409,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "sample": {
         const body = parse("sample", raw);
         const target = store.samplingSession(id);
+        checkSampleCount(body.num_samples, "num_samples");
+        checkContextLength([{ what: "the prompt", input: body.prompt }], contextLength(target.baseModel));
         const model =
           target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
         return [
@@ -422,6 +426,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "logprobs": {
         const body = parse("logprobs", raw);
         const target = store.samplingSession(id);
+        checkContextLength([{ what: "the prompt", input: body.prompt }], contextLength(target.baseModel));
         return [
           200,
           submit(
@@ -478,9 +483,6 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     let match: RegExpExecArray | null = null;
     const route = ROUTES.find((r) => r.method === req.method && (match = r.pattern.exec(path)) !== null);
     if (!route || !match) return false;
-    if (options.apiKey !== undefined && req.headers["x-weaver-api-key"] !== options.apiKey) {
-      throw new ProtocolError(401, "unauthorized", "missing or invalid X-WEAVER-API-KEY header");
-    }
     const raw = req.method === "POST" ? await readJson(req) : {};
     options.capture?.({ protocol: "weaver", method: route.method, path, headers: req.headers, body: raw });
     const fault = faults.draw(applicableFaults(route));
@@ -490,7 +492,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     }
     const [status, body] = await handle(
       route,
-      decodeURIComponent((match as RegExpExecArray)[1] ?? ""),
+      decodePathSegment((match as RegExpExecArray)[1] ?? "", "id"),
       raw,
       fault === "error",
     );

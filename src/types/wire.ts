@@ -6,6 +6,7 @@
  * @module
  */
 import { NexrlError } from "./errors.js";
+import { appendAll } from "./arrays.js";
 
 /** Element type of a {@link TensorData}. The Tinker public wire knows only these two. */
 export type TensorDtype = "int64" | "float32";
@@ -195,7 +196,7 @@ export function modelInputTokens(input: ModelInput): number[] {
   const tokens: number[] = [];
   for (const chunk of input.chunks) {
     if (chunk.type !== "encoded_text") throw new WireFormatError(`a ${chunk.type} chunk has no token ids`);
-    tokens.push(...chunk.tokens);
+    appendAll(tokens, chunk.tokens);
   }
   return tokens;
 }

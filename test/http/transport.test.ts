@@ -187,6 +187,29 @@ describe("HttpTransport", () => {
     expect(lines).toHaveLength(2);
   });
 
+  it("gives up soon on a refused loopback connection to an origin that never answered, and retries fully once it has", async () => {
+    const server = await serve((_req, res) => json(res, 200, { ok: true }));
+    const url = server.url;
+    const answered = transport(url, { maxRetries: 6 });
+    await answered.request({ method: "GET", path: "/op" });
+    await server.close();
+    const afterAnswer: string[] = [];
+    const restart = (await failure(
+      transport(url, { maxRetries: 6, log: (l) => afterAnswer.push(l) }).request({ method: "GET", path: "/op" }),
+    )) as ApiConnectionError;
+    // The origin answered before (through the same pool): a restart is plausible, so every retry is made.
+    expect(afterAnswer).toHaveLength(6);
+    expect(restart.message).toMatch(/could not connect \(connection refused: nothing listens on 127\.0\.0\.1:\d+\)/);
+    const fresh = await serve(() => undefined);
+    await fresh.close();
+    const firstContact: string[] = [];
+    const error = (await failure(
+      transport(fresh.url, { maxRetries: 6, log: (l) => firstContact.push(l) }).request({ method: "GET", path: "/op" }),
+    )) as ApiConnectionError;
+    expect(error).toMatchObject({ connected: false });
+    expect(firstContact.map((l) => /retry (\d+\/\d+)/.exec(l)![1])).toEqual(["1/3", "2/3", "3/3"]);
+  });
+
   it("does not resend a POST whose connection broke after sending unless told to", async () => {
     let n = 0;
     const server = await serve((req, res) => (n++ === 0 ? req.socket.destroy() : json(res, 200, { ok: n })));

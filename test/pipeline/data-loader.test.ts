@@ -2,7 +2,14 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parquetWriteFile } from "hyparquet-writer";
 import { describe, expect, it } from "vitest";
-import { DataLoader, DataLoaderError, readDataFile, type TaskGroup } from "../../src/pipeline/index.js";
+import {
+  DataLoader,
+  DataLoaderError,
+  readDataFile,
+  readRowTable,
+  RowTable,
+  type TaskGroup,
+} from "../../src/pipeline/index.js";
 import { tempDir, writeJsonl } from "./helpers.js";
 
 const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `p${i}`, answer: String(i) }));
@@ -50,7 +57,94 @@ describe("readDataFile", () => {
   });
 });
 
+describe("readRowTable", () => {
+  it("streams JSON Lines: lines across read chunks, CRLF, multi-byte characters, no final newline", async () => {
+    const dir = await tempDir();
+    // Lines longer than the 1 MiB read chunk, and multi-byte characters cut by chunk boundaries.
+    const long = "é€😀".repeat(150_000);
+    const text = `{"prompt":"a"}\r\n\r\n  \n{"prompt":"${long}"}\n{"prompt":"z","n":[1,2]}`;
+    await writeFile(join(dir, "a.jsonl"), text);
+    const table = await readRowTable([join(dir, "a.jsonl")]);
+    expect(table).toBeInstanceOf(RowTable);
+    expect(Array.from({ length: table.length }, (_, i) => table.row(i))).toEqual([
+      { prompt: "a" },
+      { prompt: long },
+      { prompt: "z", n: [1, 2] },
+    ]);
+    expect([0, 1, 2].map((i) => table.origin(i).label)).toEqual([
+      `${join(dir, "a.jsonl")}:1`,
+      `${join(dir, "a.jsonl")}:4`,
+      `${join(dir, "a.jsonl")}:5`,
+    ]);
+  });
+
+  it("reads many files and every parquet row group in order, numbering rows per file", async () => {
+    const dir = await tempDir();
+    await writeJsonl(join(dir, "a.jsonl"), rows(3));
+    await writeFile(join(dir, "b.json"), JSON.stringify(rows(2)));
+    parquetWriteFile({
+      filename: join(dir, "c.parquet"),
+      columnData: [{ name: "prompt", data: Array.from({ length: 2500 }, (_, i) => `q${i}`), type: "STRING" }],
+      rowGroupSize: 1000,
+    });
+    const table = await readRowTable([join(dir, "a.jsonl"), join(dir, "b.json"), join(dir, "c.parquet")]);
+    expect(table.length).toBe(2505);
+    expect([table.row(2), table.row(4), table.row(5), table.row(2504)]).toEqual([
+      rows(3)[2],
+      rows(2)[1],
+      { prompt: "q0" },
+      { prompt: "q2499" },
+    ]);
+    expect([table.origin(4).label, table.origin(1005).label]).toEqual([
+      `${join(dir, "b.json")} item 1`,
+      `${join(dir, "c.parquet")} row 1000`,
+    ]);
+  });
+});
+
 describe("DataLoader", () => {
+  it("loads 125 000 rows and more: rows held as text, the seeded order the same as before", async () => {
+    const dir = await tempDir();
+    const file = await writeJsonl(join(dir, "big.jsonl"), rows(200_000));
+    const loader = await DataLoader.fromFiles([file], { promptKey: "prompt", batchSize: 4, seed: 3, shuffle: true });
+    expect(loader.size).toBe(200_000);
+    const batch = loader.nextBatch()!;
+    expect(batch.map((g) => g.tasks[0]!.prompt)).toEqual(batch.map((g) => `p${g.index}`));
+    expect(batch[0]!.tasks[0]!.data).toEqual({ prompt: `p${batch[0]!.index}`, answer: String(batch[0]!.index) });
+  });
+
+  it("keeps the data order and seeds of earlier versions, so that existing runs resume identically", () => {
+    // Values from the version that held rows as objects and shuffled an array of indices.
+    const data = Array.from({ length: 23 }, (_, i) => ({ prompt: "x".repeat(i % 7), n: i }));
+    const loader = new DataLoader(data, {
+      promptKey: "prompt",
+      batchSize: 23,
+      seed: 7,
+      shuffle: true,
+      filter: { maxPromptLength: 5, measure: (p) => String(p).length },
+    });
+    expect(indices(loader.nextBatch())).toEqual([
+      15, 1, 14, 10, 7, 17, 2, 16, 9, 11, 8, 22, 21, 0, 4, 19, 12, 18, 5, 3,
+    ]);
+    expect(indices(loader.nextBatch())).toEqual([
+      11, 9, 15, 21, 8, 10, 0, 3, 19, 2, 18, 7, 14, 16, 22, 17, 1, 12, 5, 4,
+    ]);
+    expect(loader.nextGroup()!.tasks.map((t) => t.seed)).toEqual([3608259187]);
+  });
+
+  it("names the file and line of a row that is not JSON, not an object or lacks the prompt key", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "a.jsonl"), '{"prompt":"x"}\n\n{"prompt": oops}\n');
+    await writeFile(join(dir, "b.jsonl"), '{"prompt":"x"}\n[1]\n');
+    const options = { promptKey: "prompt", batchSize: 1, seed: 0 };
+    await expect(DataLoader.fromFiles([join(dir, "a.jsonl")], options)).rejects.toThrow(
+      `${join(dir, "a.jsonl")}:3 is not valid JSON`,
+    );
+    await expect(DataLoader.fromFiles([join(dir, "b.jsonl")], options)).rejects.toThrow(
+      `${join(dir, "b.jsonl")}:2 is an array; every task must be a JSON object`,
+    );
+  });
+
   it("concatenates several files and checks the prompt key, naming the file, the row and its fields", async () => {
     const dir = await tempDir();
     const a = await writeJsonl(join(dir, "a.jsonl"), rows(2));

@@ -4,9 +4,10 @@
  * @module
  */
 import { DataLoaderError } from "../errors.js";
-import { deriveSeed, seededShuffle } from "../seed.js";
+import { deriveSeed, shuffleInPlace } from "../seed.js";
 import type { RolloutTask, TaskGroup } from "../task.js";
-import { readDataFile, type DataRow } from "./files.js";
+import { readRowTable, type DataRow } from "./files.js";
+import { RowTable } from "./row-table.js";
 
 /** How prompts too long for the model are dropped. */
 export interface PromptFilter {
@@ -75,22 +76,24 @@ export interface DataCursor {
  * ```
  */
 export class DataLoader {
-  private readonly rows: readonly DataRow[];
-  private readonly kept: readonly number[];
+  private readonly rows: readonly DataRow[] | RowTable;
+  /** Indices of the rows the prompt filter kept, ascending. */
+  private readonly kept: Uint32Array;
   private readonly options: Required<Omit<DataLoaderOptions, "filter" | "maxEpochs">> &
     Pick<DataLoaderOptions, "maxEpochs">;
   private state: DataCursor = { epoch: 0, position: 0, batches: 0, groups: 0, requeued: [] };
-  private orderCache: { epoch: number; order: readonly number[] } | undefined;
+  private orderCache: { epoch: number; order: Uint32Array } | undefined;
   /** Rows dropped by the prompt filter. */
   readonly filtered: number;
 
   /**
-   * @param rows the task rows (each must have the prompt key).
+   * @param rows the task rows (each must have the prompt key): objects, or a table read from files.
    * @param options batching, order and filtering.
-   * @param source describes where the rows came from, for errors.
-   * @throws {@link DataLoaderError} when a row lacks the prompt key or no row is left after filtering.
+   * @param source describes where array rows came from, for errors (a table names its files).
+   * @throws {@link DataLoaderError} when a row is not an object or lacks the prompt key, or no row
+   * is left after filtering.
    */
-  constructor(rows: readonly DataRow[], options: DataLoaderOptions, source = "the data") {
+  constructor(rows: readonly DataRow[] | RowTable, options: DataLoaderOptions, source = "the data") {
     for (const [key, value] of [
       ["batchSize", options.batchSize],
       ["rolloutRepeatN", options.rolloutRepeatN ?? 1],
@@ -98,14 +101,6 @@ export class DataLoader {
       if (!Number.isInteger(value) || value < 1)
         throw new DataLoaderError(`DataLoader ${key} must be a positive integer, got ${value}`);
     }
-    rows.forEach((row, i) => {
-      if (!Object.hasOwn(row, options.promptKey)) {
-        const fields = Object.keys(row).join(", ") || "none";
-        throw new DataLoaderError(
-          `row ${i} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
-        );
-      }
-    });
     this.rows = rows;
     this.options = {
       promptKey: options.promptKey,
@@ -117,12 +112,24 @@ export class DataLoader {
       isVal: options.isVal ?? false,
       maxEpochs: options.maxEpochs,
     };
-    const filter = options.filter;
-    this.kept = rows
-      .map((_, i) => i)
-      .filter((i) => filter === undefined || filter.measure(rows[i]![options.promptKey]) <= filter.maxPromptLength);
-    this.filtered = rows.length - this.kept.length;
-    if (this.kept.length === 0) {
+    const { promptKey, filter } = options;
+    // Each row is parsed once here, to check it and measure its prompt; groups parse it again when handed out.
+    const kept = new Uint32Array(rows.length);
+    let count = 0;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows instanceof RowTable ? rows.row(i) : rows[i]!;
+      if (!Object.hasOwn(row, promptKey)) {
+        const where = rows instanceof RowTable ? rows.origin(i) : { index: i, file: source };
+        const fields = Object.keys(row).join(", ") || "none";
+        throw new DataLoaderError(
+          `row ${where.index} of ${where.file} has no field "${promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+        );
+      }
+      if (filter === undefined || filter.measure(row[promptKey]) <= filter.maxPromptLength) kept[count++] = i;
+    }
+    this.kept = kept.subarray(0, count);
+    this.filtered = rows.length - count;
+    if (count === 0) {
       const why =
         this.filtered > 0
           ? `all ${rows.length} rows have prompts longer than ${filter!.maxPromptLength} tokens (data.max_prompt_length)`
@@ -132,24 +139,14 @@ export class DataLoader {
   }
 
   /**
-   * Reads `files` (see {@link readDataFile}) and builds a loader over their rows, in file order.
-   * @throws {@link DataLoaderError} for unreadable files or rows without the prompt key.
+   * Reads `files` (see {@link readRowTable}) and builds a loader over their rows, in file order.
+   * The rows are held as their JSON text, so millions of rows fit in about the files' size.
+   * @throws {@link DataLoaderError} for unreadable files, rows that are not JSON objects, or rows
+   * without the prompt key.
    */
   static async fromFiles(files: readonly string[], options: DataLoaderOptions): Promise<DataLoader> {
     if (files.length === 0) throw new DataLoaderError("no data files given; list them in data.data_files");
-    const rows: DataRow[] = [];
-    for (const file of files) {
-      const fileRows = await readDataFile(file);
-      const missing = fileRows.findIndex((row) => !Object.hasOwn(row, options.promptKey));
-      if (missing >= 0) {
-        const fields = Object.keys(fileRows[missing]!).join(", ") || "none";
-        throw new DataLoaderError(
-          `row ${missing} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
-        );
-      }
-      rows.push(...fileRows);
-    }
-    return new DataLoader(rows, options, files.join(", "));
+    return new DataLoader(await readRowTable(files), options, files.join(", "));
   }
 
   /** Rows handed out per epoch (after filtering). */
@@ -225,7 +222,7 @@ export class DataLoader {
    * `pass` (validation runs the whole set each time). Does not move the cursor.
    */
   allGroups(pass: number): TaskGroup[] {
-    return this.kept.map((index) => this.group(index, 0, pass));
+    return Array.from(this.kept, (index) => this.group(index, 0, pass));
   }
 
   /** A copy of the position, for a checkpoint. */
@@ -254,10 +251,10 @@ export class DataLoader {
     return this.options.maxEpochs !== undefined && this.state.epoch >= this.options.maxEpochs;
   }
 
-  private order(epoch: number): readonly number[] {
+  private order(epoch: number): Uint32Array {
     if (this.orderCache?.epoch !== epoch) {
       const order = this.options.shuffle
-        ? seededShuffle(this.kept, deriveSeed(this.options.seed, "epoch", epoch))
+        ? shuffleInPlace(this.kept.slice(), deriveSeed(this.options.seed, "epoch", epoch))
         : this.kept;
       this.orderCache = { epoch, order };
     }
@@ -271,7 +268,7 @@ export class DataLoader {
 
   private group(index: number, epoch: number, batchIndex: number): TaskGroup {
     const { rolloutRepeatN: n, isVal, seed, promptKey } = this.options;
-    const data = this.rows[index]!;
+    const data = this.rows instanceof RowTable ? this.rows.row(index) : this.rows[index]!;
     const groupId = isVal ? `val-${index}` : `${epoch}-${index}`;
     const tasks: RolloutTask[] = [];
     for (let runId = 0; runId < n; runId++) {

@@ -1,11 +1,15 @@
 /**
- * Reads task rows from data files: JSON Lines, JSON arrays and Parquet.
+ * Reads task rows from data files: JSON Lines, JSON arrays and Parquet, into a compact
+ * {@link RowTable}. JSON Lines files are streamed and Parquet files read one row group at a time,
+ * so a file of millions of rows is never held as text and objects at once.
  * @module
  */
+import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
-import { asyncBufferFromFile, parquetReadObjects, toJson } from "hyparquet";
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, toJson } from "hyparquet";
 import { DataLoaderError } from "../errors.js";
+import { RowTableBuilder, type RowTable } from "./row-table.js";
 
 /** One task row: the fields of a data file's record. */
 export type DataRow = Record<string, unknown>;
@@ -13,35 +17,55 @@ export type DataRow = Record<string, unknown>;
 /** File extensions {@link readDataFile} understands. */
 export const DATA_FILE_EXTENSIONS = [".jsonl", ".json", ".parquet"] as const;
 
-function asRow(value: unknown, where: string): DataRow {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
-    throw new DataLoaderError(
-      `${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`,
-    );
+const NEWLINE = 0x0a;
+
+/** True when `bytes[start, end)` holds only spaces, tabs and carriage returns. */
+function isBlank(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const b = bytes[i]!;
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
   }
-  return value as DataRow;
+  return true;
 }
 
-async function readJsonLines(file: string): Promise<DataRow[]> {
-  const rows: DataRow[] = [];
-  const lines = (await readFile(file, "utf8")).split("\n");
-  lines.forEach((line, i) => {
-    if (line.trim() === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      throw new DataLoaderError(
-        `${file}:${i + 1} is not valid JSON (${(error as Error).message}); a .jsonl file holds one JSON object per line`,
-      );
+/** Streams `file` line by line into `table`, skipping blank lines; rows are checked when parsed. */
+async function readJsonLines(file: string, table: RowTableBuilder): Promise<void> {
+  table.beginFile(file, "line");
+  let line = 0;
+  const addLine = (bytes: Uint8Array, start: number, end: number): void => {
+    line++;
+    if (!isBlank(bytes, start, end)) table.addBytes(bytes, start, end, line);
+  };
+  // The start of a line that chunk boundaries cut, waiting for its end.
+  const carry: Buffer[] = [];
+  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
+    const data = chunk as Buffer;
+    let from = 0;
+    let end = data.indexOf(NEWLINE);
+    if (carry.length > 0) {
+      if (end < 0) {
+        carry.push(data);
+        continue;
+      }
+      const joined = Buffer.concat([...carry, data.subarray(0, end)]);
+      carry.length = 0;
+      addLine(joined, 0, joined.length);
+      from = end + 1;
+      end = data.indexOf(NEWLINE, from);
     }
-    rows.push(asRow(value, `${file}:${i + 1}`));
-  });
-  return rows;
+    for (; end >= 0; end = data.indexOf(NEWLINE, from)) {
+      addLine(data, from, end);
+      from = end + 1;
+    }
+    if (from < data.length) carry.push(data.subarray(from));
+  }
+  if (carry.length > 0) {
+    const last = Buffer.concat(carry);
+    addLine(last, 0, last.length);
+  }
 }
 
-async function readJsonArray(file: string): Promise<DataRow[]> {
+async function readJsonArray(file: string, table: RowTableBuilder): Promise<void> {
   let value: unknown;
   try {
     value = JSON.parse(await readFile(file, "utf8"));
@@ -54,40 +78,41 @@ async function readJsonArray(file: string): Promise<DataRow[]> {
     throw new DataLoaderError(
       `${file} holds a JSON ${typeof value}, not an array; a .json data file holds an array of task objects (use .jsonl for one object per line)`,
     );
-  return value.map((item, i) => asRow(item, `${file} item ${i}`));
+  table.beginFile(file, "item");
+  for (const item of value) table.addText(JSON.stringify(item));
 }
 
-async function readParquet(file: string): Promise<DataRow[]> {
-  let rows: Record<string, unknown>[];
+async function readParquet(file: string, table: RowTableBuilder): Promise<void> {
+  table.beginFile(file, "row");
   try {
-    rows = await parquetReadObjects({ file: await asyncBufferFromFile(file) });
+    const source = await asyncBufferFromFile(file);
+    const metadata = await parquetMetadataAsync(source);
+    let rowStart = 0;
+    for (const group of metadata.row_groups) {
+      const rowEnd = rowStart + Number(group.num_rows);
+      const rows = await parquetReadObjects({ file: source, metadata, rowStart, rowEnd });
+      // 64-bit integers arrive as BigInt; JSON-compatible values keep rows printable and comparable.
+      for (const row of rows) table.addText(JSON.stringify(toJson(row)));
+      rowStart = rowEnd;
+    }
   } catch (error) {
     throw new DataLoaderError(
       `cannot read parquet file ${file}: ${(error as Error).message} (nexrl reads uncompressed and snappy-compressed parquet)`,
       { cause: error },
     );
   }
-  // 64-bit integers arrive as BigInt; JSON-compatible values keep rows printable and comparable.
-  return rows.map((row, i) => asRow(toJson(row), `${file} row ${i}`));
 }
 
-/**
- * The rows of one data file, chosen by extension: `.jsonl` (one JSON object per line, blank lines
- * skipped), `.json` (an array of objects) or `.parquet` (each row an object; 64-bit integers
- * become numbers).
- * @throws {@link DataLoaderError} naming the file (and line) for an unknown extension, a file that
- * cannot be read or parsed, or a record that is not an object.
- */
-export async function readDataFile(file: string): Promise<DataRow[]> {
+async function readInto(file: string, table: RowTableBuilder): Promise<void> {
   const ext = extname(file).toLowerCase();
   try {
     switch (ext) {
       case ".jsonl":
-        return await readJsonLines(file);
+        return await readJsonLines(file, table);
       case ".json":
-        return await readJsonArray(file);
+        return await readJsonArray(file, table);
       case ".parquet":
-        return await readParquet(file);
+        return await readParquet(file, table);
     }
   } catch (error) {
     if (error instanceof DataLoaderError) throw error;
@@ -96,4 +121,30 @@ export async function readDataFile(file: string): Promise<DataRow[]> {
   throw new DataLoaderError(
     `data file ${file} has an unsupported extension "${ext}"; use one of ${DATA_FILE_EXTENSIONS.join(", ")}`,
   );
+}
+
+/**
+ * The rows of `files`, in order, as a compact {@link RowTable}: `.jsonl` (one JSON object per
+ * line, blank lines skipped; streamed), `.json` (an array of objects) or `.parquet` (each row an
+ * object, read one row group at a time; 64-bit integers become numbers). Rows are checked when
+ * parsed ({@link RowTable.row}), naming the file and line of bad content.
+ * @throws {@link DataLoaderError} naming the file for an unknown extension or a file that cannot
+ * be read, or that is not a JSON array (`.json`) or Parquet.
+ */
+export async function readRowTable(files: readonly string[]): Promise<RowTable> {
+  const table = new RowTableBuilder();
+  for (const file of files) await readInto(file, table);
+  return table.finish();
+}
+
+/**
+ * The rows of one data file, chosen by extension (see {@link readRowTable}), parsed into objects.
+ * @throws {@link DataLoaderError} naming the file (and line) for an unknown extension, a file that
+ * cannot be read or parsed, or a record that is not an object.
+ */
+export async function readDataFile(file: string): Promise<DataRow[]> {
+  const table = await readRowTable([file]);
+  const rows: DataRow[] = [];
+  for (let i = 0; i < table.length; i++) rows.push(table.row(i));
+  return rows;
 }

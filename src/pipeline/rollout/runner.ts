@@ -11,6 +11,7 @@ import type { RolloutTask } from "../task.js";
 import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
+import { appendAll } from "../../types/arrays.js";
 
 /** Options of {@link RolloutRunner}. */
 export interface RolloutRunnerOptions {
@@ -156,7 +157,7 @@ export class RolloutRunner {
   constructor(private readonly options: RolloutRunnerOptions) {
     for (let index = 0; index < options.numWorkers; index++)
       this.slots.push({ index, worker: options.createWorker(index), controller: new AbortController() });
-    this.free.push(...[...this.slots].reverse());
+    appendAll(this.free, [...this.slots].reverse());
     // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
     // costs a weak reference held by the run's signal until it is garbage-collected.
     const stop = options.signal;

@@ -54,7 +54,8 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
     throw new TokenizerLoadError(
       `revision "${revision}" must be a branch, tag or commit name (letters, digits, "_", "-", ".")`,
     );
-  const folder = join(options.cacheDir ?? defaultTokenizerCacheDir(), ...id.split("/"), revision);
+  // join() splits the id at "/" into the owner and repository folders (and normalises it on Windows).
+  const folder = join(options.cacheDir ?? defaultTokenizerCacheDir(), id, revision);
   const cached = await Promise.all(REQUIRED_TOKENIZER_FILES.map((name) => isFile(join(folder, name))));
   if (cached.every(Boolean)) return folder;
 

@@ -57,13 +57,17 @@ class LocalSamplingClient implements SamplingClient {
 
   constructor(
     readonly modelPath: string,
-    private readonly sampler: Pick<LocalSampler, "sample" | "computeLogprobs">,
+    private readonly sampler: Pick<LocalSampler, "sampleAsync" | "computeLogprobs">,
   ) {}
 
   sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
     return this.queue.submit(() => {
       const { stop, ...rest } = params;
-      return this.sampler.sample(modelInputTokens(prompt), { ...rest, ...(stop && { stop: [...stop] }) }, numSamples);
+      return this.sampler.sampleAsync(
+        modelInputTokens(prompt),
+        { ...rest, ...(stop && { stop: [...stop] }) },
+        numSamples,
+      );
     });
   }
 

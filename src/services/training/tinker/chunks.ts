@@ -9,6 +9,7 @@
 import { tokenCount, valueCount } from "../../../types/datum-view.js";
 import type { Datum } from "../../../types/wire.js";
 import type { ForwardBackwardOutput } from "../types.js";
+import { maxOf, minOf } from "../../../types/arrays.js";
 
 /** Chunk limits (Tinker's `client/config` flags). */
 export interface ChunkLimits {
@@ -102,16 +103,16 @@ export function reduceMetrics(
         out[key] = weightedMean(values, [...weights]);
         break;
       case "slack":
-        out[key] = Math.max(...values) - weightedMean(values, [...weights]);
+        out[key] = maxOf(values) - weightedMean(values, [...weights]);
         break;
       case "sum":
         out[key] = values.reduce((a, b) => a + b, 0);
         break;
       case "min":
-        out[key] = Math.min(...values);
+        out[key] = minOf(values);
         break;
       case "max":
-        out[key] = Math.max(...values);
+        out[key] = maxOf(values);
         break;
       case "hash_unordered":
         out[key] = unorderedHash(values);
