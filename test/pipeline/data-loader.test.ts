@@ -59,7 +59,7 @@ describe("DataLoader", () => {
     expect(loader.size).toBe(4);
     expect(loader.nextBatch()!.map((g) => g.tasks[0]!.prompt)).toEqual(["p0", "p1", "p0"]);
     await expect(DataLoader.fromFiles([a, b], { promptKey: "prompt", batchSize: 1, seed: 0 })).rejects.toThrow(
-      `row 0 of ${b} has no field "prompt" (data.prompt_key); its fields are: input`,
+      `row 1 of ${b} has no field "prompt" (data.prompt_key); its fields are: input`,
     );
   });
 

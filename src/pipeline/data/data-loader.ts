@@ -102,7 +102,7 @@ export class DataLoader {
       if (!Object.hasOwn(row, options.promptKey)) {
         const fields = Object.keys(row).join(", ") || "none";
         throw new DataLoaderError(
-          `row ${i} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+          `row ${i + 1} of ${source} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
         );
       }
     });
@@ -144,7 +144,7 @@ export class DataLoader {
       if (missing >= 0) {
         const fields = Object.keys(fileRows[missing]!).join(", ") || "none";
         throw new DataLoaderError(
-          `row ${missing} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+          `row ${missing + 1} of ${file} has no field "${options.promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
         );
       }
       rows.push(...fileRows);

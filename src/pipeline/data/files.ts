@@ -54,7 +54,7 @@ async function readJsonArray(file: string): Promise<DataRow[]> {
     throw new DataLoaderError(
       `${file} holds a JSON ${typeof value}, not an array; a .json data file holds an array of task objects (use .jsonl for one object per line)`,
     );
-  return value.map((item, i) => asRow(item, `${file} item ${i}`));
+  return value.map((item, i) => asRow(item, `${file} item ${i + 1}`));
 }
 
 async function readParquet(file: string): Promise<DataRow[]> {
@@ -68,7 +68,7 @@ async function readParquet(file: string): Promise<DataRow[]> {
     );
   }
   // 64-bit integers arrive as BigInt; JSON-compatible values keep rows printable and comparable.
-  return rows.map((row, i) => asRow(toJson(row), `${file} row ${i}`));
+  return rows.map((row, i) => asRow(toJson(row), `${file} row ${i + 1}`));
 }
 
 /**
