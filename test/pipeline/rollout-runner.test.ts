@@ -121,7 +121,7 @@ describe("RolloutRunner", () => {
     const error = await r.run(task({ index: 3, groupId: "0-3", runId: 1 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutError);
     expect((error as RolloutError).message).toBe(
-      "rollout of row 3 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
+      "rollout of row 4 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
     );
     expect((error as RolloutError).origin).toEqual({ index: 3, groupId: "0-3", runId: 1, isVal: false });
     expect(((error as RolloutError).cause as Error).message).toBe("boom");
@@ -180,7 +180,7 @@ describe("RolloutRunner", () => {
     release();
     await late;
     await new Promise((resolve) => setImmediate(resolve));
-    expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 5 ended/);
+    expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 6 \(group 0-0, run 0\) ended/);
     const slow = await runner(
       scripted(() => new Promise(() => undefined)).Scripted,
       { mode: "fail_fast" },
@@ -309,7 +309,7 @@ describe("RolloutRunner", () => {
     while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([0, 1, 2, 3, 4]);
     expect(heard.sort()).toEqual([
-      "failed 2: rollout of row 0 (group 0-0, run 2) fail",
+      "failed 2: rollout of row 1 (group 0-0, run 2) fail",
       "ok 0",
       "ok 1",
       "ok 3",
