@@ -115,7 +115,10 @@ export async function readRunState(path: string): Promise<RunState> {
   try {
     value = JSON.parse(await readFile(path, "utf8"));
   } catch (error) {
-    throw new RunSetupError(`cannot read the run state ${path}: ${(error as Error).message}`, { cause: error });
+    throw new RunSetupError(
+      `cannot read the run state ${path}: ${(error as Error).message}; if the file was damaged, delete it to resume from an earlier checkpoint`,
+      { cause: error },
+    );
   }
   const state = value as Partial<StoredRunState> | null;
   if (

@@ -71,8 +71,14 @@ export const RESUME_SAFE_SETTINGS: readonly string[] = [
   "weight.sync_weight_path",
 ];
 
+/** Where the recipe keeps the hyper-parameters `service.train_service.config` sets (they are merged). */
+const HYPER_PARAMETERS = "trainer.algorithm";
+const SERVICE_CONFIG = "service.train_service.config";
+
 /** True when `pattern` (a key path, `*` for one index) is `key` or a prefix of it. */
 function covers(pattern: string, key: string): boolean {
+  if (pattern === SERVICE_CONFIG || pattern.startsWith(`${SERVICE_CONFIG}.`))
+    pattern = HYPER_PARAMETERS + pattern.slice(SERVICE_CONFIG.length);
   const p = pattern.split(".");
   const k = key.split(".");
   return p.length <= k.length && p.every((segment, i) => segment === "*" || segment === k[i]);
@@ -145,7 +151,8 @@ const show = (value: string | undefined): string => value ?? "unset";
 
 /**
  * Compares the settings a checkpoint recorded with the recipe's.
- * @param allowed `resume.allow_changed`: keys (and the keys below them) that may differ.
+ * @param allowed `resume.allow_changed`: keys (and the keys below them) that may differ;
+ * `service.train_service.config.*` names the same hyper-parameters as `trainer.algorithm.*`.
  * @returns the differences `allowed` accepted, for a warning.
  * @throws {@link ResumeSettingsError} for the others.
  */
@@ -164,8 +171,11 @@ export function checkResumeSettings(
   if (refused.length > 0) {
     const list = refused.map((c) => `${c.key} (${show(c.before)} → ${show(c.after)})`).join(", ");
     const keys = refused.map((c) => c.key).join(",");
+    const merged = refused.some((c) => c.key.startsWith(`${HYPER_PARAMETERS}.`))
+      ? ` (hyper-parameters set in ${SERVICE_CONFIG} are compared as ${HYPER_PARAMETERS})`
+      : "";
     throw new ResumeSettingsError(
-      `cannot resume from ${checkpoint}: the recipe changes ${refused.length === 1 ? "a setting" : "settings"} that decide the data order or the algorithm: ${list}. ` +
+      `cannot resume from ${checkpoint}: the recipe changes ${refused.length === 1 ? "a setting" : "settings"} that decide the data order or the algorithm: ${list}${merged}. ` +
         `Resuming would not continue the same run. Restore ${refused.length === 1 ? "it" : "them"}, start a new run (another --output-dir, or resume.mode=disable), ` +
         `or accept the change with resume.allow_changed=[${keys}]`,
       refused,

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterEach } from "vitest";
+import { afterAll, afterEach } from "vitest";
 
 /** The repository root. */
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -15,17 +15,21 @@ export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "dist/cli/main.js");
 
 const dirs: string[] = [];
+const fileDirs: string[] = [];
 const children: ChildProcess[] = [];
+afterAll(async () => {
+  await Promise.all(fileDirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
 afterEach(async () => {
   for (const child of children.splice(0))
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
 
-/** A fresh temporary folder, removed after the test. */
-export async function tempDir(): Promise<string> {
+/** A fresh temporary folder, removed after the test (or, with `keep: "file"`, after the test file). */
+export async function tempDir(keep: "test" | "file" = "test"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "nexrl-robust-"));
-  dirs.push(dir);
+  (keep === "test" ? dirs : fileDirs).push(dir);
   return dir;
 }
 
@@ -33,8 +37,8 @@ export async function tempDir(): Promise<string> {
  * A user project: an ESM package.json, `node_modules/nexrl` linking to this checkout (so that
  * `import … from "nexrl"` loads the same dist/ as the CLI), and `train.jsonl` with `rows` rows.
  */
-export async function userProject(rows = 8): Promise<string> {
-  const dir = await tempDir();
+export async function userProject(rows = 8, keep: "test" | "file" = "test"): Promise<string> {
+  const dir = await tempDir(keep);
   await writeFile(join(dir, "package.json"), `${JSON.stringify({ name: "user-project", type: "module" })}\n`);
   await mkdir(join(dir, "node_modules"));
   await symlink(ROOT, join(dir, "node_modules", "nexrl"), "dir");
