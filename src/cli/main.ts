@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { redactText } from "../recipe/redact.js";
 import { EXIT_CODES } from "./args.js";
 import { runCli } from "./run.js";
 
@@ -15,6 +16,17 @@ for (const [signal, code] of [
 ] as const) {
   process.on(signal, () => {
     if (process.listenerCount(signal) === 1) process.exit(code);
+  });
+}
+// An error user code throws or rejects with outside a run (a TS recipe's module, say) ends the
+// command as a failed run, not with Node's exit code 1, which means an invalid recipe here. While
+// a run goes, it handles these itself (a second listener is then installed).
+for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+  process.on(event, (error: unknown) => {
+    if (process.listenerCount(event) > 1) return;
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    process.stderr.write(`nexrl: an uncaught error in code nexrl ran\n${redactText(text, process.env)}\n`);
+    process.exit(EXIT_CODES.runFailed);
   });
 }
 const code = await runCli(process.argv.slice(2), {

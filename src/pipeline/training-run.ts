@@ -22,6 +22,7 @@ import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
 import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
 import { runGuarded, type GuardedRun } from "./run-guard.js";
 import { sampleRows, type SampleRow } from "./samples.js";
+import { describeTask } from "./task.js";
 import { RolloutScheduler } from "./scheduler.js";
 import { checkInferenceBackend, openTokenizer, openTrainingService } from "./services.js";
 import { createRunner, openDataLoader } from "./setup.js";
@@ -217,9 +218,19 @@ class TrainingRun {
     this.options.emit({ type: "rollout_failure", failure: row, firstOfKind: first && failure.action !== "stop" });
   }
 
-  /** Ends every rollout in flight as hung (the process has nothing left to do); returns how many. */
+  /**
+   * Ends every rollout in flight as hung (the process has nothing left to do) and says which;
+   * returns how many.
+   */
   endHungRollouts(): number {
-    return this.parts.runners.reduce((ended, runner) => ended + runner.endHung(), 0);
+    const hung = this.parts.runners.flatMap((runner) => runner.running());
+    if (hung.length > 0)
+      this.options.emit({
+        type: "warning",
+        message: `the process had nothing left to wait for while ${this.phase}: ${hung.length === 1 ? "this rollout hangs" : `these ${hung.length} rollouts hang`} and ${hung.length === 1 ? "is" : "are"} ended as failed: ${hung.map((task) => `${task.isVal ? "validation " : ""}${describeTask(task)}`).join(", ")}`,
+      });
+    for (const runner of this.parts.runners) runner.endHung();
+    return hung.length;
   }
 
   /** Stops the loop at its next step boundary: after an error, nothing more is trained. */

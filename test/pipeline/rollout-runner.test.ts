@@ -4,7 +4,9 @@ import {
   RolloutError,
   RolloutRunner,
   RolloutTimeoutError,
+  UncaughtUserError,
   type FailurePolicy,
+  type RolloutFailure,
   type RolloutReceiver,
   type RolloutTask,
   type RolloutWorkerContext,
@@ -17,6 +19,7 @@ import {
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
+import { runGuarded } from "../../src/pipeline/run-guard.js";
 import { Trajectory, TrajectoryError } from "../../src/types/trajectory.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
@@ -81,7 +84,12 @@ const ok = () => new Trajectory({ tokens: [1, 2, 3], lossMask: [0, 1, 1], reward
 async function runner(
   workerClass: new (c: RolloutWorkerContext) => BaseRolloutWorker,
   policy: FailurePolicy,
-  extra: { timeoutMs?: number; numWorkers?: number; inference?: SamplerInferenceClient } = {},
+  extra: {
+    timeoutMs?: number;
+    numWorkers?: number;
+    inference?: SamplerInferenceClient;
+    onFailure?: (failure: RolloutFailure) => void;
+  } = {},
 ) {
   const recipe = await recipeConfig();
   return new RolloutRunner({
@@ -93,6 +101,7 @@ async function runner(
     sampling: { temperature: 1, maxTokens: 6 },
     maxSequenceLength: 40,
     currentVersion: () => 7,
+    ...(extra.onFailure && { onFailure: extra.onFailure }),
   });
 }
 
@@ -316,5 +325,54 @@ describe("RolloutRunner", () => {
       "ok 4",
     ]);
     expect(r.busy).toBe(0);
+  });
+});
+
+describe("RolloutRunner under the run guard", () => {
+  it("an uncaught error from a rollout's timer fails that rollout only; one raised after it ended goes to the run unless the policy skips", async () => {
+    const failures: RolloutFailure[] = [];
+    const crashes: unknown[] = [];
+    const r = await runner(
+      scripted(async (_, t) => {
+        if (t.runId === 1) {
+          setTimeout(() => {
+            throw new Error("from a timer");
+          }, 1);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        if (t.runId === 2) setTimeout(() => void Promise.reject(new Error("after the end")), 20);
+        return ok();
+      }).Scripted,
+      { mode: "fail_fast" },
+      { numWorkers: 3, onFailure: (f) => failures.push(f) },
+    );
+    const outcomes = await runGuarded({ stalled: () => undefined, crashed: (e) => crashes.push(e) }, async () => {
+      const settled = await Promise.allSettled([0, 1, 2].map((runId) => r.run(task({ runId }))));
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      return settled;
+    });
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const stopped = (outcomes[1] as PromiseRejectedResult).reason as RolloutError;
+    expect(stopped.cause).toBeInstanceOf(UncaughtUserError);
+    expect(stopped.message).toContain("an uncaught Error: from a timer in the rollout of row 1 (group 0-0, run 1)");
+    expect(failures.map((f) => [f.task.runId, f.action])).toEqual([[1, "stop"]]);
+    expect(crashes).toEqual([expect.objectContaining({ message: "after the end" })]);
+    expect(process.listenerCount("beforeExit")).toBe(0);
+  });
+
+  it("endHung ends the attempts running now as hung (running() lists them), and the policy retries them", async () => {
+    const r = await runner(
+      scripted((_, t, attempt) => (t.runId === 0 && attempt === 0 ? new Promise(() => undefined) : ok())).Scripted,
+      { mode: "retry", retries: 1 },
+      { numWorkers: 2 },
+    );
+    const first = r.run(task({ runId: 0, index: 4 }));
+    const second = r.run(task({ runId: 1 }));
+    expect((await second).status).toBe("ok");
+    expect(r.running().map((t) => t.index)).toEqual([4]);
+    r.endHung();
+    expect(await first).toMatchObject({ status: "ok", attempts: 2 });
+    expect(r.takeCounts()).toMatchObject({ failed: 1, timedOut: 1, retried: 1, succeeded: 2 });
+    expect(r.running()).toEqual([]);
   });
 });

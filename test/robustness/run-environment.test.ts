@@ -1,9 +1,24 @@
 /** Issue 13, item 13 (and the last of item 16): bad environments get a one-line cause and the right exit code; a refused recipe writes nothing. */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { access, chmod, mkdir, readdir, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+
+/** Whether this machine lets the tests make a folder immutable (root, and a file system with attributes). */
+function chattrWorks(): boolean {
+  const probe = mkdtempSync(join(tmpdir(), "nexrl-chattr-"));
+  try {
+    const made = spawnSync("chattr", ["+i", probe]).status === 0;
+    if (made) spawnSync("chattr", ["-i", probe]);
+    return made;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
 
 /** Runs as `nobody` when the tests run as root (root writes into read-only folders). */
 const asUnprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
@@ -27,6 +42,27 @@ describe("bad environments", () => {
     expect(run.code).toBe(EXIT_CODES.outputDir);
     expect(await readdir(readOnly)).toEqual([]);
   });
+
+  it.runIf(chattrWorks())(
+    "an immutable output folder (chattr +i): exit 4 and one line naming the folder and the cause",
+    async () => {
+      const dir = await userProject();
+      await writeWorker(dir);
+      await writeRecipe(dir);
+      const immutable = join(dir, "immutable");
+      await mkdir(immutable);
+      expect(spawnSync("chattr", ["+i", immutable]).status).toBe(0);
+      try {
+        const run = await runCliChild(["-c", "recipe.yaml", "-r", "-o", immutable], { cwd: dir });
+        expect(run.stderr).toBe(
+          `nexrl: cannot write to the output folder ${immutable}: permission denied (the folder is read-only, immutable or owned by another user) (EPERM); choose another with --output-dir (or NEXRL_STORAGE_PATH)\n`,
+        );
+        expect(run.code).toBe(EXIT_CODES.outputDir);
+      } finally {
+        spawnSync("chattr", ["-i", immutable]);
+      }
+    },
+  );
 
   it("an output path under a file: exit 4 and one line", async () => {
     const dir = await userProject();

@@ -21,6 +21,9 @@ describe("a rollout that never settles", () => {
       "nexrl: rollout of row 3 (group 0-2, run 0) failed after 1 attempt(s): the rollout of row 3 (group 0-2, run 0) can never finish",
     );
     expect(hung.stdout).toContain("step 1/3");
+    expect(hung.stdout).toContain(
+      "warning: the process had nothing left to wait for while rolling out step 2: this rollout hangs and is ended as failed: row 3 (group 0-2, run 0)\n",
+    );
     expect(hung.stdout).toMatch(/warning: the run stopped at step 1: saved a checkpoint of it \(.*step_000001\.json\)/);
     expect(await readdir(join(out, "checkpoints"))).toContain("step_000001.json");
     expect(await readJsonl(join(out, "failures.jsonl"))).toEqual([

@@ -59,6 +59,22 @@ describe("an uncaught error in user code during a run", () => {
     ]);
   });
 
+  it("outside a run (a TS recipe module): exit 3 with the error, not Node's exit 1 (which would say 'invalid recipe')", async () => {
+    const dir = await userProject();
+    await writeFile(
+      join(dir, "recipe.ts"),
+      `setTimeout(() => { throw new Error(\`late recipe error \${process.env.TINKER_API_KEY}\`); }, 1);
+await new Promise((resolve) => setTimeout(resolve, 100));
+export default {};
+`,
+    );
+    const run = await runCliChild(["validate", "-c", "recipe.ts"], { cwd: dir, env: { TINKER_API_KEY: SECRET } });
+    expect(run.code).toBe(EXIT_CODES.runFailed);
+    expect(run.stderr).toMatch(
+      /^nexrl: an uncaught error in code nexrl ran\nError: late recipe error \*\*\*\n\s+at .*recipe\.ts/,
+    );
+  });
+
   it("outside any rollout (in the trainer): stops the run with exit 3, saying what the run was doing", async () => {
     const dir = await userProject();
     await writeWorker(dir);

@@ -386,24 +386,25 @@ export class RolloutRunner {
     }, failed);
   }
 
+  /** The tasks of the attempts running now. */
+  running(): RolloutTask[] {
+    return this.slots.flatMap((slot) => (slot.scope?.open ? [slot.scope.task] : []));
+  }
+
   /**
    * Ends every attempt in flight with a {@link RolloutHungError}: the run's guard calls this when
-   * the process has nothing left to do, so none of them can ever finish. Returns how many it
-   * ended.
+   * the process has nothing left to do, so none of them can ever finish.
    */
-  endHung(): number {
-    let ended = 0;
+  endHung(): void {
     for (const slot of this.slots) {
       const scope = slot.scope;
       if (!scope?.open) continue;
-      ended++;
       scope.abandon(
         new RolloutHungError(
           `the rollout of ${describeTask(scope.task)} can never finish: its promise was still pending when the process had nothing left to wait for (no timer, socket or file operation); look for a promise in the worker that is never resolved`,
         ),
       );
     }
-    return ended;
   }
 
   /**
