@@ -261,15 +261,14 @@ class TrainingRun {
    * that a resume continues exactly from there. Reports what it did as a warning; never throws.
    */
   async rescue(error: unknown, supervisor: Supervisor): Promise<void> {
-    const { emit } = this.options;
-    const warn = (message: string): void => emit({ type: "warning", message });
-    await Promise.allSettled([this.parts.failures.flush()]);
+    if (error instanceof Halted) return;
+    const warn = (message: string): void => this.options.emit({ type: "warning", message });
+    await this.parts.failures.flush().catch(() => undefined);
     const quiet = this.quiet;
     const resumeFrom =
       this.lastCheckpointStep !== undefined
         ? `a resume (resume.mode=auto) continues from the checkpoint of step ${this.lastCheckpointStep}`
         : "no checkpoint was saved, so a resume starts afresh";
-    if (error instanceof Halted) return;
     if (!quiet) {
       const why =
         this.options.recipe.config.weight.sync_mode === "sync"
