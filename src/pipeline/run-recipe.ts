@@ -172,7 +172,8 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       backend === "local" ? [] : [`${backend.toUpperCase()}_API_KEY`],
     ))
       emit({ type: "warning", message });
-    lock = await RunLock.acquire(outputDir);
+    // The command line may hold a secret given as an override.
+    lock = await RunLock.acquire(outputDir, redact(process.argv.join(" ")));
     const start = await planStart(loaded, checkpointDir, cwd);
     const settings = await runSettings(config);
     if (start.kind === "resume") checkSettings(start, settings, config.resume.allow_changed, emit);

@@ -20,8 +20,14 @@ describe("the output folder lock", () => {
     await writeWorker(dir);
     await writeRecipe(dir);
     const out = join(dir, "out");
-    const first = startCli(["-c", "recipe.yaml", "-r", "-o", out, "trainer.total_train_steps=500"], { cwd: dir });
+    const secret = "+service.tinker_service.api_key=sk-ON-THE-COMMAND-LINE-1234";
+    const first = startCli(["-c", "recipe.yaml", "-r", "-o", out, "trainer.total_train_steps=500", secret], {
+      cwd: dir,
+    });
     await first.waitFor("step 1/500");
+    const lockFile = await readFile(join(out, RUN_LOCK_FILE), "utf8");
+    expect(lockFile).toContain("api_key=***");
+    expect(lockFile).not.toContain("sk-ON-THE-COMMAND-LINE");
     const second = await runCliChild(["-c", "recipe.yaml", "-r", "-o", out, "trainer.total_train_steps=500"], {
       cwd: dir,
     });
@@ -94,9 +100,11 @@ describe("RunLock", () => {
     const other = { pid: process.pid, host: `not-${hostname()}`, startedAt: "2020-01-01T00:00:00.000Z", command: "x" };
     await writeFile(path, JSON.stringify(other));
     expect(await RunLock.acquire(dir).catch((e: unknown) => e)).toBeInstanceOf(RunFolderLockedError);
-    // pid 1 is alive here, but it started at another time than the lock says: the pid was reused.
-    await writeFile(path, JSON.stringify({ ...other, host: hostname(), pid: 1, startTicks: -5 }));
-    await (await RunLock.acquire(dir)).release();
+    if (process.platform === "linux") {
+      // pid 1 is alive, but it started at another time than the lock says (read from /proc): the pid was reused.
+      await writeFile(path, JSON.stringify({ ...other, host: hostname(), pid: 1, startTicks: -5 }));
+      await (await RunLock.acquire(dir)).release();
+    }
     await writeFile(path, JSON.stringify({ ...other, host: hostname(), pid: deadPid() }));
     await (await RunLock.acquire(dir)).release();
     await writeFile(path, "{not json");
