@@ -89,6 +89,8 @@ export async function stepMs(mode: "sync" | "batch-async", times: FakeTimes): Pr
       samplesPerStep: 4,
       minGroupSize: undefined,
       env: {},
+      redact: (text) => text,
+      settings: {},
       service: new FakeTrainingService(times),
     });
     if (result.steps !== STEPS || ends.length !== STEPS)

@@ -123,7 +123,8 @@ export function rolloutBench(
   const runner = new RolloutRunner({
     createWorker: (slot) => new EchoWorker({ name: `rollout_worker-${slot}`, recipe, tokenizer }),
     numWorkers: concurrency,
-    timeoutMs: 0,
+    // A run's rollouts have a timeout (rollout_worker.rollout_timeout_seconds, 3600 by default).
+    timeoutMs: recipe.rollout_worker.rollout_timeout_seconds * 1000,
     policy: { mode: "fail_fast" },
     inference,
     sampling: { temperature: 1, maxTokens: MAX_TOKENS },

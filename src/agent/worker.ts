@@ -6,7 +6,7 @@
  */
 import OpenAI from "openai";
 import { BaseRolloutWorker, type RolloutWorkerContext } from "../pipeline/workers/base.js";
-import type { RolloutTask } from "../pipeline/task.js";
+import { rowNumber, type RolloutTask } from "../pipeline/task.js";
 import type { AgentOptions } from "../recipe/schema/rollout-worker.js";
 import type { ChatMessage } from "../types/tokenizer.js";
 import type { TrajectoryInit } from "../types/trajectory.js";
@@ -254,7 +254,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       const verdict: unknown = await evaluator.evaluate(task.data, target);
       if (!isRecord(verdict) || typeof verdict.reward !== "number" || !Number.isFinite(verdict.reward)) {
         throw new AgentResultError(
-          `${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${task.index}; return { reward: <finite number>, extraInfo?: {...} }`,
+          `${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${rowNumber(task)}; return { reward: <finite number>, extraInfo?: {...} }`,
         );
       }
       return {
@@ -270,7 +270,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const own = sequences[0]?.reward;
     if (own !== undefined) return { reward: own };
     throw new AgentResultError(
-      `the episode of row ${task.index} has no reward: no evaluator is configured and the agent returned ${outcome.result === undefined ? "nothing" : typeof outcome.result === "string" ? "a string" : "no finite `reward`"}; set rollout_worker.evaluator_module_path: file.ts:MyEvaluator, or return { final_answer, reward } from the agent`,
+      `the episode of row ${rowNumber(task)} has no reward: no evaluator is configured and the agent returned ${outcome.result === undefined ? "nothing" : typeof outcome.result === "string" ? "a string" : "no finite `reward`"}; set rollout_worker.evaluator_module_path: file.ts:MyEvaluator, or return { final_answer, reward } from the agent`,
     );
   }
 }

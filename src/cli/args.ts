@@ -4,18 +4,30 @@ import { NexrlError } from "../types/errors.js";
 /** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
 export class UsageError extends NexrlError {}
 
-/** Process exit codes of the `nexrl` command. */
+/** Process exit codes of the `nexrl` command (the README's table lists them too). */
 export const EXIT_CODES = {
   /** Success. */
   ok: 0,
-  /** The recipe or its configuration is invalid. */
+  /** The recipe or its configuration is invalid (also a YAML file whose aliases expand too far). */
   invalidRecipe: 1,
   /** The command line is malformed. */
   usage: 2,
-  /** The run failed, or asked for something this version cannot do yet. */
+  /**
+   * The run failed: a rollout failure the policy does not skip, a trainer or service error, an
+   * uncaught error in user code, a checkpoint that cannot be resumed (another model, changed
+   * settings); or it asked for something this version cannot do yet.
+   */
   runFailed: 3,
-  /** Interrupted (SIGINT). */
+  /** The output folder cannot be used: not writable (read-only, immutable, no permission), under a file, or in use by another run. */
+  outputDir: 4,
+  /** A training step had no successful rollout: every rollout failed and `policy: continue` skipped them all. */
+  noRolloutSucceeded: 5,
+  /** The run hung: a rollout (under a stopping policy) or other user code never settled and nothing else could progress. */
+  hung: 6,
+  /** Interrupted by Ctrl-C (SIGINT): the step in flight finished and a checkpoint was saved (a second Ctrl-C quits at once). */
   interrupted: 130,
+  /** Terminated by SIGTERM (`docker stop`, Kubernetes, `timeout`): handled like the first Ctrl-C. */
+  terminated: 143,
 } as const;
 
 /** The modes NexRL's CLI knows; only `training-service` runs here. */
@@ -221,6 +233,10 @@ Exit codes:
   ${EXIT_CODES.invalidRecipe}    the recipe is invalid (file, key path and a suggestion are printed)
   ${EXIT_CODES.usage}    the command line is malformed
   ${EXIT_CODES.runFailed}    the run failed, or asked for something this version cannot do yet
-  ${EXIT_CODES.interrupted}  interrupted (Ctrl-C)
+  ${EXIT_CODES.outputDir}    the output folder cannot be written, or another run is using it
+  ${EXIT_CODES.noRolloutSucceeded}    a training step had no successful rollout (see failures.jsonl)
+  ${EXIT_CODES.hung}    the run hung: user code never settled and nothing could progress
+  ${EXIT_CODES.interrupted}  interrupted (Ctrl-C): the step in flight finished, a checkpoint was saved
+  ${EXIT_CODES.terminated}  terminated (SIGTERM): as for Ctrl-C
 `;
 }

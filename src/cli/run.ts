@@ -1,8 +1,15 @@
 import path from "node:path";
+import {
+  NoSuccessfulRolloutError,
+  OutputDirError,
+  RolloutError,
+  RolloutHungError,
+  RunStalledError,
+} from "../pipeline/errors.js";
 import { resolveRunDirectory } from "../pipeline/run-dir.js";
 import { RecipeError } from "../recipe/errors.js";
 import type { LoadedRecipe } from "../recipe/load.js";
-import { redactSecrets } from "../recipe/redact.js";
+import { redactSecrets, redactText, secretRedactor } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
 
@@ -11,8 +18,8 @@ import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
 
 /** Where the CLI reads and writes; the real process in `main.ts`, buffers in tests. */
 export interface CliIO {
-  /** Receives results: help, the resolved recipe, the plan. */
-  stdout: { write(text: string): unknown };
+  /** Receives results: help, the resolved recipe, the plan (a live progress line when `isTTY`). */
+  stdout: { write(text: string): unknown; isTTY?: boolean };
   /** Receives errors and warnings. */
   stderr: { write(text: string): unknown };
   /** Environment for `${oc.env:...}` and for secret redaction. */
@@ -25,9 +32,24 @@ export interface CliIO {
 
 /**
  * Runs the `nexrl` command line and returns the process exit code (see `EXIT_CODES`).
- * Never throws for expected failures: they are printed to `io.stderr`.
+ * Never throws for expected failures: they are printed to `io.stderr`. Everything it prints has
+ * the secrets of the environment, and once it is loaded of the recipe, redacted.
  */
-export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
+export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<number> {
+  let redact = (text: string): string => redactText(text, cliIO.env);
+  const io: CliIO = {
+    ...cliIO,
+    stdout: {
+      write: (text: string) => cliIO.stdout.write(redact(text)),
+      ...(cliIO.stdout.isTTY !== undefined && { isTTY: cliIO.stdout.isTTY }),
+    },
+    stderr: { write: (text: string) => cliIO.stderr.write(redact(text)) },
+  };
+  const loadRedacting = async (configPath: string, overrides: string[]): Promise<LoadedRecipe> => {
+    const recipe = await load(configPath, overrides, io);
+    redact = secretRedactor(recipe.config, io.env);
+    return recipe;
+  };
   try {
     const command = parseCommandLine(argv);
     switch (command.kind) {
@@ -40,7 +62,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       case "serve":
         return await (await import("./serve.js")).runServe(command, io);
       case "validate": {
-        const recipe = await load(command.configPath, command.overrides, io);
+        const recipe = await loadRedacting(command.configPath, command.overrides);
         io.stdout.write(
           `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
         );
@@ -53,7 +75,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
               "Use -m training-service with service.train_service.backend set to local (the embedded CPU engine), tinker or weaver.",
           );
         }
-        const recipe = await load(command.configPath, command.overrides, io);
+        const recipe = await loadRedacting(command.configPath, command.overrides);
         const outputDir = resolveOutputDir(command.tag, command.outputDir, io);
         if (!command.runNexrl) {
           const { stringify } = await import("yaml");
@@ -68,23 +90,43 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       }
     }
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr.write(`nexrl: ${error.message}\n`);
-      return EXIT_CODES.usage;
-    }
-    if (error instanceof RecipeError) {
-      io.stderr.write(`nexrl: invalid recipe\n${error.message}\n`);
-      return EXIT_CODES.invalidRecipe;
-    }
-    if (error instanceof NexrlError) {
-      io.stderr.write(`nexrl: ${error.message}\n`);
-      return EXIT_CODES.runFailed;
-    }
-    io.stderr.write(
-      `nexrl: unexpected error\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    return reportFailure(error, io);
+  }
+}
+
+/** Prints why the command failed (one line, or the recipe's problems) and returns its exit code. */
+function reportFailure(error: unknown, io: CliIO): number {
+  if (error instanceof UsageError) {
+    io.stderr.write(`nexrl: ${error.message}\n`);
+    return EXIT_CODES.usage;
+  }
+  if (error instanceof RecipeError) {
+    io.stderr.write(`nexrl: invalid recipe\n${error.message}\n`);
+    return EXIT_CODES.invalidRecipe;
+  }
+  if (error instanceof NexrlError) {
+    io.stderr.write(`nexrl: ${error.message}\n`);
+    return exitCodeOf(error);
+  }
+  const errno = error as NodeJS.ErrnoException;
+  if (error instanceof Error && typeof errno.code === "string" && typeof errno.syscall === "string") {
+    // A file-system error nothing turned into a message of its own: the cause in one line.
+    io.stderr.write(`nexrl: ${error.message}\n`);
     return EXIT_CODES.runFailed;
   }
+  io.stderr.write(
+    `nexrl: unexpected error (a bug in nexrl, or in code it ran)\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  return EXIT_CODES.runFailed;
+}
+
+/** The exit code of one of nexrl's errors. */
+function exitCodeOf(error: NexrlError): number {
+  if (error instanceof OutputDirError) return EXIT_CODES.outputDir;
+  if (error instanceof NoSuccessfulRolloutError) return EXIT_CODES.noRolloutSucceeded;
+  if (error instanceof RunStalledError || (error instanceof RolloutError && error.cause instanceof RolloutHungError))
+    return EXIT_CODES.hung;
+  return EXIT_CODES.runFailed;
 }
 
 async function load(configPath: string, overrides: string[], io: CliIO): Promise<LoadedRecipe> {
@@ -102,20 +144,31 @@ function resolveOutputDir(tag: string | undefined, outputDir: string | undefined
   });
 }
 
+/** The signals a run stops on, and the exit code of each. */
+const STOP_SIGNALS = { SIGINT: EXIT_CODES.interrupted, SIGTERM: EXIT_CODES.terminated } as const;
+
 /**
- * Trains with `runRecipe`, printing progress to stdout. The first Ctrl-C stops after the step in
- * flight and saves a checkpoint (exit 130); a second one quits at once.
+ * Trains with `runRecipe`, printing progress to stdout. The first Ctrl-C (SIGINT) or SIGTERM
+ * stops after the step in flight and saves a checkpoint (exit 130 or 143); a second signal quits
+ * at once.
  */
 async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promise<number> {
   const controller = new AbortController();
-  const onInterrupt = (): void => {
-    if (controller.signal.aborted) process.exit(EXIT_CODES.interrupted);
-    io.stderr.write("\nnexrl: stopping after the current step and saving a checkpoint (Ctrl-C again to quit now)\n");
-    controller.abort();
-  };
-  const previous = process.listeners("SIGINT");
-  process.removeAllListeners("SIGINT");
-  process.on("SIGINT", onInterrupt);
+  let received: keyof typeof STOP_SIGNALS | undefined;
+  const handlers = (Object.keys(STOP_SIGNALS) as Array<keyof typeof STOP_SIGNALS>).map((name) => {
+    const handler = (): void => {
+      if (controller.signal.aborted) process.exit(STOP_SIGNALS[received ?? name]);
+      received = name;
+      io.stderr.write(
+        `\nnexrl: ${name === "SIGINT" ? "Ctrl-C" : "SIGTERM"}: stopping after the current step and saving a checkpoint (${name === "SIGINT" ? "Ctrl-C again" : "a second signal"} to quit now)\n`,
+      );
+      controller.abort();
+    };
+    const previous = process.listeners(name);
+    process.removeAllListeners(name);
+    process.on(name, handler);
+    return { name, handler, previous };
+  });
   try {
     const { runRecipe } = await import("../pipeline/run-recipe.js");
     const result = await runRecipe(recipe, {
@@ -125,10 +178,12 @@ async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promis
       env: io.env,
       cwd: io.cwd,
     });
-    return result.stopReason === "aborted" ? EXIT_CODES.interrupted : EXIT_CODES.ok;
+    return result.stopReason === "aborted" ? STOP_SIGNALS[received ?? "SIGINT"] : EXIT_CODES.ok;
   } finally {
-    process.removeListener("SIGINT", onInterrupt);
-    for (const listener of previous) process.on("SIGINT", listener as () => void);
+    for (const { name, handler, previous } of handlers) {
+      process.removeListener(name, handler);
+      for (const listener of previous) process.on(name, listener as () => void);
+    }
   }
 }
 

@@ -7,19 +7,26 @@
 /** What a secret is replaced by. */
 export const REDACTED = "***";
 
+/**
+ * Secrets shorter than this are not replaced inside text: no real API key is that short, and
+ * hiding, say, every "e" would garble every message (the run warns that such a key looks wrong).
+ * Secret headers are hidden whatever their length.
+ */
+export const MIN_REDACTED_LENGTH = 8;
+
 /** Replaces known secret values in text, and secret headers' values in header maps. */
 export class Redactor {
   private readonly secrets: string[];
   private readonly secretHeaders: Set<string>;
 
   /**
-   * @param secrets the values to hide (empty values are ignored).
+   * @param secrets the values to hide (values shorter than `MIN_REDACTED_LENGTH` are ignored).
    * @param secretHeaders header names whose values are always hidden (case-insensitive).
    */
   constructor(secrets: ReadonlyArray<string | undefined>, secretHeaders: readonly string[] = []) {
-    this.secrets = [...new Set(secrets.filter((s): s is string => typeof s === "string" && s !== ""))].sort(
-      (a, b) => b.length - a.length,
-    );
+    this.secrets = [
+      ...new Set(secrets.filter((s): s is string => typeof s === "string" && s.length >= MIN_REDACTED_LENGTH)),
+    ].sort((a, b) => b.length - a.length);
     this.secretHeaders = new Set(secretHeaders.map((h) => h.toLowerCase()));
   }
 

@@ -4,18 +4,23 @@
  * @module
  */
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { DataCursor } from "./data/data-loader.js";
 import { RunSetupError } from "./errors.js";
 import type { PoolState } from "./pool.js";
+import type { RunSettings } from "./resume-settings.js";
 import type { SamplerState } from "./weight-sync.js";
 
-/** Everything needed to continue a run exactly where a checkpoint was taken. */
+/**
+ * Everything needed to continue a run exactly where a checkpoint was taken. In memory, file
+ * paths are absolute; the file stores those inside the run folder relative to it (`./…`), so a
+ * run folder can be moved or copied and resumed, and a copy uses its own files.
+ */
 export interface RunState {
   /** Marks the file. */
   format: "nexrl.run-state";
-  /** Layout version. */
-  version: 1;
+  /** Layout version: 2 stores paths relative to the run folder and the run's settings; 1 (read only) absolute paths. */
+  version: 1 | 2;
   /** Training steps completed. */
   step: number;
   /** The session (start or resume) of the run that wrote it. */
@@ -34,6 +39,8 @@ export interface RunState {
   seed: number;
   /** Training backend and base model, to refuse resuming with another model. */
   model: { backend: string; name: string };
+  /** The settings a resume must keep (see `runSettings`); absent in version 1. */
+  settings?: RunSettings;
   /** When it was written (ISO 8601). */
   savedAt: string;
 }
@@ -45,11 +52,45 @@ export function runStateFileName(step: number): string {
   return `step_${String(step).padStart(6, "0")}.json`;
 }
 
-/** Writes `state` into `dir` atomically (a killed process leaves the previous file intact) and returns its path. */
-export async function writeRunState(dir: string, state: RunState): Promise<string> {
+/** What a version 2 file holds besides the state: where the run folder is, from the file's folder. */
+interface StoredRunState extends RunState {
+  /** The run folder, relative to the folder of the run-state file (`..` for `<run>/checkpoints/`). */
+  runDir?: string;
+}
+
+/** `path` as stored: relative to `runDir` (`./checkpoints/step_000002.nxs`) when inside it, else unchanged (service paths, presets, other folders). */
+function storedPath(path: string, runDir: string): string {
+  if (!isAbsolute(path)) return path;
+  const inside = relative(runDir, path);
+  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return path;
+  return `./${inside.split(sep).join("/")}`;
+}
+
+/** A stored path back to an absolute one. */
+const loadedPath = (path: string, runDir: string): string => (path.startsWith("./") ? resolve(runDir, path) : path);
+
+/** `state` with its file paths mapped by `map`. */
+function mapPaths(state: RunState, map: (path: string) => string): RunState {
+  return {
+    ...state,
+    trainingState: map(state.trainingState),
+    sampler: { ...state.sampler, path: map(state.sampler.path) },
+    initialSamplerPath: map(state.initialSamplerPath),
+  };
+}
+
+/**
+ * Writes `state` into `dir` atomically (a killed process leaves the previous file intact) and
+ * returns its path. Paths inside `runDir`, the run folder, are stored relative to it.
+ */
+export async function writeRunState(dir: string, state: RunState, runDir: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const path = join(dir, runStateFileName(state.step));
-  await writeFile(`${path}.tmp`, `${JSON.stringify(state, null, 1)}\n`);
+  const stored: StoredRunState = {
+    ...mapPaths({ ...state, version: 2 }, (p) => storedPath(p, runDir)),
+    runDir: relative(dir, runDir).split(sep).join("/") || ".",
+  };
+  await writeFile(`${path}.tmp`, `${JSON.stringify(stored, null, 1)}\n`);
   await rename(`${path}.tmp`, path);
   return path;
 }
@@ -74,15 +115,28 @@ export async function readRunState(path: string): Promise<RunState> {
   try {
     value = JSON.parse(await readFile(path, "utf8"));
   } catch (error) {
-    throw new RunSetupError(`cannot read the run state ${path}: ${(error as Error).message}`, { cause: error });
-  }
-  const state = value as Partial<RunState>;
-  if (state?.format !== "nexrl.run-state" || state.version !== 1 || !Number.isInteger(state.step)) {
     throw new RunSetupError(
-      `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint)`,
+      `cannot read the run state ${path}: ${(error as Error).message}; if the file was damaged, delete it to resume from an earlier checkpoint`,
+      { cause: error },
     );
   }
-  return state as RunState;
+  const state = value as Partial<StoredRunState> | null;
+  if (
+    state?.format !== "nexrl.run-state" ||
+    (state.version !== 1 && state.version !== 2) ||
+    !Number.isInteger(state.step) ||
+    typeof state.trainingState !== "string" ||
+    typeof state.sampler?.path !== "string" ||
+    typeof state.initialSamplerPath !== "string"
+  ) {
+    throw new RunSetupError(
+      `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint); if the file was damaged, delete it to resume from an earlier checkpoint`,
+    );
+  }
+  const { runDir, ...rest } = state as StoredRunState;
+  if (rest.version === 1) return rest;
+  const folder = resolve(dirname(path), runDir ?? "..");
+  return mapPaths(rest, (p) => loadedPath(p, folder));
 }
 
 /** The run-state files in `dir`, oldest step first. */

@@ -2,6 +2,7 @@
  * What a run reports while it runs and when it ends.
  * @module
  */
+import type { FailureRow } from "./failures.js";
 import type { StepRow } from "./jsonl-log.js";
 
 /** One line of `metrics.jsonl`: flat metrics of a training step (step 0 holds validation before training). */
@@ -14,7 +15,13 @@ export type StopReason = "completed" | "aborted" | "data_exhausted";
 
 /** Something that happened during a run, for `onEvent`. */
 export type RunEvent =
-  RunStartEvent | RunStepEvent | RunValidationEvent | RunCheckpointEvent | RunWarningEvent | RunEndEvent;
+  | RunStartEvent
+  | RunStepEvent
+  | RunValidationEvent
+  | RunCheckpointEvent
+  | RunWarningEvent
+  | RunRolloutFailureEvent
+  | RunEndEvent;
 
 /** The run started (fresh or from a checkpoint). */
 export interface RunStartEvent {
@@ -68,6 +75,16 @@ export interface RunWarningEvent {
   readonly type: "warning";
   /** What happened and what to do. */
   readonly message: string;
+}
+
+/** A rollout attempt failed; the same row is in the run folder's `failures.jsonl`. */
+export interface RunRolloutFailureEvent {
+  /** Discriminator. */
+  readonly type: "rollout_failure";
+  /** What failed, how, and what the failure policy did (secrets redacted). */
+  readonly failure: FailureRow;
+  /** True for the first failure of its kind in this session, unless it stops the run (the run's error reports that one); the console shows only these. */
+  readonly firstOfKind: boolean;
 }
 
 /** The run ended. */

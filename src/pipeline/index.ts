@@ -10,6 +10,7 @@ export type {
   RunEndEvent,
   RunEvent,
   RunResult,
+  RunRolloutFailureEvent,
   RunStartEvent,
   RunStepEvent,
   RunValidationEvent,
@@ -21,12 +22,21 @@ export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./r
 export {
   BackendNotAvailableError,
   DataLoaderError,
+  NoSuccessfulRolloutError,
+  OutputDirError,
   RolloutError,
+  RolloutHungError,
   RolloutTimeoutError,
+  RunFolderLockedError,
   RunSetupError,
+  RunStalledError,
   TrainerError,
+  UncaughtUserError,
   type RolloutOrigin,
+  type RunLockHolder,
 } from "./errors.js";
+export type { FailureKind, FailureRow } from "./failures.js";
+export { RESUME_SAFE_SETTINGS, ResumeSettingsError, type ChangedSetting } from "./resume-settings.js";
 export {
   DataLoader,
   type DataCursor,
@@ -54,6 +64,7 @@ export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-p
 export {
   RolloutRunner,
   type RolloutCounts,
+  type RolloutFailure,
   type RolloutOutcome,
   type RolloutReceiver,
   type RolloutRunnerOptions,

@@ -2,17 +2,28 @@
  * {@link runRecipe}: the training pipeline's entry point.
  * @module
  */
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { stringify } from "yaml";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
-import { redactSecrets } from "../recipe/redact.js";
+import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
 import { listRunStates, locateRunState, readRunState } from "./checkpoint.js";
 import type { RunEvent, RunResult } from "./events.js";
+import { formatFailure } from "./failures.js";
 import { ProgressPrinter, type ProgressOutput } from "./progress.js";
+import {
+  checkResumeSettings,
+  describeChanges,
+  runSettings,
+  unknownAllowedSettings,
+  type RunSettings,
+} from "./resume-settings.js";
 import { resolveRunDirectory } from "./run-dir.js";
+import { RunLock } from "./run-lock.js";
+import { resolveTrainerClass } from "./trainers/registry.js";
 import { executeRun, type StartPlan } from "./training-run.js";
+import { resolveRolloutWorkerClass } from "./workers/registry.js";
 
 /** Options of {@link runRecipe}. */
 export interface RunRecipeOptions {
@@ -88,9 +99,21 @@ function exists(path: string): Promise<boolean> {
  *
  * The output folder (`options.outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`) receives
  * `config.resolved.yaml` (secrets redacted), `metrics.jsonl` (one flat object per step),
- * `samples.jsonl` (a few decoded trajectories per step), `checkpoints/` (run states, and the
- * local engine's files) and `run.json` (its sessions). With `resume.mode: auto` a run continues
- * from the latest checkpoint in that folder, rewriting the metrics of steps after it.
+ * `samples.jsonl` (a few decoded trajectories per step), `failures.jsonl` (every failed rollout
+ * attempt), `checkpoints/` (run states, and the local engine's files) and `run.json` (its
+ * sessions); paths inside it are stored relative to it, so it can be moved or copied. With
+ * `resume.mode: auto` a run continues from the latest checkpoint in that folder, rewriting the
+ * metrics of steps after it; a resume whose recipe changes the data order or the algorithm is
+ * refused unless `resume.allow_changed` lists the settings. Secrets are redacted from every file
+ * and event.
+ *
+ * While it runs, the run holds a lock on the folder (`.nexrl.lock`: a second run is refused with
+ * `RunFolderLockedError`; a lock left by a dead process is taken over), and handles the
+ * process's uncaught exceptions and unhandled rejections (one raised by a rollout's code fails
+ * that rollout under the failure policy; any other stops the run) and a process left with nothing
+ * to do while it waits (hung rollouts fail with `RolloutHungError`; otherwise the run stops with
+ * `RunStalledError`). A run stopped by an error saves a checkpoint of its last finished step
+ * first when it can. Nothing is written before the recipe's modules and data have loaded.
  *
  * @example
  * ```ts
@@ -98,8 +121,9 @@ function exists(path: string): Promise<boolean> {
  * console.log(result.metrics.at(-1)?.["train/loss"]);
  * ```
  * @throws RecipeError for an invalid recipe, and the pipeline's errors (`RolloutError`,
- * `TrainerError`, `RunSetupError`, `DataLoaderError`, `BackendNotAvailableError`) when the run
- * cannot go on.
+ * `NoSuccessfulRolloutError`, `UncaughtUserError`, `RunStalledError`, `TrainerError`,
+ * `RunSetupError`, `ResumeSettingsError`, `DataLoaderError`, `OutputDirError`,
+ * `RunFolderLockedError`, `BackendNotAvailableError`) when the run cannot go on.
  */
 export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecipeOptions = {}): Promise<RunResult> {
   const env = options.env ?? process.env;
@@ -114,6 +138,7 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       ? await loadRecipe(recipe, { ...(options.overrides && { overrides: options.overrides }), env, cwd })
       : recipe;
   const { config } = loaded;
+  const redact = secretRedactor(config, env);
   const outputDir = resolveRunDirectory({
     ...(options.tag !== undefined && { tag: options.tag }),
     ...(options.outputDir !== undefined && { outputDir: options.outputDir }),
@@ -123,31 +148,57 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
   const checkpointDir = config.trainer.checkpoint_path
     ? resolve(cwd, config.trainer.checkpoint_path)
     : join(outputDir, "checkpoints");
-  await mkdir(outputDir, { recursive: true });
-  const start = await planStart(loaded, checkpointDir, cwd);
-  const sessions = await readSessions(outputDir);
   const progress = options.progress
-    ? new ProgressPrinter(options.progress, config.trainer.total_train_steps)
+    ? new ProgressPrinter(redactingOutput(options.progress, redact), config.trainer.total_train_steps)
     : undefined;
   const emit = (event: RunEvent): void => {
-    if (progress) report(progress, event);
-    options.onEvent?.(event);
+    const safe = event.type === "warning" ? { ...event, message: redact(event.message) } : event;
+    if (progress) report(progress, safe);
+    options.onEvent?.(safe);
   };
-  if (start.kind !== "resume") {
-    const stale = await listRunStates(checkpointDir);
-    if (sessions.length > 0 || stale.length > 0)
-      emit({
-        type: "warning",
-        message: `${outputDir} held an earlier run; starting afresh replaces its metrics, samples and run states`,
-      });
-    await Promise.all(stale.map((s) => rm(s.path, { force: true })));
-  }
-  await writeFile(join(outputDir, "config.resolved.yaml"), stringify(redactSecrets(config, env)));
-  await writeFile(
-    join(outputDir, "run.json"),
-    `${JSON.stringify({ recipe: loaded.path, sessions: [...sessions, { startedAt: new Date().toISOString(), start: start.kind, ...(start.kind !== "fresh" && { from: start.path }) }] }, null, 1)}\n`,
-  );
+  // Ends the agent gateway the worker class may have started.
+  const stop = new AbortController();
+  let lock: RunLock | undefined;
   try {
+    // User modules load before anything is written: a recipe they refuse leaves no trace.
+    const classes = {
+      worker: await resolveRolloutWorkerClass(config, loaded.dir, loaded.path, stop.signal),
+      trainer: await resolveTrainerClass(config, loaded.dir, loaded.path),
+    };
+    const backend = config.service.train_service.backend;
+    for (const message of shortSecretWarnings(
+      config,
+      env,
+      backend === "local" ? [] : [`${backend.toUpperCase()}_API_KEY`],
+    ))
+      emit({ type: "warning", message });
+    // The command line may hold a secret given as an override.
+    lock = await RunLock.acquire(outputDir, redact(process.argv.join(" ")));
+    const start = await planStart(loaded, checkpointDir, cwd);
+    const settings = await runSettings(config);
+    if (start.kind === "resume") checkSettings(start, settings, config.resume.allow_changed, emit);
+    const sessions = await readSessions(outputDir);
+    const beforeWrites = async (): Promise<void> => {
+      if (start.kind !== "resume") {
+        const stale = await listRunStates(checkpointDir);
+        if (sessions.length > 0 || stale.length > 0)
+          emit({
+            type: "warning",
+            message: `${outputDir} held an earlier run; starting afresh replaces its metrics, samples and run states`,
+          });
+        await Promise.all(stale.map((s) => rm(s.path, { force: true })));
+      }
+      await writeFile(join(outputDir, "config.resolved.yaml"), stringify(redactSecrets(config, env)));
+      const session: Session = {
+        startedAt: new Date().toISOString(),
+        start: start.kind,
+        ...(start.kind !== "fresh" && { from: insideRunFolder(start.path, outputDir) }),
+      };
+      await writeFile(
+        join(outputDir, "run.json"),
+        `${JSON.stringify({ recipe: loaded.path, sessions: [...sessions, session] }, null, 1)}\n`,
+      );
+    };
     return await executeRun({
       recipe: loaded,
       outputDir,
@@ -159,10 +210,61 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       samplesPerStep: options.samplesPerStep ?? 4,
       minGroupSize: options.minGroupSize,
       env,
+      redact,
+      settings,
+      classes,
+      beforeWrites,
     });
+  } catch (error) {
+    throw redactError(error, redact);
   } finally {
     progress?.end();
+    stop.abort();
+    await lock?.release();
   }
+}
+
+/** Refuses a resume whose recipe changed settings the checkpoint recorded, unless `allowed`; warns about what `allowed` accepted. */
+function checkSettings(
+  start: Extract<StartPlan, { kind: "resume" }>,
+  settings: RunSettings,
+  allowed: readonly string[],
+  emit: (event: RunEvent) => void,
+): void {
+  const recorded = start.state.settings;
+  if (recorded === undefined) return;
+  const accepted = checkResumeSettings(start.path, recorded, settings, allowed);
+  if (accepted.length > 0)
+    emit({
+      type: "warning",
+      message: `resuming with changed settings, as resume.allow_changed allows: ${describeChanges(accepted)}`,
+    });
+  const unknown = unknownAllowedSettings(allowed, recorded, settings);
+  if (unknown.length > 0)
+    emit({
+      type: "warning",
+      message: `resume.allow_changed names ${unknown.join(", ")}, which ${unknown.length === 1 ? "is not a setting" : "are not settings"} a resume compares (a typo?)`,
+    });
+}
+
+/** `path` relative to the run folder (`./checkpoints/…`) when inside it, else as it is. */
+function insideRunFolder(path: string, runDir: string): string {
+  const inside = relative(runDir, path);
+  return inside === "" || inside.startsWith("..") || isAbsolute(inside) ? path : `./${inside.split(sep).join("/")}`;
+}
+
+/** A progress output whose text has secrets removed. */
+function redactingOutput(out: ProgressOutput, redact: (text: string) => string): ProgressOutput {
+  return { write: (text: string) => out.write(redact(text)), ...(out.isTTY !== undefined && { isTTY: out.isTTY }) };
+}
+
+/** `error` with secrets removed from its message and stack, and from its causes'. */
+function redactError(error: unknown, redact: (text: string) => string): unknown {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    e.message = redact(e.message);
+    if (e.stack !== undefined) e.stack = redact(e.stack);
+  }
+  return error;
 }
 
 const START_WORDS = { fresh: "starting", resume: "resuming from", warm_start: "starting from the weights of" } as const;
@@ -187,6 +289,9 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       break;
     case "warning":
       progress.message(`warning: ${event.message}`);
+      break;
+    case "rollout_failure":
+      if (event.firstOfKind) progress.message(`warning: ${formatFailure(event.failure)}`);
       break;
     case "end":
       progress.message(

@@ -85,6 +85,11 @@ export class RolloutScheduler {
   /** @param options loader, runner, pool and mode. */
   constructor(private readonly options: RolloutSchedulerOptions) {}
 
+  /** True when no rollout is running or waiting for a worker. */
+  get idle(): boolean {
+    return this.inFlight === 0;
+  }
+
   /** Allows rollouts for policy `version` (the trainer's weights after that many steps are live). */
   release(version: number): void {
     this.released = version;

@@ -7,7 +7,7 @@ import type { InferenceClient } from "../services/inference/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
-import { RolloutRunner } from "./rollout/runner.js";
+import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
 import { promptMessages } from "./workers/messages.js";
 
@@ -57,6 +57,8 @@ export interface RunnerParts {
   currentVersion(): number;
   /** Aborts rollouts in flight. */
   signal: AbortSignal;
+  /** Told of every failed rollout attempt. */
+  onFailure?(failure: RolloutFailure): void;
 }
 
 /** A {@link RolloutRunner} with the recipe's concurrency, timeout and sampling defaults. */
@@ -73,5 +75,6 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
     ...(parts.maxSequenceLength !== undefined && { maxSequenceLength: parts.maxSequenceLength }),
     currentVersion: parts.currentVersion,
     signal: parts.signal,
+    ...(parts.onFailure && { onFailure: parts.onFailure }),
   });
 }

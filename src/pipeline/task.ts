@@ -41,3 +41,16 @@ export interface TaskGroup {
   /** One task per copy, in `runId` order. */
   readonly tasks: readonly RolloutTask[];
 }
+
+/**
+ * The row number messages use for `task`: 1-based, counting rows across `data.data_files` in the
+ * order given (`task.index` is 0-based).
+ */
+export function rowNumber(task: Pick<RolloutTask, "index">): number {
+  return task.index + 1;
+}
+
+/** How messages name a rollout: `row 4 (group 0-3, run 1)`, the row counted from 1. */
+export function describeTask(task: Pick<RolloutTask, "index" | "groupId" | "runId">): string {
+  return `row ${rowNumber(task)} (group ${task.groupId}, run ${task.runId})`;
+}

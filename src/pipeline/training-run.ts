@@ -5,28 +5,33 @@
  */
 import { join } from "node:path";
 import type { LoadedRecipe } from "../recipe/load.js";
+import { redactValue } from "../recipe/redact.js";
 import { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
 import type { TrainingClient, TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "../types/trajectory.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
-import type { DataLoader } from "./data/data-loader.js";
-import { RunSetupError } from "./errors.js";
+import type { DataCursor, DataLoader } from "./data/data-loader.js";
+import { NoSuccessfulRolloutError, RunSetupError, RunStalledError, UncaughtUserError } from "./errors.js";
 import type { MetricsRow, RunEvent, RunResult, StopReason } from "./events.js";
+import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
-import { TrajectoryPool } from "./pool.js";
+import { TrajectoryPool, type PoolState } from "./pool.js";
+import type { RunSettings } from "./resume-settings.js";
 import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
-import type { RolloutRunner } from "./rollout/runner.js";
+import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
+import { runGuarded, type GuardedRun } from "./run-guard.js";
 import { sampleRows, type SampleRow } from "./samples.js";
+import { describeTask } from "./task.js";
 import { RolloutScheduler } from "./scheduler.js";
 import { checkInferenceBackend, openTokenizer, openTrainingService } from "./services.js";
 import { createRunner, openDataLoader } from "./setup.js";
 import { summarize } from "./stats.js";
 import type { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
-import { resolveTrainerClass } from "./trainers/registry.js";
+import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import { Validator } from "./validation.js";
-import { WeightSync } from "./weight-sync.js";
-import { resolveRolloutWorkerClass } from "./workers/registry.js";
+import { WeightSync, type SamplerState } from "./weight-sync.js";
+import { resolveRolloutWorkerClass, type RolloutWorkerClass } from "./workers/registry.js";
 
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
 export type StartPlan =
@@ -56,6 +61,14 @@ export interface ExecuteRunOptions {
   minGroupSize: number | undefined;
   /** Environment of the services' `TINKER_*` / `WEAVER_*` fallbacks. */
   env: Readonly<Record<string, string | undefined>>;
+  /** Removes secrets from text written to files and events. */
+  redact(text: string): string;
+  /** The settings checkpoints record, for resumes to compare. */
+  settings: RunSettings;
+  /** Called once the recipe, its data and its classes have been checked, before the run writes its first file. */
+  beforeWrites?(): Promise<void>;
+  /** The worker and trainer classes, when already loaded (else loaded from the recipe). */
+  classes?: { worker: RolloutWorkerClass; trainer: TrainerClass };
   /** The training service to run against instead of the recipe's backend (the pipeline benchmark's timed fakes); closed at the end. */
   service?: TrainingService;
 }
@@ -67,7 +80,12 @@ const REFERENCE_TTL_SECONDS = 7 * 24 * 3600;
 /** Sampler snapshot names are unique per output folder: later sessions add `-s<n>`. */
 const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${session}`);
 
-/** Runs the training loop of a recipe to its end (or an abort) and returns what it did. */
+/**
+ * Runs the training loop of a recipe to its end (or an abort) and returns what it did. A run that
+ * stops on an error (a rollout failure the policy does not skip, a step with no successful
+ * rollout, an uncaught error in user code, a hang) first saves a checkpoint of the last finished
+ * step when it can (see {@link TrainingRun.rescue}).
+ */
 export async function executeRun(options: ExecuteRunOptions): Promise<RunResult> {
   const { config } = options.recipe;
   checkInferenceBackend(config);
@@ -79,13 +97,60 @@ export async function executeRun(options: ExecuteRunOptions): Promise<RunResult>
       log: (message) => options.emit({ type: "warning", message }),
     });
   const stop = new AbortController();
+  const supervisor = new Supervisor();
   try {
-    await service.connect();
-    const run = await TrainingRun.create(options, service, stop.signal);
-    return await run.loop();
+    return await runGuarded(supervisor, async () => {
+      await supervisor.race(service.connect());
+      const run = await supervisor.race(TrainingRun.create(options, service, stop.signal));
+      supervisor.run = run;
+      try {
+        return await supervisor.race(run.loop());
+      } catch (error) {
+        run.halt();
+        await run.rescue(error, supervisor);
+        throw error;
+      }
+    });
   } finally {
     stop.abort();
     await service.close();
+  }
+}
+
+/**
+ * What the process-level guard reports to a run: hung rollouts are ended (the failure policy
+ * takes over); a run stalled elsewhere, or an uncaught error outside rollouts, interrupts what
+ * the run is waiting for.
+ */
+class Supervisor implements GuardedRun {
+  /** The run, once set up. */
+  run: TrainingRun | undefined;
+  private interrupt: (error: unknown) => void = () => undefined;
+
+  /** `work`, or the first problem reported while waiting for it (`work` is then left to itself). */
+  race<T>(work: Promise<T>): Promise<T> {
+    work.catch(() => undefined);
+    const interrupted = new Promise<never>((_, reject) => (this.interrupt = reject));
+    interrupted.catch(() => undefined);
+    return Promise.race([work, interrupted]);
+  }
+
+  stalled(): void {
+    if (this.run && this.run.endHungRollouts() > 0) return;
+    this.interrupt(
+      new RunStalledError(
+        `the run stopped making progress while ${this.run?.phase ?? "setting up"}: the process had nothing left to wait for (no timer, socket or file operation) while a promise was still pending; look for a promise in user code (a trainer, an evaluator, a worker's constructor) that is never resolved`,
+      ),
+    );
+  }
+
+  crashed(error: unknown): void {
+    this.interrupt(
+      new UncaughtUserError(
+        `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
+        { cause: error },
+      ),
+    );
   }
 }
 
@@ -102,16 +167,38 @@ interface RunParts {
   validator: Validator | undefined;
   metrics: JsonlLog<MetricsRow>;
   samples: JsonlLog<SampleRow>;
+  failures: FailureLog;
+  /** Every runner of the run (training, and validation if any). */
+  runners: RolloutRunner[];
   initialSamplerPath: string;
   /** The policy version rollouts may use; read by the runners. */
   versions: { released: number };
 }
+
+/**
+ * The state of a run at the end of a step while no rollout was running: with the weights of that
+ * step, everything a checkpoint holds but the training state. A run that must stop before its
+ * next step trains saves it (see {@link TrainingRun.rescue}).
+ */
+interface QuietState {
+  step: number;
+  sampler: SamplerState;
+  data: DataCursor;
+  pool: PoolState;
+}
+
+/** Thrown inside a run's loop once it has been halted. */
+class Halted extends Error {}
 
 /** The parts of a run and its loop. */
 class TrainingRun {
   private step: number;
   private lastCheckpoint: string | undefined;
   private lastCheckpointStep: number | undefined;
+  /** What the run is doing, for messages. */
+  phase = "starting";
+  private halted = false;
+  private quiet: QuietState | undefined;
 
   private constructor(
     private readonly options: ExecuteRunOptions,
@@ -121,6 +208,90 @@ class TrainingRun {
     // A resumed run's checkpoint is its latest until it saves another (`remove_previous_ckpt` then deletes it).
     if (options.start.kind === "resume")
       [this.lastCheckpoint, this.lastCheckpointStep] = [options.start.path, this.step];
+  }
+
+  /** Records a failed rollout attempt in `failures.jsonl` and reports it. */
+  private rolloutFailed(failure: RolloutFailure): void {
+    const step = failure.task.isVal ? this.step : failure.task.batchIndex + 1;
+    const { row, first } = this.parts.failures.record(failure, step);
+    // A failure that stops the run is reported by the run's error.
+    this.options.emit({ type: "rollout_failure", failure: row, firstOfKind: first && failure.action !== "stop" });
+  }
+
+  /**
+   * Ends every rollout in flight as hung (the process has nothing left to do) and says which;
+   * returns how many.
+   */
+  endHungRollouts(): number {
+    const hung = this.parts.runners.flatMap((runner) => runner.running());
+    if (hung.length > 0)
+      this.options.emit({
+        type: "warning",
+        message: `the process had nothing left to wait for while ${this.phase}: ${hung.length === 1 ? "this rollout hangs" : `these ${hung.length} rollouts hang`} and ${hung.length === 1 ? "is" : "are"} ended as failed: ${hung.map((task) => `${task.isVal ? "validation " : ""}${describeTask(task)}`).join(", ")}`,
+      });
+    for (const runner of this.parts.runners) runner.endHung();
+    return hung.length;
+  }
+
+  /** Stops the loop at its next step boundary: after an error, nothing more is trained. */
+  halt(): void {
+    this.halted = true;
+  }
+
+  private checkHalted(): void {
+    if (this.halted) throw new Halted("the run was halted");
+  }
+
+  /** Remembers the run's state for {@link TrainingRun.rescue} when no rollout is running. */
+  private captureQuiet(): void {
+    this.quiet = this.parts.scheduler.idle
+      ? {
+          step: this.step,
+          sampler: this.parts.weightSync.sampler,
+          data: this.parts.loader.cursor(),
+          pool: this.parts.pool.snapshot(),
+        }
+      : undefined;
+  }
+
+  /**
+   * After the loop stopped on `error`: writes the logs out and saves a checkpoint of the last
+   * finished step, if the weights are still that step's and no rollout was running when it
+   * finished (always so in `sync` mode, when the error came before the next step trained), so
+   * that a resume continues exactly from there. Reports what it did as a warning; never throws.
+   */
+  async rescue(error: unknown, supervisor: Supervisor): Promise<void> {
+    if (error instanceof Halted) return;
+    const warn = (message: string): void => this.options.emit({ type: "warning", message });
+    await this.parts.failures.flush().catch(() => undefined);
+    const quiet = this.quiet;
+    const resumeFrom =
+      this.lastCheckpointStep !== undefined
+        ? `a resume (resume.mode=auto) continues from the checkpoint of step ${this.lastCheckpointStep}`
+        : "no checkpoint was saved, so a resume starts afresh";
+    if (!quiet) {
+      const why =
+        this.options.recipe.config.weight.sync_mode === "sync"
+          ? "the error came while the weights of a new step were being trained or published"
+          : `rollouts of later steps were in flight (weight.sync_mode ${this.options.recipe.config.weight.sync_mode})`;
+      warn(`the run stopped at step ${this.step} and saved no checkpoint of it (${why}); ${resumeFrom}`);
+      return;
+    }
+    if (quiet.step === this.lastCheckpointStep || quiet.step === 0) {
+      warn(`the run stopped at step ${this.step}; ${resumeFrom}`);
+      return;
+    }
+    try {
+      this.phase = `saving a checkpoint of step ${quiet.step} after the error`;
+      await supervisor.race(this.saveCheckpoint(quiet));
+      warn(
+        `the run stopped at step ${this.step}: saved a checkpoint of it (${this.lastCheckpoint}); fix the cause and resume with resume.mode=auto`,
+      );
+    } catch (saving) {
+      warn(
+        `the run stopped at step ${this.step} and could not save a checkpoint of it: ${this.options.redact(saving instanceof Error ? saving.message : String(saving))}; ${resumeFrom}`,
+      );
+    }
   }
 
   static async create(
@@ -150,12 +321,26 @@ class TrainingRun {
         `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${train.model} (${info.contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
       );
     }
+    if (
+      start.kind !== "fresh" &&
+      (start.state.model.name !== train.model || start.state.model.backend !== train.backend)
+    ) {
+      throw new RunSetupError(
+        `the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
+      );
+    }
+    // Everything that can refuse the recipe comes before the first file is written.
+    const loader = await openDataLoader(config.data, tokenizer, false);
+    const validationData = config.validate.data;
+    const validationLoader =
+      validationData && (config.validate.validate_before_train || config.validate.eval.validate_freq > 0)
+        ? await openDataLoader(validationData, tokenizer, true)
+        : undefined;
+    const workerClass =
+      options.classes?.worker ?? (await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal));
+    const trainerClass = options.classes?.trainer ?? (await resolveTrainerClass(config, recipe.dir, recipe.path));
+    await options.beforeWrites?.();
     if (start.kind !== "fresh") {
-      if (start.state.model.name !== train.model || start.state.model.backend !== train.backend) {
-        throw new RunSetupError(
-          `the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
-        );
-      }
       await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
     }
     const resume = start.kind === "resume" ? start.state : undefined;
@@ -186,7 +371,8 @@ class TrainingRun {
     });
     const versions = { released: resume?.step ?? 0 };
     const policy = failurePolicyFromRecipe(config, options.minGroupSize);
-    const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal);
+    // Failures can only come once the loop runs, after the run below exists.
+    const failures: { run?: TrainingRun } = {};
     const runnerParts = {
       workerClass,
       tokenizer,
@@ -194,13 +380,13 @@ class TrainingRun {
       maxSequenceLength,
       currentVersion: () => versions.released,
       signal: stopSignal,
+      onFailure: (failure: RolloutFailure) => failures.run?.rolloutFailed(failure),
     };
     const runner = createRunner(config, {
       ...runnerParts,
       namePrefix: "rollout_worker",
       inference: config.rollout_worker.need_llm_inference ? inference : undefined,
     });
-    const loader = await openDataLoader(config.data, tokenizer, false);
     const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
     const stalenessThreshold = mode === "sync" ? 0 : threshold;
     const pool = new TrajectoryPool({
@@ -221,15 +407,13 @@ class TrainingRun {
       lookahead: stalenessThreshold,
       batchSize: config.trajectory_pool.batch_size,
     });
-    const validationData = config.validate.data;
-    const validator =
-      validationData && (config.validate.validate_before_train || config.validate.eval.validate_freq > 0)
-        ? new Validator(
-            await openDataLoader(validationData, tokenizer, true),
-            createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference }),
-          )
-        : undefined;
-    const trainerClass = await resolveTrainerClass(config, recipe.dir, recipe.path);
+    const runners = [runner];
+    let validator: Validator | undefined;
+    if (validationLoader) {
+      const validationRunner = createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference });
+      runners.push(validationRunner);
+      validator = new Validator(validationLoader, validationRunner);
+    }
     const trainer = new trainerClass({
       recipe: config,
       service,
@@ -238,7 +422,7 @@ class TrainingRun {
       initialSamplerPath,
       warn: (message) => options.emit({ type: "warning", message }),
     });
-    return new TrainingRun(options, {
+    const run = new TrainingRun(options, {
       client,
       tokenizer,
       loader,
@@ -250,9 +434,13 @@ class TrainingRun {
       validator,
       metrics: await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step),
       samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
+      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
+      runners,
       initialSamplerPath,
       versions,
     });
+    failures.run = run;
+    return run;
   }
 
   async loop(): Promise<RunResult> {
@@ -271,6 +459,7 @@ class TrainingRun {
       const validation = await this.validate();
       await this.parts.metrics.append({ step: 0, ...validation.metrics, "time/validation_s": validation.seconds });
     }
+    this.captureQuiet();
     this.release(this.step);
     let reason: StopReason = "completed";
     while (this.step < total) {
@@ -286,6 +475,7 @@ class TrainingRun {
     }
     if (signal?.aborted) reason = "aborted";
     if (reason === "aborted" && this.lastCheckpointStep !== this.step) await this.checkpoint();
+    await this.parts.failures.flush();
     emit({ type: "end", step: this.step, reason });
     return {
       outputDir: this.options.outputDir,
@@ -306,16 +496,22 @@ class TrainingRun {
   private async trainStep(total: number): Promise<StopReason | undefined> {
     const { config } = this.options.recipe;
     const t0 = performance.now();
+    this.phase = `rolling out step ${this.step + 1}`;
     const batch = await this.parts.scheduler.next(this.step);
+    this.checkHalted();
     if (!batch) return "data_exhausted";
+    this.checkSomeRolloutSucceeded(batch.trajectories.length);
     const rolloutSeconds = seconds(t0);
     const t1 = performance.now();
     const metrics: Record<string, number> = {};
+    this.phase = `training step ${this.step + 1}`;
+    this.quiet = undefined;
     const result = await this.parts.trainer.train(batch.trajectories, metrics);
     const trainSeconds = seconds(t1);
     const trainedOn = this.step;
     this.step += 1;
     const t2 = performance.now();
+    this.phase = `publishing the weights of step ${this.step}`;
     if (config.rollout_worker.need_llm_inference) await this.syncSampler();
     const syncSeconds = seconds(t2);
     const async = config.weight.sync_mode !== "sync";
@@ -323,6 +519,7 @@ class TrainingRun {
     const freq = config.validate.eval.validate_freq;
     let validationSeconds = 0;
     if (this.parts.validator && freq > 0 && this.step % freq === 0) {
+      this.phase = `validating step ${this.step}`;
       const validation = await this.validate();
       Object.assign(metrics, validation.metrics);
       validationSeconds = validation.seconds;
@@ -345,6 +542,7 @@ class TrainingRun {
       "time/validation_s": validationSeconds,
       "time/step_s": seconds(t0),
     };
+    await this.parts.failures.flush();
     await this.parts.metrics.append(row);
     for (const sample of sampleRows(
       this.step,
@@ -353,13 +551,29 @@ class TrainingRun {
       this.options.samplesPerStep,
       batch.trajectories,
     ))
-      await this.parts.samples.append(sample);
+      await this.parts.samples.append(redactValue(sample, this.options.redact));
     this.options.emit({ type: "step", step: this.step, metrics: row });
     const saveFreq = config.trainer.save_freq;
     if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted)
       await this.checkpoint();
+    this.checkHalted();
+    this.captureQuiet();
     if (!async) this.release(this.step);
     return undefined;
+  }
+
+  /**
+   * Stops the run when the rollouts of a step all failed and were skipped, leaving `batchSize`
+   * (0) trajectories: there is nothing to train on, and a run that went on would only fail again.
+   */
+  private checkSomeRolloutSucceeded(batchSize: number): void {
+    const counts = this.parts.runner.counts;
+    if (batchSize > 0 || counts.succeeded > 0 || counts.skipped === 0) return;
+    const failures = this.parts.failures;
+    throw new NoSuccessfulRolloutError(
+      `step ${this.step + 1} has no successful rollout: all ${counts.skipped} of its rollouts failed (${counts.failed} failed attempts${counts.timedOut > 0 ? `, ${counts.timedOut} of them timed out or hung` : ""}) and the continue policy skipped them, so there is nothing to train on. ` +
+        `The first failure of each kind is shown above; every failure is in ${failures.path}. Fix the cause and resume with resume.mode=auto`,
+    );
   }
 
   /** Exports the current weights for sampling and points the rollouts at them. */
@@ -381,32 +595,46 @@ class TrainingRun {
 
   /** Saves weights, optimizer and run state once no rollout is in flight. */
   private async checkpoint(): Promise<void> {
-    const train = this.options.recipe.config.service.train_service;
+    const phase = this.phase;
+    this.phase = `saving the checkpoint of step ${this.step}`;
     await this.parts.scheduler.drain();
+    await this.saveCheckpoint({
+      step: this.step,
+      sampler: this.parts.weightSync.sampler,
+      data: this.parts.loader.cursor(),
+      pool: this.parts.pool.snapshot(),
+    });
+    this.parts.scheduler.resume();
+    this.phase = phase;
+  }
+
+  /** Saves the weights and optimizer, and `quiet` with them as the run state of its step. */
+  private async saveCheckpoint(quiet: QuietState): Promise<void> {
+    const train = this.options.recipe.config.service.train_service;
     const saved = await (
-      await this.parts.client.saveState(`step_${pad(this.step)}`, { kind: "weights_and_optimizer" })
+      await this.parts.client.saveState(`step_${pad(quiet.step)}`, { kind: "weights_and_optimizer" })
     ).result();
     const state: RunState = {
       format: "nexrl.run-state",
-      version: 1,
-      step: this.step,
+      version: 2,
+      step: quiet.step,
       session: this.options.session,
       trainingState: saved.path,
-      sampler: this.parts.weightSync.sampler,
+      sampler: quiet.sampler,
       initialSamplerPath: this.parts.initialSamplerPath,
-      data: this.parts.loader.cursor(),
-      pool: this.parts.pool.snapshot(),
+      data: quiet.data,
+      pool: quiet.pool,
       seed: this.options.recipe.config.data.seed,
       model: { backend: train.backend, name: train.model },
+      settings: this.options.settings,
       savedAt: new Date().toISOString(),
     };
     const previous = this.lastCheckpoint;
-    this.lastCheckpoint = await writeRunState(this.options.checkpointDir, state);
-    this.lastCheckpointStep = this.step;
+    this.lastCheckpoint = await writeRunState(this.options.checkpointDir, state, this.options.outputDir);
+    this.lastCheckpointStep = quiet.step;
     if (previous && previous !== this.lastCheckpoint && this.options.recipe.config.trainer.remove_previous_ckpt)
       await removeRunState(previous);
-    this.options.emit({ type: "checkpoint", step: this.step, path: this.lastCheckpoint });
-    this.parts.scheduler.resume();
+    this.options.emit({ type: "checkpoint", step: quiet.step, path: this.lastCheckpoint });
   }
 }
 

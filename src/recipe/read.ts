@@ -26,6 +26,9 @@ export interface RecipeFileContent {
   origins: Origins;
 }
 
+/** Most uses of aliases (`*name`) a YAML recipe may make before it is refused as a resource-exhaustion attack. */
+const MAX_ALIAS_COUNT = 100;
+
 /** Extensions read as YAML. */
 export const YAML_EXTENSIONS = [".yaml", ".yml"] as const;
 /** Extensions imported as modules through tsx. */
@@ -66,7 +69,21 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
     });
     throw new RecipeError(issues, { file, cause: document.errors[0] });
   }
-  const data: unknown = document.toJS() ?? {};
+  let data: unknown;
+  try {
+    data = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {};
+  } catch (error) {
+    // The yaml package stops expanding aliases past maxAliasCount (a "billion laughs" file).
+    throw new RecipeError(
+      [
+        {
+          keyPath: "",
+          message: `the YAML cannot be expanded: ${(error as Error).message.split("\n")[0]} (its aliases, such as *name, expand to more than ${MAX_ALIAS_COUNT} copies; write the values out instead)`,
+        },
+      ],
+      { file, cause: error },
+    );
+  }
   if (!isPlainMap(data)) {
     throw new RecipeError([{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }], {
       file,

@@ -107,19 +107,20 @@ export class Trajectory {
     const n = tokens.length;
     for (let i = 0; i < n; i++) {
       const t = tokens[i];
-      if (!Number.isInteger(t) || t! < 0) this.fail("tokens", `[${i}] is ${t}; token ids are non-negative integers`);
+      if (!Number.isInteger(t) || t! < 0)
+        this.fail("tokens", `[${i}] is ${describeValue(t)}; token ids are non-negative integers`);
     }
     this.checkLength("lossMask", lossMask, n);
     for (let i = 0; i < n; i++) {
       const m = lossMask[i];
-      if (m !== 0 && m !== 1) this.fail("lossMask", `[${i}] is ${m}; mask values are 0 or 1`);
+      if (m !== 0 && m !== 1) this.fail("lossMask", `[${i}] is ${describeValue(m)}; mask values are 0 or 1`);
     }
     if (typeof this.reward !== "number" || !Number.isFinite(this.reward))
-      this.fail("reward", `is ${this.reward}; it must be a finite number`);
+      this.fail("reward", `is ${describeValue(this.reward)}; it must be a finite number`);
     this.checkFinite("logprobs", this.logprobs, n);
     this.checkFinite("advantages", this.advantages, n);
     if (this.advantage !== undefined && !Number.isFinite(this.advantage))
-      this.fail("advantage", `is ${this.advantage}; it must be a finite number`);
+      this.fail("advantage", `is ${describeValue(this.advantage)}; it must be a finite number`);
     return this;
   }
 
@@ -134,7 +135,8 @@ export class Trajectory {
     this.checkLength(field, values, n);
     for (let i = 0; i < n; i++) {
       const v = values[i];
-      if (typeof v !== "number" || !Number.isFinite(v)) this.fail(field, `[${i}] is ${v}; it must be a finite number`);
+      if (typeof v !== "number" || !Number.isFinite(v))
+        this.fail(field, `[${i}] is ${describeValue(v)}; it must be a finite number`);
     }
   }
 
@@ -148,4 +150,13 @@ export class Trajectory {
     if (this.runId !== undefined) parts.push(`run ${this.runId}`);
     return parts.length ? ` (${parts.join(", ")})` : "";
   }
+}
+
+/** A value as a message shows it: numbers as they are, anything else with its type (`the string "1"`). */
+function describeValue(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return `the string ${JSON.stringify(value)}`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === "boolean" || typeof value === "bigint") return `the ${typeof value} ${String(value)}`;
+  return Array.isArray(value) ? "an array" : `a ${typeof value}`;
 }

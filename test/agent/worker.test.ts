@@ -195,7 +195,7 @@ describe("agent worker: limits and failures", () => {
       await tinyInference(),
     );
     await expect(wrong.run(task({ question: "hi" }))).rejects.toThrow(
-      /WrongEvaluator\.evaluate returned \{"reward":null\} for row 0; return \{ reward: <finite number>/,
+      /WrongEvaluator\.evaluate returned \{"reward":null\} for row 1; return \{ reward: <finite number>/,
     );
     const byFunction = await agentRunner(
       `${agent("scripted-agents.ts", "unscored")}, ${evaluator("scoreAnswer")}`,
@@ -208,7 +208,7 @@ describe("agent worker: limits and failures", () => {
       await tinyInference(),
     );
     await expect(noVerdict.run(task({ question: "hi" }))).rejects.toThrow(
-      /noVerdict\.evaluate returned "fine" for row 0/,
+      /noVerdict\.evaluate returned "fine" for row 1/,
     );
     const selfScoring = await agentRunner(agent("scripted-agents.ts", "selfScoring"), await tinyInference());
     expect((await selfScoring.run(task({ question: "hi" }))).trajectories.map((t) => t.reward)).toEqual([0.25]);

@@ -96,8 +96,8 @@ describe("readRowTable", () => {
       { prompt: "q2499" },
     ]);
     expect([table.origin(4).label, table.origin(1005).label]).toEqual([
-      `${join(dir, "b.json")} item 1`,
-      `${join(dir, "c.parquet")} row 1000`,
+      `${join(dir, "b.json")} item 2`,
+      `${join(dir, "c.parquet")} row 1001`,
     ]);
   });
 });
@@ -153,7 +153,7 @@ describe("DataLoader", () => {
     expect(loader.size).toBe(4);
     expect(loader.nextBatch()!.map((g) => g.tasks[0]!.prompt)).toEqual(["p0", "p1", "p0"]);
     await expect(DataLoader.fromFiles([a, b], { promptKey: "prompt", batchSize: 1, seed: 0 })).rejects.toThrow(
-      `row 0 of ${b} has no field "prompt" (data.prompt_key); its fields are: input`,
+      `${b}:1 has no field "prompt" (data.prompt_key); its fields are: input`,
     );
   });
 

@@ -4,7 +4,9 @@ import {
   RolloutError,
   RolloutRunner,
   RolloutTimeoutError,
+  UncaughtUserError,
   type FailurePolicy,
+  type RolloutFailure,
   type RolloutReceiver,
   type RolloutTask,
   type RolloutWorkerContext,
@@ -17,6 +19,7 @@ import {
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
+import { runGuarded } from "../../src/pipeline/run-guard.js";
 import { Trajectory, TrajectoryError } from "../../src/types/trajectory.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
@@ -81,7 +84,12 @@ const ok = () => new Trajectory({ tokens: [1, 2, 3], lossMask: [0, 1, 1], reward
 async function runner(
   workerClass: new (c: RolloutWorkerContext) => BaseRolloutWorker,
   policy: FailurePolicy,
-  extra: { timeoutMs?: number; numWorkers?: number; inference?: SamplerInferenceClient } = {},
+  extra: {
+    timeoutMs?: number;
+    numWorkers?: number;
+    inference?: SamplerInferenceClient;
+    onFailure?: (failure: RolloutFailure) => void;
+  } = {},
 ) {
   const recipe = await recipeConfig();
   return new RolloutRunner({
@@ -93,6 +101,7 @@ async function runner(
     sampling: { temperature: 1, maxTokens: 6 },
     maxSequenceLength: 40,
     currentVersion: () => 7,
+    ...(extra.onFailure && { onFailure: extra.onFailure }),
   });
 }
 
@@ -121,7 +130,7 @@ describe("RolloutRunner", () => {
     const error = await r.run(task({ index: 3, groupId: "0-3", runId: 1 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutError);
     expect((error as RolloutError).message).toBe(
-      "rollout of row 3 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
+      "rollout of row 4 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
     );
     expect((error as RolloutError).origin).toEqual({ index: 3, groupId: "0-3", runId: 1, isVal: false });
     expect(((error as RolloutError).cause as Error).message).toBe("boom");
@@ -180,7 +189,7 @@ describe("RolloutRunner", () => {
     release();
     await late;
     await new Promise((resolve) => setImmediate(resolve));
-    expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 5 ended/);
+    expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 6 \(group 0-0, run 0\) ended/);
     const slow = await runner(
       scripted(() => new Promise(() => undefined)).Scripted,
       { mode: "fail_fast" },
@@ -309,12 +318,61 @@ describe("RolloutRunner", () => {
     while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([0, 1, 2, 3, 4]);
     expect(heard.sort()).toEqual([
-      "failed 2: rollout of row 0 (group 0-0, run 2) fail",
+      "failed 2: rollout of row 1 (group 0-0, run 2) fail",
       "ok 0",
       "ok 1",
       "ok 3",
       "ok 4",
     ]);
     expect(r.busy).toBe(0);
+  });
+});
+
+describe("RolloutRunner under the run guard", () => {
+  it("an uncaught error from a rollout's timer fails that rollout only; one raised after it ended goes to the run unless the policy skips", async () => {
+    const failures: RolloutFailure[] = [];
+    const crashes: unknown[] = [];
+    const r = await runner(
+      scripted(async (_, t) => {
+        if (t.runId === 1) {
+          setTimeout(() => {
+            throw new Error("from a timer");
+          }, 1);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        if (t.runId === 2) setTimeout(() => void Promise.reject(new Error("after the end")), 20);
+        return ok();
+      }).Scripted,
+      { mode: "fail_fast" },
+      { numWorkers: 3, onFailure: (f) => failures.push(f) },
+    );
+    const outcomes = await runGuarded({ stalled: () => undefined, crashed: (e) => crashes.push(e) }, async () => {
+      const settled = await Promise.allSettled([0, 1, 2].map((runId) => r.run(task({ runId }))));
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      return settled;
+    });
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const stopped = (outcomes[1] as PromiseRejectedResult).reason as RolloutError;
+    expect(stopped.cause).toBeInstanceOf(UncaughtUserError);
+    expect(stopped.message).toContain("an uncaught Error: from a timer in the rollout of row 1 (group 0-0, run 1)");
+    expect(failures.map((f) => [f.task.runId, f.action])).toEqual([[1, "stop"]]);
+    expect(crashes).toEqual([expect.objectContaining({ message: "after the end" })]);
+    expect(process.listenerCount("beforeExit")).toBe(0);
+  });
+
+  it("endHung ends the attempts running now as hung (running() lists them), and the policy retries them", async () => {
+    const r = await runner(
+      scripted((_, t, attempt) => (t.runId === 0 && attempt === 0 ? new Promise(() => undefined) : ok())).Scripted,
+      { mode: "retry", retries: 1 },
+      { numWorkers: 2 },
+    );
+    const first = r.run(task({ runId: 0, index: 4 }));
+    const second = r.run(task({ runId: 1 }));
+    expect((await second).status).toBe("ok");
+    expect(r.running().map((t) => t.index)).toEqual([4]);
+    r.endHung();
+    expect(await first).toMatchObject({ status: "ok", attempts: 2 });
+    expect(r.takeCounts()).toMatchObject({ failed: 1, timedOut: 1, retried: 1, succeeded: 2 });
+    expect(r.running()).toEqual([]);
   });
 });

@@ -54,7 +54,7 @@ describe("built-in rollout workers", () => {
     expect(trajectory!.reward).toBe(1);
     expect(trajectory!.logprobs).toBeUndefined();
     await expect(runner.run(task({ data: { input: "hello" }, prompt: "hello" }))).rejects.toThrow(
-      /row 0 has no text field "output"/,
+      /row 1 has no text field "output"/,
     );
     const short = await runnerFor(PigLatinRolloutWorker, 20);
     await expect(short.run(t)).rejects.toThrow(/needs 51 tokens, more than rollout_worker.max_sequence_length \(20\)/);
@@ -91,7 +91,7 @@ describe("built-in rollout workers", () => {
     expect(trajectory!.reward).toBe(
       answersMatch(extracted, "4") && trajectory!.extraFields.finish_reason !== "length" ? 1 : 0,
     );
-    await expect(runner.run(task({ data: { prompt: "What?" } }))).rejects.toThrow(/row 0 has no ground truth/);
+    await expect(runner.run(task({ data: { prompt: "What?" } }))).rejects.toThrow(/row 1 has no ground truth/);
   });
 });
 

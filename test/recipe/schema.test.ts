@@ -42,7 +42,7 @@ describe("recipe schema", () => {
         num_workers: 4,
         need_llm_inference: false,
         max_response_length: 1024,
-        rollout_timeout_seconds: 0,
+        rollout_timeout_seconds: 3600,
         max_rollout_retries: 0,
       },
       trajectory_pool: {

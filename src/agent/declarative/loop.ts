@@ -3,7 +3,7 @@
  * @module
  */
 import type OpenAI from "openai";
-import type { RolloutTask } from "../../pipeline/task.js";
+import { rowNumber, type RolloutTask } from "../../pipeline/task.js";
 import { NexrlError } from "../../types/errors.js";
 import type { AgentFunction } from "../agent-module.js";
 import { AgentSetupError } from "../errors.js";
@@ -34,7 +34,7 @@ function openingMessages(task: RolloutTask): Message[] {
   const query = task.data.query ?? task.data.question;
   if (typeof query === "string") return [{ role: "user", content: query }];
   throw new AgentSetupError(
-    `row ${task.index} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`,
+    `row ${rowNumber(task)} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`,
   );
 }
 

@@ -119,10 +119,10 @@ export class DataLoader {
     for (let i = 0; i < rows.length; i++) {
       const row = rows instanceof RowTable ? rows.row(i) : rows[i]!;
       if (!Object.hasOwn(row, promptKey)) {
-        const where = rows instanceof RowTable ? rows.origin(i) : { index: i, file: source };
+        const where = rows instanceof RowTable ? rows.origin(i).label : `row ${i + 1} of ${source}`;
         const fields = Object.keys(row).join(", ") || "none";
         throw new DataLoaderError(
-          `row ${where.index} of ${where.file} has no field "${promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
+          `${where} has no field "${promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
         );
       }
       if (filter === undefined || filter.measure(row[promptKey]) <= filter.maxPromptLength) kept[count++] = i;

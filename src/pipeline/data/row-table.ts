@@ -28,7 +28,7 @@ export interface RowOrigin {
   readonly file: string;
   /** The row's index among the rows of its file (blank lines not counted). */
   readonly index: number;
-  /** How messages name it: `file:LINE` for JSON Lines, `file item N` (JSON), `file row N` (Parquet). */
+  /** How messages name it, counting from 1: `file:LINE` for JSON Lines, `file item N` (JSON), `file row N` (Parquet). */
   readonly label: string;
 }
 
@@ -113,7 +113,9 @@ export class RowTable {
     const range = this.files[lastAtOrBelow(this.fileFirstRows, index)]!;
     const within = index - range.firstRow;
     const label =
-      range.numbering === "line" ? `${range.file}:${this.lines[index]}` : `${range.file} ${range.numbering} ${within}`;
+      range.numbering === "line"
+        ? `${range.file}:${this.lines[index]}`
+        : `${range.file} ${range.numbering} ${within + 1}`;
     return { file: range.file, index: within, label };
   }
 }

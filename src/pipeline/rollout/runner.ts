@@ -5,9 +5,10 @@
  */
 import type { InferenceClient } from "../../services/inference/types.js";
 import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
-import { RolloutError, RolloutTimeoutError } from "../errors.js";
+import { RolloutError, RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "../errors.js";
+import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
-import type { RolloutTask } from "../task.js";
+import { describeTask, type RolloutTask } from "../task.js";
 import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
@@ -33,6 +34,23 @@ export interface RolloutRunnerOptions {
   currentVersion(): number;
   /** Aborts every rollout in flight; their outcomes come back as `aborted`. */
   signal?: AbortSignal;
+  /** Told of every failed attempt, and of what the policy did about it (it must not throw). */
+  onFailure?(failure: RolloutFailure): void;
+}
+
+/** A failed rollout attempt, for {@link RolloutRunnerOptions.onFailure}. */
+export interface RolloutFailure {
+  /** The task. */
+  task: RolloutTask;
+  /** The attempt that failed, 1 for the first. */
+  attempt: number;
+  /** What went wrong: the worker's error, a `TrajectoryError`, a `RolloutTimeoutError`, a `RolloutHungError` or an `UncaughtUserError`. */
+  error: unknown;
+  /**
+   * What the failure policy did: `retry` the task, `skip` it, `stop` the run, or nothing
+   * (`none`: an uncaught error raised by a rollout that had already ended, under the `skip` policy).
+   */
+  action: "retry" | "skip" | "stop" | "none";
 }
 
 /** What became of one task. */
@@ -82,6 +100,8 @@ interface Slot {
   readonly index: number;
   worker: BaseRolloutWorker;
   controller: AbortController;
+  /** The attempt running on the slot, or the last one. */
+  scope: AttemptScope | undefined;
 }
 
 const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
@@ -96,6 +116,11 @@ function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
 
 const NONE: ReadonlyArray<Trajectory | TrajectoryInit> = [];
 
+/** Calls the worker's `rollout` (a function, so that `inRollout` needs no closure per attempt). */
+function callRollout(worker: BaseRolloutWorker, task: RolloutTask): RolloutResult | Promise<RolloutResult> {
+  return worker.rollout(task);
+}
+
 function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
   if (result === undefined || result === null) return NONE;
   if (Array.isArray(result)) return result;
@@ -104,26 +129,39 @@ function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryIn
   return NONE;
 }
 
-/** What a worker sees of its current attempt (`putTrajectory`, `inferenceClient`), and the attempt's state. */
-class AttemptScope implements RolloutScope {
+/**
+ * What a worker sees of its current attempt (`putTrajectory`, `inferenceClient`), and the
+ * attempt's state. It is also what the process-level guard hands an uncaught error of the
+ * attempt's code to.
+ */
+class AttemptScope implements RolloutScope, GuardedRollout {
   /** Whether `putTrajectory` is still accepted. */
   open = true;
-  timedOut = false;
+  /** Set when the attempt was ended from outside (a timeout, a hang, an uncaught error): its worker instance is replaced. */
+  abandoned = false;
   timer: NodeJS.Timeout | undefined;
+  /** Ends the attempt with a failure unless it has already ended; set by the runner. */
+  abandon: (error: unknown) => void = () => undefined;
   private produced: Array<Trajectory | TrajectoryInit> | undefined;
 
   constructor(
+    private readonly runner: RolloutRunner,
     private readonly worker: BaseRolloutWorker,
-    private readonly task: RolloutTask,
+    readonly task: RolloutTask,
+    readonly attempt: number,
     readonly inference: RolloutInferenceClient | undefined,
   ) {}
 
   put(trajectory: Trajectory | TrajectoryInit): void {
     if (!this.open)
       throw new Error(
-        `${this.worker.name}: putTrajectory was called after the rollout of row ${this.task.index} ended (it returned, failed or timed out)`,
+        `${this.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
       );
     (this.produced ??= []).push(trajectory);
+  }
+
+  uncaught(error: unknown): boolean {
+    return this.runner.uncaught(this, error);
   }
 
   /** What was put, then what `result` holds. */
@@ -151,12 +189,17 @@ export class RolloutRunner {
   private waiting: RolloutTask[] = [];
   private waitingReceivers: RolloutReceiver[] = [];
   private waitingHead = 0;
-  private counts = zeroCounts();
+  private tally = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
   constructor(private readonly options: RolloutRunnerOptions) {
     for (let index = 0; index < options.numWorkers; index++)
-      this.slots.push({ index, worker: options.createWorker(index), controller: new AbortController() });
+      this.slots.push({
+        index,
+        worker: options.createWorker(index),
+        controller: new AbortController(),
+        scope: undefined,
+      });
     appendAll(this.free, [...this.slots].reverse());
     // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
     // costs a weak reference held by the run's signal until it is garbage-collected.
@@ -171,10 +214,15 @@ export class RolloutRunner {
     return this.slots.length - this.free.length + this.waiting.length - this.waitingHead;
   }
 
+  /** The counters since the last {@link RolloutRunner.takeCounts}, without resetting them. */
+  get counts(): Readonly<RolloutCounts> {
+    return this.tally;
+  }
+
   /** The counters since the last call, reset. */
   takeCounts(): RolloutCounts {
-    const counts = this.counts;
-    this.counts = zeroCounts();
+    const counts = this.tally;
+    this.tally = zeroCounts();
     return counts;
   }
 
@@ -228,7 +276,7 @@ export class RolloutRunner {
   private runOn(task: RolloutTask, slot: Slot, receiver: RolloutReceiver, attempt = 0): void {
     if (this.options.signal?.aborted)
       return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
-    if (attempt > 0) this.counts.retried++;
+    if (attempt > 0) this.tally.retried++;
     this.attempt(task, attempt, slot, receiver);
   }
 
@@ -243,12 +291,18 @@ export class RolloutRunner {
     const { policy, signal } = this.options;
     if (signal?.aborted)
       return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
-    this.counts.failed++;
-    if (error instanceof RolloutTimeoutError) this.counts.timedOut++;
-    if (attempt < (policy.mode === "fail_fast" ? 0 : policy.retries))
-      return this.runOn(task, slot, receiver, attempt + 1);
+    this.tally.failed++;
+    if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
+    const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
+    this.options.onFailure?.({
+      task,
+      attempt: attempt + 1,
+      error,
+      action: retry ? "retry" : policy.mode === "skip" ? "skip" : "stop",
+    });
+    if (retry) return this.runOn(task, slot, receiver, attempt + 1);
     if (policy.mode === "skip") {
-      this.counts.skipped++;
+      this.tally.skipped++;
       return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
     }
     this.release(slot);
@@ -263,7 +317,9 @@ export class RolloutRunner {
 
   /**
    * Attempt `attempt` of `task` on `slot`; what became of it goes on to `receiver` (or to a
-   * retry). One promise step, for the reason given at {@link RolloutRunner.submit}.
+   * retry). The attempt ends once: when the worker's promise settles, or earlier when it is
+   * abandoned (a timeout, a hang, an uncaught error of its code), after which the promise is
+   * ignored. One promise step, for the reason given at {@link RolloutRunner.submit}.
    */
   private attempt(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver): void {
     const { options } = this;
@@ -276,67 +332,113 @@ export class RolloutRunner {
         slot.controller.signal,
         options.sampling,
       );
-    const scope = new AttemptScope(slot.worker, task, inference);
+    const scope = new AttemptScope(this, slot.worker, task, attempt, inference);
     slot.worker[ROLLOUT_SCOPE] = scope;
+    slot.scope = scope;
     const startVersion = options.currentVersion();
+    const failed = (error: unknown): void => {
+      if (!scope.open) return;
+      try {
+        this.endAttempt(slot, scope);
+      } catch (replacing) {
+        // Making the replacement of an abandoned worker failed: that is the attempt's failure now.
+        error = replacing;
+      }
+      this.attemptFailed(task, attempt, slot, receiver, error);
+    };
+    scope.abandon = (error) => {
+      if (!scope.open) return;
+      scope.abandoned = true;
+      failed(error);
+    };
+    if (options.timeoutMs > 0) {
+      const ms = options.timeoutMs;
+      scope.timer = setTimeout(
+        () =>
+          scope.abandon(
+            new RolloutTimeoutError(
+              `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`,
+            ),
+          ),
+        ms,
+      );
+      // The timer alone does not keep the process alive: if nothing else would, the run's guard
+      // sees the rollout hang at once instead.
+      scope.timer.unref();
+    }
     let running: Promise<RolloutResult>;
     try {
       // A worker that throws before its first await fails the attempt like one that rejects.
-      running = Promise.resolve(slot.worker.rollout(task));
+      running = Promise.resolve(inRollout(scope, callRollout, slot.worker, task));
     } catch (error) {
       running = Promise.reject(error);
     }
-    if (options.timeoutMs > 0) running = Promise.race([running, this.timeout(task, scope)]);
-    running.then(
-      (result) => {
-        let trajectories: Trajectory[];
-        try {
-          this.endAttempt(slot, scope);
-          trajectories = this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
-        } catch (error) {
-          return this.attemptFailed(task, attempt, slot, receiver, error);
-        }
-        this.counts.succeeded++;
-        this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
-      },
-      (error: unknown) => {
-        try {
-          this.endAttempt(slot, scope);
-        } catch (replacing) {
-          // Making the replacement of a timed-out worker failed: that is the attempt's failure now.
-          error = replacing;
-        }
-        this.attemptFailed(task, attempt, slot, receiver, error);
-      },
+    running.then((result) => {
+      if (!scope.open) return;
+      let trajectories: Trajectory[];
+      try {
+        this.endAttempt(slot, scope);
+        trajectories = this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
+      } catch (error) {
+        return this.attemptFailed(task, attempt, slot, receiver, error);
+      }
+      this.tally.succeeded++;
+      this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
+    }, failed);
+  }
+
+  /** The tasks of the attempts running now. */
+  running(): RolloutTask[] {
+    return this.slots.flatMap((slot) => (slot.scope?.open ? [slot.scope.task] : []));
+  }
+
+  /**
+   * Ends every attempt in flight with a {@link RolloutHungError}: the run's guard calls this when
+   * the process has nothing left to do, so none of them can ever finish.
+   */
+  endHung(): void {
+    for (const slot of this.slots) {
+      const scope = slot.scope;
+      if (!scope?.open) continue;
+      scope.abandon(
+        new RolloutHungError(
+          `the rollout of ${describeTask(scope.task)} can never finish: its promise was still pending when the process had nothing left to wait for (no timer, socket or file operation); look for a promise in the worker that is never resolved`,
+        ),
+      );
+    }
+  }
+
+  /**
+   * An uncaught exception or unhandled rejection raised by the code of attempt `scope`: it fails
+   * the attempt while it runs. After the attempt ended it is reported as a failure under the
+   * `skip` policy and otherwise left to the run (false), which stops.
+   * @internal
+   */
+  uncaught(scope: AttemptScope, error: unknown): boolean {
+    const failure = new UncaughtUserError(
+      `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
+      { cause: error },
     );
+    if (scope.open) {
+      scope.abandon(failure);
+      return true;
+    }
+    if (this.options.policy.mode !== "skip") return false;
+    this.options.onFailure?.({ task: scope.task, attempt: scope.attempt + 1, error: failure, action: "none" });
+    return true;
   }
 
-  /** Rejects once the rollout has run longer than the timeout (marking `scope` timed out). */
-  private timeout(task: RolloutTask, scope: AttemptScope): Promise<never> {
-    const ms = this.options.timeoutMs;
-    return new Promise<never>((_, reject) => {
-      scope.timer = setTimeout(() => {
-        scope.timedOut = true;
-        reject(
-          new RolloutTimeoutError(
-            `the rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`,
-          ),
-        );
-      }, ms);
-    });
-  }
-
-  /** Closes the attempt: no more puts, its inference calls still in flight aborted, a timed-out worker replaced. */
+  /** Closes the attempt: no more puts, its inference calls still in flight aborted, an abandoned worker replaced. */
   private endAttempt(slot: Slot, scope: AttemptScope): void {
     scope.open = false;
     clearTimeout(scope.timer);
     const stragglers = scope.inference?.end() ?? false;
-    if (scope.timedOut || stragglers) {
+    if (scope.abandoned || stragglers) {
       slot.controller.abort(ATTEMPT_OVER);
       slot.controller = new AbortController();
     }
-    // A timed-out rollout may still be running: its instance is abandoned and replaced.
-    if (scope.timedOut) slot.worker = this.options.createWorker(slot.index);
+    // An abandoned rollout may still be running: its instance is left to it and replaced.
+    if (scope.abandoned) slot.worker = this.options.createWorker(slot.index);
   }
 
   /** What a rollout produced, each trajectory stamped and validated. */
@@ -377,7 +479,7 @@ export class RolloutRunner {
     return new RolloutError(
       origin,
       attempts,
-      `${task.isVal ? "validation " : ""}rollout of row ${task.index} (group ${task.groupId}, run ${task.runId}) failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`,
+      `${task.isVal ? "validation " : ""}rollout of ${describeTask(task)} failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`,
       error,
     );
   }

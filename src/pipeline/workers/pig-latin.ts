@@ -4,7 +4,7 @@
  */
 import { NexrlError } from "../../types/errors.js";
 import { Trajectory } from "../../types/trajectory.js";
-import type { RolloutTask } from "../task.js";
+import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 
@@ -34,7 +34,7 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
     const output = task.data.output;
     if (typeof output !== "string") {
       throw new NexrlError(
-        `row ${task.index} has no text field "output"; pig_latin rows look like {"input": "hello", "output": "ello-hay"}`,
+        `row ${rowNumber(task)} has no text field "output"; pig_latin rows look like {"input": "hello", "output": "ello-hay"}`,
       );
     }
     const prompt = PigLatinRolloutWorker.prompt(input);
@@ -50,7 +50,7 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
     );
     if (truncated) {
       throw new NexrlError(
-        `row ${task.index} needs ${promptTokens.length + answerTokens.length} tokens, more than rollout_worker.max_sequence_length (${tokens.length}); raise it or shorten the row`,
+        `row ${rowNumber(task)} needs ${promptTokens.length + answerTokens.length} tokens, more than rollout_worker.max_sequence_length (${tokens.length}); raise it or shorten the row`,
       );
     }
     return new Trajectory({ tokens, lossMask, reward: 1, extraFields: { answer: output } });

@@ -4,7 +4,7 @@
  */
 import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import type { RolloutTask } from "../task.js";
+import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { groundTruthOf } from "./math-answer.js";
@@ -18,11 +18,11 @@ export class SimpleRolloutWorker extends BaseRolloutWorker {
   async rollout(task: RolloutTask): Promise<Trajectory> {
     if (typeof task.prompt !== "string")
       throw new NexrlError(
-        `row ${task.index}: the simple worker needs a text prompt; use single_turn_math for chat messages`,
+        `row ${rowNumber(task)}: the simple worker needs a text prompt; use single_turn_math for chat messages`,
       );
     const groundTruth = groundTruthOf(task.data);
     if (groundTruth === undefined)
-      throw new NexrlError(`row ${task.index} has no "ground_truth" to score the answer against`);
+      throw new NexrlError(`row ${rowNumber(task)} has no "ground_truth" to score the answer against`);
     const result = await this.inferenceClient.completion(task.prompt);
     const answer = [...result.response.matchAll(/<answer>([\s\S]*?)<\/answer>/g)].at(-1)?.[1]?.trim();
     return completionTrajectory(result, answer === groundTruth.trim() ? 1 : 0, {

@@ -4,7 +4,7 @@
  */
 import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import type { RolloutTask } from "../task.js";
+import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";
@@ -23,10 +23,10 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
     const groundTruth = groundTruthOf(task.data);
     if (groundTruth === undefined) {
       throw new NexrlError(
-        `row ${task.index} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
+        `row ${rowNumber(task)} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
       );
     }
-    const result = await this.inferenceClient.chat(promptMessages(task.prompt, `row ${task.index}`));
+    const result = await this.inferenceClient.chat(promptMessages(task.prompt, `row ${rowNumber(task)}`));
     const extracted = extractFinalAnswer(result.response);
     const correct = result.finishReason !== "length" && answersMatch(extracted, groundTruth);
     const trajectory = completionTrajectory(result, correct ? 1 : 0, {

@@ -95,8 +95,12 @@ export const rolloutWorkerSchema = z
     custom_rollout_worker_module_path: nonEmpty.optional(),
     /** Exported class name in `custom_rollout_worker_module_path`. */
     custom_rollout_worker_class_name: nonEmpty.default("CustomRolloutWorker"),
-    /** Seconds one rollout may take before it counts as failed; 0 for no limit. */
-    rollout_timeout_seconds: z.number().min(0).default(0),
+    /**
+     * Seconds one rollout may take before it counts as failed (and its worker instance is
+     * replaced); 0 for no limit. A rollout that can never finish (nothing left to wait for) fails
+     * at once, whatever this says.
+     */
+    rollout_timeout_seconds: z.number().min(0).default(3600),
     /** Times a failed rollout is retried before `runtime_monitor.exception_handling.policy` applies. */
     max_rollout_retries: nonNegativeInt.default(0),
     /** NexRL compatibility (Kubernetes agent pods); ignored. */

@@ -3,7 +3,7 @@
  * @module
  */
 import { z } from "zod";
-import { positiveInt } from "./common.js";
+import { nonEmpty, positiveInt } from "./common.js";
 
 /** Shape of `logger:`. */
 export const loggerSchema = z
@@ -26,6 +26,12 @@ export const resumeSchema = z
     resume_path: z.string().default(""),
     /** Skip the batches already trained on. */
     resume_dataloader: z.boolean().default(true),
+    /**
+     * Settings a resume may change although they decide the data order or the algorithm (a
+     * resume that changes one is refused otherwise), as key paths: `[data.seed]`; a key covers
+     * the keys below it (`[data]`).
+     */
+    allow_changed: z.array(nonEmpty).default([]),
   })
   .superRefine((resume, ctx) => {
     if (resume.mode === "from_path" && resume.resume_path === "") {
