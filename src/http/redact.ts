@@ -9,7 +9,7 @@ export const REDACTED = "***";
 
 /** Replaces known secret values in text, and secret headers' values in header maps. */
 export class Redactor {
-  private readonly secrets: string[];
+  private secrets: string[];
   private readonly secretHeaders: Set<string>;
 
   /**
@@ -21,6 +21,12 @@ export class Redactor {
       (a, b) => b.length - a.length,
     );
     this.secretHeaders = new Set(secretHeaders.map((h) => h.toLowerCase()));
+  }
+
+  /** Hides `secret` from now on too (e.g. a token obtained in exchange for the API key); empty values are ignored. */
+  add(secret: string): void {
+    if (secret === "" || this.secrets.includes(secret)) return;
+    this.secrets = [...this.secrets, secret].sort((a, b) => b.length - a.length);
   }
 
   /** `text` with every occurrence of a secret replaced by `***`. */

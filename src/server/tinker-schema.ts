@@ -38,6 +38,7 @@ const metadata = z.record(z.string(), z.unknown());
 /** Schemas of the POST bodies, by endpoint (the path after `/api/v1/`). */
 export const tinkerRequests = {
   "client/config": z.strictObject({ sdk_version: z.string() }),
+  "auth/token": z.strictObject({}),
   create_session: z.strictObject({
     tags: z.array(z.string()),
     user_metadata: metadata.optional(),

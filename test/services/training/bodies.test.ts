@@ -71,8 +71,8 @@ describe("tinker request bodies", () => {
         tokenizerId: "byte",
         contextLength: 128,
       });
-      expect(bodies(server.requests, "/api/v1/client/config")).toEqual([{ sdk_version: "0.21.0" }]);
-      expect(session).toEqual({ tags: [], user_metadata: {}, sdk_version: "0.21.0", type: "create_session" });
+      expect(bodies(server.requests, "/api/v1/client/config")).toEqual([{ sdk_version: "0.24.1" }]);
+      expect(session).toEqual({ tags: [], user_metadata: {}, sdk_version: "0.24.1", type: "create_session" });
       expect(bodies(server.requests, "/api/v1/session_heartbeat")[0]).toEqual({
         session_id,
         type: "session_heartbeat",
