@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { NexrlError } from "../types/errors.js";
+import { parseTinkerFlag, TinkerFlagError } from "../server/tinker-flags.js";
 
 /** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
 export class UsageError extends NexrlError {}
@@ -56,6 +57,8 @@ export interface ServeCommand {
   faults?: string;
   /** Seed of the faults and of models created without one. */
   seed: number;
+  /** Tinker `client/config` flags to answer (`--tinker-flag KEY=VALUE`). */
+  tinkerFlags?: Record<string, boolean | number | string>;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -71,6 +74,7 @@ function parseServe(args: readonly string[]): CliCommand {
         "output-dir": { type: "string", short: "o" },
         faults: { type: "string" },
         seed: { type: "string" },
+        "tinker-flag": { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -86,6 +90,16 @@ function parseServe(args: readonly string[]): CliCommand {
     throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
   const seed = Number(values.seed ?? "0");
   if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
+  let tinkerFlags: Record<string, boolean | number | string> | undefined;
+  for (const spec of values["tinker-flag"] ?? []) {
+    try {
+      const [key, value] = parseTinkerFlag(spec);
+      (tinkerFlags ??= {})[key] = value;
+    } catch (error) {
+      if (error instanceof TinkerFlagError) throw new UsageError(`--tinker-flag: ${error.message}`);
+      throw error;
+    }
+  }
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -94,6 +108,7 @@ function parseServe(args: readonly string[]): CliCommand {
     seed,
     ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
     ...(values.faults !== undefined && { faults: values.faults }),
+    ...(tinkerFlags && { tinkerFlags }),
   };
 }
 
@@ -165,7 +180,7 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N]
+              [--faults SPEC] [--seed N] [--tinker-flag KEY=VALUE ...]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -197,6 +212,11 @@ Serve options:
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --tinker-flag KEY=VALUE
+                             a flag the Tinker protocol's client/config answers (repeatable), e.g.
+                             proto_write_fwdbwd=true (SDK 0.19-0.24 then write protobuf),
+                             pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
+                             use_pyqwest_transport=false (the SDK uses httpx's transport).
 
 Exit codes:
   ${EXIT_CODES.ok}    success

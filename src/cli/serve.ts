@@ -45,6 +45,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
       outputDir,
       seed: command.seed,
       ...(faults && { faults }),
+      ...(command.tinkerFlags && { tinkerClientConfig: command.tinkerFlags }),
       log: (line) => io.stderr.write(`${line}\n`),
     });
   } catch (error) {
@@ -59,6 +60,11 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
       `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}\n` +
       (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
+      (command.tinkerFlags
+        ? `  tinker client/config flags: ${Object.entries(command.tinkerFlags)
+            .map(([k, v]) => `${k}=${String(v)}`)
+            .join(", ")}\n`
+        : "") +
       "  stop with Ctrl-C\n",
   );
   await (stop ?? stopSignal());

@@ -201,6 +201,9 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "auth/token":
         parse(endpoint, raw);
         return { jwt: jwt!.issue() };
+      case "telemetry":
+        parse(endpoint, raw);
+        return { status: "accepted" };
       case "create_session": {
         parse(endpoint, raw);
         const id = randomUUID();
@@ -239,6 +242,19 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           is_lora: true,
           lora_rank: model.loraRank,
           model_name: model.baseModel,
+        };
+      }
+      case "weights_info": {
+        // What the SDK's create_training_client_from_state needs to recreate the model.
+        const artifact = store.artifact(parse(endpoint, raw).tinker_path);
+        const rank = store.hasModel(artifact.modelId) ? store.model(artifact.modelId).loraRank : undefined;
+        return {
+          base_model: artifact.baseModel,
+          is_lora: true,
+          lora_rank: rank ?? 32,
+          train_unembed: true,
+          train_mlp: true,
+          train_attn: true,
         };
       }
       case "forward": {
@@ -291,8 +307,12 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "save_weights_for_sampler": {
         const body = parse(endpoint, raw);
         return seqOp(body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
-          const path = tinkerPath(m.id, "sampler_weights", body.path);
-          const file = await m.engine.saveWeightsForSampler(body.path);
+          // Without a path, the snapshot backs a new sampling session of the model's session,
+          // numbered like create_sampling_session's (the SDK counts both with one counter).
+          const seq = body.sampling_session_seq_id;
+          const name = body.path ?? `sampling_session_${seq}`;
+          const path = tinkerPath(m.id, "sampler_weights", name);
+          const file = await m.engine.saveWeightsForSampler(name);
           store.addArtifact({
             path,
             file,
@@ -301,7 +321,11 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
             expiresAt: expiry(body.ttl_seconds),
             createdAt: Date.now(),
           });
-          return { path, type: "save_weights_for_sampler" };
+          if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
+          const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
+          await store.openSampler(key, { modelPath: path });
+          samplingSessions.set(key, key);
+          return { sampling_session_id: key, type: "save_weights_for_sampler" };
         });
       }
       case "load_weights": {
