@@ -26,9 +26,18 @@ export async function zstdCompress(bytes: Uint8Array): Promise<Uint8Array> {
 }
 
 /**
- * The content of the zstd frames in `bytes`. A frame that does not state its content size (a
- * streaming compressor's) may expand to at most `maxBytes`.
+ * The content of the zstd frames in `bytes`, at most `maxBytes`. A frame that does not state its
+ * content size (a streaming compressor's) is tried into 32 times its size, doubling up to
+ * `maxBytes`: WebAssembly memory, once grown, is never given back.
  */
 export async function zstdDecompress(bytes: Uint8Array, maxBytes: number): Promise<Uint8Array> {
-  return (await zstd()).decompress(bytes, { defaultHeapSize: maxBytes });
+  const codec = await zstd();
+  for (let room = Math.min(maxBytes, Math.max(1 << 20, bytes.byteLength * 32)); ; room = Math.min(maxBytes, room * 2)) {
+    try {
+      return codec.decompress(bytes, { defaultHeapSize: room });
+    } catch (error) {
+      // zstd's error 70 (ZSTD_error_dstSize_tooSmall) is the only one more room can help.
+      if (room >= maxBytes || !/code -70$/.test((error as Error).message)) throw error;
+    }
+  }
 }
