@@ -58,6 +58,8 @@ export interface RolloutCounts {
   timedOut: number;
   /** Tasks given up under the `skip` policy. */
   skipped: number;
+  /** Sampled ids the tokenizer has no token for, over every attempt (`InferenceResult.unknownTokenIds`). */
+  unknownTokenIds: number;
 }
 
 /**
@@ -83,7 +85,14 @@ interface Slot {
   controller: AbortController;
 }
 
-const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
+const zeroCounts = (): RolloutCounts => ({
+  succeeded: 0,
+  failed: 0,
+  retried: 0,
+  timedOut: 0,
+  skipped: 0,
+  unknownTokenIds: 0,
+});
 
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
@@ -329,6 +338,7 @@ export class RolloutRunner {
   private endAttempt(slot: Slot, scope: AttemptScope): void {
     scope.open = false;
     clearTimeout(scope.timer);
+    this.counts.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
     const stragglers = scope.inference?.end() ?? false;
     if (scope.timedOut || stragglers) {
       slot.controller.abort(ATTEMPT_OVER);
