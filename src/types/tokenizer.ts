@@ -121,6 +121,14 @@ export function decodeAround(
   return text + decodeKnown(run);
 }
 
+/** What {@link decodeTolerantly} read. */
+export interface TolerantDecoding {
+  /** The text, unknown ids skipped or shown as placeholders. */
+  text: string;
+  /** How many ids had no token. */
+  unknownIds: number;
+}
+
 /**
  * Decodes text for a rollout: ids the tokenizer has no token for stay in the token list (the
  * trajectory keeps them) but decode to nothing, or to a visible placeholder; their number is
@@ -130,7 +138,7 @@ export function decodeTolerantly(
   tokenizer: Tokenizer,
   ids: ArrayLike<number>,
   unknownIds: Exclude<UnknownIdHandling, "throw"> = "skip",
-): { text: string; unknownIds: number } {
+): TolerantDecoding {
   let count = 0;
   const text = tokenizer.decode(ids, { unknownIds, onUnknownId: () => count++ });
   return { text, unknownIds: count };
