@@ -8,6 +8,7 @@ import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } f
 import { seededRandom } from "../../dist/pipeline/seed.js";
 import { trajectoryToDatum } from "../../dist/pipeline/trainers/datums.js";
 import { DEFAULT_CHUNK_LIMITS } from "../../dist/services/training/tinker/chunks.js";
+import { negotiate } from "../../dist/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../dist/services/training/tinker/training-client.js";
 import type { LossFunctionName } from "../../dist/types/losses.js";
 import { Trajectory } from "../../dist/types/trajectory.js";
@@ -96,6 +97,8 @@ export async function encodingBench(count: number, length: number): Promise<Enco
       backoff: DEFAULT_BACKOFF,
       closed: closed.signal,
       log: undefined,
+      negotiation: negotiate("json", {}),
+      request: (request) => http.request(request),
     },
     "bench-model",
     "bench-base",

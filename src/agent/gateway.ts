@@ -443,7 +443,8 @@ export class AgentGateway {
     );
     const parsed = chat?.parseTools ? parseToolCalls(text, newCallId) : { content: text, toolCalls: [] };
     const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
-    const generated = tokenizer.decode(result.responseTokens);
+    // Ids beyond the tokenizer (counted by the rollout's inference client) read as nothing.
+    const generated = tokenizer.decode(result.responseTokens, { unknownIds: "skip" });
     session.record(
       {
         turn: budget.turn,

@@ -58,6 +58,9 @@ function firstDifference(a: readonly number[], b: readonly number[]): number {
   return n;
 }
 
+/** Diagnostics show ids without a token as `<unk:ID>` rather than failing. */
+const PLACEHOLDERS = { unknownIds: "placeholder" } as const;
+
 function explain(
   tokenizer: Tokenizer,
   previous: GatewayCall,
@@ -72,9 +75,9 @@ function explain(
     firstDifferingIndex: at,
     expectedToken: expected[at] ?? null,
     actualToken: actual[at] ?? null,
-    context: tokenizer.decode(expected.slice(Math.max(0, at - WINDOW), at)),
-    expected: tokenizer.decode(expected.slice(at, at + WINDOW)),
-    actual: tokenizer.decode(actual.slice(at, at + WINDOW)),
+    context: tokenizer.decode(expected.slice(Math.max(0, at - WINDOW), at), PLACEHOLDERS),
+    expected: tokenizer.decode(expected.slice(at, at + WINDOW), PLACEHOLDERS),
+    actual: tokenizer.decode(actual.slice(at, at + WINDOW), PLACEHOLDERS),
   };
 }
 

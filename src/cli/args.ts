@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { NexrlError } from "../types/errors.js";
+import { parseTinkerFlag, TinkerFlagError } from "../server/tinker-flags.js";
 
 /** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
 export class UsageError extends NexrlError {}
@@ -72,6 +73,8 @@ export interface ServeCommand {
   apiKey?: string;
   /** Serve a non-loopback host without an API key. */
   insecure?: boolean;
+  /** Tinker `client/config` flags to answer (`--tinker-flag KEY=VALUE`). */
+  tinkerFlags?: Record<string, boolean | number | string>;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -89,6 +92,7 @@ function parseServe(args: readonly string[]): CliCommand {
         seed: { type: "string" },
         "api-key": { type: "string" },
         insecure: { type: "boolean" },
+        "tinker-flag": { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -106,6 +110,16 @@ function parseServe(args: readonly string[]): CliCommand {
   if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
   if (values["api-key"] !== undefined && values["api-key"].trim() === "")
     throw new UsageError("--api-key is empty; give the key clients must send (or set NEXRL_SERVE_API_KEY)");
+  let tinkerFlags: Record<string, boolean | number | string> | undefined;
+  for (const spec of values["tinker-flag"] ?? []) {
+    try {
+      const [key, value] = parseTinkerFlag(spec);
+      (tinkerFlags ??= {})[key] = value;
+    } catch (error) {
+      if (error instanceof TinkerFlagError) throw new UsageError(`--tinker-flag: ${error.message}`);
+      throw error;
+    }
+  }
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -116,6 +130,7 @@ function parseServe(args: readonly string[]): CliCommand {
     ...(values.faults !== undefined && { faults: values.faults }),
     ...(values["api-key"] !== undefined && { apiKey: values["api-key"] }),
     ...(values.insecure && { insecure: true }),
+    ...(tinkerFlags && { tinkerFlags }),
   };
 }
 
@@ -188,6 +203,7 @@ Usage:
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
               [--faults SPEC] [--seed N] [--api-key KEY] [--insecure]
+              [--tinker-flag KEY=VALUE ...]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -225,6 +241,11 @@ Serve options:
                              environment variable NEXRL_SERVE_API_KEY sets it without showing it
                              in the process list.
       --insecure             serve a non-loopback --host without an API key.
+      --tinker-flag KEY=VALUE
+                             a flag the Tinker protocol's client/config answers (repeatable), e.g.
+                             proto_write_fwdbwd=true (SDK 0.19-0.24 then write protobuf),
+                             pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
+                             use_pyqwest_transport=false (the SDK uses httpx's transport).
   The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
   a port in use or a privileged port exits 3.
 

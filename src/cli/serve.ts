@@ -104,6 +104,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         ...(faults && { faults }),
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),
+        ...(command.tinkerFlags && { tinkerClientConfig: command.tinkerFlags }),
         listenHint: listenHint(command),
         log: (line) => io.stderr.write(`${line}\n`),
       });
@@ -117,6 +118,11 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
           ? "  no API key: any client on this machine may connect\n"
           : "  API key required (X-API-Key, X-WEAVER-API-KEY or Authorization: Bearer)\n") +
         (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
+        (command.tinkerFlags
+          ? `  tinker client/config flags: ${Object.entries(command.tinkerFlags)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(", ")}\n`
+          : "") +
         "  stop with Ctrl-C\n",
     );
     await (stop ?? signals!.stopped);

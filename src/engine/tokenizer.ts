@@ -3,7 +3,14 @@
  *
  * @module
  */
-import type { ChatMessage, ChatTemplateOptions, EncodeOptions, Tokenizer } from "../types/tokenizer.js";
+import {
+  decodeAround,
+  type ChatMessage,
+  type ChatTemplateOptions,
+  type DecodeOptions,
+  type EncodeOptions,
+  type Tokenizer,
+} from "../types/tokenizer.js";
 import { TokenIdError } from "./errors.js";
 import { appendAll } from "../types/arrays.js";
 
@@ -33,7 +40,11 @@ export class ByteTokenizer implements Tokenizer {
     return ids;
   }
 
-  decode(ids: ArrayLike<number>): string {
+  decode(ids: ArrayLike<number>, options: DecodeOptions = {}): string {
+    if (options.unknownIds !== undefined && options.unknownIds !== "throw") {
+      const known = (id: number): boolean => Number.isInteger(id) && id >= 0 && id < this.vocabSize;
+      return decodeAround(ids, known, (run) => this.decode(run), options);
+    }
     const bytes = new Uint8Array(ids.length);
     let n = 0;
     for (let i = 0; i < ids.length; i++) {

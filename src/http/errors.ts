@@ -128,6 +128,8 @@ export class ApiStatusError extends HttpError {
 export class BadRequestError extends ApiStatusError {}
 /** HTTP 401: the API key is missing or wrong. */
 export class AuthenticationError extends ApiStatusError {}
+/** HTTP 402: the account may not run more work until its billing is sorted out. */
+export class PaymentRequiredError extends ApiStatusError {}
 /** HTTP 403: the API key may not do this. */
 export class PermissionDeniedError extends ApiStatusError {}
 /** HTTP 404: no such resource (wrong id or path, or it expired). */
@@ -214,6 +216,7 @@ export class RequestAbortedError extends HttpError {
 const STATUS_CLASSES: Record<number, typeof ApiStatusError> = {
   400: BadRequestError,
   401: AuthenticationError,
+  402: PaymentRequiredError,
   403: PermissionDeniedError,
   404: NotFoundError,
   409: ConflictError,
@@ -228,6 +231,8 @@ function statusHint(status: number, apiKeySource: string): string {
       return "The service rejected the request; check the values sent.";
     case 401:
       return `The API key was rejected; check ${apiKeySource}.`;
+    case 402:
+      return "The service paused the account for billing; check the account's balance or plan, then retry.";
     case 403:
       return `The API key may not do this; check the project or organisation ${apiKeySource} belongs to.`;
     case 404:

@@ -24,6 +24,7 @@ export {
   HttpError,
   InternalServerError,
   NotFoundError,
+  PaymentRequiredError,
   PermissionDeniedError,
   RateLimitError,
   RequestAbortedError,

@@ -16,7 +16,7 @@ export const MIN_REDACTED_LENGTH = 8;
 
 /** Replaces known secret values in text, and secret headers' values in header maps. */
 export class Redactor {
-  private readonly secrets: string[];
+  private secrets: string[];
   private readonly secretHeaders: Set<string>;
 
   /**
@@ -28,6 +28,12 @@ export class Redactor {
       ...new Set(secrets.filter((s): s is string => typeof s === "string" && s.length >= MIN_REDACTED_LENGTH)),
     ].sort((a, b) => b.length - a.length);
     this.secretHeaders = new Set(secretHeaders.map((h) => h.toLowerCase()));
+  }
+
+  /** Hides `secret` from now on too (e.g. a token obtained in exchange for the API key); empty values are ignored. */
+  add(secret: string): void {
+    if (secret === "" || this.secrets.includes(secret)) return;
+    this.secrets = [...this.secrets, secret].sort((a, b) => b.length - a.length);
   }
 
   /** `text` with every occurrence of a secret replaced by `***`. */

@@ -12,11 +12,20 @@ import type { Connections } from "./pools.js";
 /** Response headers as undici parses them: lower-cased names, repeated headers as arrays. */
 export type ResponseHeaders = Dispatcher.ResponseData["headers"];
 
-/** A complete answer: status, headers (lower-cased names) and the body decoded as UTF-8. */
+/**
+ * A complete answer: status, headers (lower-cased names) and the body decoded as UTF-8, or, for a
+ * binary content type (protobuf, octet-stream), the body's bytes (and `text` empty).
+ */
 export interface TextAnswer {
   statusCode: number;
   headers: ResponseHeaders;
   text: string;
+  binary?: Uint8Array;
+}
+
+/** Whether a `content-type` names a binary body, which is kept as bytes rather than decoded. */
+export function isBinaryContentType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /application\/(x-protobuf|octet-stream)/.test(contentType);
 }
 
 /**
@@ -83,6 +92,16 @@ class TextHandler implements Dispatcher.DispatchHandler, TextExchange {
     this.settled = true;
     // Concatenated before decoding: a multi-byte character may span two chunks.
     const body = this.rest ? Buffer.concat([this.first!, ...this.rest]) : this.first;
+    const type = this.headers["content-type"];
+    if (isBinaryContentType(Array.isArray(type) ? type.join(", ") : type)) {
+      this.receiver.textAnswered({
+        statusCode: this.statusCode,
+        headers: this.headers,
+        text: "",
+        binary: body ?? new Uint8Array(0),
+      });
+      return;
+    }
     this.receiver.textAnswered({
       statusCode: this.statusCode,
       headers: this.headers,

@@ -93,7 +93,7 @@ export interface HttpResponse<T = unknown> {
   status: number;
   /** Response headers, lower-cased names. */
   headers: Record<string, string>;
-  /** Parsed JSON body (undefined when empty), or the text when it was not JSON. */
+  /** Parsed JSON body (undefined when empty), the text when it was not JSON, or the bytes of a binary (protobuf) body. */
   body: T;
   /** The service's request id, when it gave one. */
   requestId?: string;
@@ -303,6 +303,11 @@ export class HttpTransport {
     return this.redactor.text(text);
   }
 
+  /** Redacts `secret` from errors and logs too, like the API key (for credentials obtained with it, such as a JWT). */
+  addSecret(secret: string): void {
+    this.redactor.add(secret);
+  }
+
   /**
    * Sends one call, retrying as `request.retry` allows, and returns the 2xx response.
    * @throws {@link ApiStatusError} (a subclass per status) for an error status,
@@ -506,7 +511,7 @@ export class HttpTransport {
    */
   private answer(answer: TextAnswer, call: Call): HttpResponse<unknown> {
     const responseHeaders = flatHeaders(answer.headers);
-    const parsed = parseBody(answer.text, responseHeaders["content-type"]);
+    const parsed = answer.binary ?? parseBody(answer.text, responseHeaders["content-type"]);
     const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
       return {
@@ -521,7 +526,9 @@ export class HttpTransport {
       {
         ...this.context(call),
         status: answer.statusCode,
-        body: this.redactor.value(parsed),
+        body: answer.binary
+          ? `(${answer.binary.byteLength} bytes of ${responseHeaders["content-type"]})`
+          : this.redactor.value(parsed),
         headers: responseHeaders,
         ...(requestId !== undefined && { requestId }),
         ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),

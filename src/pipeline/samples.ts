@@ -18,13 +18,15 @@ export interface SampleRow extends StepRow {
   advantage: number | null;
   /** Policy version that sampled it. */
   policy_version: number | null;
-  /** Decoded tokens before the first trained token. */
+  /** Decoded tokens before the first trained token (an id without a token shows as `<unk:ID>`). */
   prompt: string;
   /** Decoded tokens from the first trained token on. */
   response: string;
   /** The trajectory's `extraFields.diagnostics` (such as an agent's prefix breaks), when it has any. */
   diagnostics?: unknown[];
 }
+
+const PLACEHOLDERS = { unknownIds: "placeholder" } as const;
 
 /** A trajectory's non-empty `extraFields.diagnostics`. */
 function diagnosticsOf(t: Trajectory): unknown[] | undefined {
@@ -61,8 +63,9 @@ export function sampleRows(
       reward: t.reward,
       advantage,
       policy_version: t.policyVersion ?? null,
-      prompt: tokenizer.decode(t.tokens.slice(0, split)),
-      response: tokenizer.decode(t.tokens.slice(split)),
+      // Ids the tokenizer has no token for (a sampler's, beyond its vocabulary) show as <unk:ID>.
+      prompt: tokenizer.decode(t.tokens.slice(0, split), PLACEHOLDERS),
+      response: tokenizer.decode(t.tokens.slice(split), PLACEHOLDERS),
       ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
     };
   });

@@ -39,6 +39,7 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
     log: options.log,
     ...(remote?.api_key && { apiKey: remote.api_key }),
     ...(remote?.base_url && { baseUrl: remote.base_url }),
+    ...(config.service.train_service.wire && { wire: config.service.train_service.wire }),
   });
 }
 

@@ -532,6 +532,7 @@ class TrainingRun {
       "rollout/retried": counts.retried,
       "rollout/timed_out": counts.timedOut,
       "rollout/skipped": counts.skipped,
+      "rollout/unknown_token_ids": counts.unknownTokenIds,
       "rollout/groups_dropped": this.parts.pool.takeDroppedGroups(),
       "staleness/dropped": batch.staleDropped,
       "staleness/requeued": batch.staleRequeued,

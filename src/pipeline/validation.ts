@@ -64,6 +64,7 @@ export class Validator {
       "val/num_samples": trajectories.length,
       "val/failed": counts.failed,
       "val/skipped": counts.skipped,
+      "val/unknown_token_ids": counts.unknownTokenIds,
     };
     putSummary(
       metrics,

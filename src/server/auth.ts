@@ -40,15 +40,15 @@ export function presentsApiKey(req: IncomingMessage, apiKey: string): boolean {
 }
 
 /**
- * A handler that answers 401 to every request lacking `apiKey` (put it after the handlers that
- * stay open, such as health), in the error shape of the protocol of the path: OpenAI's
+ * A handler that answers 401 to every request lacking `apiKey` and not accepted by `alsoAccepts`
+ * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the protocol of the path: OpenAI's
  * `{error: {message, type, param, code}}` under `/v1/`, `{error, message, retryable}` elsewhere.
  * The key is never echoed.
  */
-export function apiKeyGate(apiKey: string): RequestHandler {
+export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) => boolean): RequestHandler {
   const message = `missing or wrong API key: this server was started with an API key (--api-key or NEXRL_SERVE_API_KEY); send it in ${API_KEY_HEADERS.join(", ")}`;
   return async (req, res) => {
-    if (presentsApiKey(req, apiKey)) return false;
+    if (presentsApiKey(req, apiKey) || alsoAccepts?.(req) === true) return false;
     // The body is not read; the connection is closed after the answer rather than drained.
     const headers = { "www-authenticate": 'Bearer realm="nexrl serve"', connection: "close" };
     if (requestPath(req).startsWith("/v1/"))

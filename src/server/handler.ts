@@ -19,8 +19,13 @@ export interface CapturedRequest {
   path: string;
   /** Request headers as received. */
   headers: IncomingHttpHeaders;
-  /** Parsed JSON body (`{}` when empty). */
+  /**
+   * Parsed JSON body (`{}` when empty); a protobuf body read into the JSON generation's shape,
+   * with its `forward_only` added.
+   */
   body: unknown;
+  /** The body's bytes as received, for a protobuf body (compressed when it came compressed). */
+  rawBody?: Uint8Array;
 }
 
 /** Answers a request and resolves true, or resolves false to let the next handler try. */

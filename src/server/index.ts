@@ -16,6 +16,7 @@ import { healthHandler } from "./health.js";
 import { ModelStore } from "./models.js";
 import { createOpenAIModelsHandler } from "./openai-models.js";
 import { createTinkerHandler } from "./tinker.js";
+import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
 
 /** Which protocols a server speaks: one of them, or `all` three. */
@@ -49,8 +50,16 @@ export interface ServerOptions {
   listenHint?: (problem: ListenProblem) => string;
   /** How long a Tinker `retrieve_future` poll is held before `try_again`, in ms (default 30 000). */
   longPollTimeoutMs?: number;
-  /** Extra flags answered by Tinker's `client/config` (e.g. `{ fwdbwd_max_chunk_len: 8 }`). */
+  /**
+   * Extra flags answered by Tinker's `client/config` (e.g. `{ fwdbwd_max_chunk_len: 8 }`);
+   * `pjwt_auth_enabled: true` also turns on the JWT exchange (`/api/v1/auth/token`) and requires
+   * JWTs on every other call.
+   */
   tinkerClientConfig?: Record<string, unknown>;
+  /** Element type of logprobs in Tinker protobuf results: `float32` (default) or `bfloat16`. */
+  tinkerResultDtype?: "float32" | "bfloat16";
+  /** How long Tinker JWTs live, in seconds (default 3600). */
+  tinkerJwtTtlSeconds?: number;
   /** Sees every parsed protocol request (tests check request bodies with it). */
   onRequest?: (request: CapturedRequest) => void;
   /** Receives warnings and unexpected server errors (default: standard error). */
@@ -84,7 +93,8 @@ export interface RunningServer {
 
 /**
  * Starts `nexrl serve` in this process: each created model is a local engine of a
- * `MODEL_PRESETS` shape, served over the Tinker protocol (`/api/v1/<endpoint>`), the Weaver
+ * `MODEL_PRESETS` shape, served over the Tinker protocol (`/api/v1/<endpoint>`, JSON and
+ * protobuf generations, so the Tinker SDK from 0.18 to 0.25 works against it), the Weaver
  * protocol (`/api/v1/sessions`, `/models`, `/operations`, …) and the OpenAI-compatible
  * endpoints (`/v1/completions`, `/v1/chat/completions`, `/v1/models`: the presets by name, and
  * saved sampler snapshots by their `tinker://` / `weaver://` path), plus `/healthz` and
@@ -127,14 +137,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     seed,
   );
   const shared = { store, faults, capture: options.onRequest };
+  const tinker = protocol === "tinker" || protocol === "all";
+  // Tinker clients trade the key for JWTs when the flag is on; the gate accepts those JWTs too.
+  const jwt =
+    tinker && options.tinkerClientConfig?.["pjwt_auth_enabled"] === true
+      ? new JwtIssuer(options.tinkerJwtTtlSeconds ?? 3600)
+      : undefined;
   // Health checks stay open; every other route needs the key when one is set.
-  const handlers: RequestHandler[] = [healthHandler, ...(apiKey === undefined ? [] : [apiKeyGate(apiKey)])];
-  if (protocol === "tinker" || protocol === "all") {
+  const handlers: RequestHandler[] = [healthHandler];
+  if (apiKey !== undefined)
+    handlers.push(apiKeyGate(apiKey, jwt && ((req) => jwt.verify(tinkerCredential(req)) === "valid")));
+  if (tinker) {
     handlers.push(
       createTinkerHandler({
         ...shared,
         longPollTimeoutMs: options.longPollTimeoutMs ?? 30_000,
         clientConfig: options.tinkerClientConfig,
+        resultDtype: options.tinkerResultDtype,
+        jwt,
       }),
     );
   }

@@ -24,14 +24,14 @@ export class ProtocolError extends NexrlError {
   }
 }
 
-/** Largest request body accepted, in bytes. */
-const MAX_BODY_BYTES = 256 * 1024 * 1024;
+/** Largest request body accepted, in bytes (also the most a compressed body may expand to). */
+export const MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 /**
- * Reads and parses a JSON request body (an empty body reads as `{}`).
- * @throws {@link ProtocolError} 400 for invalid JSON, 413 for a body over 256 MiB.
+ * Reads a request body's bytes.
+ * @throws {@link ProtocolError} 413 for a body over 256 MiB.
  */
-export async function readJson(req: IncomingMessage): Promise<unknown> {
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -44,7 +44,23 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
       );
     chunks.push(chunk as Buffer);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Reads and parses a JSON request body (an empty body reads as `{}`).
+ * @throws {@link ProtocolError} 400 for invalid JSON, 413 for a body over 256 MiB.
+ */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  return parseJsonBody(await readBody(req));
+}
+
+/**
+ * Parses the bytes of a JSON request body (empty reads as `{}`).
+ * @throws {@link ProtocolError} 400 for invalid JSON.
+ */
+export function parseJsonBody(bytes: Buffer): unknown {
+  const text = bytes.toString("utf8");
   if (text.trim() === "") return {};
   try {
     return JSON.parse(text) as unknown;

@@ -220,7 +220,8 @@ export interface GeneratedChoice {
 
 /**
  * The decoded text of `tokens`, cut at the earliest of `stops` when the sampler stopped there
- * (unless `keepStop`), and the stop string that ended it.
+ * (unless `keepStop`), and the stop string that ended it. Ids the tokenizer has no token for (a
+ * remote sampler's, beyond the tokenizer's vocabulary) decode to nothing.
  */
 export function cutAtStop(
   tokenizer: Tokenizer,
@@ -229,7 +230,7 @@ export function cutAtStop(
   stops: readonly string[],
   keepStop: boolean,
 ): { text: string; stopReason: string | null } {
-  const text = tokenizer.decode(tokens);
+  const text = tokenizer.decode(tokens, SKIP_UNKNOWN);
   const hit =
     finishReason === "stop"
       ? stops
@@ -239,6 +240,9 @@ export function cutAtStop(
       : undefined;
   return { text: hit && !keepStop ? text.slice(0, hit.at) : text, stopReason: hit?.s ?? null };
 }
+
+/** Decoding of generated text: ids without a token read as nothing, as in {@link cutAtStop}. */
+const SKIP_UNKNOWN = { unknownIds: "skip" } as const;
 
 /** How the response of a request is written. */
 export interface ResponseFormat {
@@ -283,7 +287,7 @@ function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
   let emitted = 0;
   return choice.tokens.map((_, i) => {
     const last = i === choice.tokens.length - 1;
-    const prefix = last ? choice.text : tokenizer.decode(choice.tokens.slice(0, i + 1));
+    const prefix = last ? choice.text : tokenizer.decode(choice.tokens.slice(0, i + 1), SKIP_UNKNOWN);
     // A prefix ending inside a character (U+FFFD) or past a cut stop string is held back.
     if (!choice.text.startsWith(prefix) || prefix.length < emitted) return "";
     const piece = prefix.slice(emitted);
@@ -293,7 +297,7 @@ function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
 }
 
 function tokenText(format: ResponseFormat, id: number): string {
-  return format.tokenIdStrings ? tokenIdString(id) : format.tokenizer.decode([id]);
+  return format.tokenIdStrings ? tokenIdString(id) : format.tokenizer.decode([id], SKIP_UNKNOWN);
 }
 
 /** Legacy completions logprobs; `top_logprobs` holds the sampled token only (the sampler reports no alternatives). */

@@ -38,6 +38,7 @@ const metadata = z.record(z.string(), z.unknown());
 /** Schemas of the POST bodies, by endpoint (the path after `/api/v1/`). */
 export const tinkerRequests = {
   "client/config": z.strictObject({ sdk_version: z.string() }),
+  "auth/token": z.strictObject({}),
   create_session: z.strictObject({
     tags: z.array(z.string()),
     user_metadata: metadata.optional(),
@@ -67,6 +68,7 @@ export const tinkerRequests = {
     type: z.literal("create_model"),
   }),
   get_info: z.strictObject({ model_id: z.string(), type: z.literal("get_info") }),
+  weights_info: z.strictObject({ tinker_path: z.string() }),
   forward: z.strictObject({ forward_input: lossInput, model_id: z.string(), seq_id: int }),
   forward_backward: z.strictObject({ forward_backward_input: lossInput, model_id: z.string(), seq_id: int }),
   optim_step: z.strictObject({
@@ -90,13 +92,20 @@ export const tinkerRequests = {
     overwrite: z.boolean().optional(),
     type: z.literal("save_weights"),
   }),
-  save_weights_for_sampler: z.strictObject({
-    model_id: z.string(),
-    path: z.string(),
-    seq_id: int,
-    ttl_seconds: int.min(0).optional(),
-    type: z.literal("save_weights_for_sampler"),
-  }),
+  save_weights_for_sampler: z
+    .strictObject({
+      model_id: z.string(),
+      path: z.string().optional(),
+      // Without a path: a snapshot only for a new sampling session (save_weights_and_get_sampling_client).
+      sampling_session_seq_id: int.min(0).optional(),
+      seq_id: int,
+      ttl_seconds: int.min(0).optional(),
+      type: z.literal("save_weights_for_sampler"),
+    })
+    .refine(
+      (b) => (b.path === undefined) !== (b.sampling_session_seq_id === undefined),
+      "give either path (a named sampler snapshot) or sampling_session_seq_id (a snapshot for a new sampling session)",
+    ),
   load_weights: z.strictObject({
     model_id: z.string(),
     seq_id: int,
@@ -129,6 +138,8 @@ export const tinkerRequests = {
     topk_prompt_logprobs: int,
     type: z.literal("sample"),
   }),
+  // The SDK's telemetry batches (events about its own calls): accepted and dropped.
+  telemetry: z.looseObject({}),
   retrieve_future: z.strictObject({ request_id: z.string(), allow_metadata_only: z.boolean() }),
 } as const;
 

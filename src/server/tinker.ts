@@ -1,8 +1,9 @@
 /**
- * The Tinker JSON protocol (wire-protocols §1, JSON generation) over the local engine: sessions
- * and heartbeats, models created through futures, training operations run strictly in `seq_id`
+ * The Tinker protocol (wire-protocols §1) over the local engine, in both generations: JSON
+ * bodies, and protobuf `forward_backward` bodies and results (`tinker-proto.ts`). Sessions and
+ * heartbeats, models created through futures, training operations run strictly in `seq_id`
  * order with resubmissions deduplicated, `tinker://` checkpoints and sampler snapshots, sampling
- * sessions, and `retrieve_future` long-polling.
+ * sessions, `retrieve_future` long-polling, and JWTs when `pjwt_auth_enabled` is set.
  *
  * @module
  */
@@ -15,11 +16,22 @@ import type { Datum, ModelInput } from "../types/wire.js";
 import { modelInputTokens } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
-import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import { parseJsonBody, ProtocolError, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
 import { OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
+import { tinkerCredential, type JwtIssuer } from "./tinker-jwt.js";
+import {
+  acceptsProtobuf,
+  decodeForwardBackward,
+  encodeForwardBackwardOutput,
+  encodeSampleResponse,
+  isProtobufBody,
+  protobufBodyBytes,
+  sendProtobuf,
+  type ResultDtype,
+} from "./tinker-proto.js";
 import { tinkerRequests, type TinkerEndpoint, type TinkerRequest } from "./tinker-schema.js";
 
 /** Options of {@link createTinkerHandler}. */
@@ -34,6 +46,13 @@ export interface TinkerHandlerOptions {
   clientConfig?: Record<string, unknown> | undefined;
   /** Sees every request body the protocol parses. */
   capture?: ((request: CapturedRequest) => void) | undefined;
+  /** Element type of logprobs in protobuf results (default float32). */
+  resultDtype?: ResultDtype | undefined;
+  /**
+   * The JWT issuer when `clientConfig` sets `pjwt_auth_enabled` (made by the server, whose API-key
+   * gate also accepts its JWTs); without one, JWTs are off whatever the flag says.
+   */
+  jwt?: JwtIssuer | undefined;
 }
 
 const PREFIX = "/api/v1/";
@@ -47,6 +66,16 @@ const CLIENT_CONFIG = {
 };
 
 /** Endpoints answering with a future (`{request_id}`): `error` faults fail their operation. */
+/** Operations whose results are answered in protobuf to a poll that accepts it. */
+const PROTOBUF_RESULTS: Readonly<Record<string, (value: unknown, dtype: ResultDtype) => Uint8Array>> = {
+  forward: encodeForwardBackwardOutput,
+  forward_backward: encodeForwardBackwardOutput,
+  sample: encodeSampleResponse,
+};
+
+/** Endpoints that take the API key itself when JWTs are on: the flags, and the exchange. */
+const KEY_ENDPOINTS = new Set(["client/config", "auth/token", "get_server_capabilities"]);
+
 const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>([
   "create_model",
   "forward",
@@ -142,6 +171,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
   const createdModels = new Map<string, Operation>();
   const samplingSessions = new Map<string, string>();
   const clientConfig = { ...CLIENT_CONFIG, ...options.clientConfig };
+  const jwt = options.jwt;
+  const resultDtype = options.resultDtype ?? "float32";
 
   const future = (op: Operation, modelId?: string): unknown => ({
     request_id: promises.register(op),
@@ -167,11 +198,18 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     endpoint: Exclude<TinkerEndpoint, "retrieve_future">,
     raw: unknown,
     failed: boolean,
+    forwardOnly: boolean,
   ): Promise<unknown> => {
     switch (endpoint) {
       case "client/config":
         parse(endpoint, raw);
         return clientConfig;
+      case "auth/token":
+        parse(endpoint, raw);
+        return { jwt: jwt!.issue() };
+      case "telemetry":
+        parse(endpoint, raw);
+        return { status: "accepted" };
       case "create_session": {
         parse(endpoint, raw);
         const id = randomUUID();
@@ -212,6 +250,19 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           model_name: model.baseModel,
         };
       }
+      case "weights_info": {
+        // What the SDK's create_training_client_from_state needs to recreate the model.
+        const artifact = store.artifact(parse(endpoint, raw).tinker_path);
+        const rank = store.hasModel(artifact.modelId) ? store.model(artifact.modelId).loraRank : undefined;
+        return {
+          base_model: artifact.baseModel,
+          is_lora: true,
+          lora_rank: rank ?? 32,
+          train_unembed: true,
+          train_mlp: true,
+          train_attn: true,
+        };
+      }
       case "forward": {
         const body = parse(endpoint, raw);
         const input = body.forward_input;
@@ -224,6 +275,11 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const body = parse(endpoint, raw);
         const input = body.forward_backward_input;
         checkContextLength(datumInputs(input.data as Datum[]), store.model(body.model_id).engine.config.contextLength);
+        // The protobuf generation's forward: forward_backward with forward_only.
+        if (forwardOnly)
+          return seqOp(body.model_id, body.seq_id, "forward", failed, (m) =>
+            lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
+          );
         return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) =>
           lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
         );
@@ -259,8 +315,12 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "save_weights_for_sampler": {
         const body = parse(endpoint, raw);
         return seqOp(body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
-          const path = tinkerPath(m.id, "sampler_weights", body.path);
-          const file = await m.engine.saveWeightsForSampler(body.path);
+          // Without a path, the snapshot backs a new sampling session of the model's session,
+          // numbered like create_sampling_session's (the SDK counts both with one counter).
+          const seq = body.sampling_session_seq_id;
+          const name = body.path ?? `sampling_session_${seq}`;
+          const path = tinkerPath(m.id, "sampler_weights", name);
+          const file = await m.engine.saveWeightsForSampler(name);
           store.addArtifact({
             path,
             file,
@@ -269,7 +329,11 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
             expiresAt: expiry(body.ttl_seconds),
             createdAt: Date.now(),
           });
-          return { path, type: "save_weights_for_sampler" };
+          if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
+          const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
+          await store.openSampler(key, { modelPath: path });
+          samplingSessions.set(key, key);
+          return { sampling_session_id: key, type: "save_weights_for_sampler" };
         });
       }
       case "load_weights": {
@@ -306,7 +370,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     }
   };
 
-  const retrieve = async (res: ServerResponse, requestId: string): Promise<void> => {
+  const retrieve = async (res: ServerResponse, requestId: string, protobuf: boolean): Promise<void> => {
     const op = promises.get(requestId);
     if (!op) {
       sendJson(res, 410, {
@@ -322,9 +386,47 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     });
     const outcome: Outcome | undefined = await Promise.race([op.done, timeout]);
     clearTimeout(timer);
+    const encode = PROTOBUF_RESULTS[op.kind];
     if (!outcome) sendJson(res, 200, { type: "try_again", request_id: requestId, queue_state: "active" });
-    else if (outcome.ok) sendJson(res, 200, outcome.value);
-    else sendJson(res, 200, { error: outcome.message, category: outcome.category });
+    else if (!outcome.ok) sendJson(res, 200, { error: outcome.message, category: outcome.category });
+    else if (protobuf && encode) sendProtobuf(res, encode(outcome.value, resultDtype));
+    else sendJson(res, 200, outcome.value);
+  };
+
+  /**
+   * With JWTs on, checks that every endpoint but the flags and the exchange carries a valid JWT.
+   * (The API key, when the server has one, is checked before this handler by the server's gate.)
+   * @throws {@link ProtocolError} 401.
+   */
+  const authorize = (req: IncomingMessage, endpoint: string): void => {
+    if (jwt && !KEY_ENDPOINTS.has(endpoint)) {
+      const check = jwt.verify(tinkerCredential(req));
+      if (check !== "valid")
+        throw new ProtocolError(
+          401,
+          "invalid_jwt",
+          check === "expired"
+            ? "Invalid JWT: it has expired; exchange the API key for a new one at /api/v1/auth/token"
+            : "Invalid JWT: this server exchanges API keys for JWTs (pjwt_auth_enabled); send the JWT from /api/v1/auth/token in X-API-Key",
+        );
+    }
+  };
+
+  /** The body in the JSON shape (a protobuf forward_backward read into it), what the capture sees, and forward_only. */
+  const readRequest = async (
+    req: IncomingMessage,
+    endpoint: string,
+  ): Promise<{ raw: unknown; captured: unknown; rawBody?: Uint8Array; forwardOnly: boolean }> => {
+    const bytes = await readBody(req);
+    if (!isProtobufBody(req.headers)) return { raw: parseJsonBody(bytes), captured: undefined, forwardOnly: false };
+    if (endpoint !== "forward_backward")
+      throw new ProtocolError(
+        415,
+        "unsupported_media_type",
+        `${endpoint} takes a JSON body; only forward_backward may be sent as application/x-protobuf`,
+      );
+    const { body, forwardOnly } = decodeForwardBackward(await protobufBodyBytes(bytes, req.headers));
+    return { raw: body, captured: { ...body, forward_only: forwardOnly }, rawBody: bytes, forwardOnly };
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
@@ -333,8 +435,20 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     const endpoint = path.slice(PREFIX.length);
     const isCapabilities = req.method === "GET" && endpoint === "get_server_capabilities";
     if (!isCapabilities && (req.method !== "POST" || !Object.hasOwn(tinkerRequests, endpoint))) return false;
-    const raw = isCapabilities ? {} : await readJson(req);
-    options.capture?.({ protocol: "tinker", method: req.method ?? "", path, headers: req.headers, body: raw });
+    // The JWT exchange exists only when JWTs are on, as on a Tinker server.
+    if (endpoint === "auth/token" && !jwt) return false;
+    authorize(req, endpoint);
+    const { raw, captured, rawBody, forwardOnly } = isCapabilities
+      ? { raw: {}, captured: undefined, forwardOnly: false }
+      : await readRequest(req, endpoint);
+    options.capture?.({
+      protocol: "tinker",
+      method: req.method ?? "",
+      path,
+      headers: req.headers,
+      body: captured ?? raw,
+      ...(rawBody && { rawBody }),
+    });
     if (isCapabilities) {
       sendJson(res, 200, {
         supported_models: store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })),
@@ -352,14 +466,14 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           fault,
           fault === "408" ? { type: "try_again", request_id, queue_state: "active" } : { request_id },
         );
-      else await retrieve(res, request_id);
+      else await retrieve(res, request_id, acceptsProtobuf(req.headers));
       return true;
     }
     if (fault && fault !== "error" && fault !== "drop") {
       sendFault(res, fault);
       return true;
     }
-    const answer = await handle(name, raw, fault === "error");
+    const answer = await handle(name, raw, fault === "error", forwardOnly);
     if (fault === "drop") sendFault(res, "drop");
     else sendJson(res, 200, answer);
     return true;

@@ -90,8 +90,8 @@ export const weaverRequests = {
   terminate: z.strictObject({ instance_types: z.array(z.enum(["trainer", "inference"])).optional() }),
   createSamplingSession: z.strictObject({
     sampling_session_seq_id: int,
-    base_model: z.string().optional(),
-    model_path: z.string().optional(),
+    base_model: z.string().nullable().optional(),
+    model_path: z.string().nullable().optional(),
     model_id: z.string().optional(),
   }),
   sample: z.strictObject({

@@ -326,7 +326,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "exportSampler": {
         const body = parse("exportSampler", raw);
         const model = store.model(id);
-        const ttl = body.ttl_seconds === undefined ? SAMPLER_TTL_SECONDS : body.ttl_seconds;
+        // The Weaver SDK sends its one-hour default itself and leaves ttl_seconds out to keep an export.
+        const ttl = body.ttl_seconds ?? null;
         const run = async (): Promise<unknown> => {
           const name = body.path ?? `sampler-${body.seq_id}`;
           const path = `weaver://${model.id}/sampler_weights/${name}`;
@@ -386,8 +387,9 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const body = parse("createSamplingSession", raw);
         session(id);
         const ssid = `sampling-${randomUUID()}`;
-        const source = { modelPath: body.model_path, baseModel: body.base_model };
-        if (body.model_path === undefined) {
+        // The SDK sends both, null for the one it does not give.
+        const source = { modelPath: body.model_path ?? undefined, baseModel: body.base_model ?? undefined };
+        if (body.model_path === undefined || body.model_path === null) {
           const opened = await store.openSampler(ssid, source);
           return [201, { id: ssid, base_model: opened.baseModel, tokenizer_path: "byte" }];
         }

@@ -68,6 +68,82 @@ export interface EncodeOptions {
   addBos?: boolean;
 }
 
+/**
+ * What {@link Tokenizer.decode} does with an id it has no token for: an id at or beyond
+ * `vocabSize` (real models have more embedding rows than their tokenizer has ids — Qwen3 has
+ * 151,936 rows for 151,669 ids — and a sampler can return one), a hole in the vocabulary, or a
+ * value that is not an id at all.
+ * - `throw` (the default): strict decoding, a `TokenIdError`;
+ * - `skip`: the id decodes to nothing;
+ * - `placeholder`: the id decodes to {@link unknownTokenPlaceholder} (`<unk:ID>`), visible in text.
+ */
+export type UnknownIdHandling = "throw" | "skip" | "placeholder";
+
+/** Options of {@link Tokenizer.decode}. */
+export interface DecodeOptions {
+  /** What ids without a token become (default `throw`). */
+  unknownIds?: UnknownIdHandling;
+  /** Called for each id without a token when they are skipped or replaced (e.g. to count them). */
+  onUnknownId?: (id: number, index: number) => void;
+}
+
+/** The text an unknown id decodes to under `unknownIds: "placeholder"`. */
+export function unknownTokenPlaceholder(id: number): string {
+  return `<unk:${id}>`;
+}
+
+/**
+ * Decodes `ids` the way the text of `known` ids reads, with each unknown id skipped or replaced by
+ * its placeholder and reported (the shared tolerant half of every tokenizer's `decode`).
+ * @param decodeKnown decodes a run of known ids.
+ */
+export function decodeAround(
+  ids: ArrayLike<number>,
+  isKnown: (id: number) => boolean,
+  decodeKnown: (known: number[]) => string,
+  options: DecodeOptions,
+): string {
+  const placeholder = options.unknownIds === "placeholder";
+  let text = "";
+  let run: number[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (isKnown(id)) {
+      run.push(id);
+      continue;
+    }
+    options.onUnknownId?.(id, i);
+    if (placeholder) {
+      text += decodeKnown(run) + unknownTokenPlaceholder(id);
+      run = [];
+    }
+  }
+  return text + decodeKnown(run);
+}
+
+/** What {@link decodeTolerantly} read. */
+export interface TolerantDecoding {
+  /** The text, unknown ids skipped or shown as placeholders. */
+  text: string;
+  /** How many ids had no token. */
+  unknownIds: number;
+}
+
+/**
+ * Decodes text for a rollout: ids the tokenizer has no token for stay in the token list (the
+ * trajectory keeps them) but decode to nothing, or to a visible placeholder; their number is
+ * returned so that the run can count them.
+ */
+export function decodeTolerantly(
+  tokenizer: Tokenizer,
+  ids: ArrayLike<number>,
+  unknownIds: Exclude<UnknownIdHandling, "throw"> = "skip",
+): TolerantDecoding {
+  let count = 0;
+  const text = tokenizer.decode(ids, { unknownIds, onUnknownId: () => count++ });
+  return { text, unknownIds: count };
+}
+
 /** Text ↔ token ids, plus the special ids and chat template a model was trained with. */
 export interface Tokenizer {
   /** Number of token ids (the model's vocabulary must be at least this large). */
@@ -83,9 +159,10 @@ export interface Tokenizer {
   /**
    * Text of `ids`, with special tokens left out. Never throws on byte sequences that are not
    * valid UTF-8 (such as a sequence cut inside a character): they decode to U+FFFD.
-   * @throws for ids outside the vocabulary.
+   * @param options what ids without a token become (default: an error).
+   * @throws for ids outside the vocabulary, unless `options.unknownIds` says otherwise.
    */
-  decode(ids: ArrayLike<number>): string;
+  decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   /** Token ids of a conversation in the model's chat format, starting with BOS when the model has one. */
   applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): number[];
 }

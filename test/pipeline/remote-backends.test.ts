@@ -5,7 +5,7 @@ import { startServer, type CapturedRequest } from "../../src/server/index.js";
 import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 /** Trains the GRPO test recipe against `nexrl serve` over `backend`'s protocol and returns what the server saw. */
-async function trainRemotely(backend: "tinker" | "weaver") {
+async function trainRemotely(backend: "tinker" | "weaver", overrides: string[] = []) {
   const dir = await tempDir();
   const requests: CapturedRequest[] = [];
   const server = await startServer({
@@ -23,6 +23,7 @@ async function trainRemotely(backend: "tinker" | "weaver") {
       "service.train_service.config.weight_decay=0.02",
       "service.train_service.config.grad_clip_norm=0.7",
       "data.batch_size=1",
+      ...overrides,
     ]);
     const result = await runRecipe(recipe, { outputDir: join(dir, "out"), env: {} });
     return { result, requests };
@@ -45,6 +46,16 @@ function lossInputKeys(requests: readonly CapturedRequest[]): string[][] {
 }
 
 describe("runRecipe against remote training services (nexrl serve on loopback)", () => {
+  it("speaks the wire generation service.train_service.wire names (protobuf: the Tinker SDK 0.25's)", async () => {
+    const { result, requests } = await trainRemotely("tinker", ["+service.train_service.wire=protobuf"]);
+    expect(result).toMatchObject({ steps: 2, stopReason: "completed" });
+    expect(requests.find((r) => r.path === "/api/v1/client/config")!.body).toEqual({ sdk_version: "0.25.0" });
+    const fwdbwd = requests.filter((r) => r.path === "/api/v1/forward_backward");
+    expect(fwdbwd.length).toBeGreaterThan(0);
+    expect(fwdbwd.every((r) => r.headers["content-type"] === "application/x-protobuf")).toBe(true);
+    for (const k of lossInputKeys(requests)) expect(k).toEqual(["advantages", "logprobs", "target_tokens"]);
+  });
+
   for (const backend of ["tinker", "weaver"] as const) {
     it(`trains over the ${backend} protocol with every Adam parameter and the backend's loss inputs`, async () => {
       const { result, requests } = await trainRemotely(backend);

@@ -119,7 +119,14 @@ describe("RolloutRunner", () => {
     );
     expect(again.trajectories[0]!.tokens).toEqual(traj.tokens);
     expect(other.trajectories[0]!.tokens).not.toEqual(traj.tokens);
-    expect(r.takeCounts()).toEqual({ succeeded: 3, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
+    expect(r.takeCounts()).toEqual({
+      succeeded: 3,
+      failed: 0,
+      retried: 0,
+      timedOut: 0,
+      skipped: 0,
+      unknownTokenIds: 0,
+    });
   });
 
   it("fail_fast stops at the first failure with an error naming the rollout and what to do", async () => {
@@ -143,7 +150,14 @@ describe("RolloutRunner", () => {
     });
     const r = await runner(flaky.Scripted, { mode: "retry", retries: 2 });
     expect(await r.run(task())).toMatchObject({ status: "ok", attempts: 3 });
-    expect(r.takeCounts()).toEqual({ succeeded: 1, failed: 2, retried: 2, timedOut: 0, skipped: 0 });
+    expect(r.takeCounts()).toEqual({
+      succeeded: 1,
+      failed: 2,
+      retried: 2,
+      timedOut: 0,
+      skipped: 0,
+      unknownTokenIds: 0,
+    });
     const strict = await runner(
       scripted(async (_, __, attempt) => {
         throw new Error(`flake ${attempt}`);
@@ -162,7 +176,14 @@ describe("RolloutRunner", () => {
       minGroupSize: 2,
     });
     expect(await r.run(task())).toMatchObject({ status: "skipped", trajectories: [], attempts: 2 });
-    expect(r.takeCounts()).toEqual({ succeeded: 0, failed: 2, retried: 1, timedOut: 0, skipped: 1 });
+    expect(r.takeCounts()).toEqual({
+      succeeded: 0,
+      failed: 2,
+      retried: 1,
+      timedOut: 0,
+      skipped: 1,
+      unknownTokenIds: 0,
+    });
   });
 
   it("times out a hung rollout, replaces its worker, and refuses trajectories the abandoned worker puts later", async () => {

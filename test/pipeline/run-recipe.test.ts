@@ -64,6 +64,7 @@ describe("runRecipe", () => {
         "val/reward_mean",
         "val/reward_std",
         "val/skipped",
+        "val/unknown_token_ids",
       ].sort(),
     );
     expect(rows[0]!["val/num_samples"]).toBe(6);

@@ -222,6 +222,20 @@ describe("cross-section rules", () => {
     ]);
   });
 
+  it("takes service.train_service.wire for the tinker backend only", async () => {
+    const tinker = ["service.train_service.backend=tinker", "+service.tinker_service.api_key=tml-k"];
+    expect(
+      (await load(MINIMAL_YAML, [...tinker, "+service.train_service.wire=protobuf"])).service.train_service.wire,
+    ).toBe("protobuf");
+    expect((await load(MINIMAL_YAML, tinker)).service.train_service.wire).toBeUndefined();
+    expect(await problems(MINIMAL_YAML, [...tinker, "+service.train_service.wire=grpc"])).toEqual([
+      'service.train_service.wire: expected one of "auto", "json", "protobuf", got "grpc"',
+    ]);
+    expect(await problems(MINIMAL_YAML, ["+service.train_service.wire=json"])).toEqual([
+      "service.train_service.wire: only the tinker backend has wire generations; remove it for the local backend",
+    ]);
+  });
+
   it("checks batching against the sync mode, and lengths against each other", async () => {
     expect(await problems(MINIMAL_YAML, ["+weight.sync_mode=fully-async"])).toEqual([
       "data.keep_batch_order: must be false when `weight.sync_mode` is `fully-async`",

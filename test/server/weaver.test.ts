@@ -116,9 +116,16 @@ describe("weaver protocol on nexrl serve", () => {
     expect(base.body).toMatchObject({ id: expect.any(String), base_model: "tiny" });
     const exported = await done(
       url,
-      (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 1, path: "s" })).body,
+      (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 1, path: "s", ttl_seconds: 3600 }))
+        .body,
     );
     expect(exported.response).toEqual({ modelPath: `weaver://${mid}/sampler_weights/s`, ttlSeconds: 3600 });
+    // Without ttl_seconds the export is kept (the SDK sends its one-hour default itself).
+    const kept = await done(
+      url,
+      (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 2, path: "k" })).body,
+    );
+    expect(kept.response).toEqual({ modelPath: `weaver://${mid}/sampler_weights/k`, ttlSeconds: null });
     const snap = await call(url, "POST", `/api/v1/sessions/${sid}/sampling-sessions`, {
       sampling_session_seq_id: 2,
       model_path: exported.response.modelPath,

@@ -77,6 +77,8 @@ export interface RolloutCounts {
   timedOut: number;
   /** Tasks given up under the `skip` policy. */
   skipped: number;
+  /** Sampled ids the tokenizer has no token for, over every attempt (`InferenceResult.unknownTokenIds`). */
+  unknownTokenIds: number;
 }
 
 /**
@@ -104,7 +106,14 @@ interface Slot {
   scope: AttemptScope | undefined;
 }
 
-const zeroCounts = (): RolloutCounts => ({ succeeded: 0, failed: 0, retried: 0, timedOut: 0, skipped: 0 });
+const zeroCounts = (): RolloutCounts => ({
+  succeeded: 0,
+  failed: 0,
+  retried: 0,
+  timedOut: 0,
+  skipped: 0,
+  unknownTokenIds: 0,
+});
 
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
@@ -432,6 +441,7 @@ export class RolloutRunner {
   private endAttempt(slot: Slot, scope: AttemptScope): void {
     scope.open = false;
     clearTimeout(scope.timer);
+    this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
     const stragglers = scope.inference?.end() ?? false;
     if (scope.abandoned || stragglers) {
       slot.controller.abort(ATTEMPT_OVER);

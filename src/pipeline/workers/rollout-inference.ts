@@ -32,6 +32,7 @@ export class RolloutInferenceClient implements InferenceClient {
   private inFlight = 0;
   private ended = false;
   private oldest: number | undefined;
+  private unknown = 0;
 
   /**
    * @param inner the shared client.
@@ -49,6 +50,11 @@ export class RolloutInferenceClient implements InferenceClient {
   /** The tokenizer of the served model. */
   get tokenizer(): Tokenizer {
     return this.inner.tokenizer;
+  }
+
+  /** Sampled ids the tokenizer has no token for, in the results this rollout's worker received. */
+  get unknownTokenIds(): number {
+    return this.unknown;
   }
 
   /** Oldest policy version that answered a call of this rollout, if any reported one. */
@@ -93,6 +99,7 @@ export class RolloutInferenceClient implements InferenceClient {
     this.inFlight--;
     if (this.ended) throw ATTEMPT_OVER;
     this.signal.throwIfAborted();
+    this.unknown += result.unknownTokenIds ?? 0;
     if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
     return result;
   };

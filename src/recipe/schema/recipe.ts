@@ -47,6 +47,13 @@ export const serviceSchema = z
         message: `must equal \`service.train_service.identifier\` ("${train.identifier}"), which routes trajectories and weight syncs`,
       });
     }
+    if (train.wire !== undefined && train.backend !== "tinker") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["train_service", "wire"],
+        message: `only the tinker backend has wire generations; remove it for the ${train.backend} backend`,
+      });
+    }
     const sampler = inference.backend ?? train.backend;
     if ((sampler === "local" || sampler === "tinker" || sampler === "weaver") && sampler !== train.backend) {
       ctx.addIssue({

@@ -24,6 +24,12 @@ export const trainServiceSchema = z.strictObject({
   model: nonEmpty.optional(),
   /** Hyper-parameters (NexRL's place for them); merged into `trainer.algorithm`. */
   config: hyperParametersSchema.optional(),
+  /**
+   * `tinker` only: which generation of the Tinker protocol to speak. `auto` lets the server
+   * choose through its `client/config` flags (JSON unless it asks for protobuf); `json` and
+   * `protobuf` (the Tinker SDK 0.25's wire) force one. Unset: `NEXRL_TINKER_WIRE`, else `auto`.
+   */
+  wire: z.enum(["auto", "json", "protobuf"]).optional(),
 });
 
 /** Shape of `service.inference_service:`. */

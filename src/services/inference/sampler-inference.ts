@@ -1,4 +1,4 @@
-import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
+import { decodeTolerantly, type ChatMessage, type Tokenizer } from "../../types/tokenizer.js";
 import { NexrlError } from "../../types/errors.js";
 import { modelInputFromTokens } from "../../types/wire.js";
 import type { SamplingClient } from "../training/types.js";
@@ -82,10 +82,13 @@ export class SamplerInferenceClient implements InferenceClient {
     if (!sequence)
       throw new NexrlError("the sampler returned no sequence for a request of one sample; check the sampling service");
     options.signal?.throwIfAborted();
+    // An id beyond the tokenizer stays in the tokens, reads as nothing, and is counted.
+    const { text, unknownIds } = decodeTolerantly(this.tokenizer, sequence.tokens);
     return {
       promptTokens: [...promptTokens],
       responseTokens: sequence.tokens,
-      response: this.tokenizer.decode(sequence.tokens),
+      response: text,
+      ...(unknownIds > 0 && { unknownTokenIds: unknownIds }),
       logprobs: sequence.logprobs,
       finishReason: sequence.stopReason,
       policyVersion,

@@ -37,7 +37,7 @@ export interface InferenceResult {
   promptTokens: number[];
   /** Token ids the model sampled. */
   responseTokens: number[];
-  /** The decoded response. */
+  /** The decoded response (ids the tokenizer has no token for read as nothing; they stay in `responseTokens`). */
   response: string;
   /** Logprob of each response token under the sampling weights. */
   logprobs: number[];
@@ -47,6 +47,12 @@ export interface InferenceResult {
   policyVersion?: number;
   /** Tool calls the server parsed out of the response (`chat` with `tools`). */
   toolCalls?: ToolCall[];
+  /**
+   * How many response ids the tokenizer has no token for (ids beyond its vocabulary that the
+   * model's larger embedding can still sample); absent when there are none. Rollouts count them
+   * as `rollout/unknown_token_ids`.
+   */
+  unknownTokenIds?: number;
   /**
    * Which token ids were re-tokenised locally because the server did not report them (only when
    * the client was allowed to); absent when every id came from the model.

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { MissingApiKeyError } from "../../../src/http/endpoint.js";
-import { HttpTransport } from "../../../src/http/transport.js";
+import { HttpTransport, type HttpRequest } from "../../../src/http/transport.js";
 import { trajectoryToDatum } from "../../../src/pipeline/index.js";
 import {
   LocalTrainingService,
@@ -14,6 +14,7 @@ import {
   reduceMetrics,
 } from "../../../src/services/training/index.js";
 import { DEFAULT_CHUNK_LIMITS, estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
+import { negotiate } from "../../../src/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
 import { TensorView } from "../../../src/types/datum-view.js";
 import { LossInputError } from "../../../src/types/losses.js";
@@ -256,6 +257,8 @@ describe("tinker submissions", () => {
       backoff: { initialDelayMs: 1, maxDelayMs: 2 },
       closed: closed.signal,
       log: undefined,
+      negotiation: negotiate("json", {}),
+      request: <T>(r: HttpRequest) => http.request<T>(r),
     };
     const client = new TinkerTrainingClient(ctx, "s:train:0", "tiny");
     const t = new Trajectory({

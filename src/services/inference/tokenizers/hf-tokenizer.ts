@@ -5,7 +5,14 @@
  */
 import { Tokenizer as CoreTokenizer } from "@huggingface/tokenizers";
 import { TokenIdError } from "../../../engine/errors.js";
-import type { ChatMessage, ChatTemplateOptions, EncodeOptions, Tokenizer } from "../../../types/tokenizer.js";
+import {
+  decodeAround,
+  type ChatMessage,
+  type ChatTemplateOptions,
+  type DecodeOptions,
+  type EncodeOptions,
+  type Tokenizer,
+} from "../../../types/tokenizer.js";
 import { ChatTemplate, type ChatTemplateSource } from "./chat-template.js";
 import { ChatTemplateError, TokenizerLoadError } from "./errors.js";
 import { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
@@ -122,7 +129,12 @@ export class HfTokenizer implements Tokenizer {
     return ids;
   }
 
-  decode(ids: ArrayLike<number>): string {
+  decode(ids: ArrayLike<number>, options: DecodeOptions = {}): string {
+    if (options.unknownIds !== undefined && options.unknownIds !== "throw") {
+      const known = (id: number): boolean =>
+        Number.isInteger(id) && id >= 0 && id < this.vocabSize && this.core.id_to_token(id) !== undefined;
+      return decodeAround(ids, known, (run) => this.decode(run), options);
+    }
     const list = Array.from(ids);
     list.forEach((id, i) => {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.core.id_to_token(id) === undefined) {

@@ -1,13 +1,27 @@
 /**
- * What the Tinker clients of one service share: the transport, the session, the chunk limits,
- * and how requests are submitted.
+ * What the Tinker clients of one service share: the transport, the session, what was negotiated
+ * with the server, and how requests are sent (JWT, billing pauses) and submitted.
  *
  * @module
  */
-import type { BackoffOptions } from "../../../http/backoff.js";
-import type { HttpTransport } from "../../../http/transport.js";
+import { sleep, type BackoffOptions } from "../../../http/backoff.js";
+import { ApiStatusError, RequestAbortedError } from "../../../http/errors.js";
+import type { HttpRequest, HttpResponse, HttpTransport } from "../../../http/transport.js";
+import { NexrlError } from "../../../types/errors.js";
+import type { BillingPause } from "./billing.js";
 import type { ChunkLimits } from "./chunks.js";
+import type { TinkerNegotiation } from "./generation.js";
+import type { JwtCredential } from "./jwt.js";
 import { TinkerResponseError } from "./wire.js";
+
+/** Thrown when a Tinker service kept answering 402 for longer than its `billing_exception_max_pause_duration_sec`. */
+export class BillingPauseExceededError extends NexrlError {}
+
+/** Options of one {@link TinkerContext.request}. */
+export interface TinkerRequestOptions {
+  /** Wait out 402 answers (default true; heartbeats do not). */
+  billingPause?: boolean;
+}
 
 /** Shared state of one Tinker service connection. */
 export interface TinkerContext {
@@ -15,6 +29,8 @@ export interface TinkerContext {
   readonly http: HttpTransport;
   /** The session id from `create_session`. */
   readonly sessionId: string;
+  /** The wire generation and flags agreed with the server. */
+  readonly negotiation: TinkerNegotiation;
   /** Chunk limits from `client/config`. */
   readonly limits: ChunkLimits;
   /** Timeout of one `retrieve_future` poll, in milliseconds. */
@@ -27,9 +43,63 @@ export interface TinkerContext {
   readonly closed: AbortSignal;
   /** Receives a line per failed poll that is retried (API key redacted). */
   readonly log: ((line: string) => void) | undefined;
+  /**
+   * Sends a request through {@link TinkerContext.http} with the session's credential (the JWT
+   * when the server exchanges keys for JWTs) and waits out billing pauses (402).
+   */
+  request<T = unknown>(request: HttpRequest, options?: TinkerRequestOptions): Promise<HttpResponse<T>>;
 }
 
-/** A request body: an object sent as JSON, or JSON already serialised (sent as it is). */
+/** What {@link tinkerRequester} needs. */
+export interface TinkerRequesterOptions {
+  /** The transport. */
+  http: HttpTransport;
+  /** The JWT sent in `X-API-Key` instead of the key, when the server enables them. */
+  jwt: JwtCredential | undefined;
+  /** The billing-pause state of the service. */
+  billing: BillingPause;
+  /** Wait between retries of a call answered 402, in milliseconds (the SDK waits 5 s). */
+  billingRetryMs: number;
+  /** Aborts billing waits when the service is closed. */
+  closed: AbortSignal;
+  /** Receives billing-pause lines. */
+  log: ((line: string) => void) | undefined;
+}
+
+/** The {@link TinkerContext.request} of a connection. */
+export function tinkerRequester(options: TinkerRequesterOptions): TinkerContext["request"] {
+  const { http, jwt, billing } = options;
+  return async <T>(request: HttpRequest, callOptions: TinkerRequestOptions = {}): Promise<HttpResponse<T>> => {
+    for (;;) {
+      const credential = jwt && (await jwt.token());
+      if (credential) http.addSecret(credential);
+      try {
+        return await http.request<T>(
+          credential ? { ...request, headers: { ...request.headers, "X-API-Key": credential } } : request,
+        );
+      } catch (error) {
+        if (!(error instanceof ApiStatusError) || error.status !== 402 || callOptions.billingPause === false)
+          throw error;
+        if (!billing.shouldPause(error.message, options.log)) {
+          throw new BillingPauseExceededError(
+            `${error.message} The service has answered 402 for ${Math.round(billing.pausedMs / 1000)} s, longer than the ${Math.round(billing.maxPauseSeconds)} s it allows to wait (billing_exception_max_pause_duration_sec); sort out the account's billing and run again`,
+            { cause: error },
+          );
+        }
+        try {
+          await sleep(options.billingRetryMs, options.closed);
+        } catch {
+          throw new RequestAbortedError(
+            { method: request.method, url: `${http.baseUrl}${request.path}` },
+            "the service was closed",
+          );
+        }
+      }
+    }
+  };
+}
+
+/** A request body: an object sent as JSON, or a body already serialised (sent as it is). */
 export type SubmitBody = { body: unknown } | { encodedBody: string | Uint8Array };
 
 /**
@@ -44,7 +114,7 @@ export async function submitRequest(
   requestType: string,
   headers: Record<string, string> = {},
 ): Promise<string> {
-  const { body: answer } = await ctx.http.request<{ request_id?: unknown }>({
+  const { body: answer } = await ctx.request<{ request_id?: unknown }>({
     method: "POST",
     path: `/api/v1/${endpoint}`,
     ...payload,

@@ -33,6 +33,8 @@ export class TinkerFuture<T> implements ApiFuture<T> {
    * @param resubmit sends the original request again and returns its new `request_id`.
    * @param read turns the answer into the result.
    * @param what names the request in errors.
+   * @param accept `Accept` of the polls, for results the server may answer in protobuf (sample
+   *   and forward_backward results); JSON otherwise.
    */
   constructor(
     private readonly ctx: TinkerContext,
@@ -40,6 +42,7 @@ export class TinkerFuture<T> implements ApiFuture<T> {
     private readonly resubmit: () => Promise<string>,
     private readonly read: (body: unknown) => T,
     private readonly what: string,
+    private readonly accept?: string,
   ) {}
 
   /** Polls until the answer arrives (once; later calls share the same promise). */
@@ -54,13 +57,16 @@ export class TinkerFuture<T> implements ApiFuture<T> {
     for (let iteration = 0; ; iteration++) {
       let body: unknown;
       try {
-        ({ body } = await this.ctx.http.request({
+        ({ body } = await this.ctx.request({
           method: "POST",
           path: "/api/v1/retrieve_future",
           body: { request_id: this.requestId, allow_metadata_only: false },
           retry: "none",
           timeoutMs: this.ctx.pollTimeoutMs,
-          headers: { "X-Tinker-Request-Iteration": String(iteration) },
+          headers: {
+            "X-Tinker-Request-Iteration": String(iteration),
+            ...(this.accept !== undefined && { accept: this.accept }),
+          },
         }));
       } catch (error) {
         if (error instanceof ApiStatusError && error.status === 408) {
@@ -97,6 +103,8 @@ export class TinkerFuture<T> implements ApiFuture<T> {
         continue;
       }
       failures = 0;
+      // A binary answer is the result itself (protobuf); only JSON answers say try_again or error.
+      if (body instanceof Uint8Array) return this.read(body);
       const answer = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
       if (answer.type === "try_again") continue;
       if (typeof answer.error === "string" && typeof answer.category === "string") {

@@ -1,6 +1,7 @@
 /**
- * The `tinker` backend: Tinker-protocol services (JSON wire generation) behind the
- * training-service interfaces.
+ * The `tinker` backend: Tinker-protocol services behind the training-service interfaces, in
+ * either generation of the protocol (JSON, or protobuf `forward_backward` and results), chosen
+ * per server.
  *
  * @module
  */
@@ -10,3 +11,13 @@ export { TinkerSamplingClient } from "./sampling-client.js";
 export { RequestFailedError, UnsupportedTrainingModeError, type RequestErrorCategory } from "./errors.js";
 export { TinkerResponseError } from "./wire.js";
 export { DEFAULT_CHUNK_LIMITS, chunkDatums, estimateDatumBytes, reduceMetrics, type ChunkLimits } from "./chunks.js";
+export {
+  TINKER_WIRES,
+  TINKER_WIRE_ENV,
+  TinkerWireError,
+  type TinkerFlags,
+  type TinkerNegotiation,
+  type TinkerWire,
+} from "./generation.js";
+export { BillingPauseExceededError } from "./context.js";
+export { JwtExchangeError } from "./jwt.js";

@@ -14,7 +14,7 @@
  */
 import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
 import type { Datum, TensorData } from "../../../types/wire.js";
-import { estimateDatumBytes } from "./chunks.js";
+import { estimateDatumBytes, estimateDatumProtoBytes } from "./chunks.js";
 import { plainParts, viewParts, type DatumParts } from "./datum-parts.js";
 import { JsonWriter } from "./json-writer.js";
 import { writeValues, writeWindow, type SourcedValues } from "./number-json.js";
@@ -25,10 +25,16 @@ const CLIENT_ONLY_KEYS = new Set(["mask", "loss_mask"]);
 /** The one writer of every body: bodies are written synchronously, one at a time. */
 const writer = new JsonWriter();
 
-/** A datum checked against the loss contract, ready to be written. */
+/** A datum checked against the loss contract, ready to be written as JSON or protobuf. */
 export interface CheckedDatum {
-  /** Its size by the Tinker SDK's estimate (for chunking). */
+  /** Its size by the JSON-generation SDK's estimate (for chunking JSON bodies). */
   readonly bytes: number;
+  /** Its size by the protobuf-generation SDK's estimate (for chunking protobuf bodies). */
+  readonly protoBytes: number;
+  /** The datum its parts come from (its model input is written from it when `parts.tokens` is undefined). */
+  readonly datum: Datum;
+  /** What is sent: the token run and the loss inputs, with where their values are. */
+  readonly parts: DatumParts;
   /** Writes its JSON, as it appears in `data`. */
   write(out: JsonWriter): void;
 }
@@ -105,15 +111,17 @@ function writeDatum(out: JsonWriter, datum: Datum, parts: DatumParts): void {
  */
 function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum {
   const inputs = sentInputs(datum);
-  const bytes = estimateDatumBytes({ model_input: datum.model_input, loss_fn_inputs: inputs });
+  const sent = { model_input: datum.model_input, loss_fn_inputs: inputs };
+  const bytes = estimateDatumBytes(sent);
+  const protoBytes = estimateDatumProtoBytes(sent);
   const views = viewParts(datum, inputs, lossFn, config);
-  if (views) return { bytes, write: (out) => writeDatum(out, datum, views) };
+  if (views) return { bytes, protoBytes, datum, parts: views, write: (out) => writeDatum(out, datum, views) };
   const wire: Datum = { model_input: datum.model_input, loss_fn_inputs: {} };
   for (const [key, tensor] of Object.entries(inputs))
     wire.loss_fn_inputs[key] = { ...tensor, shape: tensor.shape ?? [tensor.data.length] };
   validateLossInputs(lossFn, wire, { backend: "tinker", ...(config && { config }) });
   const parts = plainParts(wire, inputs);
-  return { bytes, write: (out) => writeDatum(out, wire, parts) };
+  return { bytes, protoBytes, datum: wire, parts, write: (out) => writeDatum(out, wire, parts) };
 }
 
 /**

@@ -9,22 +9,18 @@ import { resolveEndpoint, type EndpointOptions } from "../../../http/endpoint.js
 import { Heartbeat } from "../../../http/heartbeat.js";
 import { HttpTransport } from "../../../http/transport.js";
 import type { CreateTrainingClientOptions, SamplingClient, TrainingClient, TrainingService } from "../types.js";
-import { DEFAULT_CHUNK_LIMITS } from "./chunks.js";
-import { submitRequest, type TinkerContext } from "./context.js";
+import { BillingPause } from "./billing.js";
+import { submitRequest, tinkerRequester, type TinkerContext } from "./context.js";
 import { UnsupportedTrainingModeError } from "./errors.js";
 import { TinkerFuture } from "./future.js";
+import { announcedSdkVersion, negotiate, resolveWire, type TinkerNegotiation, type TinkerWire } from "./generation.js";
+import { JwtCredential } from "./jwt.js";
 import { TinkerSamplingClient } from "./sampling-client.js";
 import { TinkerTrainingClient } from "./training-client.js";
 import { TinkerResponseError } from "./wire.js";
 
 /** Thinking Machines' production endpoint. */
 export const TINKER_DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod";
-
-/**
- * The Tinker SDK version announced to the service: the last generation whose wire format (JSON
- * requests and answers) this client speaks. Services choose features by it.
- */
-const SDK_VERSION = "0.21.0";
 
 /** Options of {@link TinkerTrainingService}; each falls back to the environment. */
 export interface TinkerServiceOptions extends EndpointOptions {
@@ -42,11 +38,22 @@ export interface TinkerServiceOptions extends EndpointOptions {
   tags?: string[];
   /** Receives retry and heartbeat warnings, API key redacted (default: none). */
   log?: (line: string) => void;
+  /**
+   * Which generation of the protocol to speak (see `generation.ts`): `auto` lets the server
+   * choose through its `client/config` flags, `json` and `protobuf` force one. Default:
+   * `NEXRL_TINKER_WIRE`, else `auto`.
+   */
+  wire?: TinkerWire;
+  /** Wait between retries of a call the service answered 402 (billing), in milliseconds (5000, as the SDK). */
+  billingRetryMs?: number;
+  /** The clock JWT expiry and billing pauses are measured with, in milliseconds since the epoch (default `Date.now`). */
+  now?: () => number;
 }
 
 interface Connection {
   ctx: TinkerContext;
   heartbeat: Heartbeat;
+  jwt: JwtCredential | undefined;
 }
 
 /**
@@ -70,6 +77,7 @@ export class TinkerTrainingService implements TrainingService {
   /** Always `tinker`. */
   readonly backend = "tinker" as const;
   private readonly http: HttpTransport;
+  private readonly wire: TinkerWire;
   private readonly closing = new AbortController();
   private connection: Promise<Connection> | undefined;
   private nextModelSeq = 0;
@@ -77,9 +85,11 @@ export class TinkerTrainingService implements TrainingService {
 
   /**
    * @param options key, base URL, timeouts and retries.
-   * @throws MissingApiKeyError when neither `apiKey` nor `TINKER_API_KEY` is set.
+   * @throws MissingApiKeyError when neither `apiKey` nor `TINKER_API_KEY` is set;
+   * TinkerWireError for an unknown `wire` / `NEXRL_TINKER_WIRE`.
    */
   constructor(private readonly options: TinkerServiceOptions = {}) {
+    this.wire = resolveWire(options.wire, options.env ?? process.env);
     const { apiKey, baseUrl } = resolveEndpoint(options, {
       service: "Tinker",
       keyVar: "TINKER_API_KEY",
@@ -101,6 +111,11 @@ export class TinkerTrainingService implements TrainingService {
   /** Reads `client/config`, creates the session and starts heartbeats (once; a failed attempt can be repeated). */
   async connect(): Promise<void> {
     await this.connected();
+  }
+
+  /** What was agreed with the server (connecting first): wire generation, `sdk_version`, JWT and flags. */
+  async negotiated(): Promise<TinkerNegotiation> {
+    return (await this.connected()).ctx.negotiation;
   }
 
   /** Creates a LoRA model (`create_model`, a future) and returns its training client. */
@@ -140,7 +155,7 @@ export class TinkerTrainingService implements TrainingService {
   /** Opens a sampling session on a `tinker://` sampler path, or on a base model by name. */
   async createSamplingClient(path: string): Promise<SamplingClient> {
     const { ctx } = await this.connected();
-    const { body } = await this.http.request<{ sampling_session_id?: unknown }>({
+    const { body } = await ctx.request<{ sampling_session_id?: unknown }>({
       method: "POST",
       path: "/api/v1/create_sampling_session",
       body: {
@@ -162,6 +177,7 @@ export class TinkerTrainingService implements TrainingService {
     this.closing.abort(new Error("the Tinker service client was closed"));
     const connection = await this.connection?.catch(() => undefined);
     connection?.heartbeat.stop();
+    connection?.jwt?.stop();
     await this.http.close();
   }
 
@@ -177,8 +193,37 @@ export class TinkerTrainingService implements TrainingService {
     const { body: config } = await this.http.request<Record<string, unknown>>({
       method: "POST",
       path: "/api/v1/client/config",
-      body: { sdk_version: SDK_VERSION },
+      body: { sdk_version: announcedSdkVersion(this.wire) },
       retry: "all",
+    });
+    const negotiation = negotiate(this.wire, config && typeof config === "object" ? config : {});
+    const { flags } = negotiation;
+    let jwt: JwtCredential | undefined;
+    if (flags.pjwt_auth_enabled) {
+      jwt = new JwtCredential({
+        exchange: async () => {
+          const { body } = await this.http.request<{ jwt?: unknown }>({
+            method: "POST",
+            path: "/api/v1/auth/token",
+            body: {},
+            retry: "all",
+          });
+          if (typeof body?.jwt !== "string")
+            throw new TinkerResponseError("POST /api/v1/auth/token answered without a jwt");
+          return body.jwt;
+        },
+        log: this.options.log,
+        ...(this.options.now && { now: this.options.now }),
+      });
+      await jwt.start();
+    }
+    const request = tinkerRequester({
+      http: this.http,
+      jwt,
+      billing: new BillingPause(flags.billing_exception_max_pause_duration_sec * 1000, this.options.now),
+      billingRetryMs: this.options.billingRetryMs ?? 5000,
+      closed: this.closing.signal,
+      log: this.options.log,
     });
     const tags =
       this.options.tags ??
@@ -186,45 +231,53 @@ export class TinkerTrainingService implements TrainingService {
         .map((t) => t.trim())
         .filter((t) => t !== "") ??
       [];
-    const { body: session } = await this.http.request<{ session_id?: unknown }>({
-      method: "POST",
-      path: "/api/v1/create_session",
-      body: { tags, user_metadata: {}, sdk_version: SDK_VERSION, type: "create_session" },
-      retry: "all",
-      idempotencyKey: true,
-    });
-    if (typeof session.session_id !== "string")
+    let session: { session_id?: unknown };
+    try {
+      ({ body: session } = await request<{ session_id?: unknown }>({
+        method: "POST",
+        path: "/api/v1/create_session",
+        body: { tags, user_metadata: {}, sdk_version: negotiation.sdkVersion, type: "create_session" },
+        retry: "all",
+        idempotencyKey: true,
+      }));
+    } catch (error) {
+      jwt?.stop();
+      throw error;
+    }
+    if (typeof session.session_id !== "string") {
+      jwt?.stop();
       throw new TinkerResponseError("create_session answered without a session_id");
+    }
     const sessionId = session.session_id;
-    const flag = (key: string, fallback: number): number =>
-      typeof config?.[key] === "number" ? (config[key] as number) : fallback;
     const ctx: TinkerContext = {
       http: this.http,
       sessionId,
-      limits: {
-        maxDatums: flag("fwdbwd_max_chunk_len", DEFAULT_CHUNK_LIMITS.maxDatums),
-        maxBytes: flag("fwdbwd_max_chunk_bytes_count", DEFAULT_CHUNK_LIMITS.maxBytes),
-      },
+      negotiation,
+      limits: { maxDatums: flags.fwdbwd_max_chunk_len, maxBytes: flags.fwdbwd_max_chunk_bytes_count },
       pollTimeoutMs: this.options.pollTimeoutMs ?? 45_000,
       maxRetries: this.options.maxRetries ?? 10,
       backoff: { ...DEFAULT_BACKOFF, ...this.options.backoff },
       closed: this.closing.signal,
       log: this.options.log,
+      request,
     };
     const heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 10_000,
       label: `Tinker session ${sessionId}`,
       ...(this.options.log && { log: this.options.log }),
       beat: async () => {
-        await this.http.request({
-          method: "POST",
-          path: "/api/v1/session_heartbeat",
-          body: { session_id: sessionId, type: "session_heartbeat" },
-          timeoutMs: 10_000,
-          retry: "none",
-        });
+        await request(
+          {
+            method: "POST",
+            path: "/api/v1/session_heartbeat",
+            body: { session_id: sessionId, type: "session_heartbeat" },
+            timeoutMs: 10_000,
+            retry: "none",
+          },
+          { billingPause: false },
+        );
       },
     });
-    return { ctx, heartbeat };
+    return { ctx, heartbeat, jwt };
   }
 }

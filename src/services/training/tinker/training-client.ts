@@ -16,11 +16,14 @@ import type {
   SaveStateOptions,
   TrainingClient,
 } from "../types.js";
+import { zstdCompress } from "../../../types/tinker-proto/zstd.js";
 import { chunkBySize, combineChunks } from "./chunks.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
 import { checkDatums, lossBody } from "./loss-body.js";
-import { readForwardBackward, readOptimStep, readPath } from "./wire.js";
+import { protoLossBody } from "./proto-body.js";
+import { forwardBackwardResult } from "./proto-results.js";
+import { readOptimStep, readPath } from "./wire.js";
 
 /**
  * Trains one Tinker model. Every operation takes the next `seq_id` (from 1) when it is called;
@@ -44,26 +47,30 @@ export class TinkerTrainingClient implements TrainingClient {
     private readonly baseModel: string,
   ) {}
 
-  /** Loss and target logprobs without gradients (`POST /api/v1/forward`); large calls go in chunks. */
+  /**
+   * Loss and target logprobs without gradients: JSON `POST /api/v1/forward`, or in the protobuf
+   * generation `forward_backward` with `forward_only`; large calls go in chunks.
+   */
   async forward(
     data: Datum[],
     lossFn: LossFunctionName,
     lossFnConfig?: Record<string, number>,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward", "forward_input", "Forward", data, lossFn, lossFnConfig);
+    return this.lossPass("forward", data, lossFn, lossFnConfig);
   }
 
   /**
-   * Loss, logprobs and accumulated gradients (`POST /api/v1/forward_backward`). `mask` and
-   * `loss_mask` inputs are dropped (Tinker rejects them); the datums are checked against the
-   * loss contract before anything is sent. Large calls go in chunks of consecutive `seq_id`s.
+   * Loss, logprobs and accumulated gradients (`POST /api/v1/forward_backward`, JSON or protobuf
+   * as negotiated). `mask` and `loss_mask` inputs are dropped (Tinker rejects them); the datums
+   * are checked against the loss contract before anything is sent. Large calls go in chunks of
+   * consecutive `seq_id`s.
    */
   async forwardBackward(
     data: Datum[],
     lossFn: LossFunctionName,
     lossFnConfig?: Record<string, number>,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward_backward", "forward_backward_input", "ForwardBackward", data, lossFn, lossFnConfig);
+    return this.lossPass("forward_backward", data, lossFn, lossFnConfig);
   }
 
   /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
@@ -126,7 +133,7 @@ export class TinkerTrainingClient implements TrainingClient {
 
   /** `POST /api/v1/get_info`, with the context length from `get_server_capabilities`. */
   async getInfo(): Promise<ModelInfo> {
-    const { body } = await this.ctx.http.request<Record<string, unknown>>({
+    const { body } = await this.ctx.request<Record<string, unknown>>({
       method: "POST",
       path: "/api/v1/get_info",
       body: { model_id: this.modelId, type: "get_info" },
@@ -139,7 +146,7 @@ export class TinkerTrainingClient implements TrainingClient {
         : typeof body.model_name === "string"
           ? body.model_name
           : this.baseModel;
-    const { body: capabilities } = await this.ctx.http.request<{
+    const { body: capabilities } = await this.ctx.request<{
       supported_models?: Array<{ model_name?: string; max_context_length?: number }>;
     }>({ method: "GET", path: "/api/v1/get_server_capabilities" });
     const contextLength = capabilities.supported_models?.find((m) => m.model_name === baseModel)?.max_context_length;
@@ -168,28 +175,62 @@ export class TinkerTrainingClient implements TrainingClient {
   }
 
   private lossPass(
-    endpoint: "forward" | "forward_backward",
-    inputKey: "forward_input" | "forward_backward_input",
-    requestType: string,
+    kind: "forward" | "forward_backward",
     data: Datum[],
     lossFn: LossFunctionName,
     config: Record<string, number> | undefined,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    const chunks = chunkBySize(checkDatums(data, lossFn, config), (d) => d.bytes, this.ctx.limits);
+    const { negotiation } = this.ctx;
+    const forwardOnly = kind === "forward";
+    const proto = forwardOnly ? negotiation.forward === "forward_only" : negotiation.forwardBackward === "protobuf";
+    const endpoint = proto ? "forward_backward" : kind;
+    const requestType = forwardOnly ? "Forward" : "ForwardBackward";
+    const checked = checkDatums(data, lossFn, config);
+    const chunks = chunkBySize(checked, (d) => (proto ? d.protoBytes : d.bytes), this.ctx.limits);
     const seqs = chunks.map(() => this.nextSeq++);
     // Serialised once: a retry or a resubmission (after a 410) sends the same bytes.
-    const bodies = chunks.map((chunk, i) => lossBody(inputKey, chunk, lossFn, config, this.modelId, seqs[i]!));
-    const what = `${endpoint} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
+    const bodies = chunks.map((chunk, i) =>
+      proto
+        ? protoLossBody(chunk, lossFn, config, this.modelId, seqs[i]!, forwardOnly)
+        : lossBody(
+            forwardOnly ? "forward_input" : "forward_backward_input",
+            chunk,
+            lossFn,
+            config,
+            this.modelId,
+            seqs[i]!,
+          ),
+    );
+    const headers: Record<string, string> = proto
+      ? { "content-type": "application/x-protobuf", ...(negotiation.compressed && { "content-encoding": "zstd" }) }
+      : {};
+    const what = `${endpoint}${forwardOnly && proto ? " forward_only" : ""} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
     return this.order.run(what, async () => {
-      const senders = bodies.map(
-        (encodedBody) => (): Promise<string> => submitRequest(this.ctx, endpoint, { encodedBody }, requestType),
+      const sent = negotiation.compressed ? await Promise.all(bodies.map(zstdCompress)) : bodies;
+      const senders = sent.map(
+        (encodedBody) => (): Promise<string> =>
+          submitRequest(this.ctx, endpoint, { encodedBody }, requestType, headers),
       );
-      // Like the Tinker SDK: later chunks first, in parallel, then the first, which the service
-      // waits for before running any of them.
-      const later = await Promise.all(senders.slice(1).map((send) => send()));
-      const ids = [await senders[0]!(), ...later];
+      let ids: string[];
+      if (negotiation.flags.parallel_fwdbwd_chunks) {
+        // Like the Tinker SDK: later chunks first, in parallel, then the first, which the service
+        // waits for before running any of them.
+        const later = await Promise.all(senders.slice(1).map((send) => send()));
+        ids = [await senders[0]!(), ...later];
+      } else {
+        ids = [];
+        for (const send of senders) ids.push(await send());
+      }
       const futures = ids.map(
-        (id, i) => new TinkerFuture(this.ctx, id, senders[i]!, readForwardBackward, `${endpoint} (seq_id ${seqs[i]})`),
+        (id, i) =>
+          new TinkerFuture(
+            this.ctx,
+            id,
+            senders[i]!,
+            forwardBackwardResult,
+            `${endpoint} (seq_id ${seqs[i]})`,
+            negotiation.accept,
+          ),
       );
       let combined: Promise<ForwardBackwardOutput> | undefined;
       return { result: () => (combined ??= Promise.all(futures.map((f) => f.result())).then(combineChunks)) };

@@ -141,8 +141,11 @@ export class WeaverTrainingService implements TrainingService {
       method: "POST",
       path: `/api/v1/sessions/${encodeURIComponent(ctx.sessionId)}/sampling-sessions`,
       body: {
+        // As the Weaver SDK's create_sampling_client: both keys always, null for the one not given.
         sampling_session_seq_id: this.nextSamplerSeq++,
-        ...(modelId === undefined ? { base_model: path } : { model_path: path, model_id: modelId }),
+        base_model: modelId === undefined ? path : null,
+        model_path: modelId === undefined ? null : path,
+        ...(modelId !== undefined && { model_id: modelId }),
       },
       retry: "unsent",
     });

@@ -129,7 +129,8 @@ export class WeaverTrainingClient implements TrainingClient {
     return this.sequenced(
       "export-sampler",
       "export_sampler",
-      (seq) => ({ seq_id: seq, path: name, ttl_seconds }),
+      // A null TTL (keep the export) is sent as no ttl_seconds, as the Weaver SDK does.
+      (seq) => ({ seq_id: seq, path: name, ...(ttl_seconds !== null && { ttl_seconds }) }),
       (response) => {
         const path = field(response, "model_path") ?? field(response, "path");
         return { path: typeof path === "string" ? path : stringField(response, "model_path", "export-sampler") };

@@ -69,7 +69,8 @@ export function weaverSamplingParams(params: SamplingParams): Record<string, unk
     top_p: params.topP ?? 1,
     top_k: params.topK === undefined || params.topK === 0 ? -1 : params.topK,
     max_tokens: params.maxTokens,
-    ...(stop !== undefined && { stop }),
+    // The SDK leaves an empty stop list out.
+    ...(stop !== undefined && stop.length > 0 && { stop }),
     ...(params.seed !== undefined && { seed: params.seed }),
   };
 }
