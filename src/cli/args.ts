@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { NexrlError } from "../types/errors.js";
+import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
 
 /** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
 export class UsageError extends NexrlError {}
@@ -35,7 +36,9 @@ export type CliCommand =
       tag?: string;
       outputDir?: string;
     }
-  | ServeCommand;
+  | ServeCommand
+  | ReportCommand
+  | SampleCommand;
 
 /** Protocols `nexrl serve` can speak. */
 export const SERVE_PROTOCOLS = ["tinker", "weaver", "openai", "all"] as const;
@@ -56,6 +59,8 @@ export interface ServeCommand {
   faults?: string;
   /** Seed of the faults and of models created without one. */
   seed: number;
+  /** Run checkpoints to serve on the OpenAI-compatible endpoints (`RUN_DIR[:step]`, `--model`). */
+  models?: string[];
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -71,6 +76,7 @@ function parseServe(args: readonly string[]): CliCommand {
         "output-dir": { type: "string", short: "o" },
         faults: { type: "string" },
         seed: { type: "string" },
+        model: { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -94,6 +100,7 @@ function parseServe(args: readonly string[]): CliCommand {
     seed,
     ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
     ...(values.faults !== undefined && { faults: values.faults }),
+    ...(values.model !== undefined && { models: values.model }),
   };
 }
 
@@ -103,6 +110,8 @@ const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
 export function parseCommandLine(argv: readonly string[]): CliCommand {
   const [first, ...rest] = argv;
   if (first === "serve") return parseServe(rest);
+  if (first === "report") return parseReport(rest);
+  if (first === "sample") return parseSample(rest);
   const subcommand = first === "validate" ? first : undefined;
   let parsed;
   try {
@@ -165,7 +174,10 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N]
+              [--faults SPEC] [--seed N] [--model RUN_DIR[:STEP] ...]
+  nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT]]
+  nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
+               [--logprobs] [--json] [--seed N]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -186,6 +198,10 @@ Commands:
   serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
                              protocols until stopped (Ctrl-C), so tinker/weaver recipes run
                              without a remote service.
+  report                     write a run folder's report: one HTML file (summary, a chart per
+                             metric, rollouts token by token, checkpoints, configuration).
+  sample                     sample from a run's trained weights (the latest checkpoint, or
+                             STEP); prompts from PROMPT or standard input, one per line.
 
 Serve options:
   -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
@@ -197,6 +213,26 @@ Serve options:
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
+                             /v1/completions and /v1/chat/completions as model "<run>:<step>";
+                             repeat for more runs.
+
+Report options:
+  -o, --output FILE          the HTML file (default: RUN_DIR/report.html).
+      --open                 open it in the browser (xdg-open, open or start).
+  -w, --watch                serve the report on 127.0.0.1 instead, redrawn as the run writes
+                             more, until Ctrl-C; --port PORT (default: a free one, printed),
+                             --interval MS between checks (default 2000).
+
+Sample options:
+      --chat                 send each prompt as a user message through the chat template.
+  -n N                       completions per prompt (default 1).
+  -t, --temperature T        0 is greedy (default: the recipe's rollout_worker.temperature).
+  -m, --max-tokens M         most tokens per completion (default: the recipe's
+                             rollout_worker.max_response_length, else 256).
+      --logprobs             print each generated token with its logprob.
+      --json                 one JSON object per completion (prompt, text, tokens, logprobs).
+      --seed N               sampling seed.
 
 Exit codes:
   ${EXIT_CODES.ok}    success

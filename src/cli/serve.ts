@@ -11,6 +11,7 @@ import { MODEL_PRESETS } from "../engine/config.js";
 import { NexrlError } from "../types/errors.js";
 import { EXIT_CODES, UsageError, type ServeCommand } from "./args.js";
 import type { CliIO } from "./run.js";
+import type { RunModel } from "../run-folder/model.js";
 
 /** Resolves on the first SIGINT or SIGTERM. */
 function stopSignal(): Promise<void> {
@@ -33,6 +34,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     if (error instanceof FaultSpecError) throw new UsageError(`--faults: ${error.message}`);
     throw error;
   }
+  const runModels = await openRunModels(command, io);
   const outputDir = command.outputDir
     ? path.resolve(io.cwd, command.outputDir)
     : await mkdtemp(path.join(tmpdir(), "nexrl-serve-"));
@@ -46,8 +48,10 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
       seed: command.seed,
       ...(faults && { faults }),
       log: (line) => io.stderr.write(`${line}\n`),
+      openaiModels: Object.fromEntries(runModels.map((m) => [m.name, m])),
     });
   } catch (error) {
+    await Promise.all(runModels.map((m) => m.close()));
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
       throw new NexrlError(
         `port ${command.port} on ${command.host} is already in use; choose another with --port, or --port 0 for a free one`,
@@ -58,10 +62,45 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
   io.stdout.write(
     `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
       `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}\n` +
+      runModels
+        .map(
+          (m) =>
+            `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions)\n`,
+        )
+        .join("") +
       (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
       "  stop with Ctrl-C\n",
   );
   await (stop ?? stopSignal());
   await server.close();
+  await Promise.all(runModels.map((m) => m.close()));
   return EXIT_CODES.ok;
+}
+
+/**
+ * The local run weights of `--model RUN_DIR[:STEP]`, opened for the OpenAI-compatible endpoints.
+ * @throws {@link UsageError} when the protocol leaves those endpoints out or two names clash.
+ */
+async function openRunModels(command: ServeCommand, io: CliIO): Promise<RunModel[]> {
+  if (!command.models?.length) return [];
+  if (command.protocol !== "openai" && command.protocol !== "all")
+    throw new UsageError(
+      `--model serves on the OpenAI-compatible endpoints; use --protocol openai or all, not ${command.protocol}`,
+    );
+  const { openRunModel } = await import("../run-folder/model.js");
+  const models: RunModel[] = [];
+  try {
+    for (const ref of command.models) {
+      const model = await openRunModel(ref, { cwd: io.cwd, env: io.env, localOnly: true });
+      models.push(model);
+      if (models.some((m) => m !== model && m.name === model.name))
+        throw new UsageError(
+          `two --model arguments are both named "${model.name}"; serve different run folders or steps`,
+        );
+    }
+  } catch (error) {
+    await Promise.all(models.map((m) => m.close()));
+    throw error;
+  }
+  return models;
 }
