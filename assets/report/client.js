@@ -161,6 +161,7 @@
    * Steps and values of `key` (and of `overlay`) over the rows that have either.
    * @param {string} key
    * @param {string | undefined} overlay
+   * @returns {import("uplot").AlignedData}
    */
   function series(key, overlay) {
     /** @type {number[]} */ const xs = [];
@@ -181,11 +182,12 @@
 
   /**
    * The y range of a chart: uPlot's own, except that a flat line sits in the middle of a small band.
-   * @param {any} u
+   * @param {import("uplot")} _u
    * @param {number | null} min
    * @param {number | null} max
+   * @returns {import("uplot").Range.MinMax}
    */
-  function yRange(u, min, max) {
+  function yRange(_u, min, max) {
     if (min === null || max === null) return [0, 1];
     if (min === max) {
       const pad = min === 0 ? 1 : Math.abs(min) * 0.1;
@@ -200,7 +202,7 @@
       const key = /** @type {string} */ (div.dataset.key);
       const overlay = div.dataset.overlay;
       const data = series(key, overlay);
-      const points = data[1].filter((v) => v !== null).length;
+      const points = Array.from(data[1]).filter((v) => v !== null).length;
       div.dataset.points = String(points);
       const isVal = key.startsWith("val/");
       /** @type {import("uplot").Series[]} */

@@ -1,5 +1,9 @@
 // What the report page's script finds on `window`: uPlot (inlined before it) and its own state.
-declare const uPlot: typeof import("uplot").default;
-interface Window {
-  nexrlReport: unknown;
+import type UPlot from "uplot";
+
+declare global {
+  const uPlot: typeof UPlot;
+  interface Window {
+    nexrlReport: unknown;
+  }
 }
