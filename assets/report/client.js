@@ -403,7 +403,7 @@
       }
       const title = [
         `token ${t.ids[j]} ${JSON.stringify(t.text[j])}`,
-        `logprob ${lp === null ? "– (not sampled)" : fmt(lp)}`,
+        `logprob ${lp === null ? "– (not sampled)" : lp.toFixed(4)}`,
         `advantage ${adv === null ? "–" : fmt(adv)}`,
         trained ? "trained (loss mask 1)" : "not trained (loss mask 0)",
       ].join("\n");
