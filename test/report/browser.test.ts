@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { appendFile, readFile, stat } from "node:fs/promises";
+import { appendFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -22,6 +22,11 @@ function familiesOf(rows: readonly MetricsRow[]): Map<string, string[]> {
 
 const count = (rows: readonly MetricsRow[], key: string): number =>
   rows.filter((row) => typeof row[key] === "number").length;
+
+// Browser-side helpers; the tests' TypeScript has no DOM types, so page objects are `any`.
+const backgrounds = (spans: any[]): string[] =>
+  spans.map((s) => (globalThis as any).getComputedStyle(s).backgroundColor as string);
+const chartKeys = (charts: any[]): string[] => charts.map((c) => c.dataset.key as string);
 
 /** Points of each series of the chart of `key`, as uPlot holds them: [main, overlay?]. */
 const chartPoints = (key: string) =>
@@ -56,9 +61,7 @@ describe("the run report in headless Chromium", () => {
         await page.goto(`file://${join(dir, "report.html")}`);
         await page.waitForSelector(".chart canvas");
         for (const [family, keys] of families) {
-          const shown = await page.$$eval(`.family[data-family="${family}"] .chart`, (charts) =>
-            charts.map((c) => (c as HTMLElement).dataset.key),
-          );
+          const shown = await page.$$eval(`.family[data-family="${family}"] .chart`, chartKeys);
           expect(shown.sort(), family).toEqual([...keys].sort());
           for (const key of keys) {
             const points = (await page.evaluate(chartPoints(key))) as number[];
@@ -68,7 +71,7 @@ describe("the run report in headless Chromium", () => {
         // validation overlaid where a metric has a val/ counterpart: 2 validations in 6 steps
         expect(count(metrics, "val/response_len_mean")).toBe(2);
         expect(await page.evaluate(chartPoints("rollout/response_len_mean"))).toEqual([6, 2]);
-        const canvas = await page.$eval('.chart[data-key="train/loss"] canvas', (c) => (c as HTMLCanvasElement).width);
+        const canvas = await page.$eval('.chart[data-key="train/loss"] canvas', (c: any) => c.width as number);
         expect(canvas).toBeGreaterThan(200);
 
         // the rollout browser at step 3
@@ -82,7 +85,7 @@ describe("the run report in headless Chromium", () => {
           expect(await card.locator("pre.prompt").textContent()).toBe(sample.prompt);
           const tokens = card.locator(".tok");
           expect(await tokens.count()).toBe(sample.response_tokens.ids.length);
-          const colours = await tokens.evaluateAll((spans) => spans.map((s) => getComputedStyle(s).backgroundColor));
+          const colours = await tokens.evaluateAll(backgrounds);
           // SFT trains every response token: each is coloured as trained
           for (const colour of colours) expect(colour).toBe("rgba(37, 99, 235, 0.16)");
           const title = await tokens.first().getAttribute("title");
@@ -121,9 +124,7 @@ describe("the run report in headless Chromium", () => {
       await appendFile(join(dir, "recipe.yaml"), `${recipe}\n`);
       await runRecipe(join(dir, "recipe.yaml"), { outputDir: join(dir, "run"), env: {}, cwd: dir });
       const file = await writeReport(join(dir, "run"));
-      const samples = await readJsonlRows<SampleRow & { diagnostics?: Array<Record<string, unknown>> }>(
-        join(dir, "run", "samples.jsonl"),
-      );
+      const samples = await readJsonlRows<SampleRow>(join(dir, "run", "samples.jsonl"));
       const { page, errors, close } = await openPage();
       try {
         await page.goto(`file://${file}`);
@@ -132,9 +133,7 @@ describe("the run report in headless Chromium", () => {
         for (const [i, sample] of samples.entries()) {
           const card = cards.nth(i);
           const sign = Math.sign(sample.advantage ?? 0);
-          const colours = await card
-            .locator(".tok.trained")
-            .evaluateAll((spans) => spans.map((s) => getComputedStyle(s).backgroundColor));
+          const colours = await card.locator(".tok.trained").evaluateAll(backgrounds);
           expect(colours.length).toBe(sample.response_tokens.loss_mask.filter((m) => m === 1).length);
           for (const colour of colours)
             expect(colour).toMatch(sign > 0 ? /^rgba\(22, 163, 74, / : /^rgba\(220, 38, 38, /);
@@ -144,7 +143,7 @@ describe("the run report in headless Chromium", () => {
           expect(logprob).toContain(`logprob ${sample.response_tokens.logprobs![0]!.toFixed(4)}`);
           const breaks = card.locator(".break");
           expect(await breaks.count()).toBe(sample.diagnostics?.length ?? 0);
-          for (const [k, d] of (sample.diagnostics ?? []).entries()) {
+          for (const [k, d] of ((sample.diagnostics ?? []) as Array<Record<string, unknown>>).entries()) {
             const text = await breaks.nth(k).textContent();
             expect(text).toContain(`expected token ${d.expected_token}`);
             expect(text).toContain(`actual token ${d.actual_token}`);
