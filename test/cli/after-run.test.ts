@@ -4,6 +4,9 @@ import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { UsageError, helpText, parseCommandLine } from "../../src/cli/args.js";
+import { runReport } from "../../src/cli/report.js";
+import { runCli, type CliIO } from "../../src/cli/run.js";
+import { runServe } from "../../src/cli/serve.js";
 import { LocalEngine } from "../../src/engine/index.js";
 import { pigLatinRun, root, runNexrl, tempDir } from "../run-folder/helpers.js";
 
@@ -278,5 +281,89 @@ describe("nexrl report", () => {
     expect(result.stderr).toContain(
       `${dir} is not a run folder: it holds no config.resolved.yaml, run.json nor metrics.jsonl`,
     );
+  });
+});
+
+/** A CliIO that collects what is printed, with `stdin` lines when given. */
+function bufferIO(cwd: string, stdin?: { lines: string[]; isTTY: boolean }) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIO = {
+    stdout: { write: (t: string) => out.push(t) },
+    stderr: { write: (t: string) => err.push(t) },
+    env: {},
+    cwd,
+    version: "0.0.0-test",
+    ...(stdin && {
+      stdin: Object.assign(
+        (async function* () {
+          yield* stdin.lines;
+        })(),
+        { isTTY: stdin.isTTY },
+      ),
+    }),
+  };
+  return { io, out: () => out.join(""), err: () => err.join("") };
+}
+
+describe("report, sample and serve --model in this process", () => {
+  it("sample reads a terminal's lines, report writes beside the run or where -o says", async () => {
+    const { dir, out } = await trainedRun();
+    const cli = bufferIO(dir, { lines: ["English: a cat\nEng", "lish: a dog\n"], isTTY: true });
+    expect(await runCli(["sample", "pig", "-m", "3", "--json"], cli.io)).toBe(0);
+    expect(cli.err()).toContain("reading prompts from standard input, one per line (Ctrl-D ends)");
+    expect(cli.err()).toContain("weights of step 4 (pig/checkpoints/step_000004.nxs)");
+    expect(
+      cli
+        .out()
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line).prompt),
+    ).toEqual(["English: a cat", "English: a dog"]);
+    const chat = bufferIO(dir);
+    expect(await runCli(["sample", out, "hello", "--chat", "-m", "4", "--seed", "1", "-t", "1"], chat.io)).toBe(0);
+    expect(chat.out()).toMatch(/^=== prompt: "hello"\n--- completion \((stop|length), \d tokens\)\n/);
+
+    const report = bufferIO(dir);
+    expect(await runCli(["report", "pig"], report.io)).toBe(0);
+    expect(report.out()).toBe(`${join(out, "report.html")}\n`);
+    expect(await runCli(["report", "pig", "-o", "elsewhere.html"], report.io)).toBe(0);
+    expect(await readFile(join(dir, "elsewhere.html"), "utf8")).toContain("<title>pig — nexrl run report</title>");
+  });
+
+  it("report --watch serves until stopped; serve --model lists the run's model until stopped", async () => {
+    const { dir, out } = await trainedRun();
+    const watch = bufferIO(dir);
+    let stopWatch!: () => void;
+    const watching = runReport(
+      { kind: "report", runDir: out, open: false, watch: true, port: 0, intervalMs: 1000 },
+      watch.io,
+      new Promise<void>((resolve) => (stopWatch = resolve)),
+    );
+    await expect.poll(() => watch.out()).toMatch(/serving http:\/\/127\.0\.0\.1:\d+\//);
+    const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(watch.out())![0];
+    const first = await fetch(`${url}data.json`);
+    const etag = first.headers.get("etag")!;
+    expect(((await first.json()) as { title: string }).title).toBe("pig");
+    expect((await fetch(`${url}data.json`, { headers: { "if-none-match": etag } })).status).toBe(304);
+    expect(await (await fetch(url)).text()).toContain(`"etag":${JSON.stringify(etag)}`);
+    expect((await fetch(`${url}nothing`)).status).toBe(404);
+    expect((await fetch(url, { method: "POST" })).status).toBe(405);
+    stopWatch();
+    expect(await watching).toBe(0);
+
+    const serve = bufferIO(dir);
+    let stopServe!: () => void;
+    const serving = runServe(
+      { kind: "serve", protocol: "openai", host: "127.0.0.1", port: 0, seed: 0, models: [`${out}:2`] },
+      serve.io,
+      new Promise<void>((resolve) => (stopServe = resolve)),
+    );
+    await expect.poll(() => serve.out()).toContain("stop with Ctrl-C");
+    const base = /http:\/\/127\.0\.0\.1:\d+/.exec(serve.out())![0];
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: Array<{ id: string }> };
+    expect(models.data.map((m) => m.id)).toEqual(["tiny", "small", "pig:2"]);
+    stopServe();
+    expect(await serving).toBe(0);
   });
 });

@@ -4,8 +4,14 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { tempDir } from "../run-folder/helpers.js";
 
-/** The browser: `NEXRL_CHROMIUM`, else Debian's `/usr/bin/chromium` (scripts/ensure-chromium.sh installs it). */
-export const chromiumPath = process.env.NEXRL_CHROMIUM ?? "/usr/bin/chromium";
+/**
+ * The browser: `NEXRL_CHROMIUM`, else Debian's `/usr/bin/chromium` (scripts/ensure-chromium.sh
+ * installs it), else the Google Chrome that GitHub's Ubuntu runners carry.
+ */
+export const chromiumPath =
+  process.env.NEXRL_CHROMIUM ??
+  ["/usr/bin/chromium", "/usr/bin/google-chrome"].find((p) => existsSync(p)) ??
+  "/usr/bin/chromium";
 
 /** Whether the browser is there; the browser tests skip, with a warning, when it is not. */
 export const hasChromium = existsSync(chromiumPath);
