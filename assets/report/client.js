@@ -15,6 +15,8 @@
     data: readJson("report-data"),
     /** @type {Map<string, any>} uPlot instance of each chart, by metric key */
     charts: new Map(),
+    /** @type {any[]} the summary's sparklines */
+    sparks: [],
     /** @type {number | null} the rollout browser's step; null follows the latest */
     step: null,
     etag: settings.watch ? settings.watch.etag || null : null,
@@ -58,6 +60,7 @@
   function render() {
     const app = /** @type {HTMLElement} */ (document.getElementById("app"));
     for (const chart of state.charts.values()) chart.destroy();
+    for (const spark of state.sparks.splice(0)) spark.destroy();
     state.charts.clear();
     const scrollY = window.scrollY;
     app.replaceChildren(
@@ -74,6 +77,7 @@
       ),
     );
     drawCharts();
+    drawSparklines();
     window.scrollTo(0, scrollY);
   }
 
@@ -121,6 +125,7 @@
         { class: "trend", "data-key": t.key },
         el("div", { class: "trend-key", text: t.key }),
         el("div", { class: "trend-values" }, `${fmt(t.first.value)} → ${fmt(t.last.value)}`),
+        el("div", { class: "spark", "data-key": t.key }),
         el(
           "div",
           { class: "trend-steps" },
@@ -240,6 +245,30 @@
         div,
       );
       state.charts.set(key, chart);
+    }
+  }
+
+  /** A small line of each summary metric over the steps, without axes. */
+  function drawSparklines() {
+    for (const node of document.querySelectorAll(".spark")) {
+      const div = /** @type {HTMLElement} */ (node);
+      const key = /** @type {string} */ (div.dataset.key);
+      const isVal = key.startsWith("val/");
+      const color = isVal ? COLORS.val : COLORS.line;
+      const spark = new uPlot(
+        {
+          width: 200,
+          height: 44,
+          scales: { x: { time: false }, y: { range: yRange } },
+          axes: [{ show: false }, { show: false }],
+          legend: { show: false },
+          cursor: { show: false },
+          series: [{}, { stroke: color, width: 1.5, spanGaps: true, points: { show: false } }],
+        },
+        series(key, undefined),
+        div,
+      );
+      state.sparks.push(spark);
     }
   }
 

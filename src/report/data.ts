@@ -109,6 +109,9 @@ export interface ReportData {
 /** Families shown first, in this order; any other family follows, alphabetically. */
 const FAMILY_ORDER = ["rollout", "train", "val", "agent", "staleness", "time", "tokens", "cost", "optim"];
 
+/** The metrics the summary follows first → last; each leads its family's charts. */
+const HEADLINE = ["rollout/reward_mean", "train/loss", "val/reward_mean"];
+
 /** The family of a metric key. */
 export function familyOf(key: string): string {
   const slash = key.indexOf("/");
@@ -133,13 +136,15 @@ export function metricFamilies(rows: readonly MetricsRow[]): ReportFamily[] {
     charts.push({ key, ...(overlay && { overlay }), constant: values.get(key)!.size === 1 });
     byFamily.set(family, charts);
   }
-  for (const charts of byFamily.values()) charts.sort((a, b) => Number(a.constant) - Number(b.constant));
-  const rank = (name: string): number => {
+  // The headline metrics first, then those that move, then flat lines.
+  const rank = (c: ReportChart): number => (HEADLINE.includes(c.key) ? 0 : c.constant ? 2 : 1);
+  for (const charts of byFamily.values()) charts.sort((a, b) => rank(a) - rank(b));
+  const order = (name: string): number => {
     const i = FAMILY_ORDER.indexOf(name);
     return i < 0 ? FAMILY_ORDER.length : i;
   };
   return [...byFamily.entries()]
-    .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+    .sort(([a], [b]) => order(a) - order(b) || a.localeCompare(b))
     .map(([name, charts]) => ({ name, charts }));
 }
 
@@ -236,7 +241,7 @@ function summarize(run: RunFolder, weights: RunWeights): ReportSummary {
     label: "checkpoints",
     value: weights.checkpoints.length ? weights.checkpoints.map((c) => c.step).join(", ") : "none",
   });
-  const trends = ["rollout/reward_mean", "train/loss", "val/reward_mean"].flatMap((key) => firstLast(rows, key) ?? []);
+  const trends = HEADLINE.flatMap((key) => firstLast(rows, key) ?? []);
   return { items, trends };
 }
 

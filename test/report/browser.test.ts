@@ -60,6 +60,13 @@ describe("the run report in headless Chromium", () => {
       try {
         await page.goto(`file://${join(dir, "report.html")}`);
         await page.waitForSelector(".chart canvas");
+        // the summary: reward, loss and validation first → last, each with its sparkline
+        expect(await page.locator(".trend").evaluateAll((cards: any[]) => cards.map((c) => c.dataset.key))).toEqual([
+          "rollout/reward_mean",
+          "train/loss",
+          "val/reward_mean",
+        ]);
+        expect(await page.locator(".trend .spark canvas").count()).toBe(3);
         for (const [family, keys] of families) {
           const shown = await page.$$eval(`.family[data-family="${family}"] .chart`, chartKeys);
           expect(shown.sort(), family).toEqual([...keys].sort());

@@ -22,12 +22,13 @@ const rows: MetricsRow[] = [
 ];
 
 describe("the report's metric families", () => {
-  it("group keys by prefix in a fixed order, overlay the validation counterpart, and put flat lines last", () => {
+  it("group keys by prefix in a fixed order, overlay the validation counterpart, headline first and flat lines last", () => {
     const families = metricFamilies([...rows, { step: 4, "agent/calls": 3, "zeta/x": 1, "optim/lr:mean": 1 }]);
     expect(families.map((f) => f.name)).toEqual(["rollout", "train", "val", "agent", "time", "optim", "other", "zeta"]);
+    // the summary's headline metric leads its family
     expect(families[0]!.charts).toEqual([
-      { key: "rollout/failed", constant: false },
       { key: "rollout/reward_mean", overlay: "val/reward_mean", constant: false },
+      { key: "rollout/failed", constant: false },
     ]);
     expect(families.find((f) => f.name === "time")!.charts).toEqual([
       { key: "time/step_s", constant: false },
