@@ -8,7 +8,7 @@ import type { ReportCommand } from "./after-run-args.js";
 import type { CliIO } from "./run.js";
 
 /** The command that opens a file or URL in the user's browser on this platform. */
-export function openerCommand(platform: NodeJS.Platform = process.platform): { command: string; args: string[] } {
+function openerCommand(platform: NodeJS.Platform = process.platform): { command: string; args: string[] } {
   if (platform === "darwin") return { command: "open", args: [] };
   if (platform === "win32") return { command: "cmd", args: ["/c", "start", '""'] };
   return { command: "xdg-open", args: [] };
@@ -18,7 +18,7 @@ export function openerCommand(platform: NodeJS.Platform = process.platform): { c
  * Opens `target` with the platform's opener; resolves false when there is none (or it fails),
  * so the caller prints the path instead.
  */
-export function openInBrowser(target: string, env: Readonly<Record<string, string | undefined>>): Promise<boolean> {
+function openInBrowser(target: string, env: Readonly<Record<string, string | undefined>>): Promise<boolean> {
   const { command, args } = openerCommand();
   return new Promise((resolve) => {
     const child = spawn(command, [...args, target], { stdio: "ignore", detached: true, env: { ...env } });

@@ -113,7 +113,7 @@ const FAMILY_ORDER = ["rollout", "train", "val", "agent", "staleness", "time", "
 const HEADLINE = ["rollout/reward_mean", "train/loss", "val/reward_mean"];
 
 /** The family of a metric key. */
-export function familyOf(key: string): string {
+function familyOf(key: string): string {
   const slash = key.indexOf("/");
   return slash <= 0 ? "other" : key.slice(0, slash);
 }

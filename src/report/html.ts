@@ -54,7 +54,7 @@ function loadAssets(): Promise<PageAssets> {
 }
 
 /** JSON that is safe inside a `<script>` element: no `<`, and no line separators that old parsers trip on. */
-export function scriptJson(value: unknown): string {
+function scriptJson(value: unknown): string {
   return JSON.stringify(value)
     .replace(/</g, "\\u003c")
     .replace(/\u2028/g, "\\u2028")
@@ -62,7 +62,7 @@ export function scriptJson(value: unknown): string {
 }
 
 /** Text that is safe inside an HTML element or attribute. */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 

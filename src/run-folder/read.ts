@@ -128,14 +128,16 @@ export async function readRunFolder(
   options: { cwd?: string; env?: Readonly<Record<string, string | undefined>> } = {},
 ): Promise<RunFolder> {
   const abs = await checkRunFolder(dir, options.cwd);
+  const env = options.env ?? process.env;
   const [{ config, configText }, run, metrics, samples, failures] = await Promise.all([
-    readConfig(abs, options.env ?? process.env),
+    readConfig(abs, env),
     readRunJson(abs),
     readJsonlRows<MetricsRow>(join(abs, "metrics.jsonl")),
     readJsonlRows<SampleRow>(join(abs, "samples.jsonl")),
     readJsonlRows<Record<string, unknown>>(join(abs, "failures.jsonl")),
   ]);
-  return { dir: abs, config, configText, ...run, metrics, samples, failures };
+  // Failure rows carry error messages: redacted too, in case one quoted a secret.
+  return { dir: abs, config, configText, ...run, metrics, samples, failures: redactSecrets(failures, env) };
 }
 
 /** The value at a dotted `path` of a parsed configuration, or undefined. */

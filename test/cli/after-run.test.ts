@@ -236,19 +236,20 @@ describe("nexrl serve --model", () => {
 
   it("refuses a protocol without the OpenAI endpoints, and a remote run", async () => {
     const { out } = await trainedRun();
-    const tinkerOnly = await runNexrl(["serve", "--port", "0", "-p", "tinker", "--model", out]);
-    expect([tinkerOnly.code, tinkerOnly.stderr]).toEqual([
-      2,
+    const cli = bufferIO(dirname(out));
+    expect(await runCli(["serve", "--port", "0", "-p", "tinker", "--model", out], cli.io)).toBe(2);
+    expect(cli.err()).toBe(
       "nexrl: --model serves on the OpenAI-compatible endpoints; use --protocol openai or all, not tinker\n",
-    ]);
-    const twice = await runNexrl(["serve", "--port", "0", "--model", out, "--model", `${out}:4`]);
-    expect(twice.stderr).toContain('two --model arguments are both named "pig:4"');
+    );
+    const twice = bufferIO(dirname(out));
+    expect(await runCli(["serve", "--port", "0", "--model", out, "--model", `${out}:4`], twice.io)).toBe(2);
+    expect(twice.err()).toContain('two --model arguments are both named "pig:4"');
     const remote = join(dirname(out), "remote");
     await mkdir(remote);
     await writeFile(join(remote, "config.resolved.yaml"), "service: {train_service: {backend: weaver, model: m}}\n");
-    const refused = await runNexrl(["serve", "--port", "0", "--model", remote]);
-    expect(refused.code).toBe(3);
-    expect(refused.stderr).toContain("trained on weaver: its weights are on that service, not on this machine");
+    const refused = bufferIO(dirname(out));
+    expect(await runCli(["serve", "--port", "0", "--model", "remote"], refused.io)).toBe(3);
+    expect(refused.err()).toContain("trained on weaver: its weights are on that service, not on this machine");
   });
 });
 
@@ -261,14 +262,17 @@ describe("nexrl report", () => {
       await mkdir(bin);
       await writeFile(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > "${join(dir, "opened.txt")}"\n`);
       await chmod(join(bin, "xdg-open"), 0o755);
-      const opened = await runNexrl(["report", out, "--open"], { env: { ...process.env, PATH: bin } });
-      expect([opened.code, opened.stdout]).toEqual([0, `${join(out, "report.html")}\n`]);
+      const opened = bufferIO(dir);
+      opened.io.env = { PATH: bin };
+      expect(await runCli(["report", out, "--open"], opened.io)).toBe(0);
+      expect(opened.out()).toBe(`${join(out, "report.html")}\n`);
       await expect
         .poll(() => readFile(join(dir, "opened.txt"), "utf8").catch(() => ""))
         .toBe(`${join(out, "report.html")}\n`);
-      const none = await runNexrl(["report", out, "--open"], { env: { ...process.env, PATH: join(dir, "nowhere") } });
-      expect(none.code).toBe(0);
-      expect(none.stderr).toBe(
+      const none = bufferIO(dir);
+      none.io.env = { PATH: join(dir, "nowhere") };
+      expect(await runCli(["report", out, "--open"], none.io)).toBe(0);
+      expect(none.err()).toBe(
         `nexrl report: no browser opener found (xdg-open); open ${join(out, "report.html")} yourself\n`,
       );
     },

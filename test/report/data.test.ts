@@ -111,7 +111,10 @@ async function handMadeRun(): Promise<string> {
   await writeFile(join(dir, "config.resolved.yaml"), `${config}\n`);
   await writeFile(join(dir, "metrics.jsonl"), metrics.map((r) => `${JSON.stringify(r)}\n`).join(""));
   await writeFile(join(dir, "samples.jsonl"), `${JSON.stringify(sample)}\n`);
-  await writeFile(join(dir, "failures.jsonl"), `${JSON.stringify({ step: 2, error: "boom" })}\n`);
+  await writeFile(
+    join(dir, "failures.jsonl"),
+    `${JSON.stringify({ step: 2, error: "boom at ?token=sk-env-secret-123" })}\n`,
+  );
   await writeFile(
     join(dir, "run.json"),
     JSON.stringify({ recipe: "/r/recipe.yaml", sessions: [{ startedAt: "t0", start: "fresh" }] }),
@@ -159,7 +162,7 @@ describe("the report data of a run folder", () => {
         savedAt: "2026-12-01T00:00:00.000Z",
       },
     ]);
-    expect(data.failures).toEqual([{ step: 2, error: "boom" }]);
+    expect(data.failures).toEqual([{ step: 2, error: "boom at ?token=***" }]);
   });
 
   it("renders one self-contained page: nothing fetched from the network, the data embedded intact", async () => {
