@@ -18,6 +18,7 @@ export type {
   StopReason,
 } from "./events.js";
 export type { ProgressOutput } from "./progress.js";
+export type { ResponseTokens, SampleRow } from "./samples.js";
 export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./run-dir.js";
 export {
   BackendNotAvailableError,

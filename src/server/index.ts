@@ -15,6 +15,7 @@ import { composeHandlers, type CapturedRequest, type RequestHandler } from "./ha
 import { healthHandler } from "./health.js";
 import { ModelStore } from "./models.js";
 import { createOpenAIModelsHandler } from "./openai-models.js";
+import type { ServedModel as OpenAIServedModel } from "./openai.js";
 import { createTinkerHandler } from "./tinker.js";
 import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
@@ -64,6 +65,8 @@ export interface ServerOptions {
   onRequest?: (request: CapturedRequest) => void;
   /** Receives warnings and unexpected server errors (default: standard error). */
   log?: (line: string) => void;
+  /** More models for the OpenAI-compatible endpoints, by name (`nexrl serve --model` adds a run's weights). */
+  openaiModels?: Readonly<Record<string, OpenAIServedModel>>;
 }
 
 /** Server options that cannot work: an empty API key, or a host other machines reach without a key (and without `insecure`). */
@@ -159,7 +162,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
-  if (protocol === "openai" || protocol === "all") handlers.push(await createOpenAIModelsHandler(store, log));
+  if (protocol === "openai" || protocol === "all")
+    handlers.push(await createOpenAIModelsHandler(store, log, options.openaiModels));
   const server: Server = createServer(composeHandlers(handlers, log));
   await listen(server, port, host, hint);
   if (exposed)

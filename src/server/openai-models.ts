@@ -18,16 +18,19 @@ const LOADED_SNAPSHOTS = 8;
  * The OpenAI-compatible handler over `store`.
  * @param store the models and artifacts of the training protocols.
  * @param log receives model failures.
+ * @param extra more models, by name, listed after the presets (a run's trained weights).
  */
 export async function createOpenAIModelsHandler(
   store: ModelStore,
   log: (line: string) => void,
+  extra: Readonly<Record<string, ServedModel>> = {},
 ): Promise<OpenAIRequestHandler> {
   const tokenizer = new ByteTokenizer();
   const local = new LocalTrainingService({ outputDir: store.outputDir, seed: store.seed });
   const models: Record<string, ServedModel> = {};
   for (const name of Object.keys(MODEL_PRESETS))
     models[name] = { samplingClient: await local.createSamplingClient(name), tokenizer };
+  Object.assign(models, extra);
   const loaded = new Map<string, Promise<ServedModel>>();
   const resolveModel = (name: string): Promise<ServedModel> | undefined => {
     if (!store.hasArtifact(name)) return undefined;
