@@ -56,6 +56,8 @@ export interface ServeCommand {
   faults?: string;
   /** Seed of the faults and of models created without one. */
   seed: number;
+  /** Threads of each model's engine; default: the machine's available parallelism. */
+  threads?: number;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -71,6 +73,7 @@ function parseServe(args: readonly string[]): CliCommand {
         "output-dir": { type: "string", short: "o" },
         faults: { type: "string" },
         seed: { type: "string" },
+        threads: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -86,6 +89,9 @@ function parseServe(args: readonly string[]): CliCommand {
     throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
   const seed = Number(values.seed ?? "0");
   if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
+  const threads = values.threads === undefined ? undefined : Number(values.threads);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1 && threads <= 256))
+    throw new UsageError(`--threads must be an integer from 1 to 256, got "${values.threads}"`);
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -94,6 +100,7 @@ function parseServe(args: readonly string[]): CliCommand {
     seed,
     ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
     ...(values.faults !== undefined && { faults: values.faults }),
+    ...(threads !== undefined && { threads }),
   };
 }
 
@@ -165,7 +172,7 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N]
+              [--faults SPEC] [--seed N] [--threads N]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -197,6 +204,8 @@ Serve options:
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --threads N            threads of each model's engine (default: the machine's cores);
+                             training results are reproducible for a given count.
 
 Exit codes:
   ${EXIT_CODES.ok}    success

@@ -44,6 +44,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
       port: command.port,
       outputDir,
       seed: command.seed,
+      ...(command.threads !== undefined && { threads: command.threads }),
       ...(faults && { faults }),
       log: (line) => io.stderr.write(`${line}\n`),
     });

@@ -15,9 +15,13 @@ export {
   type ResolvedModelConfig,
 } from "./config.js";
 export { ByteTokenizer } from "./tokenizer.js";
+export type { ComputeOptions } from "./runtime.js";
+export type { KernelKind } from "./matrix.js";
 export {
   CheckpointNameError,
   ContextLengthError,
+  EngineOptionError,
+  EngineThreadError,
   ModelConfigError,
   NonFiniteGradientError,
   SamplingParamsError,

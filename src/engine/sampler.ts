@@ -1,16 +1,17 @@
 /**
  * The sampling half of the local engine: `sample` and `computeLogprobs` over one set of weights,
- * with a key/value cache.
+ * with a key/value cache, the sequences of a request decoded side by side on every thread.
  *
  * @module
  */
 import type { ResolvedModelConfig } from "./config.js";
-import { KvDecoder } from "./decoder.js";
 import { ContextLengthError, SamplingParamsError, TokenIdError } from "./errors.js";
 import { logSumExp } from "./layers.js";
-import type { ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
-import { TokenChooser, type ChoiceParams } from "./token-choice.js";
+import type { EngineRuntime } from "./runtime.js";
+import type { SampleJob } from "./sample-lanes.js";
+import { SAMPLE_COUNTER } from "./tasks.js";
+import type { ChoiceParams } from "./token-choice.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 
 /** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
@@ -69,24 +70,24 @@ interface ResolvedSampling extends ChoiceParams {
  * context limit with stop reason `length`, even if `maxTokens` is larger.
  */
 export class LocalSampler {
-  private readonly decoder: KvDecoder;
-  private readonly chooser: TokenChooser;
+  /** The model's configuration. */
+  readonly config: ResolvedModelConfig;
 
   /** @internal */
   constructor(
-    weights: ModelTensors,
-    /** The model's configuration. */
-    readonly config: ResolvedModelConfig,
+    private readonly runtime: EngineRuntime,
     /** The tokenizer used to decode text for stop strings. */
     readonly tokenizer: Tokenizer,
+    /** Whether {@link LocalSampler.close} releases the runtime (a snapshot sampler's own). */
+    private readonly ownsRuntime: boolean,
   ) {
-    this.decoder = new KvDecoder(weights, config);
-    this.chooser = new TokenChooser(config.vocabSize);
+    this.config = runtime.spec.config;
   }
 
   /**
-   * Generates `numSamples` continuations of `promptTokens`, drawn one after another from one
-   * random stream seeded by `options.seed`.
+   * Generates `numSamples` continuations of `promptTokens`. Sample i draws from the random
+   * stream of `options.seed` advanced by i·2⁶⁴ draws (its own substream), so the samples do not
+   * depend on the number of threads, and the first one is the single sample of the same seed.
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
   sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
@@ -106,30 +107,31 @@ export class LocalSampler {
       );
     }
     const P = promptTokens.length;
-    const budget = Math.min(params.maxTokens, C - P);
-    // step() always refreshes the same logits buffer.
-    const logits = this.decoder.logits;
-    promptTokens.forEach((t, pos) => this.decoder.step(t, pos));
-    const promptLogits = logits.slice();
+    const lastRow = this.feed(promptTokens, false);
+    const V = this.config.vocabSize;
     const rng = new Rng(params.seed);
-    const sequences: LocalSampledSequence[] = [];
+    const streams = new Uint32Array(4 * numSamples);
     for (let s = 0; s < numSamples; s++) {
-      logits.set(promptLogits);
-      const tokens: number[] = [];
-      const logprobs: number[] = [];
-      let stopReason: LocalSampledSequence["stopReason"] = "length";
-      for (let n = 0; n < budget; n++) {
-        const token = this.chooser.choose(logits, params, rng);
-        tokens.push(token);
-        logprobs.push(logits[token]! - logSumExp(logits, 0, logits.length));
-        if (params.stopIds.has(token) || this.hitsStopString(tokens, params.stopStrings)) {
-          stopReason = "stop";
-          break;
-        }
-        if (n + 1 < budget) this.decoder.step(token, P + n);
-      }
-      sequences.push({ tokens, logprobs, stopReason });
+      if (s > 0) rng.jump();
+      streams.set(rng.state(), 4 * s);
     }
+    const job: SampleJob = {
+      promptLength: P,
+      budget: Math.min(params.maxTokens, C - P),
+      numSamples,
+      choice: { temperature: params.temperature, topK: params.topK, topP: params.topP },
+      stopIds: [...params.stopIds],
+      stopStrings: params.stopStrings,
+      streams,
+      promptLogits: this.runtime.views.slots[0]!.decoder.logits.slice(lastRow * V, (lastRow + 1) * V),
+    };
+    Atomics.store(this.runtime.views.control, SAMPLE_COUNTER, 0);
+    const threads = Math.min(this.runtime.threads, numSamples);
+    const results = this.runtime.run(
+      Array.from({ length: this.runtime.threads }, (_, t) => (t < threads ? { kind: "sample", job } : null)),
+    );
+    const sequences: LocalSampledSequence[] = new Array(numSamples);
+    for (const part of results) for (const { index, ...sequence } of part ?? []) sequences[index] = sequence;
     return { sequences };
   }
 
@@ -149,17 +151,43 @@ export class LocalSampler {
       );
     }
     const out: (number | null)[] = tokens.length > 0 ? [null] : [];
-    for (let pos = 0; pos + 1 < tokens.length; pos++) {
-      const logits = this.decoder.step(tokens[pos]!, pos);
-      out.push(logits[tokens[pos + 1]!]! - logSumExp(logits, 0, logits.length));
-    }
+    const V = this.config.vocabSize;
+    const logits = this.runtime.views.slots[0]!.decoder.logits;
+    this.feed(tokens.slice(0, -1), true, (pos, row) => {
+      const o = row * V;
+      out.push(logits[o + tokens[pos + 1]!]! - logSumExp(logits, o, V));
+    });
     return out;
   }
 
-  private hitsStopString(tokens: number[], stopStrings: string[]): boolean {
-    if (stopStrings.length === 0) return false;
-    const text = this.tokenizer.decode(tokens);
-    return stopStrings.some((s) => text.includes(s));
+  /** Releases a snapshot sampler's threads and memory; the engine's own sampler closes with the engine. */
+  async close(): Promise<void> {
+    if (this.ownsRuntime) await this.runtime.close();
+  }
+
+  /**
+   * Feeds `tokens` at positions 0.. into lane 0 of slot 0's decoder, in calls of at most its
+   * row count; `onRow(pos, row)` sees the logits of each position right after its call.
+   * @returns the row of the last position in the decoder's logits.
+   */
+  private feed(tokens: readonly number[], withLogits: boolean, onRow?: (pos: number, row: number) => void): number {
+    const decoder = this.runtime.views.slots[0]!.decoder;
+    const step = decoder.maxRows;
+    const lanes = new Int32Array(step);
+    const positions = new Int32Array(step);
+    const ids = new Int32Array(step);
+    let last = 0;
+    for (let first = 0; first < tokens.length; first += step) {
+      const count = Math.min(step, tokens.length - first);
+      for (let r = 0; r < count; r++) {
+        positions[r] = first + r;
+        ids[r] = tokens[first + r]!;
+      }
+      decoder.feed(this.runtime.kernels, count, lanes, positions, ids, withLogits || first + count === tokens.length);
+      for (let r = 0; r < count; r++) onRow?.(first + r, r);
+      last = count - 1;
+    }
+    return last;
   }
 
   private checkTokens(tokens: readonly number[], what: string): void {

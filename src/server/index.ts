@@ -32,6 +32,8 @@ export interface ServerOptions {
   faults?: FaultRates | string;
   /** Seed of the fault stream and of models created without a seed (default 0). */
   seed?: number;
+  /** Threads of each model's engine (default: the machine's available parallelism). */
+  threads?: number;
   /** When set, clients must send it (`X-API-Key` for Tinker, `X-WEAVER-API-KEY` for Weaver). */
   apiKey?: string;
   /** How long a Tinker `retrieve_future` poll is held before `try_again`, in ms (default 30 000). */
@@ -71,7 +73,7 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const protocol = options.protocol ?? "all";
   const seed = options.seed ?? 0;
-  const store = new ModelStore(options.outputDir, seed);
+  const store = new ModelStore(options.outputDir, seed, options.threads);
   const faults = new FaultInjector(
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,

@@ -24,7 +24,11 @@ export async function createOpenAIModelsHandler(
   log: (line: string) => void,
 ): Promise<OpenAIRequestHandler> {
   const tokenizer = new ByteTokenizer();
-  const local = new LocalTrainingService({ outputDir: store.outputDir, seed: store.seed });
+  const local = new LocalTrainingService({
+    outputDir: store.outputDir,
+    seed: store.seed,
+    ...(store.threads !== undefined && { threads: store.threads }),
+  });
   const models: Record<string, ServedModel> = {};
   for (const name of Object.keys(MODEL_PRESETS))
     models[name] = { samplingClient: await local.createSamplingClient(name), tokenizer };
