@@ -168,6 +168,9 @@ export class ThreadPool {
       const { port1, port2 } = new MessageChannel();
       this.entry ??= bootstrapUrl();
       const worker = new Worker(this.entry, {
+        // The parent's flags stay out: a loader the parent was started with (such as tsx's, which
+        // runs its hooks on a thread of its own) would cost every worker its memory for nothing.
+        execArgv: [],
         workerData: { control, port: port2 } satisfies WorkerData,
         transferList: [port2],
         name: `nexrl-engine-${index + 1}`,

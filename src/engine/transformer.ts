@@ -64,8 +64,8 @@ export function forwardBatch(
     layerNormForward(a.y2, a.xhat2, a.rstd2, x, b.ln2Gain, b.ln2Bias, R, d);
     fillRows(a.hidden, b.b1, R, 4 * d);
     kernels.matmulNN(a.hidden, a.y2, b.w1, R, d, 4 * d, true);
-    geluForward(a.hiddenAct, a.hidden, R * 4 * d);
-    kernels.matmulNN(x, a.hiddenAct, b.w2, R, 4 * d, d, true);
+    geluForward(ws.wide, a.hidden, R * 4 * d);
+    kernels.matmulNN(x, ws.wide, b.w2, R, 4 * d, d, true);
     addToRows(x, b.b2, R, d);
   }
   layerNormForward(ws.yF, ws.xhatF, ws.rstdF, x, w.lnfGain, w.lnfBias, R, d);
@@ -110,27 +110,32 @@ export function backwardBatch(
     const b = w.blocks[l]!;
     const gb = g.blocks[l]!;
     const a = ws.blocks[l]!;
-    // MLP: x += gelu(ln2(x)·w1 + b1)·w2 + b2
+    // MLP: x += gelu(ln2(x)·w1 + b1)·w2 + b2; the GELU output is recomputed, then overwritten by its gradient.
+    const dHidden = ws.wide;
     addColumnSums(gb.b2, dx, R, d, ws.acc);
-    kernels.matmulTN(gb.w2, a.hiddenAct, dx, R, 4 * d, d);
-    kernels.matmulNT(ws.dHidden, dx, b.w2, R, d, 4 * d, false);
-    geluBackward(ws.dHidden, a.hidden, R * 4 * d);
-    addColumnSums(gb.b1, ws.dHidden, R, 4 * d, ws.acc);
-    kernels.matmulTN(gb.w1, a.y2, ws.dHidden, R, d, 4 * d);
-    kernels.matmulNT(ws.dy, ws.dHidden, b.w1, R, 4 * d, d, false);
+    geluForward(dHidden, a.hidden, R * 4 * d);
+    kernels.matmulTN(gb.w2, dHidden, dx, R, 4 * d, d);
+    kernels.matmulNT(dHidden, dx, b.w2, R, d, 4 * d, false);
+    geluBackward(dHidden, a.hidden, R * 4 * d);
+    addColumnSums(gb.b1, dHidden, R, 4 * d, ws.acc);
+    kernels.matmulTN(gb.w1, a.y2, dHidden, R, d, 4 * d);
+    kernels.matmulNT(ws.dy, dHidden, b.w1, R, 4 * d, d, false);
     layerNormBackward(dx, ws.dy, a.xhat2, a.rstd2, b.ln2Gain, gb.ln2Gain, gb.ln2Bias, R, d, true, ws.acc);
-    // Attention: x += attn(ln1(x)·wqkv + bqkv)·wo + bo
+    // Attention: x += attn(ln1(x)·wqkv + bqkv)·wo + bo; dy holds the gradient of attn(…) until
+    // the attention backward pass has read it.
+    const dAttn = ws.dy;
+    const dqkv = ws.wide;
     addColumnSums(gb.bo, dx, R, d, ws.acc);
     kernels.matmulTN(gb.wo, a.attnOut, dx, R, d, d);
-    kernels.matmulNT(ws.dAttn, dx, b.wo, R, d, d, false);
+    kernels.matmulNT(dAttn, dx, b.wo, R, d, d, false);
     for (let s = 0; s + 1 < batch.starts.length; s++) {
       const start = batch.starts[s]!;
       const len = batch.starts[s + 1]! - start;
-      for (let h = 0; h < nHeads; h++) ws.attention.backward(kernels, ws.dqkv, ws.dAttn, a.qkv, start, len, h, dh, d);
+      for (let h = 0; h < nHeads; h++) ws.attention.backward(kernels, dqkv, dAttn, a.qkv, start, len, h, dh, d);
     }
-    addColumnSums(gb.bqkv, ws.dqkv, R, 3 * d, ws.acc);
-    kernels.matmulTN(gb.wqkv, a.y1, ws.dqkv, R, d, 3 * d);
-    kernels.matmulNT(ws.dy, ws.dqkv, b.wqkv, R, 3 * d, d, false);
+    addColumnSums(gb.bqkv, dqkv, R, 3 * d, ws.acc);
+    kernels.matmulTN(gb.wqkv, a.y1, dqkv, R, d, 3 * d);
+    kernels.matmulNT(ws.dy, dqkv, b.wqkv, R, 3 * d, d, false);
     layerNormBackward(dx, ws.dy, a.xhat1, a.rstd1, b.ln1Gain, gb.ln1Gain, gb.ln1Bias, R, d, true, ws.acc);
   }
   for (let s = 0; s + 1 < batch.starts.length; s++) {

@@ -26,9 +26,8 @@ export interface BlockActivations {
   rstd2: Float32Array;
   /** Layer-norm output fed to the MLP. */
   y2: Float32Array;
-  /** MLP pre-activation and GELU output (4d wide). */
+  /** MLP pre-activation (4d wide); its GELU is recomputed in the backward pass. */
   hidden: Float32Array;
-  hiddenAct: Float32Array;
 }
 
 /** All buffers of one batched pass over at most `rows` token positions. */
@@ -48,12 +47,15 @@ export class Workspace {
   readonly logprobs: Float64Array;
   /** dLoss/dlogprob per row. */
   readonly gradLogprobs: Float64Array;
-  /** Backward temporaries. */
+  /** Backward temporaries (`dy` also holds the gradient of the attention output). */
   readonly dx: Float32Array;
   readonly dy: Float32Array;
-  readonly dAttn: Float32Array;
-  readonly dqkv: Float32Array;
-  readonly dHidden: Float32Array;
+  /**
+   * 4d per row, used in turn by values never alive together: a block's GELU output (forward pass,
+   * and recomputed in the backward pass), then the gradient of the MLP's hidden layer, then the
+   * gradient of the query | key | value rows (3d per row).
+   */
+  readonly wide: Float32Array;
   /** Double-precision scratch for reductions (4d wide). */
   readonly acc: Float64Array;
   /** Per-head attention matrices. */
@@ -82,7 +84,6 @@ export class Workspace {
         rstd2: f(R),
         y2: f(R * d),
         hidden: f(R * 4 * d),
-        hiddenAct: f(R * 4 * d),
       });
     }
     this.xhatF = f(R * d);
@@ -94,9 +95,7 @@ export class Workspace {
     this.gradLogprobs = arena.f64(R);
     this.dx = f(R * d);
     this.dy = f(R * d);
-    this.dAttn = f(R * d);
-    this.dqkv = f(R * 3 * d);
-    this.dHidden = f(R * 4 * d);
+    this.wide = f(R * 4 * d);
     this.acc = arena.f64(4 * d);
     this.attention = new AttentionScratch(config.contextLength, d / config.nHeads, arena);
   }
