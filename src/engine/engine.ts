@@ -19,7 +19,7 @@ import { TrainingCore, type ForwardBackwardResult, type OptimStepResult } from "
 
 /** Options of {@link LocalEngine.create}. */
 export interface LocalEngineOptions extends ComputeOptions {
-  /** A preset name (`tiny`, `small`) or an explicit shape. */
+  /** A preset name (`tiny`, `small`, `medium`) or an explicit shape. */
   model: ModelPresetName | ModelConfig;
   /** Seed of the initial weights (default 0): the same seed gives the same model. */
   seed?: number;
