@@ -4,11 +4,12 @@
  * count at all, and one thread with the TypeScript kernels reproduces the single-threaded
  * engine's numbers exactly.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
 import { crc32 } from "../../src/engine/crc32.js";
 import { EngineOptionError, LocalEngine } from "../../src/engine/index.js";
 import type { KernelKind } from "../../src/engine/matrix.js";
+import { threadPool } from "../../src/engine/thread-pool.js";
 import { TrainingCore, splitBatch } from "../../src/engine/training.js";
 import { adamParams, datum, type Datum } from "../../src/types/wire.js";
 import { engineFor, lmDatum } from "./helpers.js";
@@ -37,6 +38,11 @@ function datums(): Datum[] {
 }
 
 const adam = adamParams({ learning_rate: 1e-2, weight_decay: 0.01, grad_clip_norm: 1 });
+
+// Keep the workers between tests (the last engine to close would terminate them; starting one
+// through tsx's loader takes a while on a busy machine).
+beforeAll(() => threadPool.acquire());
+afterAll(() => threadPool.release(0));
 
 /** Losses and final weights of 3 steps on `datums()`. */
 function trainCore(
