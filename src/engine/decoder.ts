@@ -15,7 +15,7 @@
 import type { Arena } from "./arena.js";
 import type { ResolvedModelConfig } from "./config.js";
 import { addToRows, fillRows } from "./kernels.js";
-import { attendRow, geluForward, layerNormRow } from "./layers.js";
+import { layerNormRow } from "./layers.js";
 import type { MatrixKernels } from "./matrix.js";
 import type { ModelTensors } from "./params.js";
 
@@ -28,7 +28,11 @@ export class LaneDecoder {
   readonly maxRows: number;
   /** Logits of the rows of the last call that asked for them (row r at r·vocabSize). */
   readonly logits: Float32Array;
-  /** Per lane and block, the key | value row of every cached position (contextLength × 2d). */
+  /**
+   * Per lane and block, the keys then the values of every cached position, head by head, so that
+   * each head's keys (and values) are consecutive rows of dh floats: key of head h at position p
+   * at (h·C + p)·dh, its value C·d further.
+   */
   private readonly caches: Float32Array[][];
   private readonly x: Float32Array;
   private readonly y: Float32Array;
@@ -63,8 +67,15 @@ export class LaneDecoder {
 
   /** Copies the cached positions 0..count−1 of lane `fromLane` of `source` into lane `lane`. */
   copyPrefix(source: LaneDecoder, fromLane: number, lane: number, count: number): void {
-    const n = count * 2 * this.config.dModel;
-    source.caches[fromLane]!.forEach((cache, l) => this.caches[lane]![l]!.set(cache.subarray(0, n)));
+    const { dModel: d, nHeads, contextLength: C } = this.config;
+    const dh = d / nHeads;
+    source.caches[fromLane]!.forEach((cache, l) => {
+      const target = this.caches[lane]![l]!;
+      for (let h = 0; h < 2 * nHeads; h++) {
+        const at = h * C * dh;
+        target.set(cache.subarray(at, at + count * dh), at);
+      }
+    });
   }
 
   /**
@@ -82,7 +93,7 @@ export class LaneDecoder {
     withLogits: boolean,
   ): void {
     const { w, x, y, qkv, attnOut, hidden } = this;
-    const { dModel: d, nHeads, vocabSize: V } = this.config;
+    const { dModel: d, nHeads, vocabSize: V, contextLength: C } = this.config;
     if (count > this.maxRows) throw new Error(`internal: ${count} decoder rows > ${this.maxRows}`);
     const dh = d / nHeads;
     const scale = 1 / Math.sqrt(dh);
@@ -96,23 +107,29 @@ export class LaneDecoder {
       for (let r = 0; r < count; r++) layerNormRow(y, null, x, r * d, b.ln1Gain, b.ln1Bias, d);
       fillRows(qkv, b.bqkv, count, 3 * d);
       kernels.matmulNN(qkv, y, b.wqkv, count, d, 3 * d, true);
-      // Every row's key and value go into the cache first: a later row may attend to them.
+      // Every row's keys and values go into the cache first: a later row may attend to them.
       for (let r = 0; r < count; r++) {
         const cache = this.caches[laneOf[r]!]![l]!;
-        cache.set(qkv.subarray(r * 3 * d + d, (r + 1) * 3 * d), positions[r]! * 2 * d);
+        const pos = positions[r]!;
+        for (let h = 0; h < nHeads; h++) {
+          const k = r * 3 * d + d + h * dh;
+          cache.set(qkv.subarray(k, k + dh), (h * C + pos) * dh);
+          cache.set(qkv.subarray(k + d, k + d + dh), C * d + (h * C + pos) * dh);
+        }
       }
       for (let r = 0; r < count; r++) {
         const cache = this.caches[laneOf[r]!]![l]!;
         for (let h = 0; h < nHeads; h++) {
-          attendRow(
+          const keys = h * C * dh;
+          kernels.attendRow(
             qkv,
             r * 3 * d + h * dh,
             cache,
-            h * dh,
-            2 * d,
+            keys,
+            cache,
+            C * d + keys,
             positions[r]! + 1,
             dh,
-            d,
             scale,
             this.probs,
             attnOut,
@@ -125,12 +142,12 @@ export class LaneDecoder {
       for (let r = 0; r < count; r++) layerNormRow(y, null, x, r * d, b.ln2Gain, b.ln2Bias, d);
       fillRows(hidden, b.b1, count, 4 * d);
       kernels.matmulNN(hidden, y, b.w1, count, d, 4 * d, true);
-      geluForward(hidden, hidden, count * 4 * d);
+      kernels.geluForward(hidden, hidden, count * 4 * d);
       kernels.matmulNN(x, hidden, b.w2, count, 4 * d, d, true);
       addToRows(x, b.b2, count, d);
     }
     if (!withLogits) return;
     for (let r = 0; r < count; r++) layerNormRow(y, null, x, r * d, w.lnfGain, w.lnfBias, d);
-    kernels.matmulNT(this.logits, y, w.wte, count, d, V, false);
+    kernels.matmulNTRows(this.logits, y, w.wte, count, d, V, false);
   }
 }

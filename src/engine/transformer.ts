@@ -8,7 +8,7 @@
  */
 import type { ResolvedModelConfig } from "./config.js";
 import { addColumnSums, addToRows, fillRows } from "./kernels.js";
-import { geluBackward, geluForward, layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
+import { layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
 import type { MatrixKernels } from "./matrix.js";
 import type { ModelTensors } from "./params.js";
 import type { Workspace } from "./workspace.js";
@@ -64,7 +64,7 @@ export function forwardBatch(
     layerNormForward(a.y2, a.xhat2, a.rstd2, x, b.ln2Gain, b.ln2Bias, R, d);
     fillRows(a.hidden, b.b1, R, 4 * d);
     kernels.matmulNN(a.hidden, a.y2, b.w1, R, d, 4 * d, true);
-    geluForward(ws.wide, a.hidden, R * 4 * d);
+    kernels.geluForward(ws.wide, a.hidden, R * 4 * d);
     kernels.matmulNN(x, ws.wide, b.w2, R, 4 * d, d, true);
     addToRows(x, b.b2, R, d);
   }
@@ -113,10 +113,10 @@ export function backwardBatch(
     // MLP: x += gelu(ln2(x)·w1 + b1)·w2 + b2; the GELU output is recomputed, then overwritten by its gradient.
     const dHidden = ws.wide;
     addColumnSums(gb.b2, dx, R, d, ws.acc);
-    geluForward(dHidden, a.hidden, R * 4 * d);
+    kernels.geluForward(dHidden, a.hidden, R * 4 * d);
     kernels.matmulTN(gb.w2, dHidden, dx, R, 4 * d, d);
     kernels.matmulNT(dHidden, dx, b.w2, R, d, 4 * d, false);
-    geluBackward(dHidden, a.hidden, R * 4 * d);
+    kernels.geluBackward(dHidden, a.hidden, R * 4 * d);
     addColumnSums(gb.b1, dHidden, R, 4 * d, ws.acc);
     kernels.matmulTN(gb.w1, a.y2, dHidden, R, d, 4 * d);
     kernels.matmulNT(ws.dy, dHidden, b.w1, R, 4 * d, d, false);

@@ -15,7 +15,8 @@
 ;;            (l0 + l1) + (l2 + l3), then the k mod 4 last products one by one, then added
 ;;            to c when accumulating.
 ;; There is no fused multiply-add in WebAssembly SIMD, so every product is rounded before it is
-;; added, in the SIMD lanes and in the scalar remainders alike.
+;; added, in the SIMD lanes and in the scalar remainders alike. Likewise the GELU kernels apply
+;; the same float32 operations to every element, lane or remainder.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -410,6 +411,123 @@
     (call $nt_finish (local.get $c) (local.get $s)
       (i32.add (local.get $a) (local.get $k4)) (i32.add (local.get $b) (local.get $k4))
       (i32.sub (local.get $k) (i32.shr_u (local.get $k4) (i32.const 2))) (local.get $accumulate)))
+
+  ;; ---------------------------------------------------------------------------------------
+  ;; GELU (tanh approximation, as in GPT-2) and its derivative, element by element in float32:
+  ;; four lanes at a time, then the n mod 4 last elements one by one with the same operations.
+  ;; tanh is the rational minimax approximation of the TypeScript kernels (layers.ts), in float32.
+
+  (func $tanh4 (param $x v128) (result v128)
+    (local $x2 v128) (local $p v128) (local $q v128)
+    (local.set $x (f32x4.min (f32x4.max (local.get $x) (f32x4.splat (f32.const -7.99881172180175781)))
+      (f32x4.splat (f32.const 7.99881172180175781))))
+    (local.set $x2 (f32x4.mul (local.get $x) (local.get $x)))
+    (local.set $p (f32x4.splat (f32.const -2.76076847742355e-16)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const 2.00018790482477e-13))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const -8.60467152213735e-11))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const 5.12229709037114e-8))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const 1.48572235717979e-5))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const 6.37261928875436e-4))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $x2)) (f32x4.splat (f32.const 4.89352455891786e-3))))
+    (local.set $q (f32x4.splat (f32.const 1.19825839466702e-6)))
+    (local.set $q (f32x4.add (f32x4.mul (local.get $q) (local.get $x2)) (f32x4.splat (f32.const 1.18534705686654e-4))))
+    (local.set $q (f32x4.add (f32x4.mul (local.get $q) (local.get $x2)) (f32x4.splat (f32.const 2.268434632439e-3))))
+    (local.set $q (f32x4.add (f32x4.mul (local.get $q) (local.get $x2)) (f32x4.splat (f32.const 4.89352518554385e-3))))
+    (f32x4.div (f32x4.mul (local.get $x) (local.get $p)) (local.get $q)))
+
+  (func $tanh1 (param $x f32) (result f32)
+    (local $x2 f32) (local $p f32) (local $q f32)
+    (local.set $x (f32.min (f32.max (local.get $x) (f32.const -7.99881172180175781)) (f32.const 7.99881172180175781)))
+    (local.set $x2 (f32.mul (local.get $x) (local.get $x)))
+    (local.set $p (f32.const -2.76076847742355e-16))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const 2.00018790482477e-13)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const -8.60467152213735e-11)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const 5.12229709037114e-8)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const 1.48572235717979e-5)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const 6.37261928875436e-4)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $x2)) (f32.const 4.89352455891786e-3)))
+    (local.set $q (f32.const 1.19825839466702e-6))
+    (local.set $q (f32.add (f32.mul (local.get $q) (local.get $x2)) (f32.const 1.18534705686654e-4)))
+    (local.set $q (f32.add (f32.mul (local.get $q) (local.get $x2)) (f32.const 2.268434632439e-3)))
+    (local.set $q (f32.add (f32.mul (local.get $q) (local.get $x2)) (f32.const 4.89352518554385e-3)))
+    (f32.div (f32.mul (local.get $x) (local.get $p)) (local.get $q)))
+
+  ;; √(2/π)·(v + 0.044715·v³), the argument of tanh.
+  (func $gelu_arg4 (param $v v128) (result v128)
+    (f32x4.mul (f32x4.splat (f32.const 0.7978845608028654))
+      (f32x4.add (local.get $v)
+        (f32x4.mul (f32x4.splat (f32.const 0.044715))
+          (f32x4.mul (local.get $v) (f32x4.mul (local.get $v) (local.get $v)))))))
+
+  (func $gelu_arg1 (param $v f32) (result f32)
+    (f32.mul (f32.const 0.7978845608028654)
+      (f32.add (local.get $v) (f32.mul (f32.const 0.044715) (f32.mul (local.get $v) (f32.mul (local.get $v) (local.get $v)))))))
+
+  ;; out[i] = 0.5·v·(1 + tanh(arg(v))) for v = x[i], i < n; out may be x.
+  (func (export "gelu_forward") (param $out i32) (param $x i32) (param $n i32)
+    (local $end i32) (local $end4 i32) (local $v v128) (local $s f32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end4)))
+        (local.set $v (v128.load (local.get $x)))
+        (v128.store (local.get $out)
+          (f32x4.mul (f32x4.mul (f32x4.splat (f32.const 0.5)) (local.get $v))
+            (f32x4.add (f32x4.splat (f32.const 1)) (call $tanh4 (call $gelu_arg4 (local.get $v))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 16)))
+        (local.set $out (i32.add (local.get $out) (i32.const 16)))
+        (br $l)))
+    (block $done1
+      (loop $l1
+        (br_if $done1 (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $s (f32.load (local.get $x)))
+        (f32.store (local.get $out)
+          (f32.mul (f32.mul (f32.const 0.5) (local.get $s))
+            (f32.add (f32.const 1) (call $tanh1 (call $gelu_arg1 (local.get $s))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (local.set $out (i32.add (local.get $out) (i32.const 4)))
+        (br $l1))))
+
+  ;; grad[i] *= GELU′(x[i]) = 0.5·(1 + t) + 0.5·v·(1 − t²)·√(2/π)·(1 + 3·0.044715·v²), t = tanh(arg(v)).
+  (func (export "gelu_backward") (param $grad i32) (param $x i32) (param $n i32)
+    (local $end i32) (local $end4 i32) (local $v v128) (local $t v128) (local $s f32) (local $u f32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end4)))
+        (local.set $v (v128.load (local.get $x)))
+        (local.set $t (call $tanh4 (call $gelu_arg4 (local.get $v))))
+        (v128.store (local.get $grad)
+          (f32x4.mul (v128.load (local.get $grad))
+            (f32x4.add
+              (f32x4.mul (f32x4.splat (f32.const 0.5)) (f32x4.add (f32x4.splat (f32.const 1)) (local.get $t)))
+              (f32x4.mul (f32x4.mul (f32x4.splat (f32.const 0.5)) (local.get $v))
+                (f32x4.mul
+                  (f32x4.mul (f32x4.sub (f32x4.splat (f32.const 1)) (f32x4.mul (local.get $t) (local.get $t)))
+                    (f32x4.splat (f32.const 0.7978845608028654)))
+                  (f32x4.add (f32x4.splat (f32.const 1))
+                    (f32x4.mul (f32x4.splat (f32.const 0.134145)) (f32x4.mul (local.get $v) (local.get $v)))))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 16)))
+        (local.set $grad (i32.add (local.get $grad) (i32.const 16)))
+        (br $l)))
+    (block $done1
+      (loop $l1
+        (br_if $done1 (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $s (f32.load (local.get $x)))
+        (local.set $u (call $tanh1 (call $gelu_arg1 (local.get $s))))
+        (f32.store (local.get $grad)
+          (f32.mul (f32.load (local.get $grad))
+            (f32.add
+              (f32.mul (f32.const 0.5) (f32.add (f32.const 1) (local.get $u)))
+              (f32.mul (f32.mul (f32.const 0.5) (local.get $s))
+                (f32.mul
+                  (f32.mul (f32.sub (f32.const 1) (f32.mul (local.get $u) (local.get $u))) (f32.const 0.7978845608028654))
+                  (f32.add (f32.const 1) (f32.mul (f32.const 0.134145) (f32.mul (local.get $s) (local.get $s)))))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (local.set $grad (i32.add (local.get $grad) (i32.const 4)))
+        (br $l1))))
 
   ;; ---------------------------------------------------------------------------------------
   ;; dst[cols×rows] = src[rows×cols]ᵀ, in tiles of 16×16 so that both sides stay in cache.
