@@ -70,6 +70,9 @@ export class NonFiniteGradientError extends NexrlError {}
 /** An engine option (threads, kernels) that cannot be honoured. */
 export class EngineOptionError extends NexrlError {}
 
+/** A call on an engine or sampler after its `close()`. */
+export class EngineClosedError extends NexrlError {}
+
 /** A failure inside one of the engine's worker threads, re-thrown on the calling thread. */
 export class EngineThreadError extends NexrlError {
   /**

@@ -20,6 +20,7 @@ export type { KernelKind } from "./matrix.js";
 export {
   CheckpointNameError,
   ContextLengthError,
+  EngineClosedError,
   EngineOptionError,
   EngineThreadError,
   ModelConfigError,

@@ -16,8 +16,11 @@ import { LaneDecoder } from "./decoder.js";
 import { parameterCount, tensorViews, type ModelTensors } from "./params.js";
 import { Workspace } from "./workspace.js";
 
-/** Cache memory one thread's decoder lanes may take (the lane count shrinks for large models). */
-const LANE_CACHE_BYTES = 32 * 2 ** 20;
+/**
+ * Cache memory the decoder lanes of all threads may take together (the lane count per thread
+ * shrinks for large models and many threads, down to one).
+ */
+const LANE_CACHE_BYTES = 256 * 2 ** 20;
 /** Most sequences one thread decodes side by side. */
 const MAX_LANES = 8;
 
@@ -36,7 +39,7 @@ export interface LayoutSpec {
 export function layoutSpec(config: ResolvedModelConfig, threads: number, chunkRows: number): LayoutSpec {
   const { nLayers, contextLength: C, dModel: d } = config;
   const laneBytes = nLayers * C * 2 * d * 4;
-  const lanes = Math.max(1, Math.min(MAX_LANES, Math.floor(LANE_CACHE_BYTES / laneBytes)));
+  const lanes = Math.max(1, Math.min(MAX_LANES, Math.floor(LANE_CACHE_BYTES / (threads * laneBytes))));
   // Sequences are split between threads at sequence boundaries near equal row counts, so a
   // thread's share exceeds an equal share by less than one sequence.
   const trainRows = chunkRows === 0 ? 0 : Math.min(chunkRows, Math.ceil(chunkRows / threads) + C);

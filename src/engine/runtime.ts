@@ -10,7 +10,7 @@
 import { availableParallelism } from "node:os";
 import type { EngineStorage } from "./arena.js";
 import type { ResolvedModelConfig } from "./config.js";
-import { EngineOptionError } from "./errors.js";
+import { EngineClosedError, EngineOptionError } from "./errors.js";
 import { layoutBytes, layoutSpec, type EngineViews, type LayoutSpec } from "./layout.js";
 import { kernelsModule, type KernelKind, type MatrixKernels } from "./matrix.js";
 import {
@@ -122,7 +122,8 @@ export class EngineRuntime {
    * @returns each slot's result.
    */
   run(tasks: Array<ThreadTask | null>): TaskResult[] {
-    if (!this.open) throw new EngineOptionError("this engine was closed; create a new one");
+    if (!this.open)
+      throw new EngineClosedError("this engine (or sampler) was closed; create a new one to compute again");
     const remote = tasks.slice(1).map((task, i) => (task ? { slot: i + 1, task } : null));
     const first = tasks[0];
     if (remote.every((t) => t === null)) return [first ? runTask(this.local, 0, first) : null];

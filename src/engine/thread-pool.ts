@@ -103,21 +103,32 @@ export class ThreadPool {
     tasks: Array<{ slot: number; task: ThreadTask } | null>,
     local: () => L,
   ): { local: L; remote: TaskResult[] } {
-    const started: Array<PoolWorker | null> = tasks.map((t, i) => {
-      if (!t) return null;
-      const w = this.worker(i);
-      w.port.postMessage({ type: "task", context, slot: t.slot, task: t.task } satisfies WorkerMessage);
-      w.posted++;
-      Atomics.add(w.control, GO, 1);
-      Atomics.notify(w.control, GO);
-      return w;
-    });
-    let localResult: L | undefined;
+    const started: Array<PoolWorker | null> = [];
     let failure: unknown;
-    try {
-      localResult = local();
-    } catch (err) {
-      failure = err;
+    for (const [i, t] of tasks.entries()) {
+      let w: PoolWorker | null = null;
+      if (t && failure === undefined) {
+        try {
+          w = this.worker(i);
+          w.port.postMessage({ type: "task", context, slot: t.slot, task: t.task } satisfies WorkerMessage);
+          w.posted++;
+          Atomics.add(w.control, GO, 1);
+          Atomics.notify(w.control, GO);
+        } catch (err) {
+          // Workers already started must still be waited for: they write into the engine's memory.
+          failure = err;
+          w = null;
+        }
+      }
+      started.push(w);
+    }
+    let localResult: L | undefined;
+    if (failure === undefined) {
+      try {
+        localResult = local();
+      } catch (err) {
+        failure = err;
+      }
     }
     const remote: TaskResult[] = started.map((w) => {
       if (!w) return null;
