@@ -111,15 +111,14 @@ export function layoutBytes(spec: LayoutSpec): number {
   return s.shared + spec.threads * s.slot;
 }
 
-/** The shared arrays and the slots listed in `slots` (default all; others are left out of the array). */
-export function layoutViews(buffer: SharedArrayBuffer, spec: LayoutSpec, only?: number): EngineViews {
+/** The shared arrays and every slot's arrays, over `buffer`. */
+export function layoutViews(buffer: SharedArrayBuffer, spec: LayoutSpec): EngineViews {
   const s = sizes(spec);
   const shared = sharedPart(new Arena(buffer), spec);
   const slots: ThreadSlot[] = [];
   for (let t = 0; t < spec.threads; t++) {
-    if (only !== undefined && t !== only) continue;
     const own = t === 0 ? (shared.training?.grads ?? null) : null;
-    slots[t] = slot(new Arena(buffer, s.shared + t * s.slot), spec, shared.weights, own);
+    slots.push(slot(new Arena(buffer, s.shared + t * s.slot), spec, shared.weights, own));
   }
   return { ...shared, slots };
 }

@@ -16,6 +16,7 @@
  * @module
  * @internal
  */
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
@@ -43,6 +44,15 @@ interface PoolWorker {
 const START_TIMEOUT_MS = 60_000;
 const START_POLL_MS = 250;
 
+/** URL of tsx's ESM API (`tsx/esm/api` under the `import` condition), found from `base`. */
+function tsxEsmApi(base: string): string {
+  const manifest = createRequire(base).resolve("tsx/package.json");
+  const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as {
+    exports: Record<string, { import: { default: string } }>;
+  };
+  return new URL(exports["./esm/api"]!.import.default, pathToFileURL(manifest)).href;
+}
+
 /**
  * The worker's entry: a module in a `data:` URL (so that no flag of the parent, such as
  * `--input-type`, changes how it is read) that marks the worker started, imports
@@ -53,9 +63,7 @@ function bootstrapUrl(): URL {
   const self = import.meta.url;
   const fromSources = self.endsWith(".ts");
   const entry = new URL(fromSources ? "./thread-worker.ts" : "./thread-worker.js", self).href;
-  const tsxApi = fromSources
-    ? new URL("dist/esm/api/index.mjs", pathToFileURL(createRequire(self).resolve("tsx/package.json"))).href
-    : null;
+  const tsxApi = fromSources ? tsxEsmApi(self) : null;
   const source = `import { workerData } from "node:worker_threads";
 Atomics.store(workerData.control, ${STARTED}, 1);
 try {
