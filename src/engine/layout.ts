@@ -68,8 +68,8 @@ export interface EngineViews {
   slots: ThreadSlot[];
 }
 
-/** Words of {@link EngineViews.control}. */
-export const CONTROL_WORDS = 16;
+/** Words of {@link EngineViews.control} (one is used: the sampling counter of `tasks.ts`). */
+const CONTROL_WORDS = 16;
 
 function sharedPart(arena: Arena, spec: LayoutSpec): Omit<EngineViews, "slots"> {
   const P = parameterCount(spec.config);

@@ -24,8 +24,8 @@ import {
 import { threadPool } from "./thread-pool.js";
 import { wasmApi } from "./wasm/api.js";
 
-/** Most threads an engine may use. */
-export const MAX_THREADS = 256;
+/** Most threads an engine may use (the recipe schema's `service.local_service.threads` has the same bound). */
+const MAX_THREADS = 256;
 const WASM_PAGE = 65536;
 /** Pages of a 32-bit WebAssembly memory. */
 const MAX_WASM_PAGES = 65536;
