@@ -80,6 +80,8 @@ export interface ServeCommand {
   tinkerFlags?: Record<string, boolean | number | string>;
   /** Run checkpoints to serve on the OpenAI-compatible endpoints (`RUN_DIR[:step]`, `--model`). */
   models?: string[];
+  /** Threads of each model's engine; default: the machine's available parallelism. */
+  threads?: number;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -99,6 +101,7 @@ function parseServe(args: readonly string[]): CliCommand {
         insecure: { type: "boolean" },
         "tinker-flag": { type: "string", multiple: true },
         model: { type: "string", multiple: true },
+        threads: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -126,6 +129,9 @@ function parseServe(args: readonly string[]): CliCommand {
       throw error;
     }
   }
+  const threads = values.threads === undefined ? undefined : Number(values.threads);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1 && threads <= 256))
+    throw new UsageError(`--threads must be an integer from 1 to 256, got "${values.threads}"`);
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -138,6 +144,7 @@ function parseServe(args: readonly string[]): CliCommand {
     ...(values.insecure && { insecure: true }),
     ...(tinkerFlags && { tinkerFlags }),
     ...(values.model !== undefined && { models: values.model }),
+    ...(threads !== undefined && { threads }),
   };
 }
 
@@ -211,7 +218,7 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N] [--api-key KEY] [--insecure]
+              [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
               [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
   nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT]]
   nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
@@ -252,6 +259,8 @@ Serve options:
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --threads N            threads of each model's engine (default: the machine's cores);
+                             training results are reproducible for a given count.
       --api-key KEY          every request but /health must carry KEY in X-API-Key,
                              X-WEAVER-API-KEY or Authorization: Bearer (else 401). The
                              environment variable NEXRL_SERVE_API_KEY sets it without showing it

@@ -103,6 +103,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         port: command.port,
         outputDir,
         seed: command.seed,
+        ...(command.threads !== undefined && { threads: command.threads }),
         ...(faults && { faults }),
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),

@@ -37,6 +37,8 @@ export interface ServerOptions {
   faults?: FaultRates | string;
   /** Seed of the fault stream and of models created without a seed (default 0). */
   seed?: number;
+  /** Threads of each model's engine (default: the machine's available parallelism). */
+  threads?: number;
   /**
    * When set, every request but the health checks must carry it, in any of `X-API-Key` (Tinker's
    * header), `X-WEAVER-API-KEY` (Weaver's) or `Authorization: Bearer` (OpenAI's); others get 401.
@@ -134,7 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         "give an API key (--api-key KEY or NEXRL_SERVE_API_KEY), bind 127.0.0.1, or pass --insecure to serve without a key",
     );
   const seed = options.seed ?? 0;
-  const store = new ModelStore(options.outputDir, seed);
+  const store = new ModelStore(options.outputDir, seed, options.threads);
   const faults = new FaultInjector(
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,

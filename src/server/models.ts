@@ -88,10 +88,12 @@ export class ModelStore {
   /**
    * @param outputDir where each model's engine writes its files (`models/<n>/…`).
    * @param seed default seed of new models and base-model samplers.
+   * @param threads threads of every engine and sampler (default: the machine's available parallelism).
    */
   constructor(
     readonly outputDir: string,
     readonly seed: number,
+    readonly threads?: number,
   ) {}
 
   /** The presets served as base models, with their context lengths. */
@@ -124,6 +126,7 @@ export class ModelStore {
       model: baseModel,
       seed: options.seed ?? this.seed,
       outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
+      ...(this.threads !== undefined && { threads: this.threads }),
     });
     const model: ServedModel = {
       id: options.id,
@@ -200,11 +203,18 @@ export class ModelStore {
     let session: SamplingSession;
     if (source.modelPath !== undefined) {
       const artifact = this.artifact(source.modelPath);
-      const sampler = await LocalEngine.samplerFromSnapshot(artifact.file);
+      const sampler = await LocalEngine.samplerFromSnapshot(artifact.file, {
+        ...(this.threads !== undefined && { threads: this.threads }),
+      });
       session = { id, sampler, baseModel: artifact.baseModel, modelPath: source.modelPath, modelId: artifact.modelId };
     } else if (source.baseModel !== undefined) {
       const baseModel = this.preset(source.baseModel);
-      const engine = LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base") });
+      const engine = LocalEngine.create({
+        model: baseModel,
+        seed: this.seed,
+        outputDir: join(this.outputDir, "base"),
+        ...(this.threads !== undefined && { threads: this.threads }),
+      });
       session = { id, sampler: engine, baseModel, modelPath: undefined, modelId: undefined };
     } else {
       throw new ProtocolError(

@@ -8,11 +8,26 @@
  */
 import { ByteTokenizer, MODEL_PRESETS } from "../engine/index.js";
 import { LocalTrainingService } from "../services/training/local/index.js";
+import type { SamplingClient } from "../services/training/types.js";
 import type { ModelStore } from "./models.js";
 import { createOpenAIHandler, type OpenAIRequestHandler, type ServedModel } from "./openai.js";
 
 /** Snapshot samplers kept loaded; older ones are loaded again when asked for. */
 const LOADED_SNAPSHOTS = 8;
+
+/**
+ * A sampling client of a preset's initial weights that builds its engine on first use, so that a
+ * server does not pay every preset's memory and initialisation at start.
+ */
+function presetClient(local: LocalTrainingService, name: string): SamplingClient {
+  let client: Promise<SamplingClient> | undefined;
+  const open = (): Promise<SamplingClient> => (client ??= local.createSamplingClient(name));
+  return {
+    modelPath: name,
+    sample: async (prompt, numSamples, params) => (await open()).sample(prompt, numSamples, params),
+    computeLogprobs: async (tokens) => (await open()).computeLogprobs(tokens),
+  };
+}
 
 /**
  * The OpenAI-compatible handler over `store`.
@@ -26,10 +41,14 @@ export async function createOpenAIModelsHandler(
   extra: Readonly<Record<string, ServedModel>> = {},
 ): Promise<OpenAIRequestHandler> {
   const tokenizer = new ByteTokenizer();
-  const local = new LocalTrainingService({ outputDir: store.outputDir, seed: store.seed });
+  const local = new LocalTrainingService({
+    outputDir: store.outputDir,
+    seed: store.seed,
+    ...(store.threads !== undefined && { threads: store.threads }),
+  });
   const models: Record<string, ServedModel> = {};
   for (const name of Object.keys(MODEL_PRESETS))
-    models[name] = { samplingClient: await local.createSamplingClient(name), tokenizer };
+    models[name] = { samplingClient: presetClient(local, name), tokenizer };
   Object.assign(models, extra);
   const loaded = new Map<string, Promise<ServedModel>>();
   const resolveModel = (name: string): Promise<ServedModel> | undefined => {

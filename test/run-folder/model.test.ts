@@ -177,8 +177,8 @@ describe("a remote run's weights", () => {
       const engine = LocalEngine.create({ model: "tiny", outputDir: dir, seed: 42 });
       // Tinker results carry logprobs as float32 (protobuf): equal to the engine's within float32 rounding
       const own = engine.computeLogprobs(tokens);
-      expect(lpInitial.map((lp) => lp === null)).toEqual(own.map((lp) => lp === null));
-      lpInitial.forEach((lp, i) => {
+      expect(lpInitial!.map((lp) => lp === null)).toEqual(own.map((lp) => lp === null));
+      lpInitial!.forEach((lp, i) => {
         if (lp !== null) expect(lp).toBeCloseTo(own[i]!, 5);
       });
       expect(lpStep1).not.toEqual(lpInitial);

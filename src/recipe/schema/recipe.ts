@@ -11,6 +11,7 @@ import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
 import { environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
 import {
   inferenceServiceSchema,
+  localServiceSchema,
   tinkerServiceSchema,
   trainServiceSchema,
   weaverServiceSchema,
@@ -25,6 +26,8 @@ export const serviceSchema = z
     train_service: trainServiceSchema,
     /** The sampler the rollout workers call. */
     inference_service: inferenceServiceSchema.prefault({}),
+    /** Threads and kernels of the embedded engine (only with the `local` backend). */
+    local_service: localServiceSchema.optional(),
     /** Tinker connection (required when a backend is `tinker`). */
     tinker_service: tinkerServiceSchema.optional(),
     /** Weaver connection (required when a backend is `weaver`). */
@@ -67,6 +70,13 @@ export const serviceSchema = z
         code: "custom",
         path: ["inference_service", "base_url"],
         message: `required when \`backend\` is \`${sampler}\`: the server's base URL`,
+      });
+    }
+    if (service.local_service !== undefined && train.backend !== "local") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["local_service"],
+        message: `applies only to \`train_service.backend: local\` (the embedded engine), not ${train.backend}; remove it`,
       });
     }
     for (const backend of new Set([train.backend, sampler])) {

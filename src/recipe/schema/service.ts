@@ -64,6 +64,20 @@ export const inferenceServiceSchema = z.strictObject({
   parse_tool_call_arguments: z.boolean().default(false),
 });
 
+/** Most threads `service.local_service.threads` accepts. */
+export const MAX_LOCAL_THREADS = 256;
+
+/** Shape of `service.local_service:` — how the embedded engine of `backend: local` computes. */
+export const localServiceSchema = z.strictObject({
+  /**
+   * Threads for training steps and sampling; default: the machine's available parallelism.
+   * Training results are reproducible for a given count; samples do not depend on it.
+   */
+  threads: positiveInt.max(MAX_LOCAL_THREADS).optional(),
+  /** `wasm` (WebAssembly SIMD, the default where available) or `js` (the TypeScript reference kernels). */
+  kernels: z.enum(["wasm", "js"]).optional(),
+});
+
 /** Shape of `service.tinker_service:` and `service.weaver_service:` (without `training_mode`). */
 const remoteServiceShape = {
   /** Service URL; null for the SDK default (`TINKER_BASE_URL` / `WEAVER_BASE_URL`). */
