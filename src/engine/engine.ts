@@ -4,18 +4,19 @@
  *
  * @module
  */
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
 import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import { ModelConfigError, StateFileError } from "./errors.js";
 import type { KernelKind } from "./matrix.js";
 import { parameterCount } from "./params.js";
 import { EngineRuntime, type ComputeOptions } from "./runtime.js";
-import { LocalSampler, type LocalSampleOptions, type LocalSampleResult } from "./sampler.js";
+import { LocalSampler } from "./sampler.js";
 import { encodeStateFile, type StateFileContents } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
-import { TrainingCore, type ForwardBackwardResult, type OptimStepResult } from "./training.js";
+import { TrainingCore } from "./training.js";
 
 /** Options of {@link LocalEngine.create}. */
 export interface LocalEngineOptions extends ComputeOptions {
@@ -166,7 +167,7 @@ export class LocalEngine {
     datums: readonly Datum[],
     lossFn: string,
     lossFnConfig?: Readonly<Record<string, number>>,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     return this.core.run(datums, lossFn, lossFnConfig, false);
   }
 
@@ -175,22 +176,24 @@ export class LocalEngine {
     datums: readonly Datum[],
     lossFn: string,
     lossFnConfig?: Readonly<Record<string, number>>,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     return this.core.run(datums, lossFn, lossFnConfig, true);
   }
 
   /**
    * Applies AdamW (decoupled weight decay, bias correction, global-norm clipping) to the
-   * accumulated gradients and clears them.
+   * accumulated gradients and clears them. Its metrics: `grad_norm:mean`, the global gradient
+   * norm before clipping; `step:max`, the optimizer steps taken so far (this one included);
+   * `learning_rate:mean`, the learning rate used.
    * @throws WireFormatError for invalid `adam` values, {@link NonFiniteGradientError} when the
    * gradient is not finite (the step is skipped).
    */
-  optimStep(adam: AdamParams): OptimStepResult {
+  optimStep(adam: AdamParams): OptimStepOutput {
     return this.core.optimStep(adam);
   }
 
   /** Samples from the current weights; see {@link LocalSampler.sample}. */
-  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
+  sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
     return this.sampler.sample(promptTokens, options, numSamples);
   }
 
@@ -198,11 +201,7 @@ export class LocalEngine {
    * {@link LocalEngine.sample} with a turn of the event loop between sequences; see
    * {@link LocalSampler.sampleAsync}. Do not train this engine until it resolves.
    */
-  sampleAsync(
-    promptTokens: readonly number[],
-    options: LocalSampleOptions,
-    numSamples = 1,
-  ): Promise<LocalSampleResult> {
+  sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
     return this.sampler.sampleAsync(promptTokens, options, numSamples);
   }
 

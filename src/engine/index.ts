@@ -5,8 +5,7 @@
  * @module
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
-export { LocalSampler, type LocalSampleOptions, type LocalSampleResult, type LocalSampledSequence } from "./sampler.js";
-export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
+export { LocalSampler } from "./sampler.js";
 export {
   MODEL_PRESETS,
   resolveModelConfig,

@@ -14,12 +14,9 @@ import type { LaneDecoder } from "./decoder.js";
 import { logSumExp } from "./layers.js";
 import type { MatrixKernels } from "./matrix.js";
 import { Rng } from "./prng.js";
-import type { LocalSampledSequence } from "./sampler.js";
 import { TokenChooser, type ChoiceParams } from "./token-choice.js";
+import type { SampledSequence } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
-
-/** One generated sequence (see `LocalSampledSequence`). */
-export type SampledSequence = LocalSampledSequence;
 
 /** A sampling request after its prompt was fed into lane 0 of slot 0's decoder. */
 export interface SampleJob {

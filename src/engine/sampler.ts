@@ -13,46 +13,8 @@ import type { SampleJob } from "./sample-lanes.js";
 import { SAMPLE_COUNTER } from "./tasks.js";
 import type { ChoiceParams } from "./token-choice.js";
 import { appendAll } from "../types/arrays.js";
+import type { SampledSequence, SampleOutput, SamplingParams } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
-
-/** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
-export interface LocalSampleOptions {
-  /**
-   * Maximum number of tokens to generate (≥ 1). Generation also ends when prompt plus output
-   * reach the context length (stop reason `length`).
-   */
-  maxTokens: number;
-  /** Softmax temperature; 0 is greedy. Default 1. */
-  temperature?: number;
-  /** Nucleus sampling mass in (0, 1]; default 1 (off). */
-  topP?: number;
-  /** Keep the k most likely tokens; −1 or 0 (default) keeps all. */
-  topK?: number;
-  /**
-   * Stop strings (matched on the decoded text of the generated tokens) and stop token ids. EOS
-   * always stops. The tokens that complete a stop string, or the stop token, are kept in the
-   * output.
-   */
-  stop?: Array<string | number>;
-  /** Seed of the random stream; the same seed gives the same samples. Default: random. */
-  seed?: number;
-}
-
-/** One generated sequence. */
-export interface LocalSampledSequence {
-  /** Generated token ids (the prompt excluded). */
-  tokens: number[];
-  /** Logprob of each generated token under the model at temperature 1, before top-k/top-p. */
-  logprobs: number[];
-  /** `stop`: a stop token or string ended it; `length`: maxTokens or the context was reached. */
-  stopReason: "stop" | "length";
-}
-
-/** Result of {@link LocalSampler.sample}. */
-export interface LocalSampleResult {
-  /** One entry per requested sample. */
-  sequences: LocalSampledSequence[];
-}
 
 interface ResolvedSampling extends ChoiceParams {
   maxTokens: number;
@@ -98,7 +60,7 @@ export class LocalSampler {
    * depend on the number of threads, and the first one is the single sample of the same seed.
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
-  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
+  sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
     const plan = this.plan(promptTokens, options, numSamples);
     return { sequences: this.sampleRange(plan, 0, numSamples) };
   }
@@ -111,14 +73,10 @@ export class LocalSampler {
    * not change until it resolves (a snapshot's sampler never changes).
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
-  async sampleAsync(
-    promptTokens: readonly number[],
-    options: LocalSampleOptions,
-    numSamples = 1,
-  ): Promise<LocalSampleResult> {
+  async sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
     const plan = this.plan(promptTokens, options, numSamples);
     const batch = this.runtime.threads * this.runtime.views.slots[0]!.decoder.lanes;
-    const sequences: LocalSampledSequence[] = [];
+    const sequences: SampledSequence[] = [];
     for (let start = 0; start < numSamples; start += batch) {
       if (start > 0) await new Promise((resolve) => setImmediate(resolve));
       appendAll(sequences, this.sampleRange(plan, start, Math.min(batch, numSamples - start)));
@@ -127,7 +85,7 @@ export class LocalSampler {
   }
 
   /** Checks a request and draws the random stream of each of its samples. */
-  private plan(promptTokens: readonly number[], options: LocalSampleOptions, numSamples: number): SamplePlan {
+  private plan(promptTokens: readonly number[], options: SamplingParams, numSamples: number): SamplePlan {
     const params = this.resolve(options, numSamples);
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
@@ -153,7 +111,7 @@ export class LocalSampler {
   }
 
   /** Samples `count` sequences of `plan` from sample `start` on, on every thread. */
-  private sampleRange(plan: SamplePlan, start: number, count: number): LocalSampledSequence[] {
+  private sampleRange(plan: SamplePlan, start: number, count: number): SampledSequence[] {
     const { promptTokens, params } = plan;
     const P = promptTokens.length;
     const lastRow = this.feed(promptTokens, false);
@@ -173,7 +131,7 @@ export class LocalSampler {
     const results = this.runtime.run(
       Array.from({ length: this.runtime.threads }, (_, t) => (t < threads ? { kind: "sample", job } : null)),
     );
-    const sequences: LocalSampledSequence[] = new Array(count);
+    const sequences: SampledSequence[] = new Array(count);
     for (const part of results) for (const { index, ...sequence } of part ?? []) sequences[index] = sequence;
     return sequences;
   }
@@ -241,7 +199,7 @@ export class LocalSampler {
     });
   }
 
-  private resolve(options: LocalSampleOptions, numSamples: number): ResolvedSampling {
+  private resolve(options: SamplingParams, numSamples: number): ResolvedSampling {
     const {
       maxTokens,
       temperature = 1,

@@ -5,6 +5,7 @@
  * @module
  */
 import { adamParams } from "../types/wire.js";
+import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput } from "../types/results.js";
 import type { AdamParams, Datum } from "../types/wire.js";
 import { prepareBatch, sliceBatch } from "./batch.js";
 import type { ResolvedModelConfig } from "./config.js";
@@ -13,29 +14,6 @@ import { initializeParameters, type ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
 import { EngineRuntime, type ComputeOptions } from "./runtime.js";
 import type { PackedBatch } from "./transformer.js";
-
-/** The output of one datum in a {@link ForwardBackwardResult}. */
-export type LocalLossFnOutput = {
-  /** The logprob of each target token under the current weights (the weights before the pass). */
-  logprobs: number[];
-};
-
-/** Result of `forward` and `forwardBackward`, in the shape of Tinker's `ForwardBackwardOutput`. */
-export interface ForwardBackwardResult {
-  /** One entry per datum, in order. */
-  lossFnOutputs: LocalLossFnOutput[];
-  /** Metrics by `name:reduction` key; `loss:sum` is the loss summed over all datums. */
-  metrics: Record<string, number>;
-}
-
-/** Result of `optimStep`. */
-export interface OptimStepResult {
-  /**
-   * `grad_norm:mean`: global gradient norm before clipping; `step:max`: number of optimizer steps
-   * taken so far (this one included); `learning_rate:mean`: the learning rate used.
-   */
-  metrics: Record<string, number>;
-}
 
 /** Options of {@link TrainingCore}. */
 export interface TrainingCoreOptions extends ComputeOptions {
@@ -87,10 +65,10 @@ export class TrainingCore {
     lossFn: string,
     lossFnConfig: Readonly<Record<string, number>> | undefined,
     backward: boolean,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     const { loss, batch, inputs } = prepareBatch(datums, lossFn, lossFnConfig, this.config);
     const slots = this.runtime.views.slots;
-    const lossFnOutputs: LocalLossFnOutput[] = [];
+    const lossFnOutputs: LossFnOutput[] = [];
     let total = 0;
     for (let first = 0; first < inputs.length;) {
       let end = first + 1;
@@ -142,7 +120,7 @@ export class TrainingCore {
   }
 
   /** Applies AdamW to the accumulated gradients and zeroes them. */
-  optimStep(adam: AdamParams): OptimStepResult {
+  optimStep(adam: AdamParams): OptimStepOutput {
     const params = adamParams(adam);
     const report = this.adam.apply(this.weights.flat, this.grads.flat, params);
     return {

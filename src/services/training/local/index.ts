@@ -61,14 +61,7 @@ class LocalSamplingClient implements SamplingClient {
   ) {}
 
   sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
-    return this.queue.submit(() => {
-      const { stop, ...rest } = params;
-      return this.sampler.sampleAsync(
-        modelInputTokens(prompt),
-        { ...rest, ...(stop && { stop: [...stop] }) },
-        numSamples,
-      );
-    });
+    return this.queue.submit(() => this.sampler.sampleAsync(modelInputTokens(prompt), params, numSamples));
   }
 
   async computeLogprobs(tokens: number[]): Promise<Array<number | null>> {
