@@ -1,6 +1,6 @@
 /**
- * The OpenAI wire format on the server side, shared by `nexrl serve`'s OpenAI-compatible
- * endpoints and the agent gateway: request schemas (with vLLM's token-id options), body reading,
+ * The OpenAI wire format on the server side, which `openai-endpoints.ts` speaks for `nexrl
+ * serve` and the agent gateway: request schemas (with vLLM's token-id options), body reading,
  * OpenAI error bodies, and the response bodies and server-sent events of `/v1/completions` and
  * `/v1/chat/completions`.
  *
