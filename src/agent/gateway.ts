@@ -21,12 +21,8 @@ import {
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import {
-  OpenAIApiError,
-  sendOpenAIJson,
-  type GeneratedChoice,
-  type GenerationRequest,
-} from "../server/openai-protocol.js";
+import { OpenAIApiError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { AgentGatewayError } from "./errors.js";
 import { ExternalAgents } from "./external.js";
@@ -271,7 +267,7 @@ export class AgentGateway {
       case "/healthz":
         return {
           method: "GET",
-          run: async () => sendOpenAIJson(res, 200, { ok: true, open_rollouts: this.sessions.size }),
+          run: async () => sendJson(res, 200, { ok: true, open_rollouts: this.sessions.size }),
         };
       case "/tasks/claim":
         return { method: "POST", run: async () => this.claim(await this.endpoints.readBody(req), res) };
@@ -283,7 +279,7 @@ export class AgentGateway {
           run: async () => {
             const id = rolloutId();
             if (id !== undefined) this.session(id);
-            sendOpenAIJson(res, 200, modelList([this.modelName], 0));
+            sendJson(res, 200, modelList([this.modelName], 0));
           },
         };
       case "/v1/chat/completions":
@@ -430,14 +426,14 @@ export class AgentGateway {
       res.writeHead(204).end();
       return;
     }
-    sendOpenAIJson(res, 200, claimed);
+    sendJson(res, 200, claimed);
   }
 
   private push(body: unknown, res: ServerResponse): void {
     const id = pushedRolloutId(body);
     const episode = this.external.push(id, body);
     const calls = this.sessions.get(id)?.recordedCalls ?? 0;
-    sendOpenAIJson(res, 200, {
+    sendJson(res, 200, {
       accepted: true,
       rollout_id: id,
       trajectories: episode.trajectories?.length ?? "from_recorded_calls",

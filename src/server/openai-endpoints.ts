@@ -29,7 +29,6 @@ import {
   responseFormat,
   sendOpenAIError,
   sendOpenAIEvents,
-  sendOpenAIJson,
   stopStrings,
   type ChatRequest,
   type ChoiceFinishReason,
@@ -37,6 +36,7 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
+import { sendJson } from "./io.js";
 
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
@@ -207,7 +207,7 @@ export class OpenAIEndpoints {
     const promptTokens = generations.map((g) => g.promptTokens);
     const choices = generations.map((g) => g.choices);
     if (request.stream) sendOpenAIEvents(res, completionEvents(format, promptTokens, choices));
-    else sendOpenAIJson(res, 200, completionBody(format, promptTokens, choices));
+    else sendJson(res, 200, completionBody(format, promptTokens, choices));
   }
 
   /**
@@ -233,7 +233,7 @@ export class OpenAIEndpoints {
     });
     const format = responseFormat(request, `chatcmpl-${randomUUID()}`, generator.tokenizer);
     if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, choices));
-    else sendOpenAIJson(res, 200, chatCompletionBody(format, promptTokens, choices));
+    else sendJson(res, 200, chatCompletionBody(format, promptTokens, choices));
   }
 
   /** Reads and checks a generation request, and picks its generator. */

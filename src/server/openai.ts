@@ -18,7 +18,8 @@ import {
   requestSampling,
   type OpenAIGenerator,
 } from "./openai-endpoints.js";
-import { OpenAIApiError, sendOpenAIJson } from "./openai-protocol.js";
+import { sendJson } from "./io.js";
+import { OpenAIApiError } from "./openai-protocol.js";
 import { decodePathSegment } from "./url-path.js";
 
 /** A model the endpoints serve: its sampler and its tokenizer. */
@@ -123,14 +124,14 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
         run: async () => {
           const name = decodePathSegment(named, "model name");
           if (!Object.hasOwn(models, name)) throw modelNotFound(name, "");
-          sendOpenAIJson(res, 200, modelEntry(name, created));
+          sendJson(res, 200, modelEntry(name, created));
         },
       };
     switch (path) {
       case "/v1/models":
         return {
           method: "GET",
-          run: async () => sendOpenAIJson(res, 200, modelList(Object.keys(models), created)),
+          run: async () => sendJson(res, 200, modelList(Object.keys(models), created)),
         };
       case "/v1/completions":
         return { method: "POST", run: () => endpoints.completions(req, res, generatorFor) };
