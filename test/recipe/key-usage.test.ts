@@ -38,8 +38,12 @@ function schemaKeys(def: Def, path = ""): string[] {
 
 /** Keys read by the code: the file that reads each (it names the key). */
 const READ: Record<string, string> = {
+  project_name: "src/report/data.ts",
   experiment_name: "src/report/data.ts",
   "logger.backend": "src/pipeline/run-recipe.ts",
+  "accounting.prices.prompt": "src/pipeline/accounting.ts",
+  "accounting.prices.completion": "src/pipeline/accounting.ts",
+  "accounting.prices.train": "src/pipeline/accounting.ts",
   "resume.mode": "src/pipeline/run-recipe.ts",
   "resume.resume_path": "src/pipeline/run-recipe.ts",
   "resume.resume_dataloader": "src/pipeline/run-recipe.ts",
@@ -134,7 +138,7 @@ const HYPER_PARAMETERS: Record<string, string> = {
   weight_decay: "src/pipeline/trainers/remote-api-trainer.ts",
   grad_clip_norm: "src/pipeline/trainers/remote-api-trainer.ts",
   entropy_coeff: "src/pipeline/trainers/remote-api-trainer.ts",
-  kl_penalty_coef: "src/pipeline/trainers/grpo.ts",
+  kl_penalty_coef: "src/pipeline/trainers/opd.ts",
   kl_discount_factor: "src/pipeline/trainers/opd.ts",
 };
 for (const [key, file] of Object.entries(HYPER_PARAMETERS)) {
@@ -144,7 +148,6 @@ for (const [key, file] of Object.entries(HYPER_PARAMETERS)) {
 
 /** Keys nothing needs to read: the schema accepts only values that say what nexrl does anyway. */
 const CHECKED: Record<string, string> = {
-  project_name: "a label of the run, kept in config.resolved.yaml",
   launch_mode: "only `local`: the run is in this process",
   multi_model: "only false: one model per run",
   "logger.enable_feishu_logging": "only false",
@@ -333,6 +336,16 @@ const REFUSED: Refusal[] = [
     overrides: ["++service.train_service.config={entropy_coeff: 0.01}"],
     keyPath: "service.train_service.config.entropy_coeff",
     says: "no entropy bonus",
+  },
+  {
+    overrides: ["trainer.type=remote_api_grpo", "++trainer.algorithm={kl_penalty_coef: 0.05}"],
+    keyPath: "trainer.algorithm.kl_penalty_coef",
+    says: "read only by remote_api_opd",
+  },
+  {
+    overrides: ["++service.train_service.config={kl_discount_factor: 0.9}"],
+    keyPath: "service.train_service.config.kl_discount_factor",
+    says: "this trainer is remote_api_cross_entropy",
   },
   {
     overrides: ["++service.inference_service.base_url=http://127.0.0.1:8000/v1"],

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { lossFunctions } from "../../types/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
-import { environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import { accountingSchema, environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
 import { nonEmpty, within } from "./common.js";
 import {
   checkInferenceService,
@@ -132,6 +132,8 @@ export const recipeSchema = z
     multi_model: z.union([z.boolean(), z.string()]).optional(),
     /** Metrics sinks. */
     logger: loggerSchema,
+    /** Token prices, for the estimated cost of each step and of the run. */
+    accounting: accountingSchema,
     /** NexRL's pod setup script: only its empty values are accepted. */
     environment: environmentSchema.optional(),
     /** Resume from a checkpoint. */
@@ -233,6 +235,15 @@ export const recipeSchema = z
           `a teacher on another service is not supported yet: the teacher samples on the student's ${backend} service; remove it`,
         );
     });
+    const trainerType = recipe.trainer.type;
+    for (const key of ["kl_penalty_coef", "kl_discount_factor"] as const) {
+      if (trainerType === "remote_api_opd" || trainerType === "custom") continue;
+      if (fromTrainer[key] === undefined && fromService[key] === undefined) continue;
+      issue(
+        fromTrainer[key] === undefined ? ["service", "train_service", "config", key] : ["trainer", "algorithm", key],
+        `read only by remote_api_opd (the weight and discount of its reverse KL to the teacher), and this trainer is ${trainerType}; remove it${trainerType === "remote_api_grpo" ? " (a KL penalty to the initial weights is RemoteApiGrpoTrainer's klPenalty option, in a custom trainer)" : ""}`,
+      );
+    }
     const entropy = fromTrainer.entropy_coeff ?? fromService.entropy_coeff;
     if (entropy !== undefined && entropy !== 0 && backend !== "weaver") {
       issue(

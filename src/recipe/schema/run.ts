@@ -1,5 +1,5 @@
 /**
- * Run-level sections: `logger:`, `resume:`, `environment:`, `runtime_monitor:` (inventory §7).
+ * Run-level sections: `logger:`, `accounting:`, `resume:`, `environment:`, `runtime_monitor:` (inventory §7).
  * @module
  */
 import { z } from "zod";
@@ -49,6 +49,28 @@ export const loggerSchema = z
       refuse(ctx, ["enable_feishu_logging"], "Feishu notifications are not supported; remove it (or set it to false)");
     if (logger.feishu_url)
       refuse(ctx, ["feishu_url"], "Feishu notifications are not supported, so nothing would post to it; remove it");
+  })
+  .prefault({});
+
+/** Shape of `accounting:` — what a run's tokens cost. */
+export const accountingSchema = z
+  .strictObject({
+    /**
+     * Prices per million tokens, in the currency of your choice (the figures carry no unit):
+     * `prompt` for prompt tokens the sampler reads (sampling prompts, reference and teacher
+     * logprobs), `completion` for tokens it generates, `train` for tokens the trainer runs
+     * forward and backward. With them, each metrics row has `cost/step` and `cost/total`.
+     */
+    prices: z
+      .strictObject({
+        /** Per million prompt tokens read by the sampler. */
+        prompt: z.number().min(0),
+        /** Per million tokens generated. */
+        completion: z.number().min(0),
+        /** Per million tokens trained on. */
+        train: z.number().min(0),
+      })
+      .optional(),
   })
   .prefault({});
 

@@ -32,9 +32,9 @@ export const hyperParametersSchema = z.strictObject({
   grad_clip_norm: z.number().min(0).optional(),
   /** Entropy bonus sent in `loss_fn_config` where the service supports it. */
   entropy_coeff: z.number().optional(),
-  /** On-policy distillation: weight of the reverse KL in the advantages. */
+  /** On-policy distillation: weight of the reverse KL in the advantages (read by `remote_api_opd` and custom trainers only). */
   kl_penalty_coef: z.number().optional(),
-  /** On-policy distillation: discount of future per-token advantages, in [0, 1]. */
+  /** On-policy distillation: discount of future per-token advantages, in [0, 1] (read by `remote_api_opd` and custom trainers only). */
   kl_discount_factor: z.number().min(0).max(1).optional(),
 });
 
