@@ -120,10 +120,14 @@ function exists(path: string): Promise<boolean> {
  * `RunStalledError`). A run stopped by an error saves a checkpoint of its last finished step
  * first when it can. Nothing is written before the recipe's modules and data have loaded.
  *
+ * The result holds every metrics row, the run's summary (first → last figures, best validation,
+ * tokens and costs, failures: {@link summarizeMetrics}) and where its outputs are; with
+ * `options.progress`, {@link formatRunSummary} prints them at the end.
+ *
  * @example
  * ```ts
  * const result = await runRecipe("recipe/pig_latin/local.yaml", { tag: "demo", overrides: ["trainer.total_train_steps=10"] });
- * console.log(result.metrics.at(-1)?.["train/loss"]);
+ * console.log(result.metrics.at(-1)?.["train/loss"], result.summary.bestValidation);
  * ```
  * @throws RecipeError for an invalid recipe, and the pipeline's errors (`RolloutError`,
  * `NoSuccessfulRolloutError`, `UncaughtUserError`, `RunStalledError`, `TrainerError`,
