@@ -298,6 +298,11 @@ const REFUSED: Refusal[] = [
   },
   { overrides: ["++weight.sync_weight_path=/w"], keyPath: "weight.sync_weight_path", says: "self-hosted weight sync" },
   {
+    overrides: ["++weight.staleness_threshold=2"],
+    keyPath: "weight.staleness_threshold",
+    says: "in `sync` mode every step trains on rollouts of the weights before it",
+  },
+  {
     overrides: ["++trainer.custom_trainer_module_path=t.ts"],
     keyPath: "trainer.custom_trainer_module_path",
     says: "read only when `type` is `custom`",

@@ -158,7 +158,7 @@ export const weightSchema = z
     type: z.enum(["default"]).default("default"),
     /** `sync`: sync after every step; `batch-async`: roll out on weights up to `staleness_threshold` versions old; `fully-async`: never wait. */
     sync_mode: z.enum(["sync", "batch-async", "fully-async"]).default("sync"),
-    /** Most weight versions the sampler may lag behind in `batch-async`. */
+    /** Most weight versions the sampler may lag behind in `batch-async` and `fully-async` (refused above 0 in `sync`). */
     staleness_threshold: nonNegativeInt.default(0),
     /** NexRL compatibility: must equal `validate.eval.validate_freq` when given. */
     validate_freq: nonNegativeInt.optional(),
@@ -169,5 +169,11 @@ export const weightSchema = z
   })
   .superRefine((weight, ctx) => {
     if (weight.sync_weight_path) refuse(ctx, ["sync_weight_path"], SELF_HOSTED_WEIGHTS);
+    if (weight.sync_mode === "sync" && weight.staleness_threshold > 0)
+      refuse(
+        ctx,
+        ["staleness_threshold"],
+        "applies to `batch-async` and `fully-async`: in `sync` mode every step trains on rollouts of the weights before it; set `sync_mode: batch-async` to roll out ahead, or remove it",
+      );
   })
   .prefault({});
