@@ -6,30 +6,17 @@
  */
 import { basename, relative } from "node:path";
 import type { MetricsRow } from "../pipeline/events.js";
+import {
+  HEADLINE_METRICS,
+  formatAccounting,
+  formatDuration,
+  formatInteger,
+  summarizeMetrics,
+  type FirstLast,
+} from "../pipeline/run-summary.js";
 import type { SampleRow } from "../pipeline/samples.js";
-import { appendAll } from "../types/arrays.js";
 import { configValue, type RunFolder } from "../run-folder/read.js";
 import type { RunSnapshot, RunWeights } from "../run-folder/weights.js";
-
-/** A metric's value at a step. */
-export interface StepValue {
-  /** The step. */
-  step: number;
-  /** The value. */
-  value: number;
-}
-
-/** First and last value of a metric over the steps that have it. */
-export interface FirstLast {
-  /** The metric. */
-  key: string;
-  /** Its first value and step. */
-  first: StepValue;
-  /** Its last value and step. */
-  last: StepValue;
-  /** Its highest value and step (the best validation, for `val/reward_mean`). */
-  max: StepValue;
-}
 
 /** One figure of the summary: a label and a value as text. */
 export interface SummaryItem {
@@ -81,6 +68,8 @@ export interface ReportCheckpoint {
   savedAt: string;
 }
 
+export type { FirstLast, StepValue } from "../pipeline/run-summary.js";
+
 /** Everything the report page renders. */
 export interface ReportData {
   /** The run's name (its folder's name). */
@@ -110,9 +99,6 @@ export interface ReportData {
 /** Families shown first, in this order; any other family follows, alphabetically. */
 const FAMILY_ORDER = ["rollout", "train", "val", "agent", "staleness", "time", "tokens", "cost", "optim"];
 
-/** The metrics the summary follows first → last; each leads its family's charts. */
-const HEADLINE = ["rollout/reward_mean", "train/loss", "val/reward_mean"];
-
 /** The family of a metric key. */
 function familyOf(key: string): string {
   const slash = key.indexOf("/");
@@ -138,7 +124,8 @@ export function metricFamilies(rows: readonly MetricsRow[]): ReportFamily[] {
     byFamily.set(family, charts);
   }
   // The headline metrics first, then those that move, then flat lines.
-  const rank = (c: ReportChart): number => (HEADLINE.includes(c.key) ? 0 : c.constant ? 2 : 1);
+  // The summary's first → last metrics lead their families.
+  const rank = (c: ReportChart): number => (HEADLINE_METRICS.includes(c.key) ? 0 : c.constant ? 2 : 1);
   for (const charts of byFamily.values()) charts.sort((a, b) => rank(a) - rank(b));
   const order = (name: string): number => {
     const i = FAMILY_ORDER.indexOf(name);
@@ -149,101 +136,57 @@ export function metricFamilies(rows: readonly MetricsRow[]): ReportFamily[] {
     .map(([name, charts]) => ({ name, charts }));
 }
 
-/** First, last and highest value of `key` over `rows`, or undefined when no row has it. */
-export function firstLast(rows: readonly MetricsRow[], key: string): FirstLast | undefined {
-  const points = rows.flatMap((row) => {
-    const value = row[key];
-    return typeof value === "number" && Number.isFinite(value) ? [{ step: row.step, value }] : [];
-  });
-  if (points.length === 0) return undefined;
-  const max = points.reduce((best, p) => (p.value > best.value ? p : best));
-  return { key, first: points[0]!, last: points.at(-1)!, max };
-}
-
-const sum = (rows: readonly MetricsRow[], key: string): number =>
-  rows.reduce((total, row) => total + (typeof row[key] === "number" ? row[key] : 0), 0);
-
-const has = (rows: readonly MetricsRow[], key: string): boolean => rows.some((row) => typeof row[key] === "number");
-
-/** Seconds as `1 h 02 min`, `3 min 05 s` or `12.3 s`. */
-export function formatDuration(seconds: number): string {
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  const s = Math.round(seconds);
-  const [h, m, r] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
-  return h > 0 ? `${h} h ${String(m).padStart(2, "0")} min` : `${m} min ${String(r).padStart(2, "0")} s`;
-}
-
-const integer = (n: number): string => Math.round(n).toLocaleString("en-US");
-
-/**
- * The accounting figures (`tokens/*`, `cost/*`), when the run recorded them: a key named
- * `…total…` or `…cumulative…` is a running total (its last value), any other is per step (summed).
- */
-function accountingItems(rows: readonly MetricsRow[]): SummaryItem[] {
-  const keys = [...new Set(rows.flatMap((row) => Object.keys(row)))]
-    .filter((key) => key.startsWith("tokens/") || key.startsWith("cost/"))
-    .sort();
-  return keys.map((key) => {
-    const running = /total|cumulative/.test(key);
-    const value = running ? (firstLast(rows, key)?.last.value ?? 0) : sum(rows, key);
-    const text = key.startsWith("cost/") ? value.toFixed(value < 1 ? 4 : 2) : integer(value);
-    return { label: running ? key : `${key} (sum over steps)`, value: text };
-  });
-}
-
-/** The summary figures of a run. */
+/** The summary figures of a run: the run's facts, then what {@link summarizeMetrics} says of its metrics. */
 function summarize(run: RunFolder, weights: RunWeights): ReportSummary {
-  const rows = run.metrics;
   const cfg = (path: string): string | undefined => {
     const value = configValue(run.config, path);
     return typeof value === "string" || typeof value === "number" ? String(value) : undefined;
   };
-  const trainingRows = rows.filter((row) => row.step > 0);
-  const lastStep = rows.reduce((max, row) => Math.max(max, row.step), 0);
-  const total = cfg("trainer.total_train_steps");
-  const wall =
-    sum(trainingRows, "time/step_s") +
-    sum(
-      rows.filter((row) => row.step === 0),
-      "time/validation_s",
-    );
+  const total = Number(cfg("trainer.total_train_steps"));
+  const summary = summarizeMetrics(run.metrics, Number.isInteger(total) ? total : undefined);
+  const project = cfg("project_name");
+  const experiment = cfg("experiment_name");
   const items: SummaryItem[] = [
-    { label: "recipe", value: run.recipePath ?? cfg("experiment_name") ?? "?" },
+    { label: "recipe", value: run.recipePath ?? experiment ?? "?" },
+    ...(project !== undefined || experiment !== undefined
+      ? [{ label: "experiment", value: [project, experiment].filter((s) => s !== undefined).join(" / ") }]
+      : []),
     { label: "backend", value: cfg("service.train_service.backend") ?? "?" },
     { label: "model", value: cfg("service.train_service.model") ?? "?" },
     { label: "trainer", value: `${cfg("trainer.type") ?? "?"} (loss ${cfg("trainer.algorithm.loss_fn") ?? "?"})` },
-    { label: "steps", value: `${lastStep}${total ? ` of ${total}` : ""}` },
-    { label: "wall time", value: `${formatDuration(wall)} (sum of step times)` },
+    {
+      label: "steps",
+      value: `${summary.lastStep}${summary.totalSteps !== undefined ? ` of ${summary.totalSteps}` : ""}`,
+    },
+    { label: "wall time", value: `${formatDuration(summary.wallSeconds)} (sum of step times)` },
   ];
   if (run.sessions.length > 0)
     items.push({
       label: "sessions",
       value: run.sessions.map((s) => `${s.start} at ${s.startedAt}`).join("; "),
     });
-  if (has(rows, "train/num_tokens"))
-    items.push({ label: "tokens trained", value: integer(sum(rows, "train/num_tokens")) });
-  appendAll(items, accountingItems(rows));
-  const counts: Array<[string, string]> = [
-    ["rollout/failed", "failed rollouts"],
-    ["rollout/retried", "retried rollouts"],
-    ["rollout/timed_out", "timed-out rollouts"],
-    ["rollout/skipped", "skipped rollouts"],
-    ["rollout/groups_dropped", "dropped groups"],
-    ["train/skipped", "skipped training steps"],
-    ["staleness/dropped", "stale trajectories dropped"],
-    ["val/failed", "failed validation rollouts"],
-  ];
-  const problems = counts
-    .filter(([key]) => sum(rows, key) > 0)
-    .map(([key, label]) => `${integer(sum(rows, key))} ${label}`);
-  items.push({ label: "failures and skips", value: problems.length ? problems.join(", ") : "none" });
+  if (run.metrics.some((row) => typeof row["train/num_tokens"] === "number"))
+    items.push({
+      label: "tokens with loss (train/num_tokens)",
+      value: formatInteger(run.metrics.reduce((n, row) => n + (row["train/num_tokens"] ?? 0), 0)),
+    });
+  for (const figure of summary.accounting)
+    items.push({
+      label: figure.running ? figure.key : `${figure.key} (sum over steps)`,
+      value: formatAccounting(figure),
+    });
+  items.push({
+    label: "failures and skips",
+    value: summary.problems.length
+      ? summary.problems.map((p) => `${formatInteger(p.count)} ${p.label}`).join(", ")
+      : "none",
+  });
   if (run.failures.length > 0) items.push({ label: "failures.jsonl", value: `${run.failures.length} rows` });
   items.push({
     label: "checkpoints",
     value: weights.checkpoints.length ? weights.checkpoints.map((c) => c.step).join(", ") : "none",
   });
-  const trends = HEADLINE.flatMap((key) => firstLast(rows, key) ?? []);
-  return { items, trends };
+  return { items, trends: summary.trends };
 }
 
 /** `path` relative to `dir` when it is inside it, else as it is. */

@@ -2,7 +2,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { MetricsRow } from "../../src/pipeline/index.js";
-import { firstLast, formatDuration, metricFamilies } from "../../src/report/data.js";
+import { firstLast, formatDuration } from "../../src/pipeline/run-summary.js";
+import { metricFamilies } from "../../src/report/data.js";
 import { readReportData, renderReportHtml } from "../../src/report/index.js";
 import { readJsonlRows } from "../../src/run-folder/read.js";
 import { tempDir } from "../run-folder/helpers.js";
@@ -139,6 +140,7 @@ describe("the report data of a run folder", () => {
       trainer: "remote_api_grpo (loss ppo)",
       steps: "4 of 5",
       "wall time": "1 min 02 s (sum of step times)",
+      experiment: "demo",
       "tokens/completion (sum over steps)": "50",
       "tokens/prompt (sum over steps)": "100",
       "tokens/trained_total": "400",
