@@ -5,6 +5,7 @@
 import type { FailureRow } from "./failures.js";
 import type { StepRow } from "./jsonl-log.js";
 import type { RunSummary } from "./run-summary.js";
+import type { ValidationExample } from "./validation-examples.js";
 
 /** One line of `metrics.jsonl`: flat metrics of a training step (step 0 holds validation before training). */
 export interface MetricsRow extends StepRow {
@@ -58,7 +59,10 @@ export interface RunValidationEvent {
   readonly step: number;
   /** Its `val/*` metrics. */
   readonly metrics: Readonly<Record<string, number>>;
+  /** A few of its rollouts as text (input, output, target), printed under the validation line. */
+  readonly examples?: readonly ValidationExample[];
 }
+
 
 /** A checkpoint was saved. */
 export interface RunCheckpointEvent {

@@ -93,6 +93,8 @@ export {
 } from "./pool.js";
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
+export type { ValidationExample } from "./validation-examples.js";
+
 export { RemoteApiTrainer, type TrainerContext, type TrainStepResult } from "./trainers/remote-api-trainer.js";
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";

@@ -12,6 +12,7 @@ import { listRunStates, locateRunState, readRunState } from "./checkpoint.js";
 import type { RunEvent, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
 import { ProgressPrinter, type ProgressOutput } from "./progress.js";
+import { formatValidationExamples } from "./validation-examples.js";
 import {
   checkResumeSettings,
   describeChanges,
@@ -328,6 +329,8 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       progress.message(
         `validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
       );
+      for (const line of formatValidationExamples(event.examples ?? [])) progress.message(line);
+
       break;
     case "checkpoint":
       progress.message(`checkpoint at step ${event.step}: ${event.path}`);

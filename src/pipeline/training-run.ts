@@ -610,7 +610,8 @@ class TrainingRun {
     const t0 = performance.now();
     await this.syncSampler();
     const metrics = await this.parts.validator!.run(this.step);
-    this.options.emit({ type: "validation", step: this.step, metrics });
+    this.options.emit({ type: "validation", step: this.step, metrics, examples: this.parts.validator!.examples });
+
     return { metrics, seconds: seconds(t0) };
   }
 
