@@ -11,6 +11,7 @@ import { accountingSchema, environmentSchema, loggerSchema, resumeSchema, runtim
 import { nonEmpty, within } from "./common.js";
 import {
   checkInferenceService,
+  DEFAULT_LOCAL_MODEL,
   inferenceServiceSchema,
   localServiceSchema,
   tinkerServiceSchema,
@@ -37,11 +38,11 @@ export const serviceSchema = z
   .superRefine((service, ctx) => {
     const train = service.train_service;
     const inference = service.inference_service;
-    if (train.model === undefined && inference.model === undefined) {
+    if (train.model === undefined && inference.model === undefined && train.backend !== "local") {
       ctx.addIssue({
         code: "custom",
         path: ["train_service", "model"],
-        message: "required: the base model to train (or set `service.inference_service.model`)",
+        message: `required for the ${train.backend} backend: the base model to train, e.g. Qwen/Qwen3-8B (or set \`service.inference_service.model\`); only \`backend: local\` has a default model (the \`${DEFAULT_LOCAL_MODEL}\` preset)`,
       });
     }
     if (inference.identifier !== train.identifier) {
@@ -96,13 +97,13 @@ export const serviceSchema = z
   })
   .transform((service) => {
     const train = service.train_service;
-    const model = (train.model ?? service.inference_service.model) as string;
+    const model = train.model ?? service.inference_service.model ?? DEFAULT_LOCAL_MODEL;
     return {
       ...service,
       /** The training service (one actor). */
       train_service: {
         ...train,
-        /** Base model to train (from `inference_service.model` when not set here). */
+        /** Base model to train (from `inference_service.model` when not set here, else for `local` the `small` preset). */
         model,
       },
       /** The sampler the rollout workers call. */
