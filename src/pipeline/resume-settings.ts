@@ -36,6 +36,7 @@ export const RESUME_SAFE_SETTINGS: readonly string[] = [
   "validate",
   "trainer.total_train_steps",
   "trainer.save_freq",
+  "trainer.save_final",
   "trainer.checkpoint_path",
   "trainer.sync_weight_path",
   "trainer.remove_previous_ckpt",

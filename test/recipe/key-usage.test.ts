@@ -101,6 +101,7 @@ const READ: Record<string, string> = {
   "trainer.type": "src/pipeline/trainers/registry.ts",
   "trainer.total_train_steps": "src/pipeline/training-run.ts",
   "trainer.save_freq": "src/pipeline/training-run.ts",
+  "trainer.save_final": "src/pipeline/training-run.ts",
   "trainer.checkpoint_path": "src/pipeline/run-recipe.ts",
   "trainer.remove_previous_ckpt": "src/pipeline/training-run.ts",
   "trainer.custom_trainer_module_path": "src/pipeline/trainers/registry.ts",

@@ -54,6 +54,7 @@ describe("recipe schema", () => {
       trainer: {
         total_train_steps: 3,
         save_freq: 0,
+        save_final: true,
         algorithm: {
           loss_fn: "cross_entropy",
           learning_rate: 1e-4,
@@ -100,7 +101,7 @@ describe("recipe schema", () => {
   it("lists the known keys when nothing is close, and suggests across underscores", async () => {
     expect(await problems(MINIMAL_YAML, ["+trainer.zzz=1", "+rollout_worker.agent_config_path=a.yaml"])).toEqual([
       "rollout_worker.agent_config_path: unknown key; did you mean `nexau_agent_config_path`?",
-      "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, checkpoint_path, sync_weight_path, " +
+      "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, save_final, checkpoint_path, sync_weight_path, " +
         "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, teachers, algorithm",
     ]);
   });
