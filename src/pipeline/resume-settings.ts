@@ -32,6 +32,7 @@ export const RESUME_SAFE_SETTINGS: readonly string[] = [
   "accounting",
   "environment",
   "resume",
+  "init",
   "runtime_monitor",
   "validate",
   "trainer.total_train_steps",

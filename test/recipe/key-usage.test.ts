@@ -48,6 +48,8 @@ const READ: Record<string, string> = {
   "resume.resume_path": "src/pipeline/run-recipe.ts",
   "resume.resume_dataloader": "src/pipeline/run-recipe.ts",
   "resume.allow_changed": "src/pipeline/run-recipe.ts",
+  "init.from_recipe": "src/pipeline/init-stage.ts",
+  "init.from_checkpoint": "src/pipeline/init-stage.ts",
   "data.data_files": "src/pipeline/setup.ts",
   "data.seed": "src/pipeline/setup.ts",
   "data.batch_size": "src/pipeline/setup.ts",

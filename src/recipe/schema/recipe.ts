@@ -7,7 +7,14 @@ import { z } from "zod";
 import { lossFunctions } from "../../types/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
-import { accountingSchema, environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import {
+  accountingSchema,
+  environmentSchema,
+  initSchema,
+  loggerSchema,
+  resumeSchema,
+  runtimeMonitorSchema,
+} from "./run.js";
 import { nonEmpty, within } from "./common.js";
 import {
   checkInferenceService,
@@ -139,6 +146,8 @@ export const recipeSchema = z
     environment: environmentSchema.optional(),
     /** Resume from a checkpoint. */
     resume: resumeSchema,
+    /** Start a fresh run from the weights of another recipe's run or of a checkpoint (a warm start); null for none (`init=null` on the command line). */
+    init: initSchema.nullable().optional(),
     /** Training tasks. */
     data: dataSchema,
     /** Validation. */
@@ -199,6 +208,11 @@ export const recipeSchema = z
         `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`,
       );
     }
+    if (recipe.init != null && recipe.resume.mode === "from_path")
+      issue(
+        ["init"],
+        "`init` and `resume.mode: from_path` both choose the weights the run starts from; keep one (`init.from_checkpoint` warm-starts from a checkpoint's weights)",
+      );
     const multiModel = recipe.multi_model;
     if (multiModel === true || (typeof multiModel === "string" && !["false", ""].includes(multiModel.toLowerCase())))
       issue(["multi_model"], "nexrl trains one model per run; remove it (or set false)");
