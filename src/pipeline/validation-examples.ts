@@ -12,7 +12,7 @@ export interface ValidationExample {
   readonly input: string;
   /** What the model answered (`extraFields.response` of the trajectory). */
   readonly output: string;
-  /** What it should have answered, when the worker recorded it (see {@link validationExamples}). */
+  /** What it should have answered, when the worker recorded it (`extraFields.answer`, `ground_truth`, `expected` or `evaluation.expected`). */
   readonly target?: string;
   /** The rollout's reward. */
   readonly reward: number;
