@@ -1,8 +1,8 @@
 /**
- * Stage 1 of the local agent_tools recipe (optional): a supervised warm start of the tiny
- * byte-level model on demonstrations of the tool-call format, so that GRPO (`local.yaml` with
- * `resume.mode=from_path resume.resume_path=runs/agent-sft`) starts from a policy that calls tools.
- * About 3 minutes on 2 cores.
+ * The warm start of the local agent_tools recipe: supervised training of the tiny byte-level
+ * model on demonstrations of the tool-call format, so that GRPO (`local.yaml`, whose
+ * `init.from_recipe` runs this recipe first) starts from a policy that calls tools. About 3
+ * minutes on 2 cores; its final checkpoint is what `local.yaml` starts from. It also runs alone:
  *
  *   node dist/cli/main.js -m training-service -c recipe/agent_tools/sft_local.ts --run-nexrl --tag agent-sft
  */
@@ -22,7 +22,6 @@ export default defineRecipe({
   trainer: {
     type: "remote_api_cross_entropy",
     total_train_steps: 400,
-    save_freq: 400, // the checkpoint stage 2 starts from
   },
   validate: { validate_before_train: false, eval: { validate_freq: 0 } },
   service: {

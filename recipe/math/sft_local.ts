@@ -1,7 +1,8 @@
 /**
- * Stage 1 of the local math recipe: a supervised warm start of the tiny byte-level model on the
- * easy curriculum, so that GRPO (stage 2, `local.yaml`) starts from a policy that sometimes
- * answers right. About 20 s on 2 cores.
+ * The warm start of the local math recipe: supervised training of the tiny byte-level model on
+ * the easy curriculum, so that GRPO (`local.yaml`, whose `init.from_recipe` runs this recipe
+ * first) starts from a policy that sometimes answers right. About 20 s on 2 cores; its final
+ * checkpoint is what `local.yaml` starts from. It also runs alone:
  *
  *   npx nexrl -m training-service -c recipe/math/sft_local.ts --run-nexrl --tag math-sft
  *
@@ -25,8 +26,7 @@ export default defineRecipe({
   },
   trainer: {
     type: "remote_api_cross_entropy",
-    total_train_steps: 120,
-    save_freq: 120, // the checkpoint stage 2 starts from
+    total_train_steps: 120, // stopped early on purpose: see README.md
   },
   validate: {
     validate_before_train: false,

@@ -203,6 +203,11 @@ function formatPlan(recipe: LoadedRecipe, outputDir: string): string {
     `trainer:        ${config.trainer.type}, ${config.trainer.total_train_steps} steps`,
     `data:           ${(config.data.data_files ?? []).join(", ")} (batch ${config.data.batch_size})`,
     `weight sync:    ${config.weight.sync_mode}`,
+    ...(config.init == null
+      ? []
+      : [
+          `warm start:     ${config.init.from_recipe !== undefined ? `run ${config.init.from_recipe} first (or reuse its run)` : `the weights of ${config.init.from_checkpoint}`}, unless the run resumes`,
+        ]),
     `output dir:     ${outputDir} (resolved recipe: config.resolved.yaml)`,
   ];
   return `${lines.join("\n")}\n`;

@@ -5,6 +5,7 @@
 import type { FailureRow } from "./failures.js";
 import type { StepRow } from "./jsonl-log.js";
 import type { RunSummary } from "./run-summary.js";
+import type { ValidationExample } from "./validation-examples.js";
 
 /** One line of `metrics.jsonl`: flat metrics of a training step (step 0 holds validation before training). */
 export interface MetricsRow extends StepRow {
@@ -22,7 +23,38 @@ export type RunEvent =
   | RunCheckpointEvent
   | RunWarningEvent
   | RunRolloutFailureEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | RunInitEvent;
+
+/**
+ * The warm start of `init.from_recipe`, a stage before the run: `start` when that recipe begins
+ * to run (its own progress follows), `reused` when its earlier run is used as it is, `done` when
+ * it has run and the run itself begins.
+ */
+export interface RunInitEvent {
+  /** Discriminator. */
+  readonly type: "init";
+  /** What happened. */
+  readonly phase: "start" | "reused" | "done";
+  /** The warm-start recipe. */
+  readonly recipe: string;
+  /** Its run folder. */
+  readonly runDir: string;
+  /** The run-state file the run starts from (with `reused` and `done`). */
+  readonly checkpoint?: string;
+}
+
+/** How a run's starting weights were prepared by `init:` ({@link RunResult.init}). */
+export interface RunInit {
+  /** The checkpoint the run started from. */
+  readonly checkpoint: string;
+  /** With `init.from_recipe`: that recipe. */
+  readonly recipe?: string;
+  /** With `init.from_recipe`: its run folder. */
+  readonly runDir?: string;
+  /** With `init.from_recipe`: whether an earlier run of it was reused rather than run now. */
+  readonly reused?: boolean;
+}
 
 /** The run started (fresh or from a checkpoint). */
 export interface RunStartEvent {
@@ -58,6 +90,8 @@ export interface RunValidationEvent {
   readonly step: number;
   /** Its `val/*` metrics. */
   readonly metrics: Readonly<Record<string, number>>;
+  /** A few of its rollouts as text (input, output, target), printed under the validation line. */
+  readonly examples?: readonly ValidationExample[];
 }
 
 /** A checkpoint was saved. */
@@ -114,6 +148,8 @@ export interface RunResult {
   summary: RunSummary;
   /** Where the run's outputs are. */
   outputs: RunOutputs;
+  /** The warm start `init:` gave a fresh run, if any. */
+  init?: RunInit;
 }
 
 /** Where a run's outputs are, as {@link RunResult.outputs} lists them. */

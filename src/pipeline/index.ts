@@ -9,6 +9,8 @@ export type {
   RunCheckpointEvent,
   RunEndEvent,
   RunEvent,
+  RunInit,
+  RunInitEvent,
   RunOutputs,
   RunResult,
   RunRolloutFailureEvent,
@@ -93,6 +95,7 @@ export {
 } from "./pool.js";
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
+export type { ValidationExample } from "./validation-examples.js";
 export { RemoteApiTrainer, type TrainerContext, type TrainStepResult } from "./trainers/remote-api-trainer.js";
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";

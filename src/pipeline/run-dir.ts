@@ -23,10 +23,13 @@ export function timestampTag(date: Date): string {
   return date.toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
 }
 
+/** The storage root, absolute: `NEXRL_STORAGE_PATH`, else `./runs`. */
+export function storageRoot(options: Pick<RunDirectoryOptions, "env" | "cwd"> = {}): string {
+  return resolve(options.cwd ?? process.cwd(), (options.env ?? process.env).NEXRL_STORAGE_PATH || "runs");
+}
+
 /** The run's output folder: `outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`, absolute. */
 export function resolveRunDirectory(options: RunDirectoryOptions = {}): string {
-  const cwd = options.cwd ?? process.cwd();
-  if (options.outputDir) return resolve(cwd, options.outputDir);
-  const root = (options.env ?? process.env).NEXRL_STORAGE_PATH || "runs";
-  return resolve(cwd, root, options.tag ?? timestampTag(options.now ?? new Date()));
+  if (options.outputDir) return resolve(options.cwd ?? process.cwd(), options.outputDir);
+  return resolve(storageRoot(options), options.tag ?? timestampTag(options.now ?? new Date()));
 }

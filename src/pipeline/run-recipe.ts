@@ -9,9 +9,11 @@ import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
 import { listRunStates, locateRunState, readRunState } from "./checkpoint.js";
-import type { RunEvent, RunOutputs, RunResult } from "./events.js";
+import type { RunEvent, RunInit, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
+import { prepareInit } from "./init-stage.js";
 import { ProgressPrinter, type ProgressOutput } from "./progress.js";
+import { formatValidationExamples } from "./validation-examples.js";
 import {
   checkResumeSettings,
   describeChanges,
@@ -134,7 +136,16 @@ function exists(path: string): Promise<boolean> {
  * `RunSetupError`, `ResumeSettingsError`, `DataLoaderError`, `OutputDirError`,
  * `RunFolderLockedError`, `BackendNotAvailableError`) when the run cannot go on.
  */
-export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecipeOptions = {}): Promise<RunResult> {
+export function runRecipe(recipe: string | LoadedRecipe, options: RunRecipeOptions = {}): Promise<RunResult> {
+  return runInChain(recipe, options, []);
+}
+
+/** {@link runRecipe}, for a recipe that `chain` (outer first) runs as its `init.from_recipe` warm start. */
+async function runInChain(
+  recipe: string | LoadedRecipe,
+  options: RunRecipeOptions,
+  chain: readonly string[],
+): Promise<RunResult> {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   if (typeof recipe !== "string" && options.overrides?.length) {
@@ -185,7 +196,23 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       emit({ type: "warning", message });
     // The command line may hold a secret given as an override.
     lock = await RunLock.acquire(outputDir, redact(process.argv.join(" ")));
-    const start = await planStart(loaded, checkpointDir, cwd);
+    let start = await planStart(loaded, checkpointDir, cwd);
+    let init: RunInit | undefined;
+    if (start.kind === "fresh" && config.init != null) {
+      const outcome = await prepareInit(loaded, {
+        env,
+        cwd,
+        emit,
+        chain,
+        run: (child, outputDir) =>
+          runInChain(child, { ...options, outputDir, onEvent: undefined, overrides: undefined, tag: undefined }, [
+            ...chain,
+            loaded.path,
+          ]),
+      });
+      if (outcome.kind === "stopped") return outcome.result;
+      ({ plan: start, init } = outcome);
+    }
     const settings = await runSettings(config);
     if (start.kind === "resume") checkSettings(start, settings, config.resume.allow_changed, emit);
     const sessions = await readSessions(outputDir);
@@ -232,6 +259,7 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       ...looped,
       summary: summarizeMetrics(looped.metrics, config.trainer.total_train_steps),
       outputs: await runOutputs(looped, loaded, checkpointDir),
+      ...(init && { init }),
     };
     if (progress) {
       progress.end();
@@ -328,9 +356,19 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       progress.message(
         `validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
       );
+      for (const line of formatValidationExamples(event.examples ?? [])) progress.message(line);
       break;
     case "checkpoint":
       progress.message(`checkpoint at step ${event.step}: ${event.path}`);
+      break;
+    case "init":
+      progress.message(
+        event.phase === "start"
+          ? `warm start (init.from_recipe): running ${event.recipe} first, into ${event.runDir} (reused by later runs while its recipe, data and modules are unchanged)`
+          : event.phase === "reused"
+            ? `warm start (init.from_recipe): reusing ${event.runDir}, the run of ${event.recipe} with the same recipe, data and modules (delete the folder to run it again)`
+            : `warm start done: training from the weights of ${event.checkpoint}`,
+      );
       break;
     case "warning":
       progress.message(`warning: ${event.message}`);

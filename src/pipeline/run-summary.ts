@@ -229,6 +229,9 @@ export function formatRunSummary(result: RunResult, options: FormatRunSummaryOpt
     );
   lines.push(`  nexrl report ${dir} --open`);
   if (outputs.sampleable) lines.push(`  nexrl sample ${dir} 'PROMPT'             # or prompts on stdin, one a line`);
-  else lines.push("  (to sample the trained model with nexrl sample, save checkpoints: trainer.save_freq)");
+  else
+    lines.push(
+      "  (to sample the trained model with nexrl sample, keep the final checkpoint: trainer.save_final: true)",
+    );
   return `${lines.join("\n")}\n`;
 }

@@ -292,7 +292,9 @@ class TrainingRun {
     }
     try {
       this.phase = `saving a checkpoint of step ${quiet.step} after the error`;
-      await supervisor.race(this.saveCheckpoint(quiet));
+      // The weights are still those of the quiet step (see above): a run that samples nothing publishes them now.
+      await supervisor.race(this.syncSampler());
+      await supervisor.race(this.saveCheckpoint({ ...quiet, sampler: this.parts.weightSync.sampler }));
       warn(
         `the run stopped at step ${this.step}: saved a checkpoint of it (${this.lastCheckpoint}); fix the cause and resume with resume.mode=auto`,
       );
@@ -492,7 +494,9 @@ class TrainingRun {
       }
     }
     if (signal?.aborted) reason = "aborted";
-    if (reason === "aborted" && this.lastCheckpointStep !== this.step) await this.checkpoint();
+    // The end of a run (a stop included) leaves a checkpoint of its last step unless the recipe opts out.
+    if ((reason === "aborted" || config.trainer.save_final) && this.lastCheckpointStep !== this.step)
+      await this.checkpoint();
     await this.parts.failures.flush();
     emit({ type: "end", step: this.step, reason });
     return {
@@ -610,7 +614,7 @@ class TrainingRun {
     const t0 = performance.now();
     await this.syncSampler();
     const metrics = await this.parts.validator!.run(this.step);
-    this.options.emit({ type: "validation", step: this.step, metrics });
+    this.options.emit({ type: "validation", step: this.step, metrics, examples: this.parts.validator!.examples });
     return { metrics, seconds: seconds(t0) };
   }
 
@@ -619,6 +623,8 @@ class TrainingRun {
     const phase = this.phase;
     this.phase = `saving the checkpoint of step ${this.step}`;
     await this.parts.scheduler.drain();
+    // A run that samples nothing (SFT) has not published its weights: the checkpoint's sampler must be this step's.
+    await this.syncSampler();
     await this.saveCheckpoint({
       step: this.step,
       sampler: this.parts.weightSync.sampler,

@@ -7,6 +7,7 @@ import type { DataLoader } from "./data/data-loader.js";
 import type { RolloutRunner } from "./rollout/runner.js";
 import { putSummary } from "./stats.js";
 import { maxOf } from "../types/arrays.js";
+import { validationExamples, type ValidationExample } from "./validation-examples.js";
 
 /** Options of {@link Validator}. */
 export interface ValidatorOptions {
@@ -37,6 +38,8 @@ export function passAtK(n: number, c: number, k: number): number {
  */
 export class Validator {
   private readonly passThreshold: number;
+  /** A few rollouts of the last {@link Validator.run} as text (the first validation rows), for the progress output. */
+  examples: readonly ValidationExample[] = [];
 
   /**
    * @param loader the validation tasks.
@@ -59,6 +62,7 @@ export class Validator {
     const groups = this.loader.allGroups(version);
     const outcomes = await Promise.all(groups.flatMap((group) => group.tasks.map((task) => this.runner.run(task))));
     const trajectories = outcomes.flatMap((o) => o.trajectories);
+    this.examples = validationExamples(outcomes);
     const counts = this.runner.takeCounts();
     const metrics: Record<string, number> = {
       "val/num_samples": trajectories.length,

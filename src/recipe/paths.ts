@@ -95,6 +95,7 @@ export function resolveConfigPaths(config: RecipeConfig, base: PathBase, file: s
     const modulePath = at(reference.modulePath, ["rollout_worker", "evaluator_module_path"]);
     worker.evaluator_module_path = formatModuleReference({ ...reference, modulePath });
   }
+  if (out.init?.from_recipe !== undefined) out.init.from_recipe = at(out.init.from_recipe, ["init", "from_recipe"]);
   const trainer = out.trainer;
   if (trainer.custom_trainer_module_path !== undefined) {
     trainer.custom_trainer_module_path = at(trainer.custom_trainer_module_path, [

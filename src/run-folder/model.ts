@@ -89,7 +89,7 @@ function pickWeights(
   const steps = [...new Set([...checkpoints, ...snapshots].map((w) => w.step))].sort((a, b) => a - b);
   if (steps.length === 0)
     throw new RunFolderError(
-      `${run.dir} holds no weights to sample: it has no checkpoint (set trainer.save_freq to save some)` +
+      `${run.dir} holds no weights to sample: it has no checkpoint (a run saves one at its end unless trainer.save_final is false)` +
         (snapshots.length === 0 && configValue(run.config, "service.train_service.backend") === "local"
           ? " and no sampler snapshot in sampler_weights/"
           : ""),

@@ -125,12 +125,19 @@ describe("recipe/agent_tools through the gateway", () => {
     expect(trained).toEqual(sampled);
   });
 
-  it("local.yaml runs end to end with runRecipe (two steps here)", async () => {
+  it("local.yaml runs end to end with runRecipe (two steps here, without its warm start)", async () => {
     const dir = await tempDir();
     const result = await runRecipe(join(RECIPE, "local.yaml"), {
       outputDir: join(dir, "run"),
       env: {},
-      overrides: ["trainer.total_train_steps=2", "validate.eval.validate_freq=0", "data.batch_size=2"],
+      // test/recipe/local-runs.test.ts runs it with its warm start (init.from_recipe)
+      overrides: [
+        "init=null",
+        "trainer.total_train_steps=2",
+        "validate.validate_before_train=false",
+        "validate.eval.validate_freq=0",
+        "data.batch_size=2",
+      ],
     });
     expect([result.steps, result.stopReason]).toEqual([2, "completed"]);
     for (const row of result.metrics)

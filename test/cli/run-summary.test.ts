@@ -102,6 +102,7 @@ describe("the end-of-run summary", () => {
         out,
         "logger.backend=[jsonl]",
         ...pigLatinOverrides({ steps: 2, saveFreq: 0, validateFreq: 0 }),
+        "trainer.save_final=false",
       ],
       {
         stdout: { write: (s: string) => (stdout += s) },
@@ -115,10 +116,10 @@ describe("the end-of-run summary", () => {
     expect(stdout).not.toMatch(/step \d\/2 \|/);
     expect(stdout).toContain("done after step 2");
     expect(stdout).toContain("run summary: completed after step 2 of 2");
-    // no checkpoint, and pig latin samples nothing: no weights of step 2 to sample
+    // no checkpoint (save_final: false), and pig latin samples nothing: no weights of step 2 to sample
     expect(summaryValue(stdout, "checkpoints")).toBe("none saved");
     expect(stdout).not.toMatch(/^ {2}nexrl sample /m);
-    expect(stdout).toContain("save checkpoints: trainer.save_freq");
+    expect(stdout).toContain("keep the final checkpoint: trainer.save_final: true");
     expect((await metricsOf(out)).map((r) => r.step)).toEqual([1, 2]);
   }, 60_000);
 });

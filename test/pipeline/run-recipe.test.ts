@@ -45,7 +45,8 @@ describe("runRecipe", () => {
       outputDir: join(dir, "out"),
       steps: 3,
       stopReason: "completed",
-      lastCheckpoint: undefined,
+      // save_freq 0: only the final checkpoint (trainer.save_final defaults to true)
+      lastCheckpoint: join(dir, "out", "checkpoints", "step_000003.json"),
     });
     const rows = await readJsonl(join(dir, "out", "metrics.jsonl"));
     expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3]);
@@ -102,7 +103,16 @@ describe("runRecipe", () => {
       reward: expect.any(Number),
     });
     expect(await readFile(join(dir, "out", "config.resolved.yaml"), "utf8")).toContain("remote_api_grpo");
-    expect(events.map((e) => e.type)).toEqual(["start", "validation", "step", "validation", "step", "step", "end"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "start",
+      "validation",
+      "step",
+      "validation",
+      "step",
+      "step",
+      "checkpoint",
+      "end",
+    ]);
     expect((await readdir(join(dir, "out", "sampler_weights"))).sort()).toEqual([
       "initial.nxw",
       "step_000001.nxw",

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadRecipe, type RecipeConfig } from "../../src/recipe/index.js";
+import { DEFAULT_LOCAL_MODEL, loadRecipe, type RecipeConfig } from "../../src/recipe/index.js";
 import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
 
 afterAll(removeTempDirs);
@@ -54,6 +54,7 @@ describe("recipe schema", () => {
       trainer: {
         total_train_steps: 3,
         save_freq: 0,
+        save_final: true,
         algorithm: {
           loss_fn: "cross_entropy",
           learning_rate: 1e-4,
@@ -100,7 +101,7 @@ describe("recipe schema", () => {
   it("lists the known keys when nothing is close, and suggests across underscores", async () => {
     expect(await problems(MINIMAL_YAML, ["+trainer.zzz=1", "+rollout_worker.agent_config_path=a.yaml"])).toEqual([
       "rollout_worker.agent_config_path: unknown key; did you mean `nexau_agent_config_path`?",
-      "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, checkpoint_path, sync_weight_path, " +
+      "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, save_final, checkpoint_path, sync_weight_path, " +
         "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, teachers, algorithm",
     ]);
   });
@@ -219,6 +220,24 @@ describe("cross-section rules", () => {
     expect(await problems(MINIMAL_YAML, ["+service.inference_service.backend=tinker"])).toEqual([
       'service.inference_service.backend: the tinker sampler cannot serve weights trained on local; use "local" or an OpenAI-compatible server',
       "service.tinker_service: required for the tinker backend: set `tinker_service.api_key: ${oc.env:TINKER_API_KEY}`",
+    ]);
+  });
+
+  it("trains the documented default preset with backend: local and no model; names it when a remote backend has none", async () => {
+    const withoutModel = MINIMAL_YAML.replace("    model: tiny\n", "");
+    expect(withoutModel).not.toContain("model:");
+    const config = await load(withoutModel);
+    expect(DEFAULT_LOCAL_MODEL).toBe("small");
+    expect(config.service.train_service.model).toBe("small");
+    expect(config.service.inference_service.model).toBe("small");
+    // The inference service's model, when given, is still the one trained.
+    expect((await load(withoutModel, ["+service.inference_service.model=medium"])).service.train_service.model).toBe(
+      "medium",
+    );
+    expect(
+      await problems(withoutModel, ["service.train_service.backend=tinker", "+service.tinker_service.api_key=k"]),
+    ).toEqual([
+      "service.train_service.model: required for the tinker backend: the base model to train, e.g. Qwen/Qwen3-8B (or set `service.inference_service.model`); only `backend: local` has a default model (the `small` preset)",
     ]);
   });
 

@@ -17,6 +17,7 @@ async function agentProject(agentSource?: string): Promise<string> {
   await writeFile(
     join(dir, "recipe.yaml"),
     `defaults: [${join(AGENT_TOOLS, "local.yaml")}, _self_]
+init: null  # no warm start: the untrained model is enough to end a run
 data: {batch_size: 1, rollout_repeat_n: 2, data_files: [${join(AGENT_TOOLS, "data/train.jsonl")}]}
 rollout_worker:
   agent_module_path: ${agentSource === undefined ? join(AGENT_TOOLS, "agent.ts") : "agent.ts"}

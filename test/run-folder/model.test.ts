@@ -52,10 +52,12 @@ describe("a local run's weights", () => {
       [2, "checkpoints/step_000002.nxs"],
       [4, "checkpoints/step_000004.nxs"],
     ]);
-    // validation at step 3 exported the weights of step 3 for sampling; pig latin samples nothing else
+    // pig latin samples nothing but validation (step 3); each checkpoint exports its step's weights for sampling too
     expect(weights.snapshots.map((s) => [s.step, relative(out, s.file)])).toEqual([
       [0, "sampler_weights/initial.nxw"],
+      [2, "sampler_weights/step_000002.nxw"],
       [3, "sampler_weights/step_000003.nxw"],
+      [4, "sampler_weights/step_000004.nxw"],
     ]);
 
     const model = await openRunModel(out);
@@ -120,7 +122,7 @@ describe("openRunModel refuses", () => {
     await mkdir(empty);
     await writeFile(join(empty, "config.resolved.yaml"), "service: {train_service: {backend: local, model: tiny}}\n");
     await expect(openRunModel(empty)).rejects.toThrow(
-      "holds no weights to sample: it has no checkpoint (set trainer.save_freq to save some) and no sampler snapshot",
+      "holds no weights to sample: it has no checkpoint (a run saves one at its end unless trainer.save_final is false) and no sampler snapshot",
     );
     await writeFile(join(empty, "config.resolved.yaml"), "service: {train_service: {backend: tinker, model: m}}\n");
     await expect(openRunModel(empty, { localOnly: true })).rejects.toThrow(
@@ -146,10 +148,10 @@ describe("a remote run's weights", () => {
       await runRecipe(pigLatinRecipe, { outputDir: out, overrides, env: {}, cwd: root });
       const weights = await readRunWeights(await readRunFolder(out));
       expect(weights.snapshots).toEqual([]);
-      // step 1: nothing sampled since the start, so its sampler is the initial one; step 2 validated
+      // nothing samples at step 1, yet its checkpoint's sampler holds the weights of step 1
       expect(weights.checkpoints.map((c) => [c.step, c.samplerVersion, c.samplerPath.startsWith("tinker://")])).toEqual(
         [
-          [1, 0, true],
+          [1, 1, true],
           [2, 2, true],
         ],
       );
@@ -161,6 +163,11 @@ describe("a remote run's weights", () => {
         "tinker",
         weights.checkpoints[1]!.samplerPath,
       ]);
+      // A checkpoint written before nexrl exported the weights of steps that sampled nothing records the initial sampler.
+      const stepOne = join(out, "checkpoints", "step_000001.json");
+      const stored = JSON.parse(await readFile(stepOne, "utf8")) as { sampler: object; initialSamplerPath: string };
+      const initialSampler = stored.initialSamplerPath;
+      await writeFile(stepOne, JSON.stringify({ ...stored, sampler: { path: initialSampler, version: 0 } }));
       const first = await openRunModel(`${out}:1`, { env, log: (line) => notes.push(line) });
       expect(first.source).toMatch(/^tinker:\/\/.*sample-step_000001-/);
       expect(notes).toEqual([
@@ -170,7 +177,7 @@ describe("a remote run's weights", () => {
       const tokens = latest.tokenizer.encode("English: a cat\nPig Latin:", { addBos: true });
       const { TinkerTrainingService } = await import("../../src/services/training/index.js");
       const service = new TinkerTrainingService({ baseUrl: server.url, apiKey: "key-for-tests" });
-      const initial = await service.createSamplingClient(weights.checkpoints[0]!.samplerPath);
+      const initial = await service.createSamplingClient(initialSampler);
       const [lpInitial, lpStep1, lpStep2] = await Promise.all(
         [initial, first.samplingClient, latest.samplingClient].map((c) => c.computeLogprobs(tokens)),
       );

@@ -39,52 +39,53 @@ export function pigLatin(phrase: string): string {
   return phrase.split(" ").map(pigLatinWord).join(" ");
 }
 
-/** Everyday phrases. */
-const PHRASES = [
-  "good morning", "good night", "thank you very much", "see you later", "how are you today",
-  "where is the train station", "i love to read books", "it is a sunny day", "please close the door",
-  "what time is it", "the weather is nice", "i am very hungry", "let us go home", "happy birthday to you",
-  "nice to meet you", "have a great day", "i like green tea", "the store opens at nine", "my name is sam",
-  "we need more milk", "can you help me", "the music is too loud", "turn left at the corner", "i lost my keys",
-  "she speaks three languages", "the baby is sleeping", "bring your umbrella", "the train is late",
-  "water the plants", "dinner is ready", "call me tomorrow", "the movie was funny", "quiet please",
-  "open your books", "write your name here", "the sky is clear tonight", "they play soccer after school",
-  "this soup is hot", "the library is closed", "square boxes stack well",
-];
+/**
+ * Determiners; `a` becomes `an` before a vowel. The phrases use 39 words in all (these, `an`, and
+ * the three lists below), with every kind of onset (none, one consonant, clusters, `qu`, `y`): a
+ * vocabulary the small model learns to translate in a few minutes. Validation phrases are new
+ * combinations of the same words.
+ */
+const DETERMINERS = ["the", "a", "my", "your", "this", "his"];
+/** Adjectives. */
+const ADJECTIVES = ["red", "green", "blue", "big", "old", "quick", "happy", "strong", "sweet", "bright", "yellow", "open"];
+/** Nouns. */
+const NOUNS = ["cat", "dog", "bird", "fish", "apple", "book", "house", "tree", "friend", "school", "queen", "egg"];
+/** Verbs in the third person. */
+const VERBS = ["runs", "sleeps", "sings", "eats", "reads", "jumps", "swims", "plays"];
 
-/** Sentence parts for `subject verb object` phrases. */
-const SUBJECTS = [
-  "the cat", "a dog", "my friend", "the teacher", "our team", "the little bird", "a farmer", "the old man",
-  "her brother", "the children", "this student", "the doctor", "your mother", "the queen", "a small fish", "the strong horse",
-];
-const VERBS = [
-  "likes", "sees", "wants", "finds", "eats", "reads", "builds", "paints",
-  "carries", "opens", "cleans", "follows", "brings", "watches", "plays with", "thinks about",
-];
-const OBJECTS = [
-  "the red apple", "a green book", "the big house", "some fresh bread", "the blue sky", "a quiet street",
-  "the yellow flower", "an open window", "the long river", "a warm blanket", "the new school", "three small stones",
-  "the sweet cake", "a bright star", "the wooden chair", "the quick fox",
-];
+/** Rows in each split. */
+const TRAIN_SIZE = 1600;
+const VAL_SIZE = 40;
 
-/** Number of generated `subject verb object` phrases. */
-const GENERATED = 320;
-/** Every `VAL_EVERY`-th phrase goes to the validation split. */
-const VAL_EVERY = 10;
+/**
+ * A phrase of two to four words: `ADJ NOUN`, `DET NOUN VERB`, `DET ADJ NOUN` or
+ * `DET ADJ NOUN VERB`.
+ */
+function phrase(pick: <T>(items: readonly T[]) => T, next: () => number): string {
+  const shape = Math.floor(next() * 4);
+  const words =
+    shape === 0
+      ? [pick(ADJECTIVES), pick(NOUNS)]
+      : shape === 1
+        ? [pick(DETERMINERS), pick(NOUNS), pick(VERBS)]
+        : shape === 2
+          ? [pick(DETERMINERS), pick(ADJECTIVES), pick(NOUNS)]
+          : [pick(DETERMINERS), pick(ADJECTIVES), pick(NOUNS), pick(VERBS)];
+  if (words[0] === "a" && "aeiou".includes(words[1]![0]!)) words[0] = "an";
+  return words.join(" ");
+}
 
-/** The train and validation rows. */
+/**
+ * The train and validation rows: distinct phrases (a validation phrase is never a training
+ * phrase, but its words all occur in training).
+ */
 export function makeRows(): { train: PigLatinRow[]; val: PigLatinRow[] } {
   const next = seededRandom(42);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-  const phrases = new Set(PHRASES);
-  while (phrases.size < PHRASES.length + GENERATED) phrases.add(`${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)}`);
-  const ordered = [...phrases];
-  for (let i = ordered.length - 1; i > 0; i--) {
-    const j = Math.floor(next() * (i + 1));
-    [ordered[i], ordered[j]] = [ordered[j]!, ordered[i]!];
-  }
-  const rows = ordered.map((input) => ({ input, output: pigLatin(input) }));
-  return { train: rows.filter((_, i) => i % VAL_EVERY !== 0), val: rows.filter((_, i) => i % VAL_EVERY === 0) };
+  const phrases = new Set<string>();
+  while (phrases.size < TRAIN_SIZE + VAL_SIZE) phrases.add(phrase(pick, next));
+  const rows = [...phrases].map((input) => ({ input, output: pigLatin(input) }));
+  return { train: rows.slice(0, TRAIN_SIZE), val: rows.slice(TRAIN_SIZE) };
 }
 
 /** File name → JSONL content, as committed. */

@@ -7,10 +7,18 @@ import { z } from "zod";
 import { lossFunctions } from "../../types/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
-import { accountingSchema, environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import {
+  accountingSchema,
+  environmentSchema,
+  initSchema,
+  loggerSchema,
+  resumeSchema,
+  runtimeMonitorSchema,
+} from "./run.js";
 import { nonEmpty, within } from "./common.js";
 import {
   checkInferenceService,
+  DEFAULT_LOCAL_MODEL,
   inferenceServiceSchema,
   localServiceSchema,
   tinkerServiceSchema,
@@ -37,11 +45,11 @@ export const serviceSchema = z
   .superRefine((service, ctx) => {
     const train = service.train_service;
     const inference = service.inference_service;
-    if (train.model === undefined && inference.model === undefined) {
+    if (train.model === undefined && inference.model === undefined && train.backend !== "local") {
       ctx.addIssue({
         code: "custom",
         path: ["train_service", "model"],
-        message: "required: the base model to train (or set `service.inference_service.model`)",
+        message: `required for the ${train.backend} backend: the base model to train, e.g. Qwen/Qwen3-8B (or set \`service.inference_service.model\`); only \`backend: local\` has a default model (the \`${DEFAULT_LOCAL_MODEL}\` preset)`,
       });
     }
     if (inference.identifier !== train.identifier) {
@@ -96,13 +104,13 @@ export const serviceSchema = z
   })
   .transform((service) => {
     const train = service.train_service;
-    const model = (train.model ?? service.inference_service.model) as string;
+    const model = train.model ?? service.inference_service.model ?? DEFAULT_LOCAL_MODEL;
     return {
       ...service,
       /** The training service (one actor). */
       train_service: {
         ...train,
-        /** Base model to train (from `inference_service.model` when not set here). */
+        /** Base model to train (from `inference_service.model` when not set here, else for `local` the `small` preset). */
         model,
       },
       /** The sampler the rollout workers call. */
@@ -138,6 +146,8 @@ export const recipeSchema = z
     environment: environmentSchema.optional(),
     /** Resume from a checkpoint. */
     resume: resumeSchema,
+    /** Start a fresh run from the weights of another recipe's run or of a checkpoint (a warm start); null for none (`init=null` on the command line). */
+    init: initSchema.nullable().optional(),
     /** Training tasks. */
     data: dataSchema,
     /** Validation. */
@@ -198,6 +208,11 @@ export const recipeSchema = z
         `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`,
       );
     }
+    if (recipe.init != null && recipe.resume.mode === "from_path")
+      issue(
+        ["init"],
+        "`init` and `resume.mode: from_path` both choose the weights the run starts from; keep one (`init.from_checkpoint` warm-starts from a checkpoint's weights)",
+      );
     const multiModel = recipe.multi_model;
     if (multiModel === true || (typeof multiModel === "string" && !["false", ""].includes(multiModel.toLowerCase())))
       issue(["multi_model"], "nexrl trains one model per run; remove it (or set false)");

@@ -102,6 +102,34 @@ export const resumeSchema = z
   .prefault({});
 
 /**
+ * Shape of `init:`: the weights a fresh run starts from (a warm start), instead of the base
+ * model's. Applies only when the run starts afresh: a resumed run continues its own checkpoint.
+ */
+export const initSchema = z
+  .strictObject({
+    /**
+     * A recipe (path beside this one, or from the current folder) run first, whose final
+     * checkpoint's weights this run starts from. It runs once into
+     * `<NEXRL_STORAGE_PATH or ./runs>/init/<name>-<fingerprint>/` and is reused while its inputs
+     * (the resolved recipe, its data files and the modules it names) are unchanged.
+     */
+    from_recipe: nonEmpty.optional(),
+    /** A checkpoint (a run folder, its `checkpoints/` folder or a `step_NNNNNN.json` file) whose weights this run starts from. */
+    from_checkpoint: nonEmpty.optional(),
+  })
+  .superRefine((init, ctx) => {
+    if ((init.from_recipe === undefined) === (init.from_checkpoint === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: init.from_recipe === undefined ? [] : ["from_checkpoint"],
+        message:
+          init.from_recipe === undefined
+            ? "needs `from_recipe` (a recipe to run first) or `from_checkpoint` (a checkpoint's weights)"
+            : "give `from_recipe` or `from_checkpoint`, not both",
+      });
+  });
+
+/**
  * Shape of `environment:` (NexRL sources a script in the job's pod). nexrl runs no script: only
  * the empty values NexRL recipes carry are accepted.
  */

@@ -12,6 +12,12 @@ export const TRAIN_BACKENDS = ["local", "tinker", "weaver"] as const;
 /** Inference backends: a training backend's own sampler, or an OpenAI-compatible server. */
 export const INFERENCE_BACKENDS = [...TRAIN_BACKENDS, "openai", "vllm", "sglang"] as const;
 
+/**
+ * The model `backend: local` trains when the recipe names none: the engine's `small` preset
+ * (about 0.86 M parameters, context 256, byte tokenizer). Remote backends have no default model.
+ */
+export const DEFAULT_LOCAL_MODEL = "small";
+
 /** Shape of `service.train_service:` (NexRL's flat form; the named form `{main_actor: {...}}` is accepted too). */
 export const trainServiceSchema = z.strictObject({
   /** Routes trajectories and weight syncs; must equal `inference_service.identifier`. */
@@ -20,7 +26,7 @@ export const trainServiceSchema = z.strictObject({
   role: z.enum(["actor"]).default("actor"),
   /** Where training runs. */
   backend: z.enum(TRAIN_BACKENDS),
-  /** Base model to train (a preset name such as `tiny` for `local`); defaults to `inference_service.model`. */
+  /** Base model to train (a preset name such as `tiny` for `local`); defaults to `inference_service.model`, and for `local` then to {@link DEFAULT_LOCAL_MODEL} (`small`). */
   model: nonEmpty.optional(),
   /** Hyper-parameters (NexRL's place for them); merged into `trainer.algorithm`. */
   config: hyperParametersSchema.optional(),

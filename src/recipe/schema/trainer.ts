@@ -93,8 +93,10 @@ export const trainerSchema = z
     type: z.enum(TRAINER_TYPES),
     /** Training steps to run. */
     total_train_steps: positiveInt,
-    /** Save a checkpoint every this many steps; 0 never. */
+    /** Save a checkpoint every this many steps; 0 only at the end (see `save_final`). */
     save_freq: nonNegativeInt.default(0),
+    /** Save a checkpoint of the last step when the run ends (completed, out of data, or stopped); false for none but those of `save_freq` (which saves the last step too); a stopped run saves one either way. */
+    save_final: z.boolean().default(true),
     /** Where checkpoints go. */
     checkpoint_path: nonEmpty.optional(),
     /** NexRL's self-hosted weight path: only `""` is accepted. */

@@ -1,0 +1,68 @@
+/**
+ * Whether the shipped demos learn on the embedded engine, and how long they take: the three
+ * local recipes run from a clean temporary folder with the one command their READMEs give, each a
+ * fresh `nexrl` process timed from spawn to exit. The folder is new, so the warm starts of math
+ * and agent_tools (`init.from_recipe`) run inside that command and count in its time.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { reportRow, targetRow, type Row, type Suite, type SuiteContext } from "../lib/suite.js";
+import { toolCallSamples } from "../learning/agent-samples.js";
+import { curve, rewardGain, runStage, warmStartOf, type StageResult } from "../learning/stage.js";
+
+/** Last and first steps compared for a reward gain. */
+const GAIN_STEPS = 5;
+
+/** Runs `recipe` in `cwd` as run `tag`, logging it, and records it (and its warm start, if any) in `setup`. */
+async function runJob(name: string, cwd: string, recipe: string, tag: string, ctx: SuiteContext): Promise<StageResult> {
+  ctx.log(`${name}: ${recipe} (runs/${tag}), load average ${os.loadavg()[0]!.toFixed(1)}`);
+  const r = await runStage(cwd, recipe, tag);
+  ctx.log(`${name}: took ${r.seconds.toFixed(1)} s, load average ${r.load.after.toFixed(1)}`);
+  const warm = await warmStartOf(r.runDir);
+  ctx.setup(name, {
+    command: r.command,
+    seconds: Math.round(r.seconds * 10) / 10,
+    load_average_1m: r.load,
+    steps: r.metrics.filter((row) => row.step! > 0).length,
+    reward_curve: curve(r.metrics, "rollout/reward_mean").filter((_, i, all) => i % 10 === 0 || i === all.length - 1),
+    validation: curve(r.metrics, "val/reward_mean"),
+    ...(warm && { warm_start: warm }),
+  });
+  return r;
+}
+export const suite: Suite = {
+  description:
+    "the local demos learn: pig_latin validation word accuracy, math and agent_tools reward gains (last 5 vs first 5 steps), wall times with warm starts",
+  async *run(ctx): AsyncIterable<Row> {
+    const cwd = await mkdtemp(path.join(os.tmpdir(), "nexrl-bench-learning-"));
+    ctx.setup("folder", "a fresh temporary folder per run of the suite: each recipe writes runs/<tag>/ there");
+    ctx.setup("gain", `mean rollout/reward_mean of the last ${GAIN_STEPS} steps minus that of the first ${GAIN_STEPS}`);
+    try {
+      const pig = await runJob("pig_latin", cwd, "recipe/pig_latin/local.yaml", "pig", ctx);
+      const accuracy = pig.metrics.at(-1)!["val/reward_mean"];
+      if (accuracy === undefined) throw new Error("the pig_latin run did not validate at its last step");
+      yield targetRow("pig_latin_val_word_accuracy", "accuracy", accuracy, { op: ">=", bound: 0.5 });
+      yield targetRow("pig_latin_wall_s", "s", pig.seconds, { op: "<=", bound: 300 });
+
+      const math = await runJob("math", cwd, "recipe/math/local.yaml", "math", ctx);
+      const mathGain = rewardGain(math.metrics, GAIN_STEPS);
+      yield targetRow("math_reward_gain", "reward", mathGain.gain, { op: ">=", bound: 0.3 });
+      yield reportRow("math_reward_first5", "reward", mathGain.first);
+      yield reportRow("math_reward_last5", "reward", mathGain.last);
+      yield targetRow("math_wall_s", "s", math.seconds, { op: "<=", bound: 600 });
+
+      const agent = await runJob("agent_tools", cwd, "recipe/agent_tools/local.yaml", "agent", ctx);
+      const agentGain = rewardGain(agent.metrics, GAIN_STEPS);
+      yield targetRow("agent_tools_reward_gain", "reward", agentGain.gain, { op: ">=", bound: 0.3 });
+      yield reportRow("agent_tools_reward_first5", "reward", agentGain.first);
+      yield reportRow("agent_tools_reward_last5", "reward", agentGain.last);
+      const calls = await toolCallSamples(agent.runDir);
+      ctx.setup("agent_tools_tool_call_example", calls.example);
+      yield reportRow("agent_tools_samples_with_tool_calls", "fraction", calls.fraction);
+      yield targetRow("agent_tools_wall_s", "s", agent.seconds, { op: "<=", bound: 600 });
+    } finally {
+      await rm(cwd, { recursive: true, force: true });
+    }
+  },
+};
