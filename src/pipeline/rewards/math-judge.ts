@@ -10,7 +10,7 @@ import { DEFAULT_GROUP_RUBRIC, DEFAULT_SCORE_RUBRIC, type JudgeConfig } from "..
 import { NexrlError } from "../../types/errors.js";
 import type { ChatMessage } from "../../types/tokenizer.js";
 import type { RolloutTask } from "../task.js";
-import { LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
+import { JudgeError, LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
 
 /** What a judged rollout records in `extraFields.judge` (and `samples.jsonl` shows). */
 export interface JudgeRecord {
@@ -81,6 +81,24 @@ export class MathJudge {
       );
     }
     return result;
+  }
+
+  /**
+   * Tells the group of `task` that this rollout failed before its answer reached the judge: in
+   * `group_rank` mode the group can no longer be ranked, so the rollouts waiting in it fail with
+   * `error` (each is then retried or skipped by the failure policy, and retries form the group
+   * again) instead of waiting for an answer that may never come. Nothing to do in `score` mode.
+   */
+  withdraw(task: RolloutTask, error: unknown): void {
+    const group = this.groups.get(task.groupId);
+    if (!group) return;
+    this.groups.delete(task.groupId);
+    const why = new JudgeError(
+      `the judge ranks the ${group.size} rollouts of group ${task.groupId} together, and run ${task.runId} failed before it answered: ${error instanceof Error ? error.message : String(error)}`,
+      undefined,
+      { cause: error },
+    );
+    for (const [run, waiter] of group.waiters) if (run !== task.runId) waiter.reject(why);
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
+import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
 import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
@@ -36,6 +37,29 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
 
   /** Samples, scores and returns one trajectory. */
   async rollout(task: RolloutTask): Promise<Trajectory> {
+    let answer: Awaited<ReturnType<SingleTurnMathRolloutWorker["sample"]>>;
+    try {
+      answer = await this.sample(task);
+    } catch (error) {
+      // A ranked group cannot be ranked without this answer: its other rollouts must not wait for it.
+      this.judge?.withdraw(task, error);
+      throw error;
+    }
+    const { trajectory, cut, correct, item } = answer;
+    if (this.judge) {
+      const judged = await judgeMathAnswer(this.judge, task, item, { ruleMatch: correct, cut: cut.truncated });
+      trajectory.reward = judged.reward;
+      if (judged.record) trajectory.extraFields.judge = judged.record;
+    }
+    if (cut.truncated) {
+      Object.assign(trajectory, { tokens: cut.tokens, lossMask: cut.lossMask, logprobs: cut.logprobs, reward: 0 });
+      trajectory.extraFields.is_truncated = true;
+    }
+    return trajectory;
+  }
+
+  /** Samples an answer and scores it by rule; `item` is what a judge is shown. */
+  private async sample(task: RolloutTask) {
     const groundTruth = groundTruthOf(task.data);
     if (groundTruth === undefined) {
       throw new NexrlError(
@@ -52,20 +76,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
       ...(task.data.data_source !== undefined && { data_source: task.data.data_source }),
     });
     const cut = this.truncate(trajectory.tokens, trajectory.lossMask, trajectory.logprobs);
-    if (this.judge) {
-      const judged = await judgeMathAnswer(
-        this.judge,
-        task,
-        { prompt: promptText(messages), response: result.response, groundTruth },
-        { ruleMatch: correct, cut: cut.truncated },
-      );
-      trajectory.reward = judged.reward;
-      if (judged.record) trajectory.extraFields.judge = judged.record;
-    }
-    if (cut.truncated) {
-      Object.assign(trajectory, { tokens: cut.tokens, lossMask: cut.lossMask, logprobs: cut.logprobs, reward: 0 });
-      trajectory.extraFields.is_truncated = true;
-    }
-    return trajectory;
+    const item: JudgeItem = { prompt: promptText(messages), response: result.response, groundTruth };
+    return { trajectory, cut, correct, item };
   }
 }
