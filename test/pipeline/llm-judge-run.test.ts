@@ -189,15 +189,18 @@ describe("GRPO with an LLM judge", () => {
         `),
       );
       await expect(runRecipe(recipe, { outputDir: out })).rejects.toThrow(RolloutError);
-      const [failure, ...rest] = await readJsonl(join(out, "failures.jsonl"));
-      expect(rest).toEqual([]);
-      expect(failure).toMatchObject({ kind: "error", error: "JudgeError", attempt: 1, action: "stop" });
-      expect(failure!.message).toMatch(
-        new RegExp(
-          `^the judge \\(tiny at ${server.url}/v1\\) gave no usable verdict in 2 attempts: no score in the reply .*; its last reply: ".+"$`,
-          "s",
-        ),
-      );
+      // Rollouts judged at the same time may fail together before the run stops: each one is recorded.
+      const failures = await readJsonl(join(out, "failures.jsonl"));
+      expect(failures.length).toBeGreaterThan(0);
+      for (const failure of failures) {
+        expect(failure).toMatchObject({ kind: "error", error: "JudgeError", attempt: 1, action: "stop" });
+        expect(failure.message).toMatch(
+          new RegExp(
+            `^the judge \\(tiny at ${server.url}/v1\\) gave no usable verdict in 2 attempts: no score in the reply .*; its last reply: ".+"$`,
+            "s",
+          ),
+        );
+      }
       expect(await folderText(out)).not.toContain(KEY);
     } finally {
       await server.close();
@@ -215,9 +218,12 @@ describe("GRPO with an LLM judge", () => {
       `),
     );
     await expect(runRecipe(recipe, { outputDir: out })).rejects.toThrow(RolloutError);
-    const [failure] = await readJsonl(join(out, "failures.jsonl"));
-    expect(failure).toMatchObject({ error: "JudgeError", action: "stop" });
-    expect(failure!.message).toContain("gave no usable verdict in 3 attempts: a request timed out after 0.2 s");
+    const failures = await readJsonl(join(out, "failures.jsonl"));
+    expect(failures.length).toBeGreaterThan(0);
+    for (const failure of failures) {
+      expect(failure).toMatchObject({ error: "JudgeError", action: "stop" });
+      expect(failure.message).toContain("gave no usable verdict in 3 attempts: a request timed out after 0.2 s");
+    }
     expect(judge.requests.length).toBeGreaterThanOrEqual(3);
   });
 
