@@ -5,6 +5,8 @@
  * rule, and finite differences); then the same through every training client, local and over
  * HTTP (`nexrl serve` speaking the Tinker and Weaver protocols).
  */
+import { spawn } from "node:child_process";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../../src/engine/config.js";
 import { Rng } from "../../../src/engine/prng.js";
@@ -14,10 +16,11 @@ import {
   type CustomLossFn,
   type LossPassClient,
 } from "../../../src/services/training/custom-loss.js";
+import { createTrainingService } from "../../../src/services/training/index.js";
 import type { TrainingBackend, TrainingClient } from "../../../src/services/training/types.js";
 import { LossInputError } from "../../../src/types/losses.js";
 import { adamParams, datum, type Datum } from "../../../src/types/wire.js";
-import { service, tokens } from "./helpers.js";
+import { API_KEY, FAST, onCleanup, service, tokens } from "./helpers.js";
 
 const config = resolveModelConfig({ dModel: 8, nLayers: 2, nHeads: 2, contextLength: 12 }, 259);
 
@@ -363,3 +366,49 @@ describe.each<TrainingBackend>(["local", "tinker", "weaver"])(
     });
   },
 );
+
+/** Starts `nexrl serve --protocol tinker` (the built CLI, in its own process) and resolves with its URL. */
+async function serveTinkerCli(): Promise<string> {
+  const main = join(resolve(import.meta.dirname, "../../.."), "dist/cli/main.js");
+  const child = spawn(process.execPath, [main, "serve", "--port", "0", "--protocol", "tinker"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  onCleanup(async () => {
+    child.kill("SIGTERM");
+    await exited;
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<string>((done, fail) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (match && stdout.includes("stop with Ctrl-C")) done(match[1]!);
+    });
+    child.once("exit", (code) => fail(new Error(`nexrl serve exited ${code}: ${stderr}`)));
+  });
+}
+
+describe("forwardBackwardCustom through `nexrl serve --protocol tinker` in its own process", () => {
+  it("trains the pairwise DPO loss as the local engine does", async () => {
+    const url = await serveTinkerCli();
+    const tinker = createTrainingService("tinker", { baseUrl: url, apiKey: API_KEY, ...FAST });
+    onCleanup(() => tinker.close());
+    const remote = await tinker.createTrainingClient({ baseModel: "tiny", seed: 7 });
+    const local = await (await service("local")).createTrainingClient({ baseModel: "tiny", seed: 7 });
+    const pairs = servicePairs();
+    const losses: number[] = [];
+    for (const client of [remote, local]) {
+      const fb = await client.forwardBackwardCustom(pairs, dpoLoss(0.5));
+      await (await client.optimStep(SMOOTH_ADAM)).result();
+      losses.push((await fb.result()).metrics["loss:sum"]!);
+    }
+    expect(losses[0]).toBeCloseTo(losses[1]!, 5);
+    const [after, reference] = [await logprobsOf(remote, pairs), await logprobsOf(local, pairs)];
+    expect(maxAbsDiff(after, reference)).toBeLessThan(1e-4);
+    const again = await (await remote.forwardBackwardCustom(pairs, dpoLoss(0.5))).result();
+    expect(again.metrics["loss:sum"]).toBeLessThan(losses[0]! - 1e-3);
+  });
+});
