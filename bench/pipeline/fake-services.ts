@@ -64,6 +64,10 @@ class FakeTrainingClient implements TrainingClient {
     return after(this.times.trainMs, () => ({ lossFnOutputs, metrics: { "loss:sum": 0 } }));
   }
 
+  async forwardBackwardCustom(): Promise<ApiFuture<ForwardBackwardOutput>> {
+    throw new Error("the overlap benchmark's trainers use built-in losses; forwardBackwardCustom is never needed");
+  }
+
   async optimStep(): Promise<ApiFuture<OptimStepOutput>> {
     return done({ metrics: {} });
   }

@@ -6,6 +6,7 @@
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import type { ModelInput } from "../types/wire.js";
+import { forwardBackwardCustom } from "../services/training/custom-loss.js";
 import type {
   ApiFuture,
   ForwardBackwardOutput,
@@ -93,19 +94,22 @@ export class TokenMeter {
       const tokens = data.reduce((n, d) => n + inputLength(d.model_input), 0);
       return this.counted(await submitted, () => this.add("trained", tokens));
     };
-    return {
+    const wrapped: TrainingClient = {
       get modelId() {
         return client.modelId;
       },
       forward: (data, lossFn, lossFnConfig) => counted(data, client.forward(data, lossFn, lossFnConfig)),
       forwardBackward: (data, lossFn, lossFnConfig) =>
         counted(data, client.forwardBackward(data, lossFn, lossFnConfig)),
+      // Through the counted passes, so that both of its passes count as the built-in ones do.
+      forwardBackwardCustom: (data, lossFn) => forwardBackwardCustom(wrapped, data, lossFn),
       optimStep: (params) => client.optimStep(params),
       saveState: (name, options) => client.saveState(name, options),
       loadState: (path, options) => client.loadState(path, options),
       saveWeightsForSampler: (name, options) => client.saveWeightsForSampler(name, options),
       getInfo: () => client.getInfo(),
     };
+    return wrapped;
   }
 
   private sampling(client: SamplingClient): SamplingClient {

@@ -74,6 +74,7 @@ export { PigLatinRolloutWorker, wordAccuracy } from "./workers/pig-latin.js";
 export { SingleTurnMathRolloutWorker } from "./workers/single-turn-math.js";
 export { SimpleRolloutWorker } from "./workers/simple.js";
 export { answersMatch, extractFinalAnswer } from "./workers/math-answer.js";
+export { JudgeError, LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./rewards/llm-judge.js";
 export { RolloutInferenceClient, type RolloutSamplingDefaults } from "./workers/rollout-inference.js";
 export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-policy.js";
 export {

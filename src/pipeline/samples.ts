@@ -28,6 +28,8 @@ export interface SampleRow extends StepRow {
   response_tokens: ResponseTokens;
   /** What an agent's gateway recorded of each call merged into it (`extraFields.calls`), when it has any. */
   calls?: unknown[];
+  /** The LLM judge's verdict (`extraFields.judge`: its score, rank, words and attempts), when a judge scored it. */
+  judge?: unknown;
 }
 
 /** The response of a {@link SampleRow} token by token, as parallel arrays. */
@@ -106,6 +108,7 @@ export function sampleRows(
       ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
       response_tokens: responseTokens(t, split, tokenizer),
       ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
+      ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge }),
     };
   });
 }

@@ -97,6 +97,18 @@ const READ: Record<string, string> = {
   "rollout_worker.custom_rollout_worker_module_path": "src/pipeline/workers/registry.ts",
   "rollout_worker.custom_rollout_worker_class_name": "src/pipeline/workers/registry.ts",
   "rollout_worker.rollout_timeout_seconds": "src/pipeline/setup.ts",
+  "rollout_worker.agent.math.judge_mode": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.base_url": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.model": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.api_key_env": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.mode": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.rubric": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.temperature": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.max_tokens": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.max_concurrency": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.timeout_seconds": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.max_retries": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.judge.cache": "src/pipeline/rewards/math-judge.ts",
   "rollout_worker.max_rollout_retries": "src/pipeline/rollout/failure-policy.ts",
   "trajectory_pool.batch_size": "src/pipeline/training-run.ts",
   "trajectory_pool.check_batch_ready_function": "src/pipeline/training-run.ts",
@@ -168,7 +180,6 @@ const CHECKED: Record<string, string> = {
   "validate.data.mock_api_type": "refused when set",
   "validate.eval.type": "only `default`",
   "rollout_worker.max_prompt_length": "a bound max_sequence_length must leave room for (checked)",
-  "rollout_worker.agent.math.judge_mode": "only `rule`, how the math worker judges",
   "rollout_worker.save_trace": "only false",
   "rollout_worker.trace_path": "refused when set",
   "rollout_worker.resource.num_workers": "only 0: no agent pods",
@@ -216,6 +227,7 @@ interface Refusal {
 }
 
 const VAL = "++validate.data={data_files: [train.jsonl]";
+const JUDGE = "{base_url: 'http://127.0.0.1:9/v1', model: judge}";
 const REFUSED: Refusal[] = [
   { overrides: ["++multi_model=true"], keyPath: "multi_model", says: "one model per run" },
   {
@@ -268,12 +280,37 @@ const REFUSED: Refusal[] = [
   {
     overrides: ["++rollout_worker.agent.math.judge_mode=llm_judge"],
     keyPath: "rollout_worker.agent.math.judge_mode",
-    says: "LLM judges are not available yet; use `rule`",
+    says: "only the math worker (`single_turn_math`, or `agent` with its built-in agent) judges answers",
   },
   {
-    overrides: ["++rollout_worker.agent.math.judge_mode=rule+llm_judge"],
-    keyPath: "rollout_worker.agent.math.judge_mode",
-    says: "LLM judges are not available yet",
+    overrides: ["rollout_worker.type=single_turn_math", "++rollout_worker.agent.math.judge_mode=rule+llm_judge"],
+    keyPath: "rollout_worker.judge",
+    says: "required when `agent.math.judge_mode` is `rule+llm_judge`",
+  },
+  {
+    overrides: ["rollout_worker.type=single_turn_math", `++rollout_worker.judge=${JUDGE}`],
+    keyPath: "rollout_worker.judge",
+    says: "read only when `agent.math.judge_mode` is `llm_judge` or `rule+llm_judge`",
+  },
+  {
+    overrides: [
+      "rollout_worker.type=single_turn_math",
+      "++rollout_worker.agent.math.judge_mode=llm_judge",
+      `++rollout_worker.judge=${JUDGE.slice(0, -1)}, rubric: 'Grade {{answer}}'}`,
+    ],
+    keyPath: "rollout_worker.judge.rubric",
+    says: "unknown placeholder {{answer}} for mode `score`",
+  },
+  {
+    overrides: [
+      "rollout_worker.type=single_turn_math",
+      "++rollout_worker.agent.math.judge_mode=llm_judge",
+      `++rollout_worker.judge=${JUDGE.slice(0, -1)}, mode: group_rank}`,
+      "++data.rollout_repeat_n=8",
+      "++rollout_worker.num_workers=4",
+    ],
+    keyPath: "rollout_worker.num_workers",
+    says: "must be at least the group size (8, the largest rollout_repeat_n) with `judge.mode: group_rank`",
   },
   { overrides: ["++rollout_worker.save_trace=true"], keyPath: "rollout_worker.save_trace", says: "samples.jsonl" },
   { overrides: ["++rollout_worker.trace_path=traces"], keyPath: "rollout_worker.trace_path", says: "trace files" },

@@ -195,6 +195,16 @@ export const recipeSchema = z
         `must equal \`rollout_worker.max_response_length\` ${hint}`,
       );
     }
+    if (worker.judge?.mode === "group_rank") {
+      // Each rollout waits for the others of its group before the judge ranks them all.
+      const groupSize = Math.max(data.rollout_repeat_n, recipe.validate.data?.rollout_repeat_n ?? 1);
+      if (worker.num_workers < groupSize) {
+        issue(
+          ["rollout_worker", "num_workers"],
+          `must be at least the group size (${groupSize}, the largest rollout_repeat_n) with \`judge.mode: group_rank\`: the judge ranks a group once all its rollouts have answered`,
+        );
+      }
+    }
     const needed = (worker.max_prompt_length ?? data.max_prompt_length) + responseLength;
     if (worker.max_sequence_length !== undefined && worker.max_sequence_length < needed) {
       issue(

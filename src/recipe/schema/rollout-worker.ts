@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse } from "./common.js";
+import { judgeSchema } from "./judge.js";
 
 /** Built-in rollout worker types, plus `custom` for a user class. */
 export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
@@ -14,7 +15,11 @@ export const agentOptionsSchema = z.strictObject({
   /** Options of the `single_turn_math` agent. */
   math: z
     .strictObject({
-      /** How answers are judged: `rule` (exact or symbolic match). NexRL's `llm_judge` and `rule+llm_judge` are not available yet and refused. */
+      /**
+       * How answers are judged: `rule` (the extracted answer equals the ground truth), `llm_judge`
+       * (the judge of `rollout_worker.judge` scores every answer), or `rule+llm_judge` (a rule
+       * match scores 1, any other answer gets the judge's score).
+       */
       judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
     })
     .prefault({}),
@@ -103,6 +108,8 @@ export const rolloutWorkerSchema = z
     rollout_timeout_seconds: z.number().min(0).default(3600),
     /** Times a failed rollout is retried before `runtime_monitor.exception_handling.policy` applies. */
     max_rollout_retries: nonNegativeInt.default(0),
+    /** The LLM judge of `agent.math.judge_mode: llm_judge` or `rule+llm_judge` (math worker only). */
+    judge: judgeSchema.optional(),
     /** NexRL's Kubernetes agent pods: accepted only with `num_workers: 0` (agents run in this process, or as external agents). */
     resource: z
       .strictObject({
@@ -147,11 +154,27 @@ export const rolloutWorkerSchema = z
         message: `agent_cls runs a built-in agent; leave it out to run ${sources[0]!.join(".")}`,
       });
     }
-    if (worker.agent?.math.judge_mode !== undefined && worker.agent.math.judge_mode !== "rule")
+    const judgeMode = worker.agent?.math.judge_mode ?? "rule";
+    const mathWorker =
+      worker.type === "single_turn_math" ||
+      (worker.type === "agent" && (worker.agent_cls !== undefined || sources.length === 0));
+    if (judgeMode !== "rule" && !mathWorker)
       refuse(
         ctx,
         ["agent", "math", "judge_mode"],
-        `\`${worker.agent.math.judge_mode}\`: LLM judges are not available yet; use \`rule\` (exact or symbolic match of the answer)`,
+        `\`${judgeMode}\`: only the math worker (\`single_turn_math\`, or \`agent\` with its built-in agent) judges answers, and this worker is \`${worker.type}\`; use \`rule\` (or remove it)`,
+      );
+    else if (judgeMode !== "rule" && worker.judge === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["judge"],
+        message: `required when \`agent.math.judge_mode\` is \`${judgeMode}\`: the judge's base_url and model (and api_key_env when it needs a key)`,
+      });
+    if (judgeMode === "rule" && worker.judge !== undefined)
+      refuse(
+        ctx,
+        ["judge"],
+        "read only when `agent.math.judge_mode` is `llm_judge` or `rule+llm_judge`: set one of them, or remove the judge",
       );
     if (worker.save_trace)
       refuse(

@@ -57,6 +57,7 @@ export function createTrainingService(backend: TrainingBackend, options: Trainin
 }
 
 export * from "./types.js";
+export * from "./custom-loss.js";
 export * from "./local/index.js";
 export * from "./tinker/index.js";
 export * from "./weaver/index.js";

@@ -5,6 +5,7 @@
  * @module
  */
 import type { LossFunctionName } from "../../types/losses.js";
+import type { CustomLossFn } from "./custom-loss.js";
 import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../../types/results.js";
 import type { AdamParams, Datum, ModelInput } from "../../types/wire.js";
 
@@ -96,6 +97,12 @@ export interface TrainingClient {
     lossFn: LossFunctionName,
     lossFnConfig?: Record<string, number>,
   ): Promise<ApiFuture<ForwardBackwardOutput>>;
+  /**
+   * Computes a loss written in TypeScript over the batch's target logprobs and accumulates its
+   * gradients, through `forward` and a `cross_entropy` surrogate (see {@link CustomLossFn}).
+   * Resolves once the gradient pass is submitted; `loss:sum` of the result is the custom loss.
+   */
+  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn): Promise<ApiFuture<ForwardBackwardOutput>>;
   /** Applies the accumulated gradients (AdamW) and clears them. */
   optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>>;
   /** Saves the weights, or weights and optimizer state, under `name`. */

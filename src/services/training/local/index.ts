@@ -7,6 +7,7 @@
 import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../engine/index.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
 import type { LossFunctionName } from "../../../types/losses.js";
+import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
 import { modelInputTokens, type AdamParams, type Datum, type ModelInput } from "../../../types/wire.js";
 import type {
   ApiFuture,
@@ -93,6 +94,10 @@ class LocalTrainingClient implements TrainingClient {
     lossFnConfig?: Record<string, number>,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.queue.submit(() => this.engine.forwardBackward(data, lossFn, lossFnConfig));
+  }
+
+  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return forwardBackwardCustom(this, data, lossFn);
   }
 
   optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {

@@ -10,6 +10,7 @@ import { SubmitOrder } from "../../../http/submit-order.js";
 import type { LossFunctionName } from "../../../types/losses.js";
 import type { ForwardBackwardOutput } from "../../../types/results.js";
 import type { Datum } from "../../../types/wire.js";
+import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
 import type { ApiFuture } from "../types.js";
 
 /** A loss pass to send: `forward` computes no gradients, `forward_backward` accumulates them. */
@@ -58,6 +59,15 @@ export abstract class SequencedTrainingClient<C> {
   /** Loss, target logprobs and gradients, accumulated until the next `optimStep`. */
   async forwardBackward(data: Datum[], lossFn: LossFunctionName, lossFnConfig?: Record<string, number>) {
     return this.lossPass({ kind: "forward_backward", data, lossFn, config: lossFnConfig });
+  }
+
+  /**
+   * A loss written in TypeScript: `forward`, the loss and its gradient here, then a
+   * `cross_entropy` surrogate pass (see {@link forwardBackwardCustom}). Resolves once the
+   * gradient pass is submitted.
+   */
+  async forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return forwardBackwardCustom(this, data, lossFn);
   }
 
   /** Checks and sends a loss pass, with the `seq_id`s it takes from `takeSeqs`. @internal */

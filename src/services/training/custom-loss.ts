@@ -1,0 +1,166 @@
+/**
+ * Custom losses written in TypeScript, on any training service: {@link forwardBackwardCustom}
+ * runs `forward` for the target logprobs, evaluates the user's loss and its gradient with
+ * respect to every logprob here, and sends the gradient back as a linear surrogate through the
+ * built-in `cross_entropy` loss. Because `cross_entropy` is L = −Σ w_t·lp_t, weights
+ * w_t = −∂loss/∂lp_t give the model exactly the parameter gradient of the custom loss at the
+ * current weights (the Tinker SDK's `forward_backward_custom` works the same way). It costs one
+ * forward pass more than a built-in loss.
+ *
+ * @module
+ */
+import { LossInputError } from "../../types/losses.js";
+import type { ForwardBackwardOutput, LossFnOutput } from "../../types/results.js";
+import { tensorSize, type Datum, type TensorData } from "../../types/wire.js";
+import type { ApiFuture, TrainingClient } from "./types.js";
+
+/** What a {@link CustomLossFn} answers. */
+export interface CustomLossResult {
+  /** The value of the loss over the whole batch. */
+  loss: number;
+  /**
+   * ∂loss/∂lp_t: one array per datum, in order, as long as that datum's `logprobs` (zeros where
+   * a position does not count).
+   */
+  gradLogprobs: ReadonlyArray<ArrayLike<number>>;
+  /** More metrics to report, by `name:reduction` key (e.g. `dpo/accuracy:mean`). */
+  metrics?: Record<string, number>;
+}
+
+/**
+ * A loss over the target logprobs of a whole batch. `logprobs[i][t]` is the model's logprob of
+ * `data[i].loss_fn_inputs.target_tokens[t]` at the current weights; `data` is what was passed to
+ * {@link forwardBackwardCustom}, so a loss can read extra inputs its datums carry (a mask,
+ * reference logprobs, pair labels…). It may couple datums: a pairwise loss reads datums 2k and
+ * 2k+1, a group loss a whole group. It returns the loss and its gradient with respect to every
+ * logprob.
+ *
+ * @example
+ * ```ts
+ * // DPO over datums [chosen₀, rejected₀, chosen₁, rejected₁, …], each with `weights` marking
+ * // the response and `ref_logprobs` from the reference model.
+ * const beta = 0.1;
+ * const dpo: CustomLossFn = (data, logprobs) => {
+ *   const sum = (i: number, key?: string) => {
+ *     const w = data[i]!.loss_fn_inputs.weights!.data;
+ *     const lp = key ? data[i]!.loss_fn_inputs[key]!.data : logprobs[i]!;
+ *     return lp.reduce((s, x, t) => s + w[t]! * x, 0);
+ *   };
+ *   const grads = logprobs.map((lp) => lp.map(() => 0));
+ *   let loss = 0;
+ *   for (let k = 0; k < data.length; k += 2) {
+ *     const margin = beta * (sum(k) - sum(k, "ref_logprobs") - sum(k + 1) + sum(k + 1, "ref_logprobs"));
+ *     loss += Math.log1p(Math.exp(-margin)); // −log σ(margin)
+ *     const g = -beta / (1 + Math.exp(margin)); // ∂loss/∂(Σ w·lp) of the chosen answer
+ *     data[k]!.loss_fn_inputs.weights!.data.forEach((w, t) => (grads[k]![t] = g * w));
+ *     data[k + 1]!.loss_fn_inputs.weights!.data.forEach((w, t) => (grads[k + 1]![t] = -g * w));
+ *   }
+ *   return { loss, gradLogprobs: grads };
+ * };
+ * const output = await (await client.forwardBackwardCustom(pairs, dpo)).result();
+ * ```
+ */
+export type CustomLossFn = (
+  data: readonly Datum[],
+  logprobs: readonly number[][],
+) => CustomLossResult | Promise<CustomLossResult>;
+
+/** The two loss passes {@link forwardBackwardCustom} needs of a training client. */
+export type LossPassClient = Pick<TrainingClient, "forward" | "forwardBackward">;
+
+/** `cross_entropy` inputs of `d` with per-position `weights`; the shape of `target_tokens` is kept. */
+function crossEntropyDatum(d: Datum, targets: TensorData, weights: ArrayLike<number>): Datum {
+  const weightTensor: TensorData = { data: Array.from(weights), dtype: "float32" };
+  if (targets.shape) weightTensor.shape = [...targets.shape];
+  return { model_input: d.model_input, loss_fn_inputs: { target_tokens: targets, weights: weightTensor } };
+}
+
+function targetsOf(d: Datum, i: number): TensorData {
+  const targets = d.loss_fn_inputs.target_tokens;
+  if (targets === undefined)
+    throw new LossInputError(
+      `forwardBackwardCustom: datum ${i} has no loss input "target_tokens"; every datum needs the tokens whose logprobs the loss reads`,
+    );
+  return targets;
+}
+
+/** Checks what the loss function answered against the logprobs it was given. */
+function checkResult(result: CustomLossResult, logprobs: readonly number[][]): void {
+  if (typeof result !== "object" || result === null)
+    throw new LossInputError("the custom loss function must return { loss, gradLogprobs }");
+  if (!Number.isFinite(result.loss))
+    throw new LossInputError(
+      `the custom loss function returned loss ${String(result.loss)}; it must be a finite number`,
+    );
+  const grads = result.gradLogprobs;
+  if (!Array.isArray(grads) || grads.length !== logprobs.length) {
+    throw new LossInputError(
+      `the custom loss function returned gradLogprobs for ${Array.isArray(grads) ? grads.length : 0} datums; it must return one array per datum (${logprobs.length})`,
+    );
+  }
+  grads.forEach((g: ArrayLike<number>, i) => {
+    if (g?.length !== logprobs[i]!.length) {
+      throw new LossInputError(
+        `the custom loss function returned gradLogprobs[${i}] of length ${g?.length ?? 0}; datum ${i} has ${logprobs[i]!.length} logprobs`,
+      );
+    }
+    for (let t = 0; t < g.length; t++) {
+      if (!Number.isFinite(g[t]))
+        throw new LossInputError(
+          `the custom loss function returned gradLogprobs[${i}][${t}] = ${g[t]}; gradients must be finite`,
+        );
+    }
+  });
+  for (const [key, value] of Object.entries(result.metrics ?? {})) {
+    if (typeof value !== "number")
+      throw new LossInputError(
+        `the custom loss function returned metric "${key}" = ${JSON.stringify(value)}; metrics must be numbers`,
+      );
+  }
+}
+
+/**
+ * Applies a loss written in TypeScript: `forward` with `cross_entropy` (weights 0) for the
+ * target logprobs, `lossFn` for the loss and ∂loss/∂lp, then `forwardBackward` with
+ * `cross_entropy` and weights −∂loss/∂lp, which accumulates the custom loss's parameter gradient
+ * until the next `optimStep`. Only `target_tokens` (and the weights it makes) are sent: other
+ * inputs of the datums are for `lossFn` alone.
+ *
+ * Resolves once the gradient pass is submitted (after the forward pass has answered), so await
+ * it before submitting the next operation of the same model. The result has the forward pass's
+ * `logprobs` per datum, the service's metrics of the gradient pass, the loss function's metrics,
+ * and `loss:sum` = the custom loss.
+ *
+ * @throws LossInputError for a datum without `target_tokens`, or a loss function that answers a
+ * non-finite loss or gradients of the wrong shape (nothing is sent to the gradient pass then).
+ */
+export async function forwardBackwardCustom(
+  client: LossPassClient,
+  data: readonly Datum[],
+  lossFn: CustomLossFn,
+): Promise<ApiFuture<ForwardBackwardOutput>> {
+  if (data.length === 0) throw new LossInputError("forwardBackwardCustom needs at least one datum");
+  const targets = data.map(targetsOf);
+  const forwardData = data.map((d, i) => crossEntropyDatum(d, targets[i]!, new Float32Array(tensorSize(targets[i]!))));
+  const forward = await (await client.forward(forwardData, "cross_entropy")).result();
+  const outputs: LossFnOutput[] = forward.lossFnOutputs;
+  const logprobs = outputs.map((o) => Array.from(o.logprobs));
+  const result = await lossFn(data, logprobs);
+  checkResult(result, logprobs);
+  const surrogate = data.map((d, i) => {
+    const g = result.gradLogprobs[i]!;
+    return crossEntropyDatum(
+      d,
+      targets[i]!,
+      Array.from({ length: g.length }, (_, t) => -g[t]!),
+    );
+  });
+  const backward = await client.forwardBackward(surrogate, "cross_entropy");
+  const combined = backward.result().then((out) => ({
+    lossFnOutputs: outputs,
+    metrics: { ...out.metrics, ...result.metrics, "loss:sum": result.loss },
+  }));
+  // A caller that never awaits the result must not crash the process with an unhandled rejection.
+  combined.catch(() => undefined);
+  return { result: () => combined };
+}
