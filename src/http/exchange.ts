@@ -1,0 +1,78 @@
+/**
+ * {@link Exchange}: one HTTP request through undici's `dispatch` API, its answer collected whole.
+ * (`Dispatcher.request` does the same through a `Readable` stream per answer and an `AbortSignal`
+ * per request: see bench/README.md for what that costs at a thousand rollouts in flight.)
+ *
+ * @module
+ */
+import type { Dispatcher } from "undici";
+
+/** A complete answer: status, headers as undici parses them (lower-cased names) and the body's bytes. */
+export interface Answer {
+  status: number;
+  headers: Dispatcher.ResponseData["headers"];
+  body: Buffer;
+}
+
+/** A request in flight: its answer, and a way to give up on it. */
+export class Exchange implements Dispatcher.DispatchHandler {
+  /** The answer; rejects with undici's error, or with the reason given to {@link Exchange.abort}. */
+  readonly answer: Promise<Answer>;
+  private resolve!: (answer: Answer) => void;
+  private reject!: (error: Error) => void;
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: Error | undefined;
+  private status = 0;
+  private headers: Answer["headers"] = {};
+  private readonly chunks: Buffer[] = [];
+
+  /** Sends `options` through `dispatcher` (a closed dispatcher fails the answer at once). */
+  constructor(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions) {
+    this.answer = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    try {
+      dispatcher.dispatch(options, this);
+    } catch (error) {
+      this.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** Fails the answer with `reason` at once, and stops the request wherever it is (queued, sent or answering). */
+  abort(reason: Error): void {
+    this.reject(reason);
+    if (this.controller) this.controller.abort(reason);
+    else this.abortReason = reason;
+  }
+
+  /** @internal */
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortReason) controller.abort(this.abortReason);
+  }
+
+  /** @internal */
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: Answer["headers"]): void {
+    // 1xx answers are informational: the real one follows.
+    if (status < 200) return;
+    this.status = status;
+    this.headers = headers;
+  }
+
+  /** @internal */
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  /** @internal */
+  onResponseEnd(): void {
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.resolve({ status: this.status, headers: this.headers, body });
+  }
+
+  /** @internal */
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.reject(error);
+  }
+}
