@@ -66,7 +66,6 @@ export {
   type RolloutCounts,
   type RolloutFailure,
   type RolloutOutcome,
-  type RolloutReceiver,
   type RolloutRunnerOptions,
 } from "./rollout/runner.js";
 export {

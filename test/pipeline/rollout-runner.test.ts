@@ -7,7 +7,6 @@ import {
   UncaughtUserError,
   type FailurePolicy,
   type RolloutFailure,
-  type RolloutReceiver,
   type RolloutTask,
   type RolloutWorkerContext,
 } from "../../src/pipeline/index.js";
@@ -317,7 +316,7 @@ describe("RolloutRunner", () => {
     expect(signals[3]!.aborted).toBe(false);
   });
 
-  it("submit holds waiting tasks in order and tells each receiver once", async () => {
+  it("holds waiting tasks in order and settles each run once", async () => {
     const started: number[] = [];
     const r = await runner(
       scripted(async (_, t) => {
@@ -330,13 +329,14 @@ describe("RolloutRunner", () => {
       { numWorkers: 2 },
     );
     const heard: string[] = [];
-    const receiver: RolloutReceiver = {
-      outcome: (o) => heard.push(`ok ${o.task.runId}`),
-      failed: (t, e) => heard.push(`failed ${t.runId}: ${(e as Error).message.slice(0, 40)}`),
-    };
-    for (let runId = 0; runId < 5; runId++) r.submit(task({ runId }), receiver);
+    const runs = Array.from({ length: 5 }, (_, runId) =>
+      r.run(task({ runId })).then(
+        (o) => heard.push(`ok ${o.task.runId}`),
+        (e: unknown) => heard.push(`failed ${runId}: ${(e as Error).message.slice(0, 40)}`),
+      ),
+    );
     expect(r.busy).toBe(5);
-    while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(runs);
     expect(started).toEqual([0, 1, 2, 3, 4]);
     expect(heard.sort()).toEqual([
       "failed 2: rollout of row 1 (group 0-0, run 2) fail",
