@@ -66,7 +66,9 @@ describe("npm run smoke", () => {
     const url = await serve({ protocol: "tinker", apiKey: "tml-the-right-key" });
     const { code, out } = await smoke(["tinker"], { TINKER_BASE_URL: url, TINKER_API_KEY: "tml-a-wrong-key" });
     expect(code).toBe(1);
-    expect(out).toMatch(/^FAIL: client\/config and session: .*HTTP 401: missing or wrong API key: this server was started with an API key/m);
+    expect(out).toMatch(
+      /^FAIL: client\/config and session: .*HTTP 401: missing or wrong API key: this server was started with an API key/m,
+    );
     expect(out).not.toContain("tml-a-wrong-key");
   });
 
