@@ -1,7 +1,8 @@
 /**
- * {@link Exchange}: one HTTP request through undici's `dispatch` API, its answer collected whole.
- * (`Dispatcher.request` does the same through a `Readable` stream per answer and an `AbortSignal`
- * per request: see bench/README.md for what that costs at a thousand rollouts in flight.)
+ * {@link Exchange}: one HTTP request through undici's `dispatch` API, its answer collected whole,
+ * with a timeout. (`Dispatcher.request` does the same through a `Readable` stream per answer and
+ * an `AbortSignal` per request: see bench/README.md for what that costs at a thousand rollouts in
+ * flight.)
  *
  * @module
  */
@@ -14,9 +15,20 @@ export interface Answer {
   body: Buffer;
 }
 
+/** What an exchange's answer rejects with when its timeout passes. */
+export const TIMED_OUT = new Error("the exchange timed out");
+
+/** Gives up on `exchange` once its timeout passes (a shared function: no closure per exchange). */
+function timeOut(exchange: Exchange): void {
+  exchange.abort(TIMED_OUT);
+}
+
 /** A request in flight: its answer, and a way to give up on it. */
 export class Exchange implements Dispatcher.DispatchHandler {
-  /** The answer; rejects with undici's error, or with the reason given to {@link Exchange.abort}. */
+  /**
+   * The answer; rejects with undici's error, with {@link TIMED_OUT} when the timeout passes, or
+   * with the reason given to {@link Exchange.abort}.
+   */
   readonly answer: Promise<Answer>;
   private resolve!: (answer: Answer) => void;
   private reject!: (error: Error) => void;
@@ -25,22 +37,29 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private status = 0;
   private headers: Answer["headers"] = {};
   private readonly chunks: Buffer[] = [];
+  private readonly timer: NodeJS.Timeout;
 
-  /** Sends `options` through `dispatcher` (a closed dispatcher fails the answer at once). */
-  constructor(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions) {
+  /**
+   * Sends `options` through `dispatcher` (a closed dispatcher fails the answer at once).
+   * @param timeoutMs milliseconds until the exchange is given up on, waiting for a connection included.
+   */
+  constructor(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, timeoutMs: number) {
     this.answer = new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
+    this.timer = setTimeout(timeOut, timeoutMs, this);
     try {
       dispatcher.dispatch(options, this);
     } catch (error) {
+      clearTimeout(this.timer);
       this.reject(error instanceof Error ? error : new Error(String(error)));
     }
   }
 
   /** Fails the answer with `reason` at once, and stops the request wherever it is (queued, sent or answering). */
   abort(reason: Error): void {
+    clearTimeout(this.timer);
     this.reject(reason);
     if (this.controller) this.controller.abort(reason);
     else this.abortReason = reason;
@@ -67,12 +86,14 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   /** @internal */
   onResponseEnd(): void {
+    clearTimeout(this.timer);
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     this.resolve({ status: this.status, headers: this.headers, body });
   }
 
   /** @internal */
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    clearTimeout(this.timer);
     this.reject(error);
   }
 }

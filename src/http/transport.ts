@@ -18,7 +18,7 @@ import {
 } from "./errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
-import { Exchange, type Answer } from "./exchange.js";
+import { Exchange, TIMED_OUT, type Answer } from "./exchange.js";
 
 /**
  * Which failures a request may be sent again after:
@@ -108,6 +108,9 @@ export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody
 
 /** Connections per origin when {@link HttpTransportOptions.connections} is not given. */
 const DEFAULT_CONNECTIONS = 1000;
+
+/** What an exchange is aborted with when its caller's signal aborts or the transport is closed. */
+const ABORTED = new Error("the exchange was aborted");
 
 /** One call of {@link HttpTransport.request}, resolved against the transport's defaults. */
 interface Call {
@@ -200,10 +203,10 @@ export class HttpTransport {
   private readonly prefix: string;
   private readonly lease: PoolLease;
   private readonly closing = new AbortController();
-  /** The attempts in flight (each as the function that aborts it), which `close()` aborts. */
-  private readonly inFlight = new Set<() => void>();
-  /** Callers' signals, and the attempts in flight each would abort. */
-  private readonly watched = new WeakMap<AbortSignal, Set<() => void>>();
+  /** The exchanges in flight, which `close()` aborts. */
+  private readonly inFlight = new Set<Exchange>();
+  /** Callers' signals, and the exchanges in flight each would abort. */
+  private readonly watched = new WeakMap<AbortSignal, Set<Exchange>>();
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
   /** `baseHeaders` and the JSON content type: the headers of most calls, built once (undici reads a reused object faster than a fresh spread). */
@@ -301,7 +304,7 @@ export class HttpTransport {
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
-    for (const abort of this.inFlight) abort();
+    for (const exchange of this.inFlight) exchange.abort(ABORTED);
     await this.lease.release();
   }
 
@@ -311,51 +314,44 @@ export class HttpTransport {
    */
   private async attempt(call: Call): Promise<HttpResponse<unknown>> {
     if (call.signal?.aborted || this.closing.signal.aborted) throw this.aborted(call);
-    const exchange = new Exchange(this.lease.shared.pool, {
-      path: this.prefix + call.path,
-      method: call.method,
-      headers: call.headers,
-      body: call.body ?? null,
-    });
-    const abort = (): void => exchange.abort(this.aborted(call));
-    const timer = setTimeout(
-      () => exchange.abort(new ApiTimeoutError(this.context(call), call.timeoutMs)),
+    const exchange = new Exchange(
+      this.lease.shared.pool,
+      { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null },
       call.timeoutMs,
     );
-    const aborts = call.signal && this.abortsOf(call.signal);
-    this.inFlight.add(abort);
-    aborts?.add(abort);
+    const watchers = call.signal && this.watchersOf(call.signal);
+    this.inFlight.add(exchange);
+    watchers?.add(exchange);
     let answer: Answer;
     try {
       answer = await exchange.answer;
     } catch (error) {
-      // A timeout or an abort is the transport's own error already.
-      if (error instanceof HttpError) throw error;
+      if (error === TIMED_OUT) throw new ApiTimeoutError(this.context(call), call.timeoutMs);
+      if (error === ABORTED) throw this.aborted(call);
       const code = errorCode(error);
       throw new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
     } finally {
-      clearTimeout(timer);
-      this.inFlight.delete(abort);
-      aborts?.delete(abort);
+      this.inFlight.delete(exchange);
+      watchers?.delete(exchange);
     }
     this.lease.shared.reached = true;
     return this.response(answer, call);
   }
 
   /**
-   * The attempts in flight `signal` aborts (as the functions that abort them). A signal gets one
-   * listener, kept until it aborts, however many calls it covers: a run's stop signal may cover
-   * a thousand, and Node warns past ten listeners on one signal.
+   * The exchanges in flight `signal` aborts. A signal gets one listener, kept until it aborts,
+   * however many calls it covers: a run's stop signal may cover a thousand, and Node warns past
+   * ten listeners on one signal.
    */
-  private abortsOf(signal: AbortSignal): Set<() => void> {
-    let aborts = this.watched.get(signal);
-    if (!aborts) {
-      const created = new Set<() => void>();
-      signal.addEventListener("abort", () => created.forEach((abort) => abort()), { once: true });
+  private watchersOf(signal: AbortSignal): Set<Exchange> {
+    let watchers = this.watched.get(signal);
+    if (!watchers) {
+      const created = new Set<Exchange>();
+      signal.addEventListener("abort", () => created.forEach((exchange) => exchange.abort(ABORTED)), { once: true });
       this.watched.set(signal, created);
-      aborts = created;
+      watchers = created;
     }
-    return aborts;
+    return watchers;
   }
 
   /** The error of a call given up on by its caller's signal or by `close()`. */
