@@ -305,28 +305,24 @@ export class OpenAIInferenceClient implements InferenceClient {
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
    * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
    */
-  private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
-    let response: { body: A | undefined };
-    try {
-      response = await this.http.request<A | undefined>({
-        method: "POST",
-        path,
-        body,
-        retry: "all",
-        ...(options.signal && { signal: options.signal }),
-      });
-    } catch (error) {
-      // Aborts pass through as they are: the caller asked for them.
-      throw error instanceof HttpError && !(error instanceof RequestAbortedError)
-        ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error)
-        : error;
-    }
-    if (response.body === null || typeof response.body !== "object") {
-      throw new InferenceResponseError(
-        `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
-      );
-    }
-    return response.body;
+  private post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
+    const request = { method: "POST", path, body, retry: "all", signal: options.signal } as const;
+    return this.http.request<A | undefined>(request).then(
+      (response) => {
+        if (response.body === null || typeof response.body !== "object") {
+          throw new InferenceResponseError(
+            `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
+          );
+        }
+        return response.body;
+      },
+      (error: unknown) => {
+        // Aborts pass through as they are: the caller asked for them.
+        throw error instanceof HttpError && !(error instanceof RequestAbortedError)
+          ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error)
+          : error;
+      },
+    );
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
