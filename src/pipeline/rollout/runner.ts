@@ -103,6 +103,9 @@ const zeroCounts = (): RolloutCounts => ({
   unknownTokenIds: 0,
 });
 
+/** What an ended attempt's `abandon` does. */
+function ignore(): void {}
+
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
   // A worker compiled against another copy of nexrl builds that copy's Trajectory: copy fields.
@@ -129,7 +132,7 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   open = true;
   readonly inference: RolloutInferenceClient | undefined;
   /** Ends the attempt with a failure from outside (a timeout, a hang, an uncaught error) unless it has ended; set by the runner. */
-  abandon: (error: unknown) => void = () => undefined;
+  abandon: (error: unknown) => void = ignore;
   private readonly produced: Array<Trajectory | TrajectoryInit> = [];
 
   constructor(
@@ -221,8 +224,30 @@ export class RolloutRunner {
    */
   async run(task: RolloutTask): Promise<RolloutOutcome> {
     const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
+    const { policy, signal } = this.options;
+    const aborted = (attempts: number): RolloutOutcome => ({ task, status: "aborted", trajectories: [], attempts });
     try {
-      return await this.runAttempts(task, slot);
+      for (let attempt = 0; ; attempt++) {
+        if (signal?.aborted) return aborted(attempt);
+        if (attempt > 0) this.tally.retried++;
+        try {
+          const trajectories = await this.attempt(task, attempt, slot);
+          this.tally.succeeded++;
+          return { task, status: "ok", trajectories, attempts: attempt + 1 };
+        } catch (error) {
+          if (signal?.aborted) return aborted(attempt + 1);
+          this.tally.failed++;
+          if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
+          const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
+          const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
+          this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
+          if (action === "stop") throw this.stopError(task, attempt + 1, error);
+          if (action === "skip") {
+            this.tally.skipped++;
+            return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
+          }
+        }
+      }
     } finally {
       // Straight to the longest-waiting task, else back to the free list.
       const next = this.waiting.dequeue();
@@ -272,33 +297,6 @@ export class RolloutRunner {
     return true;
   }
 
-  /** Attempts `task` on `slot` until one succeeds or the failure policy says otherwise. */
-  private async runAttempts(task: RolloutTask, slot: Slot): Promise<RolloutOutcome> {
-    const { policy, signal } = this.options;
-    for (let attempt = 0; ; attempt++) {
-      const aborted = (attempts: number): RolloutOutcome => ({ task, status: "aborted", trajectories: [], attempts });
-      if (signal?.aborted) return aborted(attempt);
-      if (attempt > 0) this.tally.retried++;
-      try {
-        const trajectories = await this.attempt(task, attempt, slot);
-        this.tally.succeeded++;
-        return { task, status: "ok", trajectories, attempts: attempt + 1 };
-      } catch (error) {
-        if (signal?.aborted) return aborted(attempt + 1);
-        this.tally.failed++;
-        if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
-        const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
-        const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
-        this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
-        if (action === "stop") throw this.stopError(task, attempt + 1, error);
-        if (action === "skip") {
-          this.tally.skipped++;
-          return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
-        }
-      }
-    }
-  }
-
   /**
    * Attempt `attempt` of `task` on `slot`: the trajectories it produced, validated, or its
    * failure. The attempt ends once: when the worker's promise settles, or earlier when it is
@@ -322,9 +320,17 @@ export class RolloutRunner {
     const startVersion = options.currentVersion();
     return new Promise<Trajectory[]>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      /** Closes the attempt: no more puts, its inference calls still in flight aborted, an abandoned worker replaced. */
-      const end = (abandoned: boolean): void => {
+      /**
+       * Closes the attempt, once: no more puts, its inference calls still in flight aborted, an
+       * abandoned worker replaced. False when it had ended already.
+       */
+      const end = (abandoned: boolean): boolean => {
+        if (!scope.open) return false;
         scope.open = false;
+        // A function of this module, not of this closure's scope: the scope lives on (a socket
+        // opened during the attempt keeps it as its async context) and must not keep the attempt's
+        // result alive.
+        scope.abandon = ignore;
         clearTimeout(timer);
         scope.inference?.end();
         this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
@@ -332,15 +338,15 @@ export class RolloutRunner {
           slot.controller.abort(ATTEMPT_OVER);
           slot.controller = new AbortController();
         }
-        // An abandoned rollout may still be running: its instance is left to it and replaced.
-        if (abandoned) slot.worker = options.createWorker(slot.index);
+        return true;
       };
       scope.abandon = (error) => {
-        if (!scope.open) return;
+        if (!end(true)) return;
         try {
-          end(true);
+          // An abandoned rollout may still be running: its instance is left to it and replaced.
+          slot.worker = options.createWorker(slot.index);
         } catch (replacing) {
-          // Making the replacement of an abandoned worker failed: that is the attempt's failure now.
+          // Making the replacement failed: that is the attempt's failure now.
           error = replacing;
         }
         reject(error);
@@ -360,12 +366,16 @@ export class RolloutRunner {
         // sees the rollout hang at once instead.
         timer.unref();
       }
-      // An async function: a worker that throws before its first await fails like one that rejects.
-      const running = (async () => inRollout(scope, () => worker.rollout(task)))();
+      let running: Promise<RolloutResult>;
+      try {
+        running = Promise.resolve(inRollout(scope, () => worker.rollout(task)));
+      } catch (error) {
+        // A worker that throws before its first await fails like one that rejects.
+        running = Promise.reject(error);
+      }
       running.then(
         (result) => {
-          if (!scope.open) return;
-          end(false);
+          if (!end(false)) return;
           try {
             resolve(this.accepted(task, scope.take(result), scope.inference?.oldestPolicyVersion ?? startVersion));
           } catch (error) {
@@ -373,9 +383,7 @@ export class RolloutRunner {
           }
         },
         (error: unknown) => {
-          if (!scope.open) return;
-          end(false);
-          reject(error);
+          if (end(false)) reject(error);
         },
       );
     });
