@@ -60,12 +60,15 @@ async function main(argv: string[]): Promise<number> {
     const ctx = { log, setup: (key: string, value: unknown) => void (result.setup[key] = value) };
     for await (const row of suite.run(ctx)) {
       result.rows.push(row);
-      log(`${row.name}: ${formatNumber(row.value)} ${row.unit}, ratio ${row.ratio.toFixed(3)} (target ${row.target})`);
+      log(
+        `${row.name}: ${formatNumber(row.value)} ${row.unit}` +
+          (row.ratio === null ? " (reported, no target)" : `, ratio ${row.ratio.toFixed(3)} (target ${row.target})`),
+      );
     }
     const file = await writeResult(resultsDir, result);
     console.log(`\n${name} (${path.relative(process.cwd(), file)})\n${formatTable(result.rows)}`);
-    met += result.rows.filter((r: Row) => r.met).length;
-    total += result.rows.length;
+    met += result.rows.filter((r: Row) => r.met === true).length;
+    total += result.rows.filter((r: Row) => r.met !== null).length;
   }
   console.log(`\n${met} of ${total} rows met`);
   return 0;

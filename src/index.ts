@@ -33,3 +33,5 @@ export {
 export * from "./services/inference/index.js";
 export * from "./pipeline/index.js";
 export * from "./agent/index.js";
+export * from "./run-folder/index.js";
+export * from "./report/index.js";

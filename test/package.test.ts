@@ -23,7 +23,7 @@ describe("package", () => {
       name: "nexrl",
       type: "module",
       engines: { node: ">=20.18" },
-      bin: { nexrl: "./dist/cli/main.js" },
+      bin: { nexrl: "dist/cli/main.js" },
     });
     expect(pkg.exports["."]).toEqual({
       types: "./dist/index.d.ts",

@@ -2,9 +2,23 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { LocalEngine } from "../../dist/engine/index.js";
+import { LocalEngine, type ModelConfig, type ModelPresetName } from "../../dist/engine/index.js";
 import { datum, type Datum } from "../../dist/types/wire.js";
-import { ADAM, MAX_TOKENS, NUM_SAMPLES, SEED, SHAPE, samplingPrompt, trainingBatch } from "./workload.js";
+import {
+  ADAM,
+  MAX_TOKENS,
+  NUM_SAMPLES,
+  SEED,
+  SHAPE,
+  samplingPrompt,
+  trainingBatch,
+  type Sequence,
+} from "./workload.js";
+
+/** The bench's model of width `dModel`, or a preset by name. */
+export function benchModel(model: number | ModelPresetName): ModelConfig | ModelPresetName {
+  return typeof model === "number" ? { dModel: model, ...SHAPE } : model;
+}
 
 export class OurEngine {
   private readonly outputDir = mkdtempSync(path.join(os.tmpdir(), "nexrl-bench-"));
@@ -15,11 +29,25 @@ export class OurEngine {
   readonly eosId: number;
   private sampleSeed = SEED;
 
-  constructor(dModel: number) {
-    this.engine = LocalEngine.create({ model: { dModel, ...SHAPE }, seed: SEED, outputDir: this.outputDir });
-    this.datums = trainingBatch().map((s) => datum(s.inputs, { target_tokens: s.targets, weights: s.weights }));
+  /**
+   * @param model the width of the bench's shape, or a preset.
+   * @param batch the training batch (default: the shared workload's).
+   * @param maxTokens tokens per sample (default: the shared workload's).
+   */
+  constructor(
+    model: number | ModelPresetName,
+    batch: Sequence[] = trainingBatch(),
+    private readonly maxTokens = MAX_TOKENS,
+  ) {
+    this.engine = LocalEngine.create({ model: benchModel(model), seed: SEED, outputDir: this.outputDir });
+    this.datums = batch.map((s) => datum(s.inputs, { target_tokens: s.targets, weights: s.weights }));
     this.prompt = samplingPrompt(this.engine.tokenizer.bosId);
     this.eosId = this.engine.tokenizer.eosId;
+  }
+
+  /** Threads and kernels the engine computes with. */
+  get compute(): { threads: number; kernels: string } {
+    return { threads: this.engine.threads, kernels: this.engine.kernels };
   }
 
   /** forward_backward + optim_step on the batch. @returns the summed weighted loss. */
@@ -33,13 +61,14 @@ export class OurEngine {
   sample(): number {
     const { sequences } = this.engine.sample(
       this.prompt,
-      { maxTokens: MAX_TOKENS, temperature: 1, seed: this.sampleSeed++ },
+      { maxTokens: this.maxTokens, temperature: 1, seed: this.sampleSeed++ },
       NUM_SAMPLES,
     );
     return sequences.reduce((n, s) => n + s.tokens.length, 0);
   }
 
-  dispose(): void {
+  async dispose(): Promise<void> {
+    await this.engine.close();
     rmSync(this.outputDir, { recursive: true, force: true });
   }
 }

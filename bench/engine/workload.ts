@@ -20,6 +20,12 @@ const PROMPT_POSITIONS = 8;
 export const NUM_SAMPLES = 16;
 export const MAX_TOKENS = 56;
 
+/**
+ * The `medium` preset (no baseline runs it): a training batch of 8 sequences of 256 positions,
+ * and 16 samples of 248 tokens after the same 8-token prompt, filling its 256-token context.
+ */
+export const MEDIUM = { preset: "medium", batch: 8, seqLen: 256, maxTokens: 248 } as const;
+
 export const ADAM: AdamParams = adamParams({ learning_rate: 1e-3 });
 
 const TEXT =
@@ -34,13 +40,13 @@ export interface Sequence {
   weights: number[];
 }
 
-/** {@link BATCH} byte-token windows of the text, each shifted by one for its targets. */
-export function trainingBatch(): Sequence[] {
-  const bytes = [...Buffer.from(TEXT)];
-  return Array.from({ length: BATCH }, (_, b) => {
-    const window = bytes.slice(b * 11, b * 11 + SEQ_LEN + 1);
+/** `batch` byte-token windows of `seqLen` positions of the text, each shifted by one for its targets. */
+export function trainingBatch(batch = BATCH, seqLen = SEQ_LEN): Sequence[] {
+  const bytes = [...Buffer.from(TEXT.repeat(Math.ceil((batch * 11 + seqLen + 1) / TEXT.length)))];
+  return Array.from({ length: batch }, (_, b) => {
+    const window = bytes.slice(b * 11, b * 11 + seqLen + 1);
     return {
-      inputs: window.slice(0, SEQ_LEN),
+      inputs: window.slice(0, seqLen),
       targets: window.slice(1),
       weights: window.slice(1).map((_, i) => (i < PROMPT_POSITIONS ? 0 : 1)),
     };

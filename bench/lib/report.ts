@@ -39,9 +39,9 @@ export function formatTable(rows: readonly Row[]): string {
     formatNumber(r.value),
     r.unit,
     typeof r.compared_with === "number" ? formatNumber(r.compared_with) : r.compared_with,
-    r.ratio.toFixed(3),
+    r.ratio === null ? "—" : r.ratio.toFixed(3),
     r.target,
-    r.met ? "yes" : "NO",
+    r.met === null ? "—" : r.met ? "yes" : "NO",
   ]);
   const numeric = [false, true, false, true, true, false, false];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));

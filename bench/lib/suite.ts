@@ -14,14 +14,17 @@ export interface Row {
   value: number;
   /** Unit of `value` (and of `compared_with` when it is a number). */
   unit: string;
-  /** The baseline's value in the same unit, measured in the same run; `"target"` when the row is judged against its target alone. */
-  compared_with: number | "target";
-  /** `value / compared_with`, or `value / target bound` for rows compared with their target. */
-  ratio: number;
-  /** Readable target, e.g. `≤ 1.0` (on the ratio) or `≤ 150 MB` (on the value). */
+  /**
+   * The baseline's value in the same unit, measured in the same run; `"target"` when the row is
+   * judged against its target alone; `"none"` for a row that only reports a measurement.
+   */
+  compared_with: number | "target" | "none";
+  /** `value / compared_with`, or `value / target bound` for rows compared with their target; null for a report-only row. */
+  ratio: number | null;
+  /** Readable target, e.g. `≤ 1.0` (on the ratio) or `≤ 150 MB` (on the value); `—` for a report-only row. */
   target: string;
-  /** Whether the target is met. */
-  met: boolean;
+  /** Whether the target is met; null for a report-only row (not counted in `N of M rows met`). */
+  met: boolean | null;
 }
 
 /** What a suite may use from the harness. */
@@ -66,6 +69,11 @@ export function comparedRow(name: string, unit: string, value: number, baseline:
     target: describeTarget(target),
     met: meets(ratio, target),
   };
+}
+
+/** A row that reports a measurement with neither baseline nor target (e.g. a model size no baseline runs). */
+export function reportRow(name: string, unit: string, value: number): Row {
+  return { name, value, unit, compared_with: "none", ratio: null, target: "—", met: null };
 }
 
 /** A row with no baseline: the target is on the value itself, and `ratio` is `value / bound`. */

@@ -4,36 +4,26 @@
  * every call token-exact; agents in other processes claim tasks and push finished episodes.
  * @module
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ContextLengthError } from "../engine/errors.js";
 import type { RolloutTask } from "../pipeline/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
-import {
-  chatCompletionBody,
-  chatCompletionEvents,
-  completionBody,
-  completionEvents,
-  cutAtStop,
-  OpenAIApiError,
-  openAIErrorOf,
-  openAIRequestSchemas,
-  parseOpenAIRequest,
-  readOpenAIBody,
-  requestMessages,
-  requestTools,
-  responseFormat,
-  sendOpenAIError,
-  sendOpenAIEvents,
-  sendOpenAIJson,
-  stopStrings,
-  type GeneratedChoice,
-  type GenerationRequest,
-} from "../server/openai-protocol.js";
 import { listen } from "../server/bind.js";
+import {
+  decodedChoice,
+  endpointPath,
+  modelList,
+  OpenAIEndpoints,
+  requestSampling,
+  type Generation,
+  type GenerationCall,
+  type OpenAIGenerator,
+} from "../server/openai-endpoints.js";
+import { OpenAIApiError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
-import type { ChatMessage } from "../types/tokenizer.js";
 import { AgentGatewayError } from "./errors.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
@@ -64,8 +54,6 @@ export const ROLLOUT_ID_HEADER = "x-nexrl-rollout-id";
 
 /** Rollout ids remembered after they finish, to answer 410 instead of 404. */
 const FINISHED_MEMORY = 4096;
-
-const { completion: completionRequest, chat: chatRequest } = openAIRequestSchemas("the nexrl agent gateway");
 
 /** A rollout id: 128 random bits. */
 function newRolloutId(): string {
@@ -125,9 +113,8 @@ export class AgentGateway {
   private readonly external = new ExternalAgents();
   private readonly closing = new AbortController();
   private readonly modelName: string;
-  private readonly maxBodyBytes: number;
   private readonly maxClaimWaitMs: number;
-  private readonly log: (line: string) => void;
+  private readonly endpoints: OpenAIEndpoints;
 
   private constructor(
     private readonly server: Server,
@@ -136,9 +123,13 @@ export class AgentGateway {
     options: AgentGatewayOptions,
   ) {
     this.modelName = options.modelName ?? "policy";
-    this.maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
     this.maxClaimWaitMs = options.maxClaimWaitMs ?? 30_000;
-    this.log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    this.endpoints = new OpenAIEndpoints({
+      server: "the nexrl agent gateway",
+      maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
+      log: (line) => log(`nexrl agent gateway: ${line}`),
+    });
   }
 
   /**
@@ -232,56 +223,36 @@ export class AgentGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
-    const method = req.method ?? "GET";
-    let allowed = "";
-    try {
-      const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
-      const header = req.headers[ROLLOUT_ID_HEADER];
-      const rolloutId = match
-        ? decodePathSegment(match[1]!, "rollout id")
-        : typeof header === "string"
-          ? header
-          : undefined;
-      const route = this.route(match ? match[2]! : path, rolloutId, req, res);
-      if (!route) {
+    const path = endpointPath(req);
+    const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
+    const header = req.headers[ROLLOUT_ID_HEADER];
+    const rolloutId = (): string | undefined =>
+      match ? decodePathSegment(match[1]!, "rollout id") : typeof header === "string" ? header : undefined;
+    const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
+      method: req.method ?? "GET",
+      run: async () => {
         throw new OpenAIApiError(
           404,
-          `no route ${method} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
           "invalid_request_error",
           null,
           "not_found",
         );
-      }
-      allowed = route.method;
-      if (method !== allowed)
-        throw new OpenAIApiError(
-          405,
-          `${path} accepts ${allowed} requests, not ${method}`,
-          "invalid_request_error",
-          null,
-          "method_not_allowed",
-        );
-      await route.run();
-    } catch (error) {
-      const api = openAIErrorOf(error);
-      if (api.status === 500)
-        this.log(
-          `nexrl agent gateway: ${method} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-        );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: allowed } : {});
-    }
+      },
+    };
+    await this.endpoints.answer(req, res, path, route.method, route.run);
   }
 
   /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */
   private route(
     route: string,
-    rolloutId: string | undefined,
+    rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
   ): { method: string; run: () => Promise<void> } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
-      if (rolloutId === undefined) {
+      const id = rolloutId();
+      if (id === undefined) {
         throw new OpenAIApiError(
           400,
           `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`,
@@ -290,109 +261,77 @@ export class AgentGateway {
           "rollout_missing",
         );
       }
-      await run(this.session(rolloutId));
+      await run(this.session(id));
     };
     switch (route) {
       case "/healthz":
         return {
           method: "GET",
-          run: async () => sendOpenAIJson(res, 200, { ok: true, open_rollouts: this.sessions.size }),
+          run: async () => sendJson(res, 200, { ok: true, open_rollouts: this.sessions.size }),
         };
       case "/tasks/claim":
-        return { method: "POST", run: async () => this.claim(await this.readBody(req), res) };
+        return { method: "POST", run: async () => this.claim(await this.endpoints.readBody(req), res) };
       case "/trajectories":
-        return { method: "POST", run: async () => this.push(await this.readBody(req), res) };
+        return { method: "POST", run: async () => this.push(await this.endpoints.readBody(req), res) };
       case "/v1/models":
         return {
           method: "GET",
           run: async () => {
-            if (rolloutId !== undefined) this.session(rolloutId);
-            sendOpenAIJson(res, 200, {
-              object: "list",
-              data: [{ id: this.modelName, object: "model", created: 0, owned_by: "nexrl" }],
-            });
+            const id = rolloutId();
+            if (id !== undefined) this.session(id);
+            sendJson(res, 200, modelList([this.modelName], 0));
           },
         };
       case "/v1/chat/completions":
-        return { method: "POST", run: inRollout(async (session) => this.chat(session, await this.readBody(req), res)) };
+        return {
+          method: "POST",
+          run: inRollout((session) => this.endpoints.chat(req, res, (request) => this.generator(session, request))),
+        };
       case "/v1/completions":
         return {
           method: "POST",
-          run: inRollout(async (session) => this.completions(session, await this.readBody(req), res)),
+          run: inRollout((session) =>
+            this.endpoints.completions(req, res, (request) => {
+              if (Array.isArray(request.prompt) && typeof request.prompt[0] !== "number")
+                throw new OpenAIApiError(
+                  400,
+                  "prompt: the gateway records one prompt per call; send the prompts one by one",
+                  "invalid_request_error",
+                  "prompt",
+                );
+              return this.generator(session, request);
+            }),
+          ),
         };
       default:
         return undefined;
     }
   }
 
-  private readBody(req: IncomingMessage): Promise<unknown> {
-    return readOpenAIBody(req, this.maxBodyBytes);
-  }
-
-  private async chat(session: RolloutSession, body: unknown, res: ServerResponse): Promise<void> {
-    const request = parseOpenAIRequest(chatRequest, body);
-    checkSingleChoice(request);
+  /**
+   * The generator of a call in `session`: one choice, rendered with the rollout's answered
+   * messages, sampled within its limits, and recorded.
+   */
+  private generator(session: RolloutSession, request: GenerationRequest): OpenAIGenerator {
+    if ((request.n ?? 1) !== 1)
+      throw new OpenAIApiError(
+        400,
+        "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more",
+        "invalid_request_error",
+        "n",
+      );
     const tokenizer = session.inference.tokenizer;
-    const tools = requestTools(request);
-    const messages = requestMessages(request);
-    const templateOptions = {
-      addGenerationPrompt: request.add_generation_prompt ?? true,
-      ...(tools && { tools }),
-      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
+    return {
+      tokenizer,
+      renderChat: (messages, options) =>
+        session.options.replayAnswers === "text"
+          ? tokenizer.applyChatTemplate(
+              messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)),
+              options,
+            )
+          : renderChat(tokenizer, messages, session.answered, options),
+      generate: (prompt, request, call) => this.sample(session, prompt, request, call),
     };
-    const prompt =
-      session.options.replayAnswers === "text"
-        ? tokenizer.applyChatTemplate(
-            messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)),
-            templateOptions,
-          )
-        : renderChat(tokenizer, messages, session.answered, templateOptions);
-    const parseTools = (tools?.length ?? 0) > 0 && request.tool_choice !== "none";
-    const { choice, promptTokens } = await this.sample(
-      session,
-      prompt,
-      request,
-      request.max_completion_tokens ?? request.max_tokens ?? undefined,
-      { messages, parseTools },
-    );
-    const format = responseFormat(request, `chatcmpl-${randomUUID()}`, tokenizer);
-    if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, [choice]));
-    else sendOpenAIJson(res, 200, chatCompletionBody(format, promptTokens, [choice]));
-  }
-
-  private async completions(session: RolloutSession, body: unknown, res: ServerResponse): Promise<void> {
-    const request = parseOpenAIRequest(completionRequest, body);
-    checkSingleChoice(request);
-    const { prompt } = request;
-    if (Array.isArray(prompt) && typeof prompt[0] !== "number") {
-      throw new OpenAIApiError(
-        400,
-        "prompt: the gateway records one prompt per call; send the prompts one by one",
-        "invalid_request_error",
-        "prompt",
-      );
-    }
-    const tokens =
-      typeof prompt === "string"
-        ? session.inference.tokenizer.encode(prompt, { addBos: request.add_special_tokens ?? true })
-        : (prompt as number[]);
-    if (tokens.length === 0)
-      throw new OpenAIApiError(
-        400,
-        "prompt encodes to no tokens; give a non-empty prompt",
-        "invalid_request_error",
-        "prompt",
-      );
-    const { choice, promptTokens } = await this.sample(
-      session,
-      tokens,
-      request,
-      request.max_tokens ?? undefined,
-      undefined,
-    );
-    const format = responseFormat(request, `cmpl-${randomUUID()}`, session.inference.tokenizer);
-    if (request.stream) sendOpenAIEvents(res, completionEvents(format, [promptTokens], [[choice]]));
-    else sendOpenAIJson(res, 200, completionBody(format, [promptTokens], [[choice]]));
   }
 
   /** Samples one choice of `prompt` within the rollout's limits and records the call. */
@@ -400,22 +339,15 @@ export class AgentGateway {
     session: RolloutSession,
     prompt: number[],
     request: GenerationRequest,
-    maxTokens: number | undefined,
-    chat: { messages: ChatMessage[]; parseTools: boolean } | undefined,
-  ): Promise<{ choice: GeneratedChoice; promptTokens: number[] }> {
+    { maxTokens, chat }: GenerationCall,
+  ): Promise<Generation> {
     const budget = session.admit(maxTokens);
     const startedAt = Date.now();
     const t0 = performance.now();
-    const stops = stopStrings(request.stop);
     let result: InferenceResult;
     try {
       result = await session.inference.completion(prompt, {
-        maxTokens: budget.maxTokens,
-        ...(request.temperature != null && { temperature: request.temperature }),
-        ...(request.top_p != null && { topP: request.top_p }),
-        ...(request.top_k != null && { topK: request.top_k }),
-        ...(request.seed != null && { seed: request.seed }),
-        ...(stops.length > 0 && { stop: stops }),
+        ...requestSampling(request, budget.maxTokens),
         signal: session.signal,
       });
     } catch (error) {
@@ -434,14 +366,10 @@ export class AgentGateway {
       throw error;
     }
     const tokenizer = session.inference.tokenizer;
-    const { text, stopReason } = cutAtStop(
-      tokenizer,
-      result.responseTokens,
-      result.finishReason,
-      stops,
-      request.include_stop_str_in_output ?? false,
-    );
-    const parsed = chat?.parseTools ? parseToolCalls(text, newCallId) : { content: text, toolCalls: [] };
+    const decoded = decodedChoice(tokenizer, result.responseTokens, result.logprobs, result.finishReason, request);
+    const parsed = chat?.parseTools
+      ? parseToolCalls(decoded.text, newCallId)
+      : { content: decoded.text, toolCalls: [] };
     const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
     // Ids beyond the tokenizer (counted by the rollout's inference client) read as nothing.
     const generated = tokenizer.decode(result.responseTokens, { unknownIds: "skip" });
@@ -466,14 +394,12 @@ export class AgentGateway {
       { content: parsed.content, toolCalls: parsed.toolCalls, generated, tokens: result.responseTokens },
     );
     const choice: GeneratedChoice = {
-      tokens: result.responseTokens,
-      logprobs: result.logprobs,
+      ...decoded,
       text: parsed.content,
       finishReason,
-      stopReason,
       ...(parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }),
     };
-    return { choice, promptTokens: result.promptTokens };
+    return { choices: [choice], promptTokens: result.promptTokens };
   }
 
   private async claim(body: unknown, res: ServerResponse): Promise<void> {
@@ -500,28 +426,18 @@ export class AgentGateway {
       res.writeHead(204).end();
       return;
     }
-    sendOpenAIJson(res, 200, claimed);
+    sendJson(res, 200, claimed);
   }
 
   private push(body: unknown, res: ServerResponse): void {
     const id = pushedRolloutId(body);
     const episode = this.external.push(id, body);
     const calls = this.sessions.get(id)?.recordedCalls ?? 0;
-    sendOpenAIJson(res, 200, {
+    sendJson(res, 200, {
       accepted: true,
       rollout_id: id,
       trajectories: episode.trajectories?.length ?? "from_recorded_calls",
       recorded_calls: calls,
     });
   }
-}
-
-function checkSingleChoice(request: GenerationRequest): void {
-  if ((request.n ?? 1) !== 1)
-    throw new OpenAIApiError(
-      400,
-      "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more",
-      "invalid_request_error",
-      "n",
-    );
 }

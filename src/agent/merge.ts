@@ -89,19 +89,32 @@ function minVersion(a: number | undefined, b: number | undefined): number | unde
   return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
+/** Options of {@link mergeCalls}. */
+export interface MergeOptions {
+  /** Merge continuous calls (default true); false makes one sequence of each call, with no breaks to report. */
+  merge?: boolean;
+}
+
 /**
  * Merges `calls` (in turn order). Call k+1 extends the current sequence when its prompt starts
  * with call k's prompt + completion: the new prompt tokens join with mask 0, its completion with
  * mask 1 and its logprobs. Otherwise the current sequence ends, a new one starts with call k+1,
- * and the break is recorded with the first differing token and both sides decoded.
+ * and the break is recorded with the first differing token and both sides decoded. With
+ * `options.merge` false (`rollout_worker.enable_trace_prefix_merge: false`) every call is a
+ * sequence of its own.
  */
-export function mergeCalls(calls: readonly GatewayCall[], tokenizer: Tokenizer): MergedTrace {
+export function mergeCalls(
+  calls: readonly GatewayCall[],
+  tokenizer: Tokenizer,
+  options: MergeOptions = {},
+): MergedTrace {
+  const merge = options.merge ?? true;
   const sequences: MergedSequence[] = [];
   const breaks: PrefixBreak[] = [];
   let current: MergedSequence | undefined;
   let previous: GatewayCall | undefined;
   for (const call of calls) {
-    const expected = previous && [...previous.promptTokens, ...previous.completionTokens];
+    const expected = merge && previous ? [...previous.promptTokens, ...previous.completionTokens] : undefined;
     const continues = current !== undefined && expected !== undefined && startsWith(call.promptTokens, expected);
     if (!continues) {
       if (previous && expected) breaks.push(explain(tokenizer, previous, expected, call));

@@ -99,7 +99,7 @@ function observationOf(result: unknown, trace: RolloutTrace): ChatMessage[] {
  *    `agent.external`, offers the task to agents in other processes and waits for their push —
  *    cutting it short after `agent.timeout_seconds`;
  * 3. merges the recorded calls into trajectories (one per stretch of exactly continuous token
- *    history), scores the episode with the evaluator (or the reward the agent returned or pushed),
+ *    history; one per call with `enable_trace_prefix_merge: false`), scores the episode with the evaluator (or the reward the agent returned or pushed),
  *    gives truncated episodes `agent.truncated_reward`, and weights the trajectories
  *    (`agent.trajectory_weight`).
  *
@@ -149,7 +149,9 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
         ...(version !== undefined && { policyVersion: version }),
       }));
     } else {
-      ({ sequences, breaks } = mergeCalls(trace.calls, inference.tokenizer));
+      ({ sequences, breaks } = mergeCalls(trace.calls, inference.tokenizer, {
+        merge: this.config.enable_trace_prefix_merge,
+      }));
     }
     if (sequences.length === 0) return [];
     let cut = false;

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { NexrlError } from "../types/errors.js";
 import { parseTinkerFlag, TinkerFlagError } from "../server/tinker-flags.js";
+import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
 
 /** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
 export class UsageError extends NexrlError {}
@@ -48,7 +49,9 @@ export type CliCommand =
       tag?: string;
       outputDir?: string;
     }
-  | ServeCommand;
+  | ServeCommand
+  | ReportCommand
+  | SampleCommand;
 
 /** Protocols `nexrl serve` can speak. */
 export const SERVE_PROTOCOLS = ["tinker", "weaver", "openai", "all"] as const;
@@ -75,6 +78,10 @@ export interface ServeCommand {
   insecure?: boolean;
   /** Tinker `client/config` flags to answer (`--tinker-flag KEY=VALUE`). */
   tinkerFlags?: Record<string, boolean | number | string>;
+  /** Run checkpoints to serve on the OpenAI-compatible endpoints (`RUN_DIR[:step]`, `--model`). */
+  models?: string[];
+  /** Threads of each model's engine; default: the machine's available parallelism. */
+  threads?: number;
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -93,6 +100,8 @@ function parseServe(args: readonly string[]): CliCommand {
         "api-key": { type: "string" },
         insecure: { type: "boolean" },
         "tinker-flag": { type: "string", multiple: true },
+        model: { type: "string", multiple: true },
+        threads: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -120,6 +129,9 @@ function parseServe(args: readonly string[]): CliCommand {
       throw error;
     }
   }
+  const threads = values.threads === undefined ? undefined : Number(values.threads);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1 && threads <= 256))
+    throw new UsageError(`--threads must be an integer from 1 to 256, got "${values.threads}"`);
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -131,6 +143,8 @@ function parseServe(args: readonly string[]): CliCommand {
     ...(values["api-key"] !== undefined && { apiKey: values["api-key"] }),
     ...(values.insecure && { insecure: true }),
     ...(tinkerFlags && { tinkerFlags }),
+    ...(values.model !== undefined && { models: values.model }),
+    ...(threads !== undefined && { threads }),
   };
 }
 
@@ -140,6 +154,8 @@ const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
 export function parseCommandLine(argv: readonly string[]): CliCommand {
   const [first, ...rest] = argv;
   if (first === "serve") return parseServe(rest);
+  if (first === "report") return parseReport(rest);
+  if (first === "sample") return parseSample(rest);
   const subcommand = first === "validate" ? first : undefined;
   let parsed;
   try {
@@ -202,8 +218,11 @@ Usage:
   nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
   nexrl validate -c RECIPE [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N] [--api-key KEY] [--insecure]
-              [--tinker-flag KEY=VALUE ...]
+              [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
+              [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
+  nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT]]
+  nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
+               [--logprobs] [--json] [--seed N]
 
 Options:
   -m, --mode MODE            training-service (the default; trains through a training service:
@@ -224,6 +243,10 @@ Commands:
   serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
                              protocols until stopped (Ctrl-C), so tinker/weaver recipes run
                              without a remote service.
+  report                     write a run folder's report: one HTML file (summary, a chart per
+                             metric, rollouts token by token, checkpoints, configuration).
+  sample                     sample from a run's trained weights (the latest checkpoint, or
+                             STEP); prompts from PROMPT or standard input, one per line.
 
 Serve options:
   -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
@@ -236,6 +259,8 @@ Serve options:
       --faults SPEC          answer a share of requests with faults, to test clients, e.g.
                              408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
       --seed N               seed of the faults and of models created without one (default 0).
+      --threads N            threads of each model's engine (default: the machine's cores);
+                             training results are reproducible for a given count.
       --api-key KEY          every request but /health must carry KEY in X-API-Key,
                              X-WEAVER-API-KEY or Authorization: Bearer (else 401). The
                              environment variable NEXRL_SERVE_API_KEY sets it without showing it
@@ -246,8 +271,28 @@ Serve options:
                              proto_write_fwdbwd=true (SDK 0.19-0.24 then write protobuf),
                              pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
                              use_pyqwest_transport=false (the SDK uses httpx's transport).
+      --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
+                             /v1/completions and /v1/chat/completions as model "<run>:<step>";
+                             repeat for more runs.
   The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
   a port in use or a privileged port exits 3.
+
+Report options:
+  -o, --output FILE          the HTML file (default: RUN_DIR/report.html).
+      --open                 open it in the browser (xdg-open, open or start).
+  -w, --watch                serve the report on 127.0.0.1 instead, redrawn as the run writes
+                             more, until Ctrl-C; --port PORT (default: a free one, printed),
+                             --interval MS between checks (default 2000).
+
+Sample options:
+      --chat                 send each prompt as a user message through the chat template.
+  -n N                       completions per prompt (default 1).
+  -t, --temperature T        0 is greedy (default: the recipe's rollout_worker.temperature).
+  -m, --max-tokens M         most tokens per completion (default: the recipe's
+                             rollout_worker.max_response_length, else 256).
+      --logprobs             print each generated token with its logprob.
+      --json                 one JSON object per completion (prompt, text, tokens, logprobs).
+      --seed N               sampling seed.
 
 Exit codes:
   ${EXIT_CODES.ok}    success

@@ -28,6 +28,8 @@ export interface CliIO {
   cwd: string;
   /** The package version. */
   version: string;
+  /** Where `nexrl sample` reads prompts when none is given (default: the process's standard input). */
+  stdin?: AsyncIterable<string | Buffer> & { isTTY?: boolean };
 }
 
 /**
@@ -61,6 +63,10 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
         return EXIT_CODES.ok;
       case "serve":
         return await (await import("./serve.js")).runServe(command, io);
+      case "report":
+        return await (await import("./report.js")).runReport(command, io);
+      case "sample":
+        return await (await import("./sample.js")).runSample(command, io);
       case "validate": {
         const recipe = await loadRedacting(command.configPath, command.overrides);
         io.stdout.write(

@@ -20,6 +20,7 @@ import {
 import { MODEL_PRESETS } from "../engine/config.js";
 import { EXIT_CODES, UsageError, type ServeCommand } from "./args.js";
 import type { CliIO } from "./run.js";
+import type { RunModel } from "../run-folder/model.js";
 
 /** The environment variable holding the API key when `--api-key` is not given. */
 export const SERVE_API_KEY_VAR = "NEXRL_SERVE_API_KEY";
@@ -87,6 +88,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     throw error;
   }
   const apiKey = command.apiKey ?? (io.env[SERVE_API_KEY_VAR] || undefined);
+  const runModels = await openRunModels(command, io);
   const signals = stop === undefined ? stopSignal() : undefined;
   const temporary = command.outputDir === undefined;
   const outputDir = temporary
@@ -101,12 +103,14 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         port: command.port,
         outputDir,
         seed: command.seed,
+        ...(command.threads !== undefined && { threads: command.threads }),
         ...(faults && { faults }),
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),
         ...(command.tinkerFlags && { tinkerClientConfig: command.tinkerFlags }),
         listenHint: listenHint(command),
         log: (line) => io.stderr.write(`${line}\n`),
+        openaiModels: Object.fromEntries(runModels.map((m) => [m.name, m])),
       });
     } catch (error) {
       throw startFailure(error);
@@ -114,6 +118,12 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     io.stdout.write(
       `nexrl serve: ${command.protocol === "all" ? "tinker, weaver and openai protocols" : `${command.protocol} protocol`} on ${server.url}\n` +
         `  base models: the local presets (${Object.keys(MODEL_PRESETS).join(", ")}); files in ${outputDir}${temporary ? " (removed on exit)" : ""}\n` +
+        runModels
+          .map(
+            (m) =>
+              `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions)\n`,
+          )
+          .join("") +
         (apiKey === undefined
           ? "  no API key: any client on this machine may connect\n"
           : "  API key required (X-API-Key, X-WEAVER-API-KEY or Authorization: Bearer)\n") +
@@ -130,6 +140,35 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
     return EXIT_CODES.ok;
   } finally {
     signals?.restore();
+    await Promise.all(runModels.map((m) => m.close()));
     if (temporary) await rm(outputDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The local run weights of `--model RUN_DIR[:STEP]`, opened for the OpenAI-compatible endpoints.
+ * @throws {@link UsageError} when the protocol leaves those endpoints out or two names clash.
+ */
+async function openRunModels(command: ServeCommand, io: CliIO): Promise<RunModel[]> {
+  if (!command.models?.length) return [];
+  if (command.protocol !== "openai" && command.protocol !== "all")
+    throw new UsageError(
+      `--model serves on the OpenAI-compatible endpoints; use --protocol openai or all, not ${command.protocol}`,
+    );
+  const { openRunModel } = await import("../run-folder/model.js");
+  const models: RunModel[] = [];
+  try {
+    for (const ref of command.models) {
+      const model = await openRunModel(ref, { cwd: io.cwd, env: io.env, localOnly: true });
+      models.push(model);
+      if (models.some((m) => m !== model && m.name === model.name))
+        throw new UsageError(
+          `two --model arguments are both named "${model.name}"; serve different run folders or steps`,
+        );
+    }
+  } catch (error) {
+    await Promise.all(models.map((m) => m.close()));
+    throw error;
+  }
+  return models;
 }

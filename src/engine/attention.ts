@@ -8,7 +8,8 @@
  * @module
  * @internal
  */
-import { matmulNN, matmulNT, matmulTN } from "./kernels.js";
+import type { Arena } from "./arena.js";
+import type { MatrixKernels } from "./matrix.js";
 
 /** Per-head scratch matrices, sized for the context length. */
 export class AttentionScratch {
@@ -22,9 +23,9 @@ export class AttentionScratch {
   private readonly p: Float32Array;
   private readonly dp: Float32Array;
 
-  /** @param contextLength longest sequence; @param headDim width of one head. */
-  constructor(contextLength: number, headDim: number) {
-    const m = (n: number): Float32Array => new Float32Array(n);
+  /** @param contextLength longest sequence; @param headDim width of one head; @param arena where the matrices live. */
+  constructor(contextLength: number, headDim: number, arena: Arena) {
+    const m = (n: number): Float32Array => arena.f32(n);
     const rows = contextLength * headDim;
     [this.q, this.k, this.v, this.o, this.dq, this.dk, this.dv] = [
       m(rows),
@@ -43,11 +44,20 @@ export class AttentionScratch {
    * out[start..start+len) (rows d wide, this head's columns) = softmax(scale·QKᵀ + causal mask)·V
    * for one sequence and head; qkv rows are [query | key | value], 3d wide.
    */
-  forward(out: Float32Array, qkv: Float32Array, start: number, len: number, head: number, dh: number, d: number): void {
+  forward(
+    kernels: MatrixKernels,
+    out: Float32Array,
+    qkv: Float32Array,
+    start: number,
+    len: number,
+    head: number,
+    dh: number,
+    d: number,
+  ): void {
     const { v, o, p } = this;
-    this.weights(qkv, start, len, head, dh, d);
+    this.weights(kernels, qkv, start, len, head, dh, d);
     gather(v, qkv, start, len, 3 * d, 2 * d + head * dh, dh);
-    matmulNN(o, p, v, len, len, dh, false);
+    kernels.matmulNN(o, p, v, len, len, dh, false);
     scatter(out, o, start, len, d, head * dh, dh);
   }
 
@@ -56,6 +66,7 @@ export class AttentionScratch {
    * from the gradient of the attention output `dOut` (rows d wide).
    */
   backward(
+    kernels: MatrixKernels,
     dqkv: Float32Array,
     dOut: Float32Array,
     qkv: Float32Array,
@@ -67,10 +78,10 @@ export class AttentionScratch {
   ): void {
     const { q, k, v, o: dO, dq, dk, dv, p, dp } = this;
     const scale = 1 / Math.sqrt(dh);
-    this.weights(qkv, start, len, head, dh, d);
+    this.weights(kernels, qkv, start, len, head, dh, d);
     gather(v, qkv, start, len, 3 * d, 2 * d + head * dh, dh);
     gather(dO, dOut, start, len, d, head * dh, dh);
-    matmulNT(dp, dO, v, len, dh, len, false);
+    kernels.matmulNT(dp, dO, v, len, dh, len, false);
     // dS = P ∘ (dP − rowsum(P ∘ dP)) · scale on the causal triangle; zero above it.
     for (let i = 0; i < len; i++) {
       const row = i * len;
@@ -79,11 +90,11 @@ export class AttentionScratch {
       for (let j = 0; j <= i; j++) dp[row + j] = p[row + j]! * (dp[row + j]! - dot) * scale;
       dp.fill(0, row + i + 1, row + len);
     }
-    matmulNN(dq, dp, k, len, len, dh, false);
+    kernels.matmulNN(dq, dp, k, len, len, dh, false);
     dk.fill(0, 0, len * dh);
-    matmulTN(dk, dp, q, len, len, dh);
+    kernels.matmulTN(dk, dp, q, len, len, dh);
     dv.fill(0, 0, len * dh);
-    matmulTN(dv, p, dO, len, len, dh);
+    kernels.matmulTN(dv, p, dO, len, len, dh);
     const w = 3 * d;
     scatter(dqkv, dq, start, len, w, head * dh, dh);
     scatter(dqkv, dk, start, len, w, d + head * dh, dh);
@@ -91,12 +102,20 @@ export class AttentionScratch {
   }
 
   /** Gathers Q and K of the head and leaves the causal softmax weights in `p` [len × len]. */
-  private weights(qkv: Float32Array, start: number, len: number, head: number, dh: number, d: number): void {
+  private weights(
+    kernels: MatrixKernels,
+    qkv: Float32Array,
+    start: number,
+    len: number,
+    head: number,
+    dh: number,
+    d: number,
+  ): void {
     const { q, k, p } = this;
     const scale = 1 / Math.sqrt(dh);
     gather(q, qkv, start, len, 3 * d, head * dh, dh);
     gather(k, qkv, start, len, 3 * d, d + head * dh, dh);
-    matmulNT(p, q, k, len, dh, len, false);
+    kernels.matmulNT(p, q, k, len, dh, len, false);
     for (let i = 0; i < len; i++) {
       const row = i * len;
       let max = -Infinity;

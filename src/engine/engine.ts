@@ -4,20 +4,23 @@
  *
  * @module
  */
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
 import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import { ModelConfigError, StateFileError } from "./errors.js";
-import { parameterCount, tensorViews } from "./params.js";
-import { LocalSampler, type LocalSampleOptions, type LocalSampleResult } from "./sampler.js";
+import type { KernelKind } from "./matrix.js";
+import { parameterCount } from "./params.js";
+import { EngineRuntime, type ComputeOptions } from "./runtime.js";
+import { LocalSampler } from "./sampler.js";
 import { encodeStateFile, type StateFileContents } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
-import { TrainingCore, type ForwardBackwardResult, type OptimStepResult } from "./training.js";
+import { TrainingCore } from "./training.js";
 
 /** Options of {@link LocalEngine.create}. */
-export interface LocalEngineOptions {
-  /** A preset name (`tiny`, `small`) or an explicit shape. */
+export interface LocalEngineOptions extends ComputeOptions {
+  /** A preset name (`tiny`, `small`, `medium`) or an explicit shape. */
   model: ModelPresetName | ModelConfig;
   /** Seed of the initial weights (default 0): the same seed gives the same model. */
   seed?: number;
@@ -38,6 +41,13 @@ export interface StateOptions {
  *
  * Training follows Tinker's contract: `forwardBackward` adds gradients of the summed loss until
  * `optimStep` applies AdamW and clears them. Sampling uses a key/value cache.
+ *
+ * Compute: `threads` threads (default: the machine's available parallelism) split each batch's
+ * sequences and each sampling request's samples between them; the matrix products run as
+ * WebAssembly SIMD kernels where the runtime supports them. Training results are deterministic
+ * for a given thread count; samples do not depend on it. The calls stay synchronous: the calling
+ * thread takes a share and waits for the others. {@link LocalEngine.close} releases the threads
+ * (idle ones never keep the process alive).
  *
  * @example
  * ```ts
@@ -61,15 +71,17 @@ export class LocalEngine {
     readonly outputDir: string,
     seed: number,
     tokenizer: Tokenizer,
+    compute: ComputeOptions,
   ) {
     this.tokenizer = tokenizer;
-    this.core = new TrainingCore(config, seed);
-    this.sampler = new LocalSampler(this.core.weights, config, tokenizer);
+    this.core = new TrainingCore(config, seed, compute);
+    this.sampler = new LocalSampler(this.core.runtime, tokenizer, false);
   }
 
   /**
    * Builds an engine with freshly initialised weights.
-   * @throws {@link ModelConfigError} for an unknown preset or an invalid shape.
+   * @throws {@link ModelConfigError} for an unknown preset or an invalid shape,
+   * {@link EngineOptionError} for invalid `threads` or unavailable `kernels`.
    */
   static create(options: LocalEngineOptions): LocalEngine {
     const tokenizer = new ByteTokenizer();
@@ -77,15 +89,25 @@ export class LocalEngine {
     if (!Number.isFinite(seed)) throw new ModelConfigError(`seed must be a finite number, got ${seed}`);
     if (typeof options.outputDir !== "string" || options.outputDir === "")
       throw new ModelConfigError("outputDir must be a non-empty path");
-    return new LocalEngine(resolveModelConfig(options.model, tokenizer.vocabSize), options.outputDir, seed, tokenizer);
+    const compute = { threads: options.threads, kernels: options.kernels };
+    return new LocalEngine(
+      resolveModelConfig(options.model, tokenizer.vocabSize),
+      options.outputDir,
+      seed,
+      tokenizer,
+      compute,
+    );
   }
 
   /**
    * A sampler serving the weights of a snapshot (or training-state) file; it is independent of
-   * any engine, so it keeps serving those weights while training continues.
+   * any engine, so it keeps serving those weights while training continues. Close it with
+   * {@link LocalSampler.close} when done (a sampler dropped without closing releases its threads
+   * when it is garbage-collected).
+   * @param compute threads and kernels, as for {@link LocalEngine.create}.
    * @throws StateFileError when the file is missing, foreign, truncated or corrupt.
    */
-  static async samplerFromSnapshot(path: string): Promise<LocalSampler> {
+  static async samplerFromSnapshot(path: string, compute: ComputeOptions = {}): Promise<LocalSampler> {
     const contents = await readStateFile(path);
     const tokenizer = new ByteTokenizer();
     let config: ResolvedModelConfig;
@@ -101,7 +123,27 @@ export class LocalEngine {
         `its config needs ${parameterCount(config)} parameters but it holds ${contents.weights.length}`,
       );
     }
-    return new LocalSampler(tensorViews(contents.weights, config), config, tokenizer);
+    const runtime = new EngineRuntime(config, compute, 0);
+    runtime.views.weights.flat.set(contents.weights);
+    return new LocalSampler(runtime, tokenizer, true);
+  }
+
+  /** Number of threads the engine computes with. */
+  get threads(): number {
+    return this.core.runtime.threads;
+  }
+
+  /** Which matrix kernels the engine runs: `wasm` (WebAssembly SIMD) or `js`. */
+  get kernels(): KernelKind {
+    return this.core.runtime.kernels.kind;
+  }
+
+  /**
+   * Releases the engine's worker threads (terminated once no other engine of the process uses
+   * them). The engine cannot compute afterwards. Idempotent.
+   */
+  async close(): Promise<void> {
+    await this.core.runtime.close();
   }
 
   /** Number of optimizer steps taken (restored by {@link LocalEngine.loadState} with the optimizer). */
@@ -125,7 +167,7 @@ export class LocalEngine {
     datums: readonly Datum[],
     lossFn: string,
     lossFnConfig?: Readonly<Record<string, number>>,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     return this.core.run(datums, lossFn, lossFnConfig, false);
   }
 
@@ -134,22 +176,24 @@ export class LocalEngine {
     datums: readonly Datum[],
     lossFn: string,
     lossFnConfig?: Readonly<Record<string, number>>,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     return this.core.run(datums, lossFn, lossFnConfig, true);
   }
 
   /**
    * Applies AdamW (decoupled weight decay, bias correction, global-norm clipping) to the
-   * accumulated gradients and clears them.
+   * accumulated gradients and clears them. Its metrics: `grad_norm:mean`, the global gradient
+   * norm before clipping; `step:max`, the optimizer steps taken so far (this one included);
+   * `learning_rate:mean`, the learning rate used.
    * @throws WireFormatError for invalid `adam` values, {@link NonFiniteGradientError} when the
    * gradient is not finite (the step is skipped).
    */
-  optimStep(adam: AdamParams): OptimStepResult {
+  optimStep(adam: AdamParams): OptimStepOutput {
     return this.core.optimStep(adam);
   }
 
   /** Samples from the current weights; see {@link LocalSampler.sample}. */
-  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
+  sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
     return this.sampler.sample(promptTokens, options, numSamples);
   }
 
@@ -157,11 +201,7 @@ export class LocalEngine {
    * {@link LocalEngine.sample} with a turn of the event loop between sequences; see
    * {@link LocalSampler.sampleAsync}. Do not train this engine until it resolves.
    */
-  sampleAsync(
-    promptTokens: readonly number[],
-    options: LocalSampleOptions,
-    numSamples = 1,
-  ): Promise<LocalSampleResult> {
+  sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
     return this.sampler.sampleAsync(promptTokens, options, numSamples);
   }
 

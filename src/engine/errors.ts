@@ -66,3 +66,23 @@ export class SnapshotExistsError extends NexrlError {}
 
 /** A gradient that is not finite, so the optimizer step was refused. */
 export class NonFiniteGradientError extends NexrlError {}
+
+/** An engine option (threads, kernels) that cannot be honoured. */
+export class EngineOptionError extends NexrlError {}
+
+/** A call on an engine or sampler after its `close()`. */
+export class EngineClosedError extends NexrlError {}
+
+/** A failure inside one of the engine's worker threads, re-thrown on the calling thread. */
+export class EngineThreadError extends NexrlError {
+  /**
+   * @param message what failed in the worker.
+   * @param workerStack the stack trace inside the worker, when there was one.
+   */
+  constructor(
+    message: string,
+    readonly workerStack?: string,
+  ) {
+    super(message);
+  }
+}

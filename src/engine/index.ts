@@ -5,14 +5,7 @@
  * @module
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
-export {
-  LocalSampler,
-  SAMPLING_SLICE_MS,
-  type LocalSampleOptions,
-  type LocalSampleResult,
-  type LocalSampledSequence,
-} from "./sampler.js";
-export type { ForwardBackwardResult, LocalLossFnOutput, OptimStepResult } from "./training.js";
+export { LocalSampler } from "./sampler.js";
 export {
   MODEL_PRESETS,
   resolveModelConfig,
@@ -21,9 +14,14 @@ export {
   type ResolvedModelConfig,
 } from "./config.js";
 export { ByteTokenizer } from "./tokenizer.js";
+export type { ComputeOptions } from "./runtime.js";
+export type { KernelKind } from "./matrix.js";
 export {
   CheckpointNameError,
   ContextLengthError,
+  EngineClosedError,
+  EngineOptionError,
+  EngineThreadError,
   ModelConfigError,
   NonFiniteGradientError,
   SamplingParamsError,

@@ -1,9 +1,9 @@
 /**
- * Dense compute kernels of the local engine over row-major `Float32Array` matrices.
- *
- * This module is the engine's only hot spot and is kept free of model knowledge so that it can be
- * swapped for a WebAssembly SIMD or multi-threaded implementation with the same signatures.
- * Every kernel reads its operands from index 0 of the arrays passed (pass `subarray` views for
+ * The TypeScript compute kernels of the local engine over row-major `Float32Array` matrices:
+ * the fallback where WebAssembly SIMD is unavailable (or `kernels: "js"` is asked for), and the
+ * reference the WebAssembly kernels (`wasm/kernels.wat`, behind `matrix.ts`) are tested against.
+ * With one thread they compute exactly what the single-threaded engine computed before threads
+ * and WebAssembly existed. Every kernel reads its operands from index 0 of the arrays passed (pass `subarray` views for
  * offsets) and never allocates in its loops; the transposed product borrows a module-level
  * scratch buffer that grows on demand.
  *

@@ -182,19 +182,19 @@ function attentionWeights(
 
 /**
  * Causal attention of one query row of one head: {@link attentionWeights}, then the weighted sum
- * of values into out[outOff..outOff+dh). Keys and values live in rows of [query | key | value]
- * (each d wide): the key of row j at kOff + j·stride and its value d further. `probs` is scratch
- * of at least `count` floats.
+ * of values into out[outOff..outOff+dh). Key j is at keys[kOff + j·stride..], value j at
+ * values[vOff + j·stride..]. `probs` is scratch of at least `count` floats.
  */
 export function attendRow(
   q: Float32Array,
   qOff: number,
   keys: Float32Array,
   kOff: number,
+  values: Float32Array,
+  vOff: number,
   stride: number,
   count: number,
   dh: number,
-  d: number,
   scale: number,
   probs: Float32Array,
   out: Float32Array,
@@ -204,8 +204,8 @@ export function attendRow(
   out.fill(0, outOff, outOff + dh);
   for (let j = 0; j < count; j++) {
     const p = probs[j]!;
-    const v = kOff + j * stride + d;
-    for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + p * keys[v + c]!;
+    const v = vOff + j * stride;
+    for (let c = 0; c < dh; c++) out[outOff + c] = out[outOff + c]! + p * values[v + c]!;
   }
 }
 

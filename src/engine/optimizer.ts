@@ -35,9 +35,10 @@ export class AdamState {
   /** Number of steps taken. */
   step = 0;
 
-  constructor(size: number) {
-    this.m = new Float32Array(size);
-    this.v = new Float32Array(size);
+  /** Over the (zeroed) moment buffers `m` and `v`, one float per parameter. */
+  constructor(m: Float32Array, v: Float32Array) {
+    this.m = m;
+    this.v = v;
   }
 
   /** Forgets all moments and the step count. */

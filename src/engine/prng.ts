@@ -6,6 +6,13 @@
  * @internal
  */
 
+/**
+ * x^(2^64) modulo the characteristic polynomial of xoshiro128's state transition, low bit
+ * first: applying it to a state advances the stream by 2^64 draws (the generator's published
+ * jump polynomial; the engine's tests check it against 2^64 steps of the transition).
+ */
+const JUMP = [0x8764000b, 0xf542d2d3, 0x6fa035c3, 0x77f2db5b];
+
 /** Deterministic random stream. */
 export class Rng {
   private s0: number;
@@ -41,6 +48,44 @@ export class Rng {
     this.s2 ^= t;
     this.s3 = rotl(this.s3, 11);
     return result;
+  }
+
+  /** The four 32-bit words of the state. */
+  state(): Uint32Array {
+    return Uint32Array.of(this.s0, this.s1, this.s2, this.s3);
+  }
+
+  /** A generator continuing from `words[at..at+4)` (as returned by {@link Rng.state}). */
+  static fromState(words: ArrayLike<number>, at = 0): Rng {
+    const rng = new Rng(0);
+    rng.s0 = words[at]! | 0;
+    rng.s1 = words[at + 1]! | 0;
+    rng.s2 = words[at + 2]! | 0;
+    rng.s3 = words[at + 3]! | 0;
+    return rng;
+  }
+
+  /** Advances the stream by 2^64 draws, to the start of the next of its non-overlapping substreams. */
+  jump(): void {
+    let t0 = 0,
+      t1 = 0,
+      t2 = 0,
+      t3 = 0;
+    for (const word of JUMP) {
+      for (let b = 0; b < 32; b++) {
+        if ((word >>> b) & 1) {
+          t0 ^= this.s0;
+          t1 ^= this.s1;
+          t2 ^= this.s2;
+          t3 ^= this.s3;
+        }
+        this.nextUint32();
+      }
+    }
+    this.s0 = t0;
+    this.s1 = t1;
+    this.s2 = t2;
+    this.s3 = t3;
   }
 
   /** A uniform number in [0, 1) with 32 random bits. */

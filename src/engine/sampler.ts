@@ -1,65 +1,33 @@
 /**
  * The sampling half of the local engine: `sample` and `computeLogprobs` over one set of weights,
- * with a key/value cache.
+ * with a key/value cache, the sequences of a request decoded side by side on every thread.
  *
  * @module
  */
 import type { ResolvedModelConfig } from "./config.js";
-import { KvDecoder } from "./decoder.js";
 import { ContextLengthError, SamplingParamsError, TokenIdError } from "./errors.js";
 import { logSumExp } from "./layers.js";
-import type { ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
-import { TokenChooser, type ChoiceParams } from "./token-choice.js";
+import type { EngineRuntime } from "./runtime.js";
+import type { SampleJob } from "./sample-lanes.js";
+import { SAMPLE_COUNTER } from "./tasks.js";
+import type { ChoiceParams } from "./token-choice.js";
+import { appendAll } from "../types/arrays.js";
+import type { SampledSequence, SampleOutput, SamplingParams } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
-
-/** How long {@link LocalSampler.sampleAsync} works before it gives the event loop a turn, in milliseconds. */
-export const SAMPLING_SLICE_MS = 10;
-
-/** Sampling parameters (Tinker's `SamplingParams`, camelCase). */
-export interface LocalSampleOptions {
-  /**
-   * Maximum number of tokens to generate (≥ 1). Generation also ends when prompt plus output
-   * reach the context length (stop reason `length`).
-   */
-  maxTokens: number;
-  /** Softmax temperature; 0 is greedy. Default 1. */
-  temperature?: number;
-  /** Nucleus sampling mass in (0, 1]; default 1 (off). */
-  topP?: number;
-  /** Keep the k most likely tokens; −1 or 0 (default) keeps all. */
-  topK?: number;
-  /**
-   * Stop strings (matched on the decoded text of the generated tokens) and stop token ids. EOS
-   * always stops. The tokens that complete a stop string, or the stop token, are kept in the
-   * output.
-   */
-  stop?: Array<string | number>;
-  /** Seed of the random stream; the same seed gives the same samples. Default: random. */
-  seed?: number;
-}
-
-/** One generated sequence. */
-export interface LocalSampledSequence {
-  /** Generated token ids (the prompt excluded). */
-  tokens: number[];
-  /** Logprob of each generated token under the model at temperature 1, before top-k/top-p. */
-  logprobs: number[];
-  /** `stop`: a stop token or string ended it; `length`: maxTokens or the context was reached. */
-  stopReason: "stop" | "length";
-}
-
-/** Result of {@link LocalSampler.sample}. */
-export interface LocalSampleResult {
-  /** One entry per requested sample. */
-  sequences: LocalSampledSequence[];
-}
 
 interface ResolvedSampling extends ChoiceParams {
   maxTokens: number;
   stopIds: Set<number>;
   stopStrings: string[];
   seed: number;
+}
+
+/** A checked request: its prompt, parameters and each sample's random stream (4 words apiece). */
+interface SamplePlan {
+  promptTokens: readonly number[];
+  params: ResolvedSampling;
+  streams: Uint32Array;
 }
 
 /**
@@ -72,63 +40,52 @@ interface ResolvedSampling extends ChoiceParams {
  * context limit with stop reason `length`, even if `maxTokens` is larger.
  */
 export class LocalSampler {
-  private readonly decoder: KvDecoder;
-  private readonly chooser: TokenChooser;
-  /** Calls that fed the decoder from position 0 so far; a paused `sampleAsync` checks it on resuming. */
-  private uses = 0;
+  /** The model's configuration. */
+  readonly config: ResolvedModelConfig;
 
   /** @internal */
   constructor(
-    weights: ModelTensors,
-    /** The model's configuration. */
-    readonly config: ResolvedModelConfig,
+    private readonly runtime: EngineRuntime,
     /** The tokenizer used to decode text for stop strings. */
     readonly tokenizer: Tokenizer,
+    /** Whether {@link LocalSampler.close} releases the runtime (a snapshot sampler's own). */
+    private readonly ownsRuntime: boolean,
   ) {
-    this.decoder = new KvDecoder(weights, config);
-    this.chooser = new TokenChooser(config.vocabSize);
+    this.config = runtime.spec.config;
   }
 
   /**
-   * Generates `numSamples` continuations of `promptTokens`, drawn one after another from one
-   * random stream seeded by `options.seed`.
+   * Generates `numSamples` continuations of `promptTokens`. Sample i draws from the random
+   * stream of `options.seed` advanced by i·2⁶⁴ draws (its own substream), so the samples do not
+   * depend on the number of threads, and the first one is the single sample of the same seed.
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
-  sample(promptTokens: readonly number[], options: LocalSampleOptions, numSamples = 1): LocalSampleResult {
-    const steps = this.sequences(promptTokens, options, numSamples);
-    let step = steps.next();
-    while (!step.done) step = steps.next();
-    return step.value;
+  sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
+    const plan = this.plan(promptTokens, options, numSamples);
+    return { sequences: this.sampleRange(plan, 0, numSamples) };
   }
 
   /**
-   * {@link LocalSampler.sample}, giving the event loop a turn about every
-   * {@link SAMPLING_SLICE_MS} ms (between tokens or sequences), so that a server sampling many
-   * or long sequences keeps answering other requests meanwhile. The samples are those `sample`
-   * draws, even when other calls use this sampler in between; the weights must not change until
-   * it resolves (a snapshot's sampler never changes).
+   * {@link LocalSampler.sample}, giving the event loop a turn between batches of sequences (a
+   * batch is what the threads decode side by side), so that a server sampling many sequences
+   * keeps answering other requests meanwhile. The samples are those `sample` draws, even when
+   * other calls use this sampler in between (each batch feeds the prompt again); the weights must
+   * not change until it resolves (a snapshot's sampler never changes).
    * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
    */
-  async sampleAsync(
-    promptTokens: readonly number[],
-    options: LocalSampleOptions,
-    numSamples = 1,
-  ): Promise<LocalSampleResult> {
-    const steps = this.sequences(promptTokens, options, numSamples);
-    let step = steps.next();
-    while (!step.done) {
-      await new Promise((resolve) => setImmediate(resolve));
-      step = steps.next();
+  async sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
+    const plan = this.plan(promptTokens, options, numSamples);
+    const batch = this.runtime.threads * this.runtime.views.slots[0]!.decoder.lanes;
+    const sequences: SampledSequence[] = [];
+    for (let start = 0; start < numSamples; start += batch) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      appendAll(sequences, this.sampleRange(plan, start, Math.min(batch, numSamples - start)));
     }
-    return step.value;
+    return { sequences };
   }
 
-  /** The work of `sample`, pausing (yielding) once a time slice is used up. */
-  private *sequences(
-    promptTokens: readonly number[],
-    options: LocalSampleOptions,
-    numSamples: number,
-  ): Generator<void, LocalSampleResult> {
+  /** Checks a request and draws the random stream of each of its samples. */
+  private plan(promptTokens: readonly number[], options: SamplingParams, numSamples: number): SamplePlan {
     const params = this.resolve(options, numSamples);
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
@@ -144,53 +101,39 @@ export class LocalSampler {
         "shorten it so that at least one position is left for generation",
       );
     }
-    const P = promptTokens.length;
-    const budget = Math.min(params.maxTokens, C - P);
-    // step() always refreshes the same logits buffer.
-    const logits = this.decoder.logits;
-    const promptLogits = this.feed(promptTokens).slice();
-    let use = this.uses;
-    let sliceStart = performance.now();
     const rng = new Rng(params.seed);
-    const sequences: LocalSampledSequence[] = [];
+    const streams = new Uint32Array(4 * numSamples);
     for (let s = 0; s < numSamples; s++) {
-      logits.set(promptLogits);
-      const tokens: number[] = [];
-      const logprobs: number[] = [];
-      let stopReason: LocalSampledSequence["stopReason"] = "length";
-      for (let n = 0; n < budget; n++) {
-        const token = this.chooser.choose(logits, params, rng);
-        tokens.push(token);
-        logprobs.push(logits[token]! - logSumExp(logits, 0, logits.length));
-        if (params.stopIds.has(token) || this.hitsStopString(tokens, params.stopStrings)) {
-          stopReason = "stop";
-          break;
-        }
-        if (n + 1 < budget) this.decoder.step(token, P + n);
-        if (performance.now() - sliceStart >= SAMPLING_SLICE_MS) {
-          yield;
-          sliceStart = performance.now();
-          // Another call fed the decoder meanwhile: restore the cached prompt and the tokens so far.
-          if (this.uses !== use) {
-            this.feed(promptTokens, n + 1 < budget ? tokens : []);
-            use = this.uses;
-          }
-        }
-      }
-      sequences.push({ tokens, logprobs, stopReason });
+      if (s > 0) rng.jump();
+      streams.set(rng.state(), 4 * s);
     }
-    return { sequences };
+    return { promptTokens, params, streams };
   }
 
-  /**
-   * Feeds `prompt` then `generated` from position 0 (restoring the cache a sampling call had
-   * built) and returns the logits after the last token.
-   */
-  private feed(prompt: readonly number[], generated: readonly number[] = []): Float32Array {
-    this.uses++;
-    prompt.forEach((t, pos) => this.decoder.step(t, pos));
-    generated.forEach((t, i) => this.decoder.step(t, prompt.length + i));
-    return this.decoder.logits;
+  /** Samples `count` sequences of `plan` from sample `start` on, on every thread. */
+  private sampleRange(plan: SamplePlan, start: number, count: number): SampledSequence[] {
+    const { promptTokens, params } = plan;
+    const P = promptTokens.length;
+    const lastRow = this.feed(promptTokens, false);
+    const V = this.config.vocabSize;
+    const job: SampleJob = {
+      promptLength: P,
+      budget: Math.min(params.maxTokens, this.config.contextLength - P),
+      numSamples: count,
+      choice: { temperature: params.temperature, topK: params.topK, topP: params.topP },
+      stopIds: [...params.stopIds],
+      stopStrings: params.stopStrings,
+      streams: plan.streams.subarray(4 * start, 4 * (start + count)),
+      promptLogits: this.runtime.views.slots[0]!.decoder.logits.slice(lastRow * V, (lastRow + 1) * V),
+    };
+    Atomics.store(this.runtime.views.control, SAMPLE_COUNTER, 0);
+    const threads = Math.min(this.runtime.threads, count);
+    const results = this.runtime.run(
+      Array.from({ length: this.runtime.threads }, (_, t) => (t < threads ? { kind: "sample", job } : null)),
+    );
+    const sequences: SampledSequence[] = new Array(count);
+    for (const part of results) for (const { index, ...sequence } of part ?? []) sequences[index] = sequence;
+    return sequences;
   }
 
   /**
@@ -209,18 +152,43 @@ export class LocalSampler {
       );
     }
     const out: (number | null)[] = tokens.length > 0 ? [null] : [];
-    this.uses++;
-    for (let pos = 0; pos + 1 < tokens.length; pos++) {
-      const logits = this.decoder.step(tokens[pos]!, pos);
-      out.push(logits[tokens[pos + 1]!]! - logSumExp(logits, 0, logits.length));
-    }
+    const V = this.config.vocabSize;
+    const logits = this.runtime.views.slots[0]!.decoder.logits;
+    this.feed(tokens.slice(0, -1), true, (pos, row) => {
+      const o = row * V;
+      out.push(logits[o + tokens[pos + 1]!]! - logSumExp(logits, o, V));
+    });
     return out;
   }
 
-  private hitsStopString(tokens: number[], stopStrings: string[]): boolean {
-    if (stopStrings.length === 0) return false;
-    const text = this.tokenizer.decode(tokens);
-    return stopStrings.some((s) => text.includes(s));
+  /** Releases a snapshot sampler's threads and memory; the engine's own sampler closes with the engine. */
+  async close(): Promise<void> {
+    if (this.ownsRuntime) await this.runtime.close();
+  }
+
+  /**
+   * Feeds `tokens` at positions 0.. into lane 0 of slot 0's decoder, in calls of at most its
+   * row count; `onRow(pos, row)` sees the logits of each position right after its call.
+   * @returns the row of the last position in the decoder's logits.
+   */
+  private feed(tokens: readonly number[], withLogits: boolean, onRow?: (pos: number, row: number) => void): number {
+    const decoder = this.runtime.views.slots[0]!.decoder;
+    const step = decoder.maxRows;
+    const lanes = new Int32Array(step);
+    const positions = new Int32Array(step);
+    const ids = new Int32Array(step);
+    let last = 0;
+    for (let first = 0; first < tokens.length; first += step) {
+      const count = Math.min(step, tokens.length - first);
+      for (let r = 0; r < count; r++) {
+        positions[r] = first + r;
+        ids[r] = tokens[first + r]!;
+      }
+      decoder.feed(this.runtime.kernels, count, lanes, positions, ids, withLogits || first + count === tokens.length);
+      for (let r = 0; r < count; r++) onRow?.(first + r, r);
+      last = count - 1;
+    }
+    return last;
   }
 
   private checkTokens(tokens: readonly number[], what: string): void {
@@ -231,7 +199,7 @@ export class LocalSampler {
     });
   }
 
-  private resolve(options: LocalSampleOptions, numSamples: number): ResolvedSampling {
+  private resolve(options: SamplingParams, numSamples: number): ResolvedSampling {
     const {
       maxTokens,
       temperature = 1,

@@ -5,40 +5,32 @@
  * @module
  */
 import { adamParams } from "../types/wire.js";
+import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput } from "../types/results.js";
 import type { AdamParams, Datum } from "../types/wire.js";
 import { prepareBatch, sliceBatch } from "./batch.js";
 import type { ResolvedModelConfig } from "./config.js";
 import { AdamState } from "./optimizer.js";
-import { initializeParameters, parameterCount, tensorViews, type ModelTensors } from "./params.js";
+import { initializeParameters, type ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
-import { backwardBatch, forwardBatch } from "./transformer.js";
-import { Workspace } from "./workspace.js";
+import { EngineRuntime, type ComputeOptions } from "./runtime.js";
+import type { PackedBatch } from "./transformer.js";
 
-/** The output of one datum in a {@link ForwardBackwardResult}. */
-export type LocalLossFnOutput = {
-  /** The logprob of each target token under the current weights (the weights before the pass). */
-  logprobs: number[];
-};
-
-/** Result of `forward` and `forwardBackward`, in the shape of Tinker's `ForwardBackwardOutput`. */
-export interface ForwardBackwardResult {
-  /** One entry per datum, in order. */
-  lossFnOutputs: LocalLossFnOutput[];
-  /** Metrics by `name:reduction` key; `loss:sum` is the loss summed over all datums. */
-  metrics: Record<string, number>;
-}
-
-/** Result of `optimStep`. */
-export interface OptimStepResult {
+/** Options of {@link TrainingCore}. */
+export interface TrainingCoreOptions extends ComputeOptions {
   /**
-   * `grad_norm:mean`: global gradient norm before clipping; `step:max`: number of optimizer steps
-   * taken so far (this one included); `learning_rate:mean`: the learning rate used.
+   * Most positions of one batched pass (at least one full context; default 2048): longer calls
+   * run in chunks whose gradients add up, which bounds the activation memory.
    */
-  metrics: Record<string, number>;
+  maxChunkRows?: number;
 }
 
 /**
- * Weights, gradients and optimizer state of one model.
+ * Weights, gradients and optimizer state of one model, trained data-parallel: each call's
+ * sequences are split at sequence boundaries into one slice per thread, each thread runs the
+ * forward and backward pass of its slice into its own gradient buffer (slot 0 straight into the
+ * accumulated gradients), and the buffers are then added in slot order, so the result is
+ * deterministic for a given thread count. With one thread and the TypeScript kernels it computes
+ * exactly what the single-threaded engine did.
  * @internal
  */
 export class TrainingCore {
@@ -48,23 +40,22 @@ export class TrainingCore {
   readonly grads: ModelTensors;
   /** Adam moments and step count. */
   readonly adam: AdamState;
-  private readonly workspace: Workspace;
+  /** Storage and threads. */
+  readonly runtime: EngineRuntime;
+  private readonly chunkRows: number;
 
   /** Builds a model with seeded initial weights. */
   constructor(
     readonly config: ResolvedModelConfig,
     seed: number,
-    /**
-     * Most positions of one batched pass (at least one full context): longer calls run in
-     * chunks whose gradients add up, which bounds the activation memory.
-     */
-    private readonly maxChunkRows = 2048,
+    options: TrainingCoreOptions = {},
   ) {
-    const size = parameterCount(config);
-    this.weights = tensorViews(new Float32Array(size), config);
-    this.grads = tensorViews(new Float32Array(size), config);
-    this.adam = new AdamState(size);
-    this.workspace = new Workspace(config);
+    this.chunkRows = Math.max(options.maxChunkRows ?? 2048, config.contextLength);
+    this.runtime = new EngineRuntime(config, options, this.chunkRows);
+    const views = this.runtime.views;
+    this.weights = views.weights;
+    this.grads = views.training!.grads;
+    this.adam = new AdamState(views.training!.adamM, views.training!.adamV);
     initializeParameters(this.weights.flat, config, new Rng(seed));
   }
 
@@ -74,33 +65,62 @@ export class TrainingCore {
     lossFn: string,
     lossFnConfig: Readonly<Record<string, number>> | undefined,
     backward: boolean,
-  ): ForwardBackwardResult {
+  ): ForwardBackwardOutput {
     const { loss, batch, inputs } = prepareBatch(datums, lossFn, lossFnConfig, this.config);
-    const limit = Math.max(this.maxChunkRows, this.config.contextLength);
-    const ws = this.workspace;
-    const lossFnOutputs: LocalLossFnOutput[] = [];
+    const slots = this.runtime.views.slots;
+    const lossFnOutputs: LossFnOutput[] = [];
     let total = 0;
     for (let first = 0; first < inputs.length;) {
       let end = first + 1;
-      while (end < inputs.length && batch.starts[end + 1]! - batch.starts[first]! <= limit) end++;
+      while (end < inputs.length && batch.starts[end + 1]! - batch.starts[first]! <= this.chunkRows) end++;
       const chunk = sliceBatch(batch, first, end);
-      ws.ensure(chunk.rows);
-      forwardBatch(this.weights, this.config, ws, chunk);
-      for (let s = first; s < end; s++) {
-        const logprobs = ws.logprobs.subarray(chunk.starts[s - first]!, chunk.starts[s - first + 1]!);
-        const evaluation = loss.evaluate(logprobs, inputs[s]!, lossFnConfig);
-        total += evaluation.loss;
-        ws.gradLogprobs.set(evaluation.gradLogprobs, chunk.starts[s - first]!);
-        lossFnOutputs.push({ logprobs: Array.from(logprobs) });
-      }
-      if (backward) backwardBatch(this.weights, this.grads, this.config, ws, chunk);
+      const slices = splitBatch(chunk, this.runtime.threads);
+      this.runtime.run(slices.map((s) => (s.batch ? { kind: "forward", batch: s.batch } : null)));
+      slices.forEach((slice, t) => {
+        const ws = slots[t]!.workspace!;
+        for (let s = slice.first; s < slice.end; s++) {
+          const r0 = chunk.starts[s]! - chunk.starts[slice.first]!;
+          const r1 = chunk.starts[s + 1]! - chunk.starts[slice.first]!;
+          const logprobs = ws.logprobs.subarray(r0, r1);
+          const evaluation = loss.evaluate(logprobs, inputs[first + s]!, lossFnConfig);
+          total += evaluation.loss;
+          ws.gradLogprobs.set(evaluation.gradLogprobs, r0);
+          lossFnOutputs.push({ logprobs: Array.from(logprobs) });
+        }
+      });
+      if (backward) this.backward(slices);
       first = end;
     }
     return { lossFnOutputs, metrics: { "loss:sum": total } };
   }
 
+  /** Backward passes of every slice, then the sum of the slots' gradients into slot 0's. */
+  private backward(slices: BatchSlice[]): void {
+    try {
+      this.runtime.run(slices.map((s) => (s.batch ? { kind: "backward", batch: s.batch } : null)));
+    } catch (err) {
+      this.clearThreadGradients();
+      throw err;
+    }
+    const sources = slices.flatMap((s, t) => (s.batch && t > 0 ? [t] : []));
+    if (sources.length === 0) return;
+    const P = this.grads.flat.length;
+    const T = this.runtime.threads;
+    const range = (t: number): number => Math.round((t * P) / T);
+    this.runtime.run(
+      Array.from({ length: T }, (_, t) => ({ kind: "reduce", from: range(t), to: range(t + 1), sources })),
+    );
+  }
+
+  /** Zeroes the gradient buffers of slots 1.. (after a failed backward pass). */
+  private clearThreadGradients(): void {
+    this.runtime.views.slots.forEach((slot, t) => {
+      if (t > 0) slot.grads?.flat.fill(0);
+    });
+  }
+
   /** Applies AdamW to the accumulated gradients and zeroes them. */
-  optimStep(adam: AdamParams): OptimStepResult {
+  optimStep(adam: AdamParams): OptimStepOutput {
     const params = adamParams(adam);
     const report = this.adam.apply(this.weights.flat, this.grads.flat, params);
     return {
@@ -111,4 +131,33 @@ export class TrainingCore {
       },
     };
   }
+}
+
+/** Sequences [first, end) of a batch, handed to one thread. */
+interface BatchSlice {
+  first: number;
+  end: number;
+  /** Those sequences as a batch of their own; null when they have no rows. */
+  batch: PackedBatch | null;
+}
+
+/**
+ * Splits `batch` at sequence boundaries into `threads` consecutive slices of about equal rows.
+ * Slice t starts at the first sequence starting at or after row t·rows/threads, so it exceeds
+ * an equal share by less than one sequence.
+ */
+export function splitBatch(batch: PackedBatch, threads: number): BatchSlice[] {
+  const n = batch.starts.length - 1;
+  const bounds = [0];
+  for (let t = 1; t < threads; t++) {
+    let s = bounds[t - 1]!;
+    while (s < n && batch.starts[s]! < (t * batch.rows) / threads) s++;
+    bounds.push(s);
+  }
+  bounds.push(n);
+  return Array.from({ length: threads }, (_, t) => {
+    const first = bounds[t]!;
+    const end = bounds[t + 1]!;
+    return { first, end, batch: batch.starts[end]! > batch.starts[first]! ? sliceBatch(batch, first, end) : null };
+  });
 }

@@ -7,8 +7,9 @@
  * @internal
  */
 import type { ResolvedModelConfig } from "./config.js";
-import { addColumnSums, addToRows, fillRows, matmulNN, matmulNT, matmulTN } from "./kernels.js";
-import { geluBackward, geluForward, layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
+import { addColumnSums, addToRows, fillRows } from "./kernels.js";
+import { layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
+import type { MatrixKernels } from "./matrix.js";
 import type { ModelTensors } from "./params.js";
 import type { Workspace } from "./workspace.js";
 
@@ -26,9 +27,15 @@ export interface PackedBatch {
 
 /**
  * Forward pass: fills the workspace activations, the logits, and `ws.logprobs[r]` =
- * log softmax(logits_r)[target_r] for every row. `ws.ensure(batch.rows)` must have been called.
+ * log softmax(logits_r)[target_r] for every row. The workspace must hold `batch.rows` rows.
  */
-export function forwardBatch(w: ModelTensors, config: ResolvedModelConfig, ws: Workspace, batch: PackedBatch): void {
+export function forwardBatch(
+  w: ModelTensors,
+  config: ResolvedModelConfig,
+  ws: Workspace,
+  batch: PackedBatch,
+  kernels: MatrixKernels,
+): void {
   const { dModel: d, nHeads, vocabSize: V } = config;
   const R = batch.rows;
   const dh = d / nHeads;
@@ -46,23 +53,23 @@ export function forwardBatch(w: ModelTensors, config: ResolvedModelConfig, ws: W
     const a = ws.blocks[l]!;
     layerNormForward(a.y1, a.xhat1, a.rstd1, x, b.ln1Gain, b.ln1Bias, R, d);
     fillRows(a.qkv, b.bqkv, R, 3 * d);
-    matmulNN(a.qkv, a.y1, b.wqkv, R, d, 3 * d, true);
+    kernels.matmulNN(a.qkv, a.y1, b.wqkv, R, d, 3 * d, true);
     for (let s = 0; s + 1 < batch.starts.length; s++) {
       const start = batch.starts[s]!;
       const len = batch.starts[s + 1]! - start;
-      for (let h = 0; h < nHeads; h++) ws.attention.forward(a.attnOut, a.qkv, start, len, h, dh, d);
+      for (let h = 0; h < nHeads; h++) ws.attention.forward(kernels, a.attnOut, a.qkv, start, len, h, dh, d);
     }
-    matmulNN(x, a.attnOut, b.wo, R, d, d, true);
+    kernels.matmulNN(x, a.attnOut, b.wo, R, d, d, true);
     addToRows(x, b.bo, R, d);
     layerNormForward(a.y2, a.xhat2, a.rstd2, x, b.ln2Gain, b.ln2Bias, R, d);
     fillRows(a.hidden, b.b1, R, 4 * d);
-    matmulNN(a.hidden, a.y2, b.w1, R, d, 4 * d, true);
-    geluForward(a.hiddenAct, a.hidden, R * 4 * d);
-    matmulNN(x, a.hiddenAct, b.w2, R, 4 * d, d, true);
+    kernels.matmulNN(a.hidden, a.y2, b.w1, R, d, 4 * d, true);
+    kernels.geluForward(ws.wide, a.hidden, R * 4 * d);
+    kernels.matmulNN(x, ws.wide, b.w2, R, 4 * d, d, true);
     addToRows(x, b.b2, R, d);
   }
   layerNormForward(ws.yF, ws.xhatF, ws.rstdF, x, w.lnfGain, w.lnfBias, R, d);
-  matmulNT(ws.logits, ws.yF, w.wte, R, d, V, false);
+  kernels.matmulNT(ws.logits, ws.yF, w.wte, R, d, V, false);
   for (let r = 0; r < R; r++) {
     const lse = logSumExp(ws.logits, r * V, V);
     ws.lse[r] = lse;
@@ -80,6 +87,7 @@ export function backwardBatch(
   config: ResolvedModelConfig,
   ws: Workspace,
   batch: PackedBatch,
+  kernels: MatrixKernels,
 ): void {
   const { dModel: d, nHeads, vocabSize: V } = config;
   const R = batch.rows;
@@ -94,35 +102,40 @@ export function backwardBatch(
     const t = o + batch.targets[r]!;
     dLogits[t] = dLogits[t]! + gr;
   }
-  matmulTN(g.wte, dLogits, ws.yF, R, V, d);
-  matmulNN(ws.dy, dLogits, w.wte, R, V, d, false);
+  kernels.matmulTN(g.wte, dLogits, ws.yF, R, V, d);
+  kernels.matmulNN(ws.dy, dLogits, w.wte, R, V, d, false);
   const dx = ws.dx;
   layerNormBackward(dx, ws.dy, ws.xhatF, ws.rstdF, w.lnfGain, g.lnfGain, g.lnfBias, R, d, false, ws.acc);
   for (let l = config.nLayers - 1; l >= 0; l--) {
     const b = w.blocks[l]!;
     const gb = g.blocks[l]!;
     const a = ws.blocks[l]!;
-    // MLP: x += gelu(ln2(x)·w1 + b1)·w2 + b2
+    // MLP: x += gelu(ln2(x)·w1 + b1)·w2 + b2; the GELU output is recomputed, then overwritten by its gradient.
+    const dHidden = ws.wide;
     addColumnSums(gb.b2, dx, R, d, ws.acc);
-    matmulTN(gb.w2, a.hiddenAct, dx, R, 4 * d, d);
-    matmulNT(ws.dHidden, dx, b.w2, R, d, 4 * d, false);
-    geluBackward(ws.dHidden, a.hidden, R * 4 * d);
-    addColumnSums(gb.b1, ws.dHidden, R, 4 * d, ws.acc);
-    matmulTN(gb.w1, a.y2, ws.dHidden, R, d, 4 * d);
-    matmulNT(ws.dy, ws.dHidden, b.w1, R, 4 * d, d, false);
+    kernels.geluForward(dHidden, a.hidden, R * 4 * d);
+    kernels.matmulTN(gb.w2, dHidden, dx, R, 4 * d, d);
+    kernels.matmulNT(dHidden, dx, b.w2, R, d, 4 * d, false);
+    kernels.geluBackward(dHidden, a.hidden, R * 4 * d);
+    addColumnSums(gb.b1, dHidden, R, 4 * d, ws.acc);
+    kernels.matmulTN(gb.w1, a.y2, dHidden, R, d, 4 * d);
+    kernels.matmulNT(ws.dy, dHidden, b.w1, R, 4 * d, d, false);
     layerNormBackward(dx, ws.dy, a.xhat2, a.rstd2, b.ln2Gain, gb.ln2Gain, gb.ln2Bias, R, d, true, ws.acc);
-    // Attention: x += attn(ln1(x)·wqkv + bqkv)·wo + bo
+    // Attention: x += attn(ln1(x)·wqkv + bqkv)·wo + bo; dy holds the gradient of attn(…) until
+    // the attention backward pass has read it.
+    const dAttn = ws.dy;
+    const dqkv = ws.wide;
     addColumnSums(gb.bo, dx, R, d, ws.acc);
-    matmulTN(gb.wo, a.attnOut, dx, R, d, d);
-    matmulNT(ws.dAttn, dx, b.wo, R, d, d, false);
+    kernels.matmulTN(gb.wo, a.attnOut, dx, R, d, d);
+    kernels.matmulNT(dAttn, dx, b.wo, R, d, d, false);
     for (let s = 0; s + 1 < batch.starts.length; s++) {
       const start = batch.starts[s]!;
       const len = batch.starts[s + 1]! - start;
-      for (let h = 0; h < nHeads; h++) ws.attention.backward(ws.dqkv, ws.dAttn, a.qkv, start, len, h, dh, d);
+      for (let h = 0; h < nHeads; h++) ws.attention.backward(kernels, dqkv, dAttn, a.qkv, start, len, h, dh, d);
     }
-    addColumnSums(gb.bqkv, ws.dqkv, R, 3 * d, ws.acc);
-    matmulTN(gb.wqkv, a.y1, ws.dqkv, R, d, 3 * d);
-    matmulNT(ws.dy, ws.dqkv, b.wqkv, R, 3 * d, d, false);
+    addColumnSums(gb.bqkv, dqkv, R, 3 * d, ws.acc);
+    kernels.matmulTN(gb.wqkv, a.y1, dqkv, R, d, 3 * d);
+    kernels.matmulNT(ws.dy, dqkv, b.wqkv, R, 3 * d, d, false);
     layerNormBackward(dx, ws.dy, a.xhat1, a.rstd1, b.ln1Gain, gb.ln1Gain, gb.ln1Bias, R, d, true, ws.acc);
   }
   for (let s = 0; s + 1 < batch.starts.length; s++) {

@@ -1,11 +1,13 @@
 /**
- * Preallocated activation and gradient buffers of the batched forward/backward pass. They are
- * sized for the largest batch seen so far and reused across calls, so a training step allocates
- * nothing in its hot loops.
+ * Preallocated activation and gradient buffers of one thread's batched forward/backward pass,
+ * sized for a fixed number of rows and carved from the engine's arena, so a training step
+ * allocates nothing in its hot loops and other threads can read the numbers (the logprobs) and
+ * write the loss gradients.
  *
  * @module
  * @internal
  */
+import type { Arena } from "./arena.js";
 import { AttentionScratch } from "./attention.js";
 import type { ResolvedModelConfig } from "./config.js";
 
@@ -24,53 +26,51 @@ export interface BlockActivations {
   rstd2: Float32Array;
   /** Layer-norm output fed to the MLP. */
   y2: Float32Array;
-  /** MLP pre-activation and GELU output (4d wide). */
+  /** MLP pre-activation (4d wide); its GELU is recomputed in the backward pass. */
   hidden: Float32Array;
-  hiddenAct: Float32Array;
 }
 
-/** All buffers of one batched pass over `rows` token positions. */
+/** All buffers of one batched pass over at most `rows` token positions. */
 export class Workspace {
-  /** Row capacity. */
-  rows = 0;
   /** Residual stream. */
-  x: Float32Array = new Float32Array(0);
-  blocks: BlockActivations[] = [];
-  xhatF: Float32Array = new Float32Array(0);
-  rstdF: Float32Array = new Float32Array(0);
+  readonly x: Float32Array;
+  readonly blocks: BlockActivations[];
+  readonly xhatF: Float32Array;
+  readonly rstdF: Float32Array;
   /** Final layer-norm output. */
-  yF: Float32Array = new Float32Array(0);
+  readonly yF: Float32Array;
   /** Logits (rows × vocab); turned into dlogits in place by the backward pass. */
-  logits: Float32Array = new Float32Array(0);
+  readonly logits: Float32Array;
   /** log Σ exp(logits) per row. */
-  lse: Float64Array = new Float64Array(0);
+  readonly lse: Float64Array;
   /** Target logprob per row. */
-  logprobs: Float64Array = new Float64Array(0);
+  readonly logprobs: Float64Array;
   /** dLoss/dlogprob per row. */
-  gradLogprobs: Float64Array = new Float64Array(0);
-  /** Backward temporaries. */
-  dx: Float32Array = new Float32Array(0);
-  dy: Float32Array = new Float32Array(0);
-  dAttn: Float32Array = new Float32Array(0);
-  dqkv: Float32Array = new Float32Array(0);
-  dHidden: Float32Array = new Float32Array(0);
+  readonly gradLogprobs: Float64Array;
+  /** Backward temporaries (`dy` also holds the gradient of the attention output). */
+  readonly dx: Float32Array;
+  readonly dy: Float32Array;
+  /**
+   * 4d per row, used in turn by values never alive together: a block's GELU output (forward pass,
+   * and recomputed in the backward pass), then the gradient of the MLP's hidden layer, then the
+   * gradient of the query | key | value rows (3d per row).
+   */
+  readonly wide: Float32Array;
   /** Double-precision scratch for reductions (4d wide). */
   readonly acc: Float64Array;
   /** Per-head attention matrices. */
   readonly attention: AttentionScratch;
 
-  constructor(private readonly config: ResolvedModelConfig) {
-    this.acc = new Float64Array(4 * config.dModel);
-    this.attention = new AttentionScratch(config.contextLength, config.dModel / config.nHeads);
-  }
-
-  /** Grows the buffers to hold `rows` positions. */
-  ensure(rows: number): void {
-    if (rows <= this.rows) return;
+  /** Carves buffers for `rows` positions from `arena`. */
+  constructor(
+    config: ResolvedModelConfig,
+    /** Row capacity. */
+    readonly rows: number,
+    arena: Arena,
+  ) {
     const R = rows;
-    const { dModel: d, vocabSize: V, nLayers } = this.config;
-    const f = (n: number): Float32Array => new Float32Array(n);
-    this.rows = R;
+    const { dModel: d, vocabSize: V, nLayers } = config;
+    const f = (n: number): Float32Array => arena.f32(n);
     this.x = f(R * d);
     this.blocks = [];
     for (let l = 0; l < nLayers; l++) {
@@ -84,20 +84,19 @@ export class Workspace {
         rstd2: f(R),
         y2: f(R * d),
         hidden: f(R * 4 * d),
-        hiddenAct: f(R * 4 * d),
       });
     }
     this.xhatF = f(R * d);
     this.rstdF = f(R);
     this.yF = f(R * d);
     this.logits = f(R * V);
-    this.lse = new Float64Array(R);
-    this.logprobs = new Float64Array(R);
-    this.gradLogprobs = new Float64Array(R);
+    this.lse = arena.f64(R);
+    this.logprobs = arena.f64(R);
+    this.gradLogprobs = arena.f64(R);
     this.dx = f(R * d);
     this.dy = f(R * d);
-    this.dAttn = f(R * d);
-    this.dqkv = f(R * 3 * d);
-    this.dHidden = f(R * 4 * d);
+    this.wide = f(R * 4 * d);
+    this.acc = arena.f64(4 * d);
+    this.attention = new AttentionScratch(config.contextLength, d / config.nHeads, arena);
   }
 }

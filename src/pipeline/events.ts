@@ -4,6 +4,7 @@
  */
 import type { FailureRow } from "./failures.js";
 import type { StepRow } from "./jsonl-log.js";
+import type { RunSummary } from "./run-summary.js";
 
 /** One line of `metrics.jsonl`: flat metrics of a training step (step 0 holds validation before training). */
 export interface MetricsRow extends StepRow {
@@ -109,4 +110,33 @@ export interface RunResult {
   lastCheckpoint: string | undefined;
   /** Why the run ended. */
   stopReason: StopReason;
+  /** What the metrics say about the run: first → last figures, best validation, tokens and costs, failures. */
+  summary: RunSummary;
+  /** Where the run's outputs are. */
+  outputs: RunOutputs;
+}
+
+/** Where a run's outputs are, as {@link RunResult.outputs} lists them. */
+export interface RunOutputs {
+  /** The run folder. */
+  runDir: string;
+  /** The recipe file the run was started from. */
+  recipe: string;
+  /** `metrics.jsonl`: one row per step. */
+  metrics: string;
+  /** `samples.jsonl`: a few decoded trajectories per step. */
+  samples: string;
+  /** The folder of the checkpoints (run states). */
+  checkpoints: string;
+  /** `failures.jsonl` and its rows, when a rollout failed. */
+  failures:
+    | {
+        /** The file. */
+        path: string;
+        /** Its rows (failed rollout attempts, of every session). */
+        rows: number;
+      }
+    | undefined;
+  /** Whether `nexrl sample` finds weights of the last step: a checkpoint of it, or the local engine's sampler snapshot. */
+  sampleable: boolean;
 }

@@ -9,6 +9,7 @@ export type {
   RunCheckpointEvent,
   RunEndEvent,
   RunEvent,
+  RunOutputs,
   RunResult,
   RunRolloutFailureEvent,
   RunStartEvent,
@@ -18,6 +19,18 @@ export type {
   StopReason,
 } from "./events.js";
 export type { ProgressOutput } from "./progress.js";
+export {
+  formatRunSummary,
+  summarizeMetrics,
+  type AccountingFigure,
+  type FirstLast,
+  type FormatRunSummaryOptions,
+  type ProblemCount,
+  type RunSummary,
+  type StepValue,
+} from "./run-summary.js";
+export { tokenCost, type TokenCounts, type TokenPrices } from "./accounting.js";
+export type { ResponseTokens, SampleRow } from "./samples.js";
 export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./run-dir.js";
 export {
   BackendNotAvailableError,

@@ -30,18 +30,25 @@ export class ProgressPrinter {
   private readonly started = performance.now();
   private stepsDone = 0;
 
+  private readonly steps: boolean;
+
   /**
    * @param out where to print.
    * @param totalSteps steps the run will take.
+   * @param options `steps: false` prints no step lines (`console` missing from `logger.backend`), only messages.
    */
   constructor(
     private readonly out: ProgressOutput,
     private readonly totalSteps: number,
-  ) {}
+    options: { steps?: boolean } = {},
+  ) {
+    this.steps = options.steps ?? true;
+  }
 
   /** Reports a finished step with its metrics. */
   step(step: number, metrics: Readonly<Record<string, unknown>>): void {
     this.stepsDone++;
+    if (!this.steps) return;
     const perStep = (performance.now() - this.started) / 1000 / this.stepsDone;
     const num = (key: string): number | undefined =>
       typeof metrics[key] === "number" ? (metrics[key] as number) : undefined;
@@ -65,6 +72,12 @@ export class ProgressPrinter {
   message(text: string): void {
     if (this.out.isTTY && this.live) this.out.write(`\r\x1b[K${text}\n${this.live}`);
     else this.out.write(`${text}\n`);
+  }
+
+  /** Prints `text` (lines ending with a newline) below everything printed so far. */
+  print(text: string): void {
+    this.end();
+    this.out.write(text);
   }
 
   /** Ends the live line. */

@@ -29,6 +29,7 @@ export const RESUME_SAFE_SETTINGS: readonly string[] = [
   "launch_mode",
   "multi_model",
   "logger",
+  "accounting",
   "environment",
   "resume",
   "runtime_monitor",

@@ -9,7 +9,7 @@ import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
 import { listRunStates, locateRunState, readRunState } from "./checkpoint.js";
-import type { RunEvent, RunResult } from "./events.js";
+import type { RunEvent, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
 import { ProgressPrinter, type ProgressOutput } from "./progress.js";
 import {
@@ -21,8 +21,9 @@ import {
 } from "./resume-settings.js";
 import { resolveRunDirectory } from "./run-dir.js";
 import { RunLock } from "./run-lock.js";
+import { formatRunSummary, summarizeMetrics } from "./run-summary.js";
 import { resolveTrainerClass } from "./trainers/registry.js";
-import { executeRun, type StartPlan } from "./training-run.js";
+import { executeRun, type LoopResult, type StartPlan } from "./training-run.js";
 import { resolveRolloutWorkerClass } from "./workers/registry.js";
 
 /** Options of {@link runRecipe}. */
@@ -37,7 +38,11 @@ export interface RunRecipeOptions {
   signal?: AbortSignal;
   /** Receives every {@link RunEvent}. */
   onEvent?: (event: RunEvent) => void;
-  /** Where progress is printed (a live line on a terminal), or false for none (default: none). */
+  /**
+   * Where progress is printed (a live line on a terminal; with `console` in `logger.backend`, a
+   * line per step) and, at the end, the run's summary ({@link formatRunSummary}); false for none
+   * (default: none).
+   */
   progress?: ProgressOutput | false;
   /** Environment for the recipe's `${oc.env:…}`, secret redaction and `NEXRL_STORAGE_PATH` (default: `process.env`). */
   env?: Readonly<Record<string, string | undefined>>;
@@ -115,10 +120,14 @@ function exists(path: string): Promise<boolean> {
  * `RunStalledError`). A run stopped by an error saves a checkpoint of its last finished step
  * first when it can. Nothing is written before the recipe's modules and data have loaded.
  *
+ * The result holds every metrics row, the run's summary (first → last figures, best validation,
+ * tokens and costs, failures: {@link summarizeMetrics}) and where its outputs are; with
+ * `options.progress`, {@link formatRunSummary} prints them at the end.
+ *
  * @example
  * ```ts
  * const result = await runRecipe("recipe/pig_latin/local.yaml", { tag: "demo", overrides: ["trainer.total_train_steps=10"] });
- * console.log(result.metrics.at(-1)?.["train/loss"]);
+ * console.log(result.metrics.at(-1)?.["train/loss"], result.summary.bestValidation);
  * ```
  * @throws RecipeError for an invalid recipe, and the pipeline's errors (`RolloutError`,
  * `NoSuccessfulRolloutError`, `UncaughtUserError`, `RunStalledError`, `TrainerError`,
@@ -149,7 +158,9 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
     ? resolve(cwd, config.trainer.checkpoint_path)
     : join(outputDir, "checkpoints");
   const progress = options.progress
-    ? new ProgressPrinter(redactingOutput(options.progress, redact), config.trainer.total_train_steps)
+    ? new ProgressPrinter(redactingOutput(options.progress, redact), config.trainer.total_train_steps, {
+        steps: config.logger.backend.includes("console"),
+      })
     : undefined;
   const emit = (event: RunEvent): void => {
     const safe = event.type === "warning" ? { ...event, message: redact(event.message) } : event;
@@ -199,7 +210,7 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
         `${JSON.stringify({ recipe: loaded.path, sessions: [...sessions, session] }, null, 1)}\n`,
       );
     };
-    return await executeRun({
+    const looped = await executeRun({
       recipe: loaded,
       outputDir,
       checkpointDir,
@@ -215,6 +226,18 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
       classes,
       beforeWrites,
     });
+    // The run is over: the agent gateway offers no more tasks.
+    stop.abort();
+    const result: RunResult = {
+      ...looped,
+      summary: summarizeMetrics(looped.metrics, config.trainer.total_train_steps),
+      outputs: await runOutputs(looped, loaded, checkpointDir),
+    };
+    if (progress) {
+      progress.end();
+      progress.print(formatRunSummary(result, { cwd }));
+    }
+    return result;
   } catch (error) {
     throw redactError(error, redact);
   } finally {
@@ -222,6 +245,28 @@ export async function runRecipe(recipe: string | LoadedRecipe, options: RunRecip
     stop.abort();
     await lock?.release();
   }
+}
+
+/** Where the outputs of a finished run are. */
+async function runOutputs(looped: LoopResult, recipe: LoadedRecipe, checkpointDir: string): Promise<RunOutputs> {
+  const dir = looped.outputDir;
+  const failures = join(dir, "failures.jsonl");
+  const failureRows = (await readFile(failures, "utf8").catch(() => ""))
+    .split("\n")
+    .filter((line) => line.trim() !== "").length;
+  const { config } = recipe;
+  return {
+    runDir: dir,
+    recipe: recipe.path,
+    metrics: join(dir, "metrics.jsonl"),
+    samples: join(dir, "samples.jsonl"),
+    checkpoints: checkpointDir,
+    failures: failureRows > 0 ? { path: failures, rows: failureRows } : undefined,
+    // The local engine snapshots the weights of every step it syncs to the sampler.
+    sampleable:
+      looped.lastCheckpoint !== undefined ||
+      (config.service.train_service.backend === "local" && config.rollout_worker.need_llm_inference),
+  };
 }
 
 /** Refuses a resume whose recipe changed settings the checkpoint recorded, unless `allowed`; warns about what `allowed` accepted. */

@@ -24,9 +24,46 @@ export interface SampleRow extends StepRow {
   response: string;
   /** The trajectory's `extraFields.diagnostics` (such as an agent's prefix breaks), when it has any. */
   diagnostics?: unknown[];
+  /** Token by token, the part `response` decodes (for the run report's token view). */
+  response_tokens: ResponseTokens;
+  /** What an agent's gateway recorded of each call merged into it (`extraFields.calls`), when it has any. */
+  calls?: unknown[];
 }
 
+/** The response of a {@link SampleRow} token by token, as parallel arrays. */
+export interface ResponseTokens {
+  /** Token ids. */
+  ids: number[];
+  /** Each token decoded alone (`""` for a special token, `\uFFFD` for part of a character). */
+  text: string[];
+  /** 1 where the token is trained on. */
+  loss_mask: number[];
+  /** Per-token advantage (the scalar advantage on trained tokens, 0 elsewhere), rounded to 4 decimals; absent when none was set. */
+  advantages?: number[];
+  /** The sampler's logprob of each token (0 off the mask), rounded to 4 decimals; absent when the worker had none. */
+  logprobs?: number[];
+}
+
+/** Ids the tokenizer does not know are shown as `<unk:ID>` (the trajectory keeps them). */
 const PLACEHOLDERS = { unknownIds: "placeholder" } as const;
+
+/** Rounds to 4 decimals: enough to read, and keeps `samples.jsonl` small. */
+const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;
+
+/** The tokens of `t` from `split` on, each decoded alone, with their mask, advantages and logprobs. */
+function responseTokens(t: Trajectory, split: number, tokenizer: Tokenizer): ResponseTokens {
+  const ids = t.tokens.slice(split);
+  const mask = t.lossMask.slice(split);
+  const advantages =
+    t.advantages?.slice(split) ?? (t.advantage === undefined ? undefined : mask.map((m) => m * t.advantage!));
+  return {
+    ids,
+    text: ids.map((id) => tokenizer.decode([id], PLACEHOLDERS)),
+    loss_mask: mask,
+    ...(advantages && { advantages: advantages.map(round4) }),
+    ...(t.logprobs && { logprobs: t.logprobs.slice(split).map(round4) }),
+  };
+}
 
 /** A trajectory's non-empty `extraFields.diagnostics`. */
 function diagnosticsOf(t: Trajectory): unknown[] | undefined {
@@ -67,6 +104,8 @@ export function sampleRows(
       prompt: tokenizer.decode(t.tokens.slice(0, split), PLACEHOLDERS),
       response: tokenizer.decode(t.tokens.slice(split), PLACEHOLDERS),
       ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
+      response_tokens: responseTokens(t, split, tokenizer),
+      ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
     };
   });
 }

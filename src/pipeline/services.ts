@@ -21,7 +21,7 @@ export interface OpenTrainingServiceOptions {
 
 /**
  * The training service of `service.train_service.backend`: the embedded engine for `local`
- * (models seeded by `data.seed`), else a Tinker or Weaver client with the key and base URL of
+ * (models seeded by `data.seed`, threads and kernels from `service.local_service`), else a Tinker or Weaver client with the key and base URL of
  * `service.tinker_service` / `service.weaver_service` (falling back to the environment).
  */
 export function openTrainingService(config: RecipeConfig, options: OpenTrainingServiceOptions): TrainingService {
@@ -35,6 +35,8 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
   return createTrainingService(backend, {
     outputDir: options.outputDir,
     seed: config.data.seed,
+    ...(config.service.local_service?.threads !== undefined && { threads: config.service.local_service.threads }),
+    ...(config.service.local_service?.kernels !== undefined && { kernels: config.service.local_service.kernels }),
     env: options.env,
     log: options.log,
     ...(remote?.api_key && { apiKey: remote.api_key }),

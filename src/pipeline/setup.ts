@@ -11,8 +11,8 @@ import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
 import { promptMessages } from "./workers/messages.js";
 
-/** The `data:` section of a recipe (also the shape of `validate.data:`). */
-export type DataConfig = RecipeConfig["data"];
+/** The keys of a recipe's `data:` section that `validate.data:` shares. */
+export type DataConfig = Omit<RecipeConfig["data"], "keep_batch_order">;
 
 /** Tokens of a prompt as the model reads it: text with BOS, chat messages through the template. */
 function promptLength(tokenizer: Tokenizer, prompt: unknown): number {

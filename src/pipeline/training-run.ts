@@ -10,6 +10,7 @@ import { SamplerInferenceClient } from "../services/inference/sampler-inference.
 import type { TrainingClient, TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "../types/trajectory.js";
+import { RunAccounting, TokenMeter } from "./accounting.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor, DataLoader } from "./data/data-loader.js";
 import { NoSuccessfulRolloutError, RunSetupError, RunStalledError, UncaughtUserError } from "./errors.js";
@@ -80,28 +81,34 @@ const REFERENCE_TTL_SECONDS = 7 * 24 * 3600;
 /** Sampler snapshot names are unique per output folder: later sessions add `-s<n>`. */
 const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${session}`);
 
+/** What {@link executeRun} returns: a {@link RunResult} but for what `runRecipe` adds from the run folder. */
+export type LoopResult = Omit<RunResult, "summary" | "outputs">;
+
 /**
  * Runs the training loop of a recipe to its end (or an abort) and returns what it did. A run that
  * stops on an error (a rollout failure the policy does not skip, a step with no successful
  * rollout, an uncaught error in user code, a hang) first saves a checkpoint of the last finished
  * step when it can (see {@link TrainingRun.rescue}).
  */
-export async function executeRun(options: ExecuteRunOptions): Promise<RunResult> {
+export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult> {
   const { config } = options.recipe;
   checkInferenceBackend(config);
-  const service =
+  const meter = new TokenMeter();
+  const service = meter.wrap(
     options.service ??
-    openTrainingService(config, {
-      outputDir: options.outputDir,
-      env: options.env,
-      log: (message) => options.emit({ type: "warning", message }),
-    });
+      openTrainingService(config, {
+        outputDir: options.outputDir,
+        env: options.env,
+        log: (message) => options.emit({ type: "warning", message }),
+      }),
+  );
   const stop = new AbortController();
   const supervisor = new Supervisor();
   try {
     return await runGuarded(supervisor, async () => {
       await supervisor.race(service.connect());
-      const run = await supervisor.race(TrainingRun.create(options, service, stop.signal));
+      const accounting = new RunAccounting(meter, config.accounting.prices);
+      const run = await supervisor.race(TrainingRun.create(options, service, stop.signal, accounting));
       supervisor.run = run;
       try {
         return await supervisor.race(run.loop());
@@ -173,6 +180,8 @@ interface RunParts {
   initialSamplerPath: string;
   /** The policy version rollouts may use; read by the runners. */
   versions: { released: number };
+  /** The `tokens/*` and `cost/*` metrics. */
+  accounting: RunAccounting;
 }
 
 /**
@@ -298,6 +307,7 @@ class TrainingRun {
     options: ExecuteRunOptions,
     service: TrainingService,
     stopSignal: AbortSignal,
+    accounting: RunAccounting,
   ): Promise<TrainingRun> {
     const { recipe, start } = options;
     const config = recipe.config;
@@ -422,6 +432,8 @@ class TrainingRun {
       initialSamplerPath,
       warn: (message) => options.emit({ type: "warning", message }),
     });
+    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step);
+    if (resume) accounting.restore(metrics.rows.at(-1));
     const run = new TrainingRun(options, {
       client,
       tokenizer,
@@ -432,18 +444,19 @@ class TrainingRun {
       trainer,
       weightSync: new WeightSync(service, inference, sampler),
       validator,
-      metrics: await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step),
+      metrics,
       samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
       failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
       runners,
       initialSamplerPath,
       versions,
+      accounting,
     });
     failures.run = run;
     return run;
   }
 
-  async loop(): Promise<RunResult> {
+  async loop(): Promise<LoopResult> {
     const { config } = this.options.recipe;
     const total = config.trainer.total_train_steps;
     const { signal, emit, start } = this.options;
@@ -457,7 +470,12 @@ class TrainingRun {
     });
     if (this.step === 0 && this.parts.validator && config.validate.validate_before_train) {
       const validation = await this.validate();
-      await this.parts.metrics.append({ step: 0, ...validation.metrics, "time/validation_s": validation.seconds });
+      await this.parts.metrics.append({
+        step: 0,
+        ...validation.metrics,
+        ...this.parts.accounting.row(),
+        "time/validation_s": validation.seconds,
+      });
     }
     this.captureQuiet();
     this.release(this.step);
@@ -537,6 +555,7 @@ class TrainingRun {
       "staleness/dropped": batch.staleDropped,
       "staleness/requeued": batch.staleRequeued,
       ...staleness(batch.trajectories, trainedOn),
+      ...this.parts.accounting.row(),
       "time/rollout_s": rolloutSeconds,
       "time/train_s": trainSeconds,
       "time/sync_s": syncSeconds,
@@ -559,7 +578,8 @@ class TrainingRun {
       await this.checkpoint();
     this.checkHalted();
     this.captureQuiet();
-    if (!async) this.release(this.step);
+    // After the last step nothing more is trained: no rollout is started for it.
+    if (!async && this.step < total) this.release(this.step);
     return undefined;
   }
 

@@ -15,6 +15,7 @@ import { composeHandlers, type CapturedRequest, type RequestHandler } from "./ha
 import { healthHandler } from "./health.js";
 import { ModelStore } from "./models.js";
 import { createOpenAIModelsHandler } from "./openai-models.js";
+import type { ServedModel as OpenAIServedModel } from "./openai.js";
 import { createTinkerHandler } from "./tinker.js";
 import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
@@ -36,6 +37,8 @@ export interface ServerOptions {
   faults?: FaultRates | string;
   /** Seed of the fault stream and of models created without a seed (default 0). */
   seed?: number;
+  /** Threads of each model's engine (default: the machine's available parallelism). */
+  threads?: number;
   /**
    * When set, every request but the health checks must carry it, in any of `X-API-Key` (Tinker's
    * header), `X-WEAVER-API-KEY` (Weaver's) or `Authorization: Bearer` (OpenAI's); others get 401.
@@ -64,6 +67,8 @@ export interface ServerOptions {
   onRequest?: (request: CapturedRequest) => void;
   /** Receives warnings and unexpected server errors (default: standard error). */
   log?: (line: string) => void;
+  /** More models for the OpenAI-compatible endpoints, by name (`nexrl serve --model` adds a run's weights). */
+  openaiModels?: Readonly<Record<string, OpenAIServedModel>>;
 }
 
 /** Server options that cannot work: an empty API key, or a host other machines reach without a key (and without `insecure`). */
@@ -131,7 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         "give an API key (--api-key KEY or NEXRL_SERVE_API_KEY), bind 127.0.0.1, or pass --insecure to serve without a key",
     );
   const seed = options.seed ?? 0;
-  const store = new ModelStore(options.outputDir, seed);
+  const store = new ModelStore(options.outputDir, seed, options.threads);
   const faults = new FaultInjector(
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,
@@ -159,7 +164,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
-  if (protocol === "openai" || protocol === "all") handlers.push(await createOpenAIModelsHandler(store, log));
+  if (protocol === "openai" || protocol === "all")
+    handlers.push(await createOpenAIModelsHandler(store, log, options.openaiModels));
   const server: Server = createServer(composeHandlers(handlers, log));
   await listen(server, port, host, hint);
   if (exposed)

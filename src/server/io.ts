@@ -4,6 +4,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { prettifyError, type z } from "zod";
 import { NexrlError } from "../types/errors.js";
 
 /** An error answered to the client with an HTTP status and a `{error, message, retryable}` body. */
@@ -29,19 +30,20 @@ export const MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 /**
  * Reads a request body's bytes.
- * @throws {@link ProtocolError} 413 for a body over 256 MiB.
+ * @param maxBytes the largest body accepted (default 256 MiB).
+ * @param tooLarge the error of a larger body (default: {@link ProtocolError} 413 `body_too_large`).
  */
-export async function readBody(req: IncomingMessage): Promise<Buffer> {
+export async function readBody(
+  req: IncomingMessage,
+  maxBytes = MAX_BODY_BYTES,
+  tooLarge: () => Error = () =>
+    new ProtocolError(413, "body_too_large", `the request body exceeds ${maxBytes} bytes; send fewer datums per call`),
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES)
-      throw new ProtocolError(
-        413,
-        "body_too_large",
-        `the request body exceeds ${MAX_BODY_BYTES} bytes; send fewer datums per call`,
-      );
+    if (size > maxBytes) throw tooLarge();
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -67,6 +69,18 @@ export function parseJsonBody(bytes: Buffer): unknown {
   } catch (error) {
     throw new ProtocolError(400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A request body parsed with its schema.
+ * @param what names the request in the message (`forward_backward`, `createModel`).
+ * @throws {@link ProtocolError} 422 `invalid_body` saying what is wrong.
+ */
+export function parseBody<T>(schema: z.ZodType<T>, what: string, raw: unknown): T {
+  const result = schema.safeParse(raw);
+  if (!result.success)
+    throw new ProtocolError(422, "invalid_body", `invalid ${what} body:\n${prettifyError(result.error)}`);
+  return result.data;
 }
 
 /** Answers with a JSON body. */

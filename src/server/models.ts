@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { LocalEngine, MODEL_PRESETS, type LocalSampler, type ModelPresetName } from "../engine/index.js";
+import type { SampleOutput, SamplingParams } from "../types/results.js";
 import { ProtocolError } from "./io.js";
 import { OperationQueue } from "./operations.js";
 
@@ -62,6 +63,43 @@ export interface SamplingSession {
   readonly modelPath: string | undefined;
   /** The model whose snapshot it samples, when known. */
   readonly modelId: string | undefined;
+  /** The longest sequence it samples (prompt and generated tokens). */
+  readonly contextLength: number;
+}
+
+/** Sampling parameters as the training protocols send them. */
+export interface WireSamplingParams {
+  /** Most tokens to generate; default: up to the context length. */
+  max_tokens?: number | undefined;
+  /** Seed of the samples. */
+  seed?: number | undefined;
+  /** Stop strings or stop token ids. */
+  stop?: string | string[] | number[] | undefined;
+  /** Softmax temperature. */
+  temperature: number;
+  /** Top-k cut (−1: off). */
+  top_k: number;
+  /** Nucleus mass (1: off). */
+  top_p: number;
+}
+
+/** Samples `numSamples` continuations of `prompt` in `session`, with the engine's options of `params`. */
+export function sampleSession(
+  session: SamplingSession,
+  prompt: number[],
+  params: WireSamplingParams,
+  numSamples: number,
+): Promise<SampleOutput> {
+  const { max_tokens, seed, stop, temperature, top_k, top_p } = params;
+  const options: SamplingParams = {
+    maxTokens: max_tokens ?? session.contextLength,
+    temperature,
+    topK: top_k,
+    topP: top_p,
+    ...(stop !== undefined && { stop: typeof stop === "string" ? [stop] : stop }),
+    ...(seed !== undefined && { seed }),
+  };
+  return session.sampler.sampleAsync(prompt, options, numSamples);
 }
 
 /** Options of {@link ModelStore.createModel}. */
@@ -88,10 +126,12 @@ export class ModelStore {
   /**
    * @param outputDir where each model's engine writes its files (`models/<n>/…`).
    * @param seed default seed of new models and base-model samplers.
+   * @param threads threads of every engine and sampler (default: the machine's available parallelism).
    */
   constructor(
     readonly outputDir: string,
     readonly seed: number,
+    readonly threads?: number,
   ) {}
 
   /** The presets served as base models, with their context lengths. */
@@ -124,6 +164,7 @@ export class ModelStore {
       model: baseModel,
       seed: options.seed ?? this.seed,
       outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
+      ...(this.threads !== undefined && { threads: this.threads }),
     });
     const model: ServedModel = {
       id: options.id,
@@ -160,9 +201,21 @@ export class ModelStore {
     this.models.delete(id);
   }
 
-  /** Records an artifact written by a model. */
-  addArtifact(artifact: Artifact): void {
-    this.artifacts.set(artifact.path, artifact);
+  /**
+   * Records `file`, written by `model`, as the artifact at `path`, expiring `ttlSeconds` after
+   * `createdAt` (undefined or null: kept).
+   */
+  addArtifact(
+    model: ServedModel,
+    path: string,
+    file: string,
+    ttlSeconds: number | null | undefined,
+    createdAt = Date.now(),
+  ): Artifact {
+    const expiresAt = ttlSeconds == null ? undefined : createdAt + ttlSeconds * 1000;
+    const artifact = { path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt };
+    this.artifacts.set(path, artifact);
+    return artifact;
   }
 
   /** Whether an artifact (expired or not) was recorded at `path`. */
@@ -200,12 +253,28 @@ export class ModelStore {
     let session: SamplingSession;
     if (source.modelPath !== undefined) {
       const artifact = this.artifact(source.modelPath);
-      const sampler = await LocalEngine.samplerFromSnapshot(artifact.file);
-      session = { id, sampler, baseModel: artifact.baseModel, modelPath: source.modelPath, modelId: artifact.modelId };
+      const sampler = await LocalEngine.samplerFromSnapshot(artifact.file, {
+        ...(this.threads !== undefined && { threads: this.threads }),
+      });
+      const { baseModel, modelId } = artifact;
+      session = {
+        id,
+        sampler,
+        baseModel,
+        modelPath: source.modelPath,
+        modelId,
+        contextLength: sampler.config.contextLength,
+      };
     } else if (source.baseModel !== undefined) {
       const baseModel = this.preset(source.baseModel);
-      const engine = LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base") });
-      session = { id, sampler: engine, baseModel, modelPath: undefined, modelId: undefined };
+      const engine = LocalEngine.create({
+        model: baseModel,
+        seed: this.seed,
+        outputDir: join(this.outputDir, "base"),
+        ...(this.threads !== undefined && { threads: this.threads }),
+      });
+      const { contextLength } = engine.config;
+      session = { id, sampler: engine, baseModel, modelPath: undefined, modelId: undefined, contextLength };
     } else {
       throw new ProtocolError(
         400,

@@ -1,6 +1,6 @@
 /**
- * The OpenAI wire format on the server side, shared by `nexrl serve`'s OpenAI-compatible
- * endpoints and the agent gateway: request schemas (with vLLM's token-id options), body reading,
+ * The OpenAI wire format on the server side, which `openai-endpoints.ts` speaks for `nexrl
+ * serve` and the agent gateway: request schemas (with vLLM's token-id options), body reading,
  * OpenAI error bodies, and the response bodies and server-sent events of `/v1/completions` and
  * `/v1/chat/completions`.
  *
@@ -13,6 +13,7 @@ import { tokenIdString } from "../services/inference/openai/vllm.js";
 import { ChatTemplateError } from "../services/inference/tokenizers/errors.js";
 import { NexrlError } from "../types/errors.js";
 import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import { readBody, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { MalformedPathError } from "./url-path.js";
 
@@ -154,22 +155,20 @@ export function parseOpenAIRequest<T>(schema: z.ZodType<T>, body: unknown): T {
  * @throws {@link OpenAIApiError} 413 past `maxBytes`, 400 for invalid JSON.
  */
 export async function readOpenAIBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes)
-      throw new OpenAIApiError(
+  const body = await readBody(
+    req,
+    maxBytes,
+    () =>
+      new OpenAIApiError(
         413,
         `the request body exceeds ${maxBytes} bytes; send a shorter prompt`,
         "invalid_request_error",
         null,
         "request_too_large",
-      );
-    chunks.push(chunk as Buffer);
-  }
+      ),
+  );
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+    return JSON.parse(body.toString("utf8")) as unknown;
   } catch (error) {
     throw new OpenAIApiError(400, `the request body is not valid JSON: ${(error as Error).message}`);
   }
@@ -489,22 +488,6 @@ export function chatCompletionEvents(
 // ---------------------------------------------------------------------------------------------
 // Answers
 
-/** Answers with a JSON body. */
-export function sendOpenAIJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
-}
-
 /** Writes server-sent events; ends with `data: [DONE]`. */
 export function sendOpenAIEvents(res: ServerResponse, events: readonly unknown[]): void {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
@@ -543,7 +526,7 @@ export function sendOpenAIError(
     res.destroy();
     return;
   }
-  sendOpenAIJson(
+  sendJson(
     res,
     error.status,
     { error: { message: error.message, type: error.type, param: error.param, code: error.code } },

@@ -5,33 +5,21 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { SamplingClient, SamplingParams } from "../services/training/types.js";
+import type { SamplingClient } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { modelInputFromTokens } from "../types/wire.js";
 import {
-  chatCompletionBody,
-  chatCompletionEvents,
-  completionBody,
-  completionEvents,
-  cutAtStop,
-  OpenAIApiError,
-  openAIErrorOf,
-  openAIRequestSchemas,
-  parseOpenAIRequest,
-  readOpenAIBody,
-  requestMessages,
-  requestTools,
-  responseFormat,
-  sendOpenAIError,
-  sendOpenAIEvents,
-  sendOpenAIJson,
-  stopStrings,
-  type GeneratedChoice,
-  type GenerationRequest,
-} from "./openai-protocol.js";
+  decodedChoice,
+  endpointPath,
+  modelEntry,
+  modelList,
+  OpenAIEndpoints,
+  requestSampling,
+  type OpenAIGenerator,
+} from "./openai-endpoints.js";
+import { sendJson } from "./io.js";
+import { OpenAIApiError } from "./openai-protocol.js";
 import { decodePathSegment } from "./url-path.js";
 
 /** A model the endpoints serve: its sampler and its tokenizer. */
@@ -59,43 +47,25 @@ export interface OpenAIHandlerOptions {
 /** Answers a request and resolves true, or resolves false when the route is not one of these endpoints. */
 export type OpenAIRequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
-const { completion: completionRequest, chat: chatRequest } = openAIRequestSchemas("nexrl serve");
-
-/** Samples `request.n` choices of `prompt` and decodes them, cut at a stop string unless it is to be kept. */
-async function generate(
-  model: ServedModel,
-  prompt: number[],
-  request: GenerationRequest,
-  maxTokens: number,
-): Promise<GeneratedChoice[]> {
-  const stops = stopStrings(request.stop);
-  const params: SamplingParams = {
-    maxTokens,
-    ...(request.temperature != null && { temperature: request.temperature }),
-    ...(request.top_p != null && { topP: request.top_p }),
-    ...(request.top_k != null && { topK: request.top_k }),
-    ...(request.seed != null && { seed: request.seed }),
-    ...(stops.length > 0 && { stop: stops }),
+/**
+ * The generator of `model`: `request.n` samples of a prompt, each decoded and cut at its stop
+ * string. Requests without `max_tokens` get 16 tokens (completions, as OpenAI's API) or
+ * `chatMaxTokens` (chats).
+ */
+function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenerator {
+  return {
+    tokenizer: model.tokenizer,
+    async generate(prompt, request, call) {
+      const params = requestSampling(request, call.maxTokens ?? (call.chat ? chatMaxTokens : 16));
+      const future = await model.samplingClient.sample(modelInputFromTokens(prompt), request.n ?? 1, params);
+      const { sequences } = await future.result();
+      return {
+        promptTokens: prompt,
+        choices: sequences.map((s) => decodedChoice(model.tokenizer, s.tokens, s.logprobs, s.stopReason, request)),
+      };
+    },
   };
-  const { sequences } = await (
-    await model.samplingClient.sample(modelInputFromTokens(prompt), request.n ?? 1, params)
-  ).result();
-  return sequences.map((sequence) => ({
-    tokens: sequence.tokens,
-    logprobs: sequence.logprobs,
-    finishReason: sequence.stopReason,
-    ...cutAtStop(
-      model.tokenizer,
-      sequence.tokens,
-      sequence.stopReason,
-      stops,
-      request.include_stop_str_in_output ?? false,
-    ),
-  }));
 }
-
-// ---------------------------------------------------------------------------------------------
-// Endpoints
 
 /**
  * The request handler of the OpenAI-compatible endpoints, to mount on a `node:http` server:
@@ -122,131 +92,61 @@ async function generate(
 export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIRequestHandler {
   const models = options.models ?? {};
   const created = Math.floor(Date.now() / 1000);
-  const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const modelEntry = (id: string) => ({ id, object: "model", created, owned_by: "nexrl" });
+  const endpoints = new OpenAIEndpoints({
+    server: "nexrl serve",
+    maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
+    log: (line) => log(`nexrl serve: ${line}`),
+  });
+  const chatMaxTokens = options.defaultChatMaxTokens ?? 1024;
 
-  const resolve = async (name: string): Promise<ServedModel> => {
+  const modelNotFound = (name: string, served: string) =>
+    new OpenAIApiError(
+      404,
+      `The model \`${name}\` does not exist.${served}`,
+      "invalid_request_error",
+      "model",
+      "model_not_found",
+    );
+
+  const generatorFor = async ({ model: name }: { model: string }): Promise<OpenAIGenerator> => {
     const model = Object.hasOwn(models, name) ? models[name] : await options.resolveModel?.(name);
-    if (!model)
-      throw new OpenAIApiError(
-        404,
-        `The model \`${name}\` does not exist. Served models: ${Object.keys(models).join(", ") || "none listed"}.`,
-        "invalid_request_error",
-        "model",
-        "model_not_found",
-      );
-    return model;
+    if (!model) throw modelNotFound(name, ` Served models: ${Object.keys(models).join(", ") || "none listed"}.`);
+    return modelGenerator(model, chatMaxTokens);
   };
 
-  const completions = async (body: unknown, res: ServerResponse): Promise<void> => {
-    const request = parseOpenAIRequest(completionRequest, body);
-    const model = await resolve(request.model);
-    const { prompt } = request;
-    const texts: Array<string | number[]> =
-      typeof prompt === "string" || typeof prompt[0] === "number"
-        ? [prompt as string | number[]]
-        : (prompt as Array<string | number[]>);
-    const prompts = texts.map((p) =>
-      typeof p === "string" ? model.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
-    );
-    prompts.forEach((p, i) => {
-      if (p.length === 0)
-        throw new OpenAIApiError(
-          400,
-          `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`,
-          "invalid_request_error",
-          "prompt",
-        );
-    });
-    const results: GeneratedChoice[][] = [];
-    for (const [i, p] of prompts.entries()) {
-      // A turn of the event loop between prompts keeps the server answering while a long list is sampled.
-      if (i > 0) await nextTurn();
-      results.push(await generate(model, p, request, request.max_tokens ?? 16));
-    }
-    const format = responseFormat(request, `cmpl-${randomUUID()}`, model.tokenizer);
-    if (request.stream) sendOpenAIEvents(res, completionEvents(format, prompts, results));
-    else sendOpenAIJson(res, 200, completionBody(format, prompts, results));
-  };
-
-  const chat = async (body: unknown, res: ServerResponse): Promise<void> => {
-    const request = parseOpenAIRequest(chatRequest, body);
-    const model = await resolve(request.model);
-    const tools = requestTools(request);
-    const prompt = model.tokenizer.applyChatTemplate(requestMessages(request), {
-      addGenerationPrompt: request.add_generation_prompt ?? true,
-      ...(tools && { tools }),
-      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
-    });
-    const choices = await generate(
-      model,
-      prompt,
-      request,
-      request.max_completion_tokens ?? request.max_tokens ?? options.defaultChatMaxTokens ?? 1024,
-    );
-    const format = responseFormat(request, `chatcmpl-${randomUUID()}`, model.tokenizer);
-    if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, prompt, choices));
-    else sendOpenAIJson(res, 200, chatCompletionBody(format, prompt, choices));
-  };
-
-  const routes: Record<string, { method: string; run: (req: IncomingMessage, res: ServerResponse) => Promise<void> }> =
-    {
-      "/v1/models": {
+  /** The method and answer of the route at `path`, or undefined when it is not one of these endpoints. */
+  const route = (path: string, req: IncomingMessage, res: ServerResponse) => {
+    const named = /^\/v1\/models\/(.+)$/.exec(path)?.[1];
+    if (named !== undefined)
+      return {
         method: "GET",
-        run: async (_req, res) =>
-          sendOpenAIJson(res, 200, { object: "list", data: Object.keys(models).map(modelEntry) }),
-      },
-      "/v1/completions": {
-        method: "POST",
-        run: async (req, res) => completions(await readOpenAIBody(req, maxBodyBytes), res),
-      },
-      "/v1/chat/completions": {
-        method: "POST",
-        run: async (req, res) => chat(await readOpenAIBody(req, maxBodyBytes), res),
-      },
-    };
+        run: async () => {
+          const name = decodePathSegment(named, "model name");
+          if (!Object.hasOwn(models, name)) throw modelNotFound(name, "");
+          sendJson(res, 200, modelEntry(name, created));
+        },
+      };
+    switch (path) {
+      case "/v1/models":
+        return {
+          method: "GET",
+          run: async () => sendJson(res, 200, modelList(Object.keys(models), created)),
+        };
+      case "/v1/completions":
+        return { method: "POST", run: () => endpoints.completions(req, res, generatorFor) };
+      case "/v1/chat/completions":
+        return { method: "POST", run: () => endpoints.chat(req, res, generatorFor) };
+      default:
+        return undefined;
+    }
+  };
 
   return async (req, res) => {
-    const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
-    const modelName = /^\/v1\/models\/(.+)$/.exec(path)?.[1];
-    const route =
-      modelName !== undefined
-        ? {
-            method: "GET",
-            run: async (_req: IncomingMessage, res: ServerResponse) => {
-              const name = decodePathSegment(modelName, "model name");
-              if (!Object.hasOwn(models, name))
-                throw new OpenAIApiError(
-                  404,
-                  `The model \`${name}\` does not exist.`,
-                  "invalid_request_error",
-                  "model",
-                  "model_not_found",
-                );
-              sendOpenAIJson(res, 200, modelEntry(name));
-            },
-          }
-        : routes[path];
-    if (!route) return false;
-    try {
-      if (req.method !== route.method)
-        throw new OpenAIApiError(
-          405,
-          `${path} accepts ${route.method} requests, not ${req.method ?? "?"}`,
-          "invalid_request_error",
-          null,
-          "method_not_allowed",
-        );
-      await route.run(req, res);
-    } catch (error) {
-      const api = openAIErrorOf(error);
-      if (api.status >= 500)
-        log(
-          `nexrl serve: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-        );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: route.method } : {});
-    }
+    const path = endpointPath(req);
+    const found = route(path, req, res);
+    if (!found) return false;
+    await endpoints.answer(req, res, path, found.method, found.run);
     return true;
   };
 }

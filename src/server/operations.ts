@@ -40,6 +40,14 @@ export class OperationFailure extends NexrlError {
   }
 }
 
+/** Fails an operation the way `nexrl serve --faults` injects an `error`: not applied, blamed on the server. */
+export function injectedFailure(): never {
+  throw new OperationFailure(
+    "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
+    "server",
+  );
+}
+
 class Op implements Operation {
   started = false;
   outcome: Outcome | undefined;

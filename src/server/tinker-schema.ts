@@ -33,7 +33,17 @@ const lossInput = z.strictObject({
   loss_fn: z.string(),
   loss_fn_config: z.record(z.string(), z.number()).optional(),
 });
-const metadata = z.record(z.string(), z.unknown());
+/** Free-form metadata a client may attach (Tinker and Weaver). */
+export const metadata = z.record(z.string(), z.unknown());
+/** `adam_params` of an optimizer step (Tinker and Weaver). */
+export const adamParams = z.strictObject({
+  learning_rate: z.number(),
+  beta1: z.number(),
+  beta2: z.number(),
+  eps: z.number(),
+  weight_decay: z.number(),
+  grad_clip_norm: z.number(),
+});
 
 /** Schemas of the POST bodies, by endpoint (the path after `/api/v1/`). */
 export const tinkerRequests = {
@@ -72,14 +82,7 @@ export const tinkerRequests = {
   forward: z.strictObject({ forward_input: lossInput, model_id: z.string(), seq_id: int }),
   forward_backward: z.strictObject({ forward_backward_input: lossInput, model_id: z.string(), seq_id: int }),
   optim_step: z.strictObject({
-    adam_params: z.strictObject({
-      learning_rate: z.number(),
-      beta1: z.number(),
-      beta2: z.number(),
-      eps: z.number(),
-      weight_decay: z.number(),
-      grad_clip_norm: z.number(),
-    }),
+    adam_params: adamParams,
     model_id: z.string(),
     seq_id: int,
     type: z.literal("optim_step"),

@@ -10,16 +10,14 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
-import { prettifyError } from "zod";
-import type { LocalEngine } from "../engine/index.js";
-import type { Datum, ModelInput } from "../types/wire.js";
-import { modelInputTokens } from "../types/wire.js";
+import type { ForwardBackwardOutput } from "../types/results.js";
+import { modelInputTokens, type Datum, type ModelInput } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
-import { parseJsonBody, ProtocolError, readBody, requestPath, sendJson } from "./io.js";
+import { parseBody, parseJsonBody, ProtocolError, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
-import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
-import { OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
+import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
+import { injectedFailure, OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import { tinkerCredential, type JwtIssuer } from "./tinker-jwt.js";
 import {
@@ -94,29 +92,15 @@ function applicableFaults(endpoint: TinkerEndpoint): FaultKind[] {
 }
 
 function parse<E extends TinkerEndpoint>(endpoint: E, raw: unknown): TinkerRequest<E> {
-  const result = (tinkerRequests[endpoint] as unknown as z.ZodType<TinkerRequest<E>>).safeParse(raw);
-  if (!result.success)
-    throw new ProtocolError(422, "invalid_body", `invalid ${endpoint} body:\n${prettifyError(result.error)}`);
-  return result.data;
+  return parseBody(tinkerRequests[endpoint] as unknown as z.ZodType<TinkerRequest<E>>, endpoint, raw);
 }
-
-const injected = (): never => {
-  throw new OperationFailure(
-    "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
-    "server",
-  );
-};
 
 /** `tinker://<model_id>/<kind>/<name>`. */
 function tinkerPath(modelId: string, kind: "weights" | "sampler_weights", name: string): string {
   return `tinker://${modelId}/${kind}/${name}`;
 }
 
-function expiry(ttlSeconds: number | undefined): number | undefined {
-  return ttlSeconds === undefined ? undefined : Date.now() + ttlSeconds * 1000;
-}
-
-function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
+function lossOutputs(result: ForwardBackwardOutput): unknown {
   return {
     loss_fn_output_type: "ArrayRecord",
     loss_fn_outputs: result.lossFnOutputs.map((o) => ({
@@ -126,31 +110,15 @@ function lossOutputs(result: ReturnType<LocalEngine["forward"]>): unknown {
   };
 }
 
-async function sample(
-  session: SamplingSession,
-  body: TinkerRequest<"asample">,
-  contextLength: number,
-): Promise<unknown> {
+async function sample(session: SamplingSession, body: TinkerRequest<"asample">): Promise<unknown> {
   const prompt = modelInputTokens(body.prompt);
   const promptLogprobs = body.prompt_logprobs ? { prompt_logprobs: session.sampler.computeLogprobs(prompt) } : {};
-  if (prompt.length >= contextLength) {
+  if (prompt.length >= session.contextLength) {
     // A prompt that fills the context leaves nothing to generate, but can still be scored.
     const empty = Array.from({ length: body.num_samples }, () => ({ stop_reason: "length", tokens: [], logprobs: [] }));
     return { type: "sample", sequences: empty, ...promptLogprobs };
   }
-  const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
-  const result = await session.sampler.sampleAsync(
-    prompt,
-    {
-      maxTokens: max_tokens ?? contextLength,
-      temperature,
-      topK: top_k,
-      topP: top_p,
-      ...(stop !== undefined && { stop: typeof stop === "string" ? [stop] : stop }),
-      ...(seed !== undefined && { seed }),
-    },
-    body.num_samples,
-  );
+  const result = await sampleSession(session, prompt, body.sampling_params, body.num_samples);
   return {
     type: "sample",
     sequences: result.sequences.map((s) => ({ stop_reason: s.stopReason, tokens: s.tokens, logprobs: s.logprobs })),
@@ -191,7 +159,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     run: (model: ServedModel) => unknown,
   ): unknown => {
     const model = store.model(modelId);
-    return future(model.queue.submit(seq, kind, failed ? injected : () => run(model)), modelId);
+    return future(model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model)), modelId);
   };
 
   const handle = async (
@@ -225,7 +193,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         let op = createdModels.get(key);
         if (!op) {
           op = runOperation("create_model", () => {
-            if (failed) injected();
+            if (failed) injectedFailure();
             store.createModel({
               id: key,
               baseModel: body.base_model,
@@ -263,25 +231,20 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           train_attn: true,
         };
       }
-      case "forward": {
-        const body = parse(endpoint, raw);
-        const input = body.forward_input;
-        checkContextLength(datumInputs(input.data as Datum[]), store.model(body.model_id).engine.config.contextLength);
-        return seqOp(body.model_id, body.seq_id, "forward", failed, (m) =>
-          lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
-        );
-      }
+      case "forward":
       case "forward_backward": {
         const body = parse(endpoint, raw);
-        const input = body.forward_backward_input;
-        checkContextLength(datumInputs(input.data as Datum[]), store.model(body.model_id).engine.config.contextLength);
+        const input = "forward_input" in body ? body.forward_input : body.forward_backward_input;
+        const datums = input.data as Datum[];
+        checkContextLength(datumInputs(datums), store.model(body.model_id).engine.config.contextLength);
         // The protobuf generation's forward: forward_backward with forward_only.
-        if (forwardOnly)
-          return seqOp(body.model_id, body.seq_id, "forward", failed, (m) =>
-            lossOutputs(m.engine.forward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
-          );
-        return seqOp(body.model_id, body.seq_id, "forward_backward", failed, (m) =>
-          lossOutputs(m.engine.forwardBackward(input.data as Datum[], input.loss_fn, input.loss_fn_config)),
+        const backward = endpoint === "forward_backward" && !forwardOnly;
+        return seqOp(body.model_id, body.seq_id, backward ? "forward_backward" : "forward", failed, (m) =>
+          lossOutputs(
+            backward
+              ? m.engine.forwardBackward(datums, input.loss_fn, input.loss_fn_config)
+              : m.engine.forward(datums, input.loss_fn, input.loss_fn_config),
+          ),
         );
       }
       case "optim_step": {
@@ -300,15 +263,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
               "user",
             );
           }
-          const file = await m.engine.saveState(body.path, { optimizer: true });
-          store.addArtifact({
-            path,
-            file,
-            modelId: m.id,
-            baseModel: m.baseModel,
-            expiresAt: expiry(body.ttl_seconds),
-            createdAt: Date.now(),
-          });
+          store.addArtifact(m, path, await m.engine.saveState(body.path, { optimizer: true }), body.ttl_seconds);
           return { path, type: "save_weights" };
         });
       }
@@ -320,15 +275,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           const seq = body.sampling_session_seq_id;
           const name = body.path ?? `sampling_session_${seq}`;
           const path = tinkerPath(m.id, "sampler_weights", name);
-          const file = await m.engine.saveWeightsForSampler(name);
-          store.addArtifact({
-            path,
-            file,
-            modelId: m.id,
-            baseModel: m.baseModel,
-            expiresAt: expiry(body.ttl_seconds),
-            createdAt: Date.now(),
-          });
+          store.addArtifact(m, path, await m.engine.saveWeightsForSampler(name), body.ttl_seconds);
           if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
           const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
           await store.openSampler(key, { modelPath: path });
@@ -362,10 +309,9 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "asample": {
         const body = parse(endpoint, raw);
         const target = store.samplingSession(body.sampling_session_id);
-        const contextLength = store.presets().find((p) => p.name === target.baseModel)!.contextLength;
         checkSampleCount(body.num_samples, "num_samples");
-        checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], contextLength);
-        return future(runOperation("sample", failed ? injected : () => sample(target, body, contextLength)));
+        checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], target.contextLength);
+        return future(runOperation("sample", failed ? injectedFailure : () => sample(target, body)));
       }
     }
   };

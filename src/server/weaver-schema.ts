@@ -7,6 +7,7 @@
 import { z } from "zod";
 import type { Datum, TensorData } from "../types/wire.js";
 import { ProtocolError } from "./io.js";
+import { adamParams, metadata } from "./tinker-schema.js";
 
 const int = z.int();
 const tensorData = z.strictObject({
@@ -21,15 +22,6 @@ const lossInput = z.strictObject({
   loss_fn: z.string(),
   data: z.array(datum),
   loss_fn_config: z.record(z.string(), z.number()).optional(),
-});
-const metadata = z.record(z.string(), z.unknown());
-const adamParams = z.strictObject({
-  learning_rate: z.number(),
-  beta1: z.number(),
-  beta2: z.number(),
-  eps: z.number(),
-  weight_decay: z.number(),
-  grad_clip_norm: z.number(),
 });
 
 /** Schemas of the POST bodies, by route name. */

@@ -12,15 +12,15 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { prettifyError, type z } from "zod";
+import type { z } from "zod";
 import { validateLossInputs } from "../types/losses.js";
 import { modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
-import { ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import { parseBody, ProtocolError, readJson, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
-import type { ModelStore, SamplingSession, ServedModel } from "./models.js";
-import { OperationFailure, runOperation, type Operation } from "./operations.js";
+import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
+import { injectedFailure, runOperation, type Operation } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import { decodePathSegment } from "./url-path.js";
 import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
@@ -107,18 +107,8 @@ function applicableFaults(route: Route): FaultKind[] {
 }
 
 function parse<R extends WeaverRoute>(route: R, raw: unknown): WeaverRequest<R> {
-  const result = (weaverRequests[route] as unknown as z.ZodType<WeaverRequest<R>>).safeParse(raw);
-  if (!result.success)
-    throw new ProtocolError(422, "invalid_body", `invalid ${route} body:\n${prettifyError(result.error)}`);
-  return result.data;
+  return parseBody(weaverRequests[route] as unknown as z.ZodType<WeaverRequest<R>>, route, raw);
 }
-
-const injected = (): never => {
-  throw new OperationFailure(
-    "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
-    "server",
-  );
-};
 
 /** The engine's datum: `loss_mask` folded into the advantages or weights, then dropped. */
 function engineDatum(datum: Datum): Datum {
@@ -165,7 +155,6 @@ async function sample(
   session: SamplingSession,
   model: ServedModel | undefined,
   body: WeaverRequest<"sample">,
-  contextLength: number,
 ): Promise<unknown> {
   if (model?.paused) {
     return {
@@ -175,19 +164,7 @@ async function sample(
     };
   }
   const prompt = modelInputTokens(body.prompt);
-  const { max_tokens, seed, stop, temperature, top_k, top_p } = body.sampling_params;
-  const result = await session.sampler.sampleAsync(
-    prompt,
-    {
-      maxTokens: max_tokens ?? contextLength,
-      temperature,
-      topK: top_k,
-      topP: top_p,
-      ...(stop && { stop }),
-      ...(seed !== undefined && { seed }),
-    },
-    body.num_samples,
-  );
+  const result = await sampleSession(session, prompt, body.sampling_params, body.num_samples);
   return {
     result: {
       sequences: result.sequences.map((s) => ({ tokens: s.tokens, Logprobs: s.logprobs, stopReason: s.stopReason })),
@@ -235,7 +212,6 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     tokenizer_path: "byte",
     max_context_length: model.engine.config.contextLength,
   });
-  const contextLength = (name: string): number => store.presets().find((p) => p.name === name)!.contextLength;
   const pausable = (ssid: string): ServedModel => {
     const target = store.samplingSession(ssid);
     const model =
@@ -251,7 +227,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
   };
 
   const handle = async (route: Route, id: string, raw: unknown, failed: boolean): Promise<[number, unknown]> => {
-    const guard = <T>(run: () => T): (() => T) => (failed ? injected : run);
+    const guard = <T>(run: () => T): (() => T) => (failed ? injectedFailure : run);
     switch (route.name) {
       case "createSession": {
         parse("createSession", raw);
@@ -279,35 +255,15 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       }
       case "getModel":
         return [200, modelInfo(store.model(id))];
-      case "forward": {
-        const { payload } = parse("forward", raw);
-        const model = store.model(id);
-        checkContextLength(datumInputs(payload.forward_input.data), model.engine.config.contextLength);
-        return [
-          200,
-          submit(
-            model.queue.submit(
-              payload.seq_id,
-              "forward",
-              guard(() => lossPass(model, payload.forward_input, false)),
-            ),
-          ),
-        ];
-      }
+      case "forward":
       case "forwardBackward": {
-        const { payload } = parse("forwardBackward", raw);
+        const { payload } = parse(route.name, raw);
         const model = store.model(id);
-        checkContextLength(datumInputs(payload.forward_backward_input.data), model.engine.config.contextLength);
-        return [
-          200,
-          submit(
-            model.queue.submit(
-              payload.seq_id,
-              "forward_backward",
-              guard(() => lossPass(model, payload.forward_backward_input, true)),
-            ),
-          ),
-        ];
+        const backward = "forward_backward_input" in payload;
+        const input = backward ? payload.forward_backward_input : payload.forward_input;
+        checkContextLength(datumInputs(input.data), model.engine.config.contextLength);
+        const run = guard(() => lossPass(model, input, backward));
+        return [200, submit(model.queue.submit(payload.seq_id, backward ? "forward_backward" : "forward", run))];
       }
       case "optimStep": {
         const { payload } = parse("optimStep", raw);
@@ -331,15 +287,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const run = async (): Promise<unknown> => {
           const name = body.path ?? `sampler-${body.seq_id}`;
           const path = `weaver://${model.id}/sampler_weights/${name}`;
-          const file = await model.engine.saveWeightsForSampler(name);
-          store.addArtifact({
-            path,
-            file,
-            modelId: model.id,
-            baseModel: model.baseModel,
-            expiresAt: ttl === null ? undefined : Date.now() + ttl * 1000,
-            createdAt: Date.now(),
-          });
+          store.addArtifact(model, path, await model.engine.saveWeightsForSampler(name), ttl);
           return { modelPath: path, ttlSeconds: ttl };
         };
         return [200, submit(model.queue.submit(body.seq_id, "export_sampler", guard(run)))];
@@ -352,9 +300,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           const name = body.name ?? `checkpoint-${createdAt}`;
           const path = `weaver://${model.id}/checkpoints/${name}`;
           const ttl = body.ttl_seconds ?? (body.type === "sampling" ? SAMPLER_TTL_SECONDS : null);
-          const expiresAt = ttl === null ? undefined : createdAt + ttl * 1000;
           const file = await model.engine.saveState(name, { optimizer: body.type === "weight_and_optimizer" });
-          store.addArtifact({ path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt });
+          const { expiresAt } = store.addArtifact(model, path, file, ttl, createdAt);
           const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
           return {
             id: name,
@@ -412,7 +359,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const body = parse("sample", raw);
         const target = store.samplingSession(id);
         checkSampleCount(body.num_samples, "num_samples");
-        checkContextLength([{ what: "the prompt", input: body.prompt }], contextLength(target.baseModel));
+        checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
         const model =
           target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
         return [
@@ -420,7 +367,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           submit(
             runOperation(
               "sample",
-              guard(() => sample(target, model, body, contextLength(target.baseModel))),
+              guard(() => sample(target, model, body)),
             ),
           ),
         ];
@@ -428,7 +375,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "logprobs": {
         const body = parse("logprobs", raw);
         const target = store.samplingSession(id);
-        checkContextLength([{ what: "the prompt", input: body.prompt }], contextLength(target.baseModel));
+        checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
         return [
           200,
           submit(

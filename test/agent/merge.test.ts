@@ -194,6 +194,24 @@ describe("merging a trace", () => {
     ]);
   });
 
+  it("makes a sequence of each call with merge: false (rollout_worker.enable_trace_prefix_merge: false)", () => {
+    const a = call(1, [1, 2, 3], [4, 5]);
+    const b = call(2, [1, 2, 3, 4, 5, 6, 7], [8], { policyVersion: 1 });
+    const { sequences, breaks } = mergeCalls([a, b], tokenizer, { merge: false });
+    expect(breaks).toEqual([]);
+    expect(sequences).toEqual([
+      { tokens: [1, 2, 3, 4, 5], lossMask: [0, 0, 0, 1, 1], logprobs: [0, 0, 0, -0.1, -0.2], turns: [1] },
+      {
+        tokens: [1, 2, 3, 4, 5, 6, 7, 8],
+        lossMask: [0, 0, 0, 0, 0, 0, 0, 1],
+        logprobs: [0, 0, 0, 0, 0, 0, 0, -0.1],
+        turns: [2],
+        policyVersion: 1,
+      },
+    ]);
+    expect(mergeCalls([a, b], tokenizer).sequences.map((s) => s.turns)).toEqual([[1, 2]]);
+  });
+
   it("starts a new sequence where continuity breaks and explains where and how", () => {
     const system = tokenizer.applyChatTemplate([{ role: "user", content: "what is 2+2?" }], {
       addGenerationPrompt: true,

@@ -5,15 +5,15 @@ import { runRecipe, type MetricsRow } from "../../src/pipeline/index.js";
 import { fixture, tempDir, writeFiles } from "./helpers.js";
 
 /** A two-step GRPO recipe on the tiny local model whose rollouts run `agent` through the gateway. */
-async function agentRecipe(agent: string): Promise<string> {
+async function agentRecipe(agent: string, trainer = "remote_api_grpo"): Promise<string> {
   const dir = await tempDir();
   const rows = ["hi", "hello", "hey", "yo"].map((question) => JSON.stringify({ question })).join("\n");
   const recipe = [
     "data: {data_files: [train.jsonl], prompt_key: question, batch_size: 2, rollout_repeat_n: 2, max_prompt_length: 32, seed: 1}",
     `rollout_worker: {type: agent, agent_module_path: "${agent}", evaluator_module_path: "${fixture("evaluators.ts")}:CharacterEvaluator", num_workers: 2, max_response_length: 8, max_sequence_length: 128}`,
     "trajectory_pool: {batch_size: 4}",
-    "trainer: {type: remote_api_grpo, total_train_steps: 2}",
-    "service: {train_service: {backend: local, model: tiny, config: {loss_fn: importance_sampling, learning_rate: 1e-3}}}",
+    `trainer: {type: ${trainer}, total_train_steps: 2}`,
+    `service: {train_service: {backend: local, model: tiny, config: {loss_fn: ${trainer === "remote_api_grpo" ? "importance_sampling" : "cross_entropy"}, learning_rate: 1e-3}}}`,
     "",
   ].join("\n");
   await writeFiles(dir, { "train.jsonl": `${rows}\n`, "recipe.yaml": recipe });
@@ -53,6 +53,29 @@ describe("agents train through the gateway with runRecipe on the local backend",
       expect(sample.prompt.startsWith("<|user|>\n")).toBe(true);
       expect(sample.response).toContain("<|user|>\ngo on<|assistant|>\n");
       expect(sample.diagnostics).toBeUndefined();
+    }
+  });
+
+  it("counts the tokens of every call the agents made through the gateway in tokens/*", async () => {
+    const dir = await agentRecipe(fixture("openai-agent.ts"), "remote_api_cross_entropy");
+    const result = await runRecipe(join(dir, "recipe.yaml"), {
+      outputDir: join(dir, "run"),
+      env: {},
+      cwd: dir,
+      samplesPerStep: 100,
+    });
+    const samples = await readJsonl<{
+      step: number;
+      calls: Array<{ prompt_tokens: number; completion_tokens: number }>;
+    }>(join(dir, "run", "samples.jsonl"));
+    for (const row of result.metrics) {
+      // Every episode is one trajectory (trained: cross-entropy keeps them all), and samples.jsonl has each.
+      const calls = samples.filter((s) => s.step === row.step).flatMap((s) => s.calls);
+      expect(calls).toHaveLength(12);
+      expect([row["tokens/prompt"], row["tokens/completion"]]).toEqual([
+        calls.reduce((n, c) => n + c.prompt_tokens, 0),
+        calls.reduce((n, c) => n + c.completion_tokens, 0),
+      ]);
     }
   });
 

@@ -112,6 +112,21 @@ describe("agent worker: agents written with the plain openai package", () => {
     expect(t.extraFields.diagnostics).toBeUndefined();
   });
 
+  it("makes a trajectory of each call with enable_trace_prefix_merge: false, each with its call's tokens", async () => {
+    const inference = recording(await tinyInference());
+    const runner = await agentRunner(
+      `${agent("openai-agent.ts")}, ${evaluator("ParityEvaluator")}, enable_trace_prefix_merge: false`,
+      inference.client,
+    );
+    const outcome = await runner.run(task({ question: "hi" }));
+    expect(inference.calls).toHaveLength(3);
+    expect(outcome.trajectories.map((t) => t.tokens)).toEqual(
+      inference.calls.map(({ result }) => [...result.promptTokens, ...result.responseTokens]),
+    );
+    expect(outcome.trajectories.map((t) => t.extraFields.loss_weight)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+    expect(outcome.trajectories[0]!.extraFields.counters).toMatchObject({ "agent/prefix_breaks": 0 });
+  });
+
   it("splits a drifting agent's episode at every break, explains each, and weights the pieces 1/3", async () => {
     const inference = recording(await tinyInference());
     const runner = await agentRunner(

@@ -147,6 +147,11 @@ describe("nexrl CLI", () => {
     expect(Number(stopped)).toBeGreaterThanOrEqual(1);
     expect(Number(stopped)).toBeLessThan(500);
     expect(await readdir(path.join(dir, "checkpoints"))).toContain(`step_${String(stopped).padStart(6, "0")}.json`);
+    // the summary follows, with the command that continues the run
+    expect(stdout).toContain(`run summary: stopped after step ${stopped} of 500`);
+    expect(stdout).toContain(
+      `  nexrl -m training-service -c recipe/pig_latin/local.yaml --run-nexrl -o ${dir} resume.mode=auto   # continue the run\n  nexrl report ${dir} --open\n`,
+    );
   });
 
   it("refuses self-hosted mode and says what to use", async () => {

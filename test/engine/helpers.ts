@@ -2,13 +2,18 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
-import { LocalEngine, type ModelConfig, type ModelPresetName } from "../../src/engine/index.js";
+import { afterAll, afterEach } from "vitest";
+import { LocalEngine, type ComputeOptions, type ModelConfig, type ModelPresetName } from "../../src/engine/index.js";
 import { adamParams, datum, type Datum } from "../../src/types/wire.js";
 
 const dirs: string[] = [];
+const engines: LocalEngine[] = [];
 afterEach(async () => {
   await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+// After all tests of a file: some share an engine made in beforeAll.
+afterAll(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
 });
 
 /** A fresh temporary folder, removed after the test. */
@@ -18,9 +23,15 @@ export async function tempDir(): Promise<string> {
   return dir;
 }
 
-/** An engine writing into a fresh temporary folder. */
-export async function engineFor(model: ModelPresetName | ModelConfig, seed = 0): Promise<LocalEngine> {
-  return LocalEngine.create({ model, seed, outputDir: await tempDir() });
+/** An engine writing into a fresh temporary folder (default threads and kernels), closed after the file's tests. */
+export async function engineFor(
+  model: ModelPresetName | ModelConfig,
+  seed = 0,
+  compute: ComputeOptions = {},
+): Promise<LocalEngine> {
+  const engine = LocalEngine.create({ model, seed, outputDir: await tempDir(), ...compute });
+  engines.push(engine);
+  return engine;
 }
 
 /** A cross_entropy datum training on every next token of `tokens`. */

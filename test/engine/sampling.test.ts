@@ -34,12 +34,13 @@ describe("sampling on an untrained model", () => {
 
   it("sampleAsync draws what sample draws, even when other calls use the sampler while it pauses", async () => {
     const other = engine.tokenizer.encode("something else entirely", { addBos: true });
-    const options = { maxTokens: 120, seed: 5, temperature: 1 };
-    const expected = engine.sample(prompt, options, 6);
+    const options = { maxTokens: 24, seed: 5, temperature: 1 };
+    const expected = engine.sample(prompt, options, 64);
     const expectedOther = engine.sample(other, { ...options, seed: 6 }, 3);
     const scores = engine.computeLogprobs(other);
-    // Long enough to pause many times; a logprob call and another sampling call run in its pauses.
-    const sampled = engine.sampleAsync(prompt, options, 6);
+    // More samples than the threads decode side by side, so it pauses between batches; a logprob
+    // call and another sampling call run in its pauses.
+    const sampled = engine.sampleAsync(prompt, options, 64);
     let interleaved: Array<number | null> | undefined;
     setImmediate(() => (interleaved = engine.computeLogprobs(other)));
     const concurrent = engine.sampleAsync(other, { ...options, seed: 6 }, 3);

@@ -32,23 +32,26 @@ async function expectRefused(path: string, problem: StateFileError["problem"], m
 }
 
 describe("saveState / loadState", () => {
-  it("save → train 2 steps equals load → train 2 steps, bit for bit", async () => {
-    const a = await engineFor(SHAPE, 1);
-    train(a, 3);
-    const path = await a.saveState("ckpt-3", { optimizer: true });
-    expect(path).toBe(join(a.outputDir, "checkpoints", "ckpt-3.nxs"));
-    train(a, 2);
-    const b = await engineFor(SHAPE, 99);
-    train(b, 1); // state and pending gradients that loading must replace
-    b.forwardBackward([lmDatum([256, 1, 2, 3])], "cross_entropy");
-    await b.loadState(path, { optimizer: true });
-    expect(b.step).toBe(3);
-    train(b, 2);
-    expect(b.step).toBe(5);
-    const wa = a.getWeights();
-    const wb = b.getWeights();
-    expect(Buffer.from(wb.buffer).equals(Buffer.from(wa.buffer))).toBe(true);
-  });
+  it.each([1, 2, 3])(
+    "save → train 2 steps equals load → train 2 steps, bit for bit, with %i threads",
+    async (threads) => {
+      const a = await engineFor(SHAPE, 1, { threads });
+      train(a, 3);
+      const path = await a.saveState("ckpt-3", { optimizer: true });
+      expect(path).toBe(join(a.outputDir, "checkpoints", "ckpt-3.nxs"));
+      train(a, 2);
+      const b = await engineFor(SHAPE, 99, { threads });
+      train(b, 1); // state and pending gradients that loading must replace
+      b.forwardBackward([lmDatum([256, 1, 2, 3])], "cross_entropy");
+      await b.loadState(path, { optimizer: true });
+      expect(b.step).toBe(3);
+      train(b, 2);
+      expect(b.step).toBe(5);
+      const wa = a.getWeights();
+      const wb = b.getWeights();
+      expect(Buffer.from(wb.buffer).equals(Buffer.from(wa.buffer))).toBe(true);
+    },
+  );
 
   it("without the optimizer, restores weights only and starts a fresh optimizer", async () => {
     const a = await engineFor(SHAPE, 1);

@@ -82,7 +82,7 @@ describe("forward and forwardBackward", () => {
 
   it("runs calls longer than the chunk limit in chunks with the same results", () => {
     const whole = new TrainingCore(small, 1);
-    const chunked = new TrainingCore(small, 1, 24); // at least one context (32 rows) per chunk
+    const chunked = new TrainingCore(small, 1, { maxChunkRows: 24 }); // at least one context (32 rows) per chunk
     const datums = [...texts, ...texts].map((t) => lmDatum([256, ...Buffer.from(t)]));
     const a = whole.run(datums, "cross_entropy", undefined, true);
     const b = chunked.run(datums, "cross_entropy", undefined, true);

@@ -266,4 +266,27 @@ describe("DataLoader", () => {
     expect(loader.allGroups(1)[0]!.tasks[0]!.seed).not.toBe(pass0[0]!.tasks[0]!.seed);
     expect(loader.cursor().groups).toBe(0);
   });
+
+  it("leaves the rows after the last full batch out of a validation pass with drop_last, a new choice each pass with shuffle", () => {
+    const options = { promptKey: "prompt", batchSize: 4, seed: 5, isVal: true, dropLast: true };
+    const inOrder = new DataLoader(rows(10), options);
+    expect(inOrder.allGroups(0).map((g) => g.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const shuffled = new DataLoader(rows(10), { ...options, shuffle: true });
+    const passes = [0, 1, 2, 3].map((pass) => shuffled.allGroups(pass).map((g) => g.index));
+    for (const indices of passes) {
+      expect(indices).toHaveLength(8);
+      expect([...indices].sort((a, b) => a - b)).toEqual(indices);
+    }
+    expect(new Set(passes.map((p) => p.join())).size).toBeGreaterThan(1);
+    expect(shuffled.allGroups(1).map((g) => g.index)).toEqual(passes[1]);
+  });
+
+  it("refuses drop_last with fewer rows than one batch: no batch would ever be handed out", () => {
+    expect(() => new DataLoader(rows(3), { promptKey: "prompt", batchSize: 4, seed: 0, dropLast: true })).toThrow(
+      "has 3 task rows, fewer than data.batch_size (4), and data.drop_last leaves out every batch shorter than that",
+    );
+    expect(
+      () => new DataLoader(rows(3), { promptKey: "prompt", batchSize: 4, seed: 0, dropLast: true, isVal: true }),
+    ).toThrow("fewer than validate.data.batch_size (4), and validate.data.drop_last");
+  });
 });

@@ -65,6 +65,12 @@ describe("runRecipe", () => {
         "val/reward_std",
         "val/skipped",
         "val/unknown_token_ids",
+        "tokens/prompt",
+        "tokens/completion",
+        "tokens/trained",
+        "tokens/prompt_total",
+        "tokens/completion_total",
+        "tokens/trained_total",
       ].sort(),
     );
     expect(rows[0]!["val/num_samples"]).toBe(6);

@@ -86,13 +86,13 @@ describe("command-line overrides", () => {
       overrides: [
         "trainer.total_train_steps=10",
         "rollout_worker.temperature=0.7",
-        "logger.backend=[console,wandb]",
+        "logger.backend=[console,jsonl]",
         "trainer.algorithm.learning_rate=2e-5",
       ],
     });
     expect(config.trainer.total_train_steps).toBe(10);
     expect(config.rollout_worker.temperature).toBe(0.7);
-    expect(config.logger.backend).toEqual(["console", "wandb"]);
+    expect(config.logger.backend).toEqual(["console", "jsonl"]);
     expect(config.trainer.algorithm.learning_rate).toBe(2e-5);
   });
 

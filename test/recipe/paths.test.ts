@@ -35,7 +35,11 @@ describe("recipe paths", () => {
     const error = await recipeError(
       loadRecipe(join(recipeDir, "recipe.yaml"), {
         cwd,
-        overrides: ["rollout_worker.evaluator_module_path=ev.ts:Judge", "trainer.custom_trainer_module_path=t.ts"],
+        overrides: [
+          "rollout_worker.evaluator_module_path=ev.ts:Judge",
+          "trainer.type=custom",
+          "trainer.custom_trainer_module_path=t.ts",
+        ],
       }),
     );
     const tried = (name: string): string =>
@@ -63,15 +67,17 @@ describe("recipe paths", () => {
         "+rollout_worker.evaluator_module_path=agent/ev.ts:Judge",
         "+rollout_worker.nexau_agent_config_path=agent/agent.yaml",
         "+rollout_worker.nexau_agent_workspace=agent",
-        "+rollout_worker.custom_rollout_worker_module_path=w.ts",
       ],
     });
     expect(config.rollout_worker).toMatchObject({
       evaluator_module_path: `${join(dir, "agent/ev.ts")}:Judge`,
       nexau_agent_config_path: join(dir, "agent/agent.yaml"),
       nexau_agent_workspace: join(dir, "agent"),
-      custom_rollout_worker_module_path: join(dir, "w.ts"),
     });
+    const custom = await loadRecipe(join(dir, "recipe.yaml"), {
+      overrides: ["rollout_worker.type=custom", "+rollout_worker.custom_rollout_worker_module_path=w.ts"],
+    });
+    expect(custom.config.rollout_worker.custom_rollout_worker_module_path).toBe(join(dir, "w.ts"));
   });
 
   it("exports a resolver for later layers", async () => {

@@ -3,7 +3,7 @@ import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker, runWithTrainer } from "./run-helpers.js";
 
 /** Row 3 (index 2, in the second batch) never settles while HANG=1. */
 const HANGS_ON_ROW_3 = `if (process.env.HANG === "1" && task.index === 2) return new Promise(() => {});
@@ -76,19 +76,7 @@ export class Stuck extends RemoteApiTrainer {
 `,
     );
     await writeRecipe(dir);
-    const run = await runCliChild(
-      [
-        "-c",
-        "recipe.yaml",
-        "-r",
-        "-o",
-        join(dir, "out"),
-        "trainer.type=custom",
-        "trainer.custom_trainer_module_path=trainer.ts",
-        "trainer.custom_trainer_class_name=Stuck",
-      ],
-      { cwd: dir },
-    );
+    const run = await runWithTrainer(dir, "Stuck");
     expect(run.code).toBe(EXIT_CODES.hung);
     expect(run.stderr).toBe(
       "nexrl: the run stopped making progress while training step 1: the process had nothing left to wait for (no timer, socket or file operation) while a promise was still pending; look for a promise in user code (a trainer, an evaluator, a worker's constructor) that is never resolved\n",

@@ -102,6 +102,16 @@ ${extra}`,
   return join(dir, name);
 }
 
+/** Trains the recipe of {@link writeRecipe} in `dir` with class `className` of `dir/trainer.ts` as the trainer. */
+export function runWithTrainer(dir: string, className: string): Promise<ChildResult> {
+  const trainer = [
+    "trainer.type=custom",
+    "trainer.custom_trainer_module_path=trainer.ts",
+    `trainer.custom_trainer_class_name=${className}`,
+  ];
+  return runCliChild(["-c", "recipe.yaml", "-r", "-o", join(dir, "out"), ...trainer], { cwd: dir });
+}
+
 /** What a finished child process did. */
 export interface ChildResult {
   code: number | null;

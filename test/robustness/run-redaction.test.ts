@@ -38,7 +38,7 @@ describe("redaction", () => {
     await writeRecipe(
       dir,
       `runtime_monitor: {exception_handling: {policy: continue}}
-logger: {backend: [console], feishu_url: "https://example.invalid/hook/${ENV_SECRET}"}
+experiment_name: "run-${ENV_SECRET}"
 `,
     );
     await writeFile(

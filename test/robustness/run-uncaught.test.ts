@@ -3,7 +3,7 @@ import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker, runWithTrainer } from "./run-helpers.js";
 
 const SECRET = "sk-SECRET-0123456789";
 
@@ -91,19 +91,7 @@ export class Leaky extends RemoteApiCrossEntropyTrainer {
 `,
     );
     await writeRecipe(dir);
-    const run = await runCliChild(
-      [
-        "-c",
-        "recipe.yaml",
-        "-r",
-        "-o",
-        join(dir, "out"),
-        "trainer.type=custom",
-        "trainer.custom_trainer_module_path=trainer.ts",
-        "trainer.custom_trainer_class_name=Leaky",
-      ],
-      { cwd: dir },
-    );
+    const run = await runWithTrainer(dir, "Leaky");
     expect(run.code).toBe(EXIT_CODES.runFailed);
     expect(run.stderr).toBe(
       "nexrl: an uncaught TypeError: trainer bug was raised outside any rollout while training step 1\n",

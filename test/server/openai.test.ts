@@ -62,12 +62,12 @@ beforeAll(async () => {
   // A tiny model that has memorised a sentence, so that greedy answers are readable and stop strings occur.
   const trainer = await service.createTrainingClient({ baseModel: "tiny" });
   const text = tokenizer.encode(CAT_TEXT, { addBos: true });
-  for (let i = 0; i < 60; i++) {
+  for (let i = 0; i < 150; i++) {
     await trainer.forwardBackward(
       [datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })],
       "cross_entropy",
     );
-    await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
+    await trainer.optimStep(adamParams({ learning_rate: 1e-2 }));
   }
   catPath = (await (await trainer.saveWeightsForSampler("cat")).result()).path;
   tiny = recording(await service.createSamplingClient("tiny"));

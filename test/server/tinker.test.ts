@@ -136,6 +136,7 @@ describe("tinker protocol on nexrl serve", () => {
       supported_models: [
         { model_name: "tiny", max_context_length: 128 },
         { model_name: "small", max_context_length: 256 },
+        { model_name: "medium", max_context_length: 256 },
       ],
     });
     expect(

@@ -136,6 +136,12 @@ export class DataLoader {
           : "it has no rows";
       throw new DataLoaderError(`no task left in ${source}: ${why}`);
     }
+    if (this.options.dropLast && count < this.options.batchSize) {
+      const section = this.options.isVal ? "validate.data" : "data";
+      throw new DataLoaderError(
+        `${source} has ${count} task rows${this.filtered > 0 ? " left after the prompt filter" : ""}, fewer than ${section}.batch_size (${this.options.batchSize}), and ${section}.drop_last leaves out every batch shorter than that: lower batch_size or set drop_last: false`,
+      );
+    }
   }
 
   /**
@@ -218,11 +224,20 @@ export class DataLoader {
   }
 
   /**
-   * Every row once, in file order, as groups of `rolloutRepeatN` tasks whose seeds derive from
-   * `pass` (validation runs the whole set each time). Does not move the cursor.
+   * Every row once, as groups of `rolloutRepeatN` tasks whose seeds derive from `pass`
+   * (validation runs the whole set each time), in file order. With `dropLast`, the rows after the
+   * last full batch of the pass's order (shuffled anew each pass with `shuffle`) are left out.
+   * Does not move the cursor.
    */
   allGroups(pass: number): TaskGroup[] {
-    return Array.from(this.kept, (index) => this.group(index, 0, pass));
+    const { dropLast, batchSize } = this.options;
+    const rows = dropLast
+      ? this.order(pass)
+          .subarray(0, this.size - (this.size % batchSize))
+          .slice()
+          .sort()
+      : this.kept;
+    return Array.from(rows, (index) => this.group(index, 0, pass));
   }
 
   /** A copy of the position, for a checkpoint. */

@@ -5,12 +5,14 @@
  */
 import { z } from "zod";
 import { lossFunctions } from "../../types/losses.js";
-import { nonEmpty } from "./common.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
-import { environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import { accountingSchema, environmentSchema, loggerSchema, resumeSchema, runtimeMonitorSchema } from "./run.js";
+import { nonEmpty, within } from "./common.js";
 import {
+  checkInferenceService,
   inferenceServiceSchema,
+  localServiceSchema,
   tinkerServiceSchema,
   trainServiceSchema,
   weaverServiceSchema,
@@ -25,6 +27,8 @@ export const serviceSchema = z
     train_service: trainServiceSchema,
     /** The sampler the rollout workers call. */
     inference_service: inferenceServiceSchema.prefault({}),
+    /** Threads and kernels of the embedded engine (only with the `local` backend). */
+    local_service: localServiceSchema.optional(),
     /** Tinker connection (required when a backend is `tinker`). */
     tinker_service: tinkerServiceSchema.optional(),
     /** Weaver connection (required when a backend is `weaver`). */
@@ -69,6 +73,14 @@ export const serviceSchema = z
         message: `required when \`backend\` is \`${sampler}\`: the server's base URL`,
       });
     }
+    if (service.local_service !== undefined && train.backend !== "local") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["local_service"],
+        message: `applies only to \`train_service.backend: local\` (the embedded engine), not ${train.backend}; remove it`,
+      });
+    }
+    checkInferenceService(inference, sampler, within(ctx, "inference_service"));
     for (const backend of new Set([train.backend, sampler])) {
       if (backend !== "tinker" && backend !== "weaver") continue;
       const section = `${backend}_service` as const;
@@ -116,11 +128,13 @@ export const recipeSchema = z
     experiment_name: nonEmpty.default("default"),
     /** Where the pipeline runs: in this process. */
     launch_mode: z.enum(["local"]).default("local"),
-    /** NexRL compatibility; ignored. */
+    /** NexRL's multi-model flag: only `false` is accepted (nexrl trains one model per run). */
     multi_model: z.union([z.boolean(), z.string()]).optional(),
     /** Metrics sinks. */
     logger: loggerSchema,
-    /** NexRL compatibility; ignored. */
+    /** Token prices, for the estimated cost of each step and of the run. */
+    accounting: accountingSchema,
+    /** NexRL's pod setup script: only its empty values are accepted. */
     environment: environmentSchema.optional(),
     /** Resume from a checkpoint. */
     resume: resumeSchema,
@@ -184,6 +198,20 @@ export const recipeSchema = z
         `must equal \`validate.eval.validate_freq\` (${recipe.validate.eval.validate_freq}); write \`\${validate.eval.validate_freq}\` or drop it`,
       );
     }
+    const multiModel = recipe.multi_model;
+    if (multiModel === true || (typeof multiModel === "string" && !["false", ""].includes(multiModel.toLowerCase())))
+      issue(["multi_model"], "nexrl trains one model per run; remove it (or set false)");
+    const validation = recipe.validate.data;
+    if (validation?.max_response_length !== undefined && validation.max_response_length !== responseLength) {
+      issue(["validate", "data", "max_response_length"], `must equal \`rollout_worker.max_response_length\` ${hint}`);
+    }
+    const tokenizer = worker.tokenizer || service.inference_service.tokenizer || data.tokenizer_path;
+    if (validation?.tokenizer_path && validation.tokenizer_path !== tokenizer) {
+      issue(
+        ["validate", "data", "tokenizer_path"],
+        `validation measures prompts with the run's tokenizer (${tokenizer ? `\`${tokenizer}\`, ` : ""}from rollout_worker.tokenizer, service.inference_service.tokenizer, data.tokenizer_path or the model); remove it`,
+      );
+    }
     const backend = service.train_service.backend;
     if (weight.sync_method !== undefined && weight.sync_method !== backend) {
       issue(["weight", "sync_method"], `must be "${backend}" (the training backend) or left out`);
@@ -199,6 +227,31 @@ export const recipeSchema = z
           `conflicts with \`service.train_service.config.${key}\` (${JSON.stringify(a)}); set it in one place`,
         );
       }
+    }
+    (recipe.trainer.teachers ?? []).forEach((teacher, i) => {
+      if (teacher.backend !== undefined && teacher.backend !== backend)
+        issue(
+          ["trainer", "teachers", i, "backend"],
+          `a teacher on another service is not supported yet: the teacher samples on the student's ${backend} service; remove it`,
+        );
+    });
+    const trainerType = recipe.trainer.type;
+    for (const key of ["kl_penalty_coef", "kl_discount_factor"] as const) {
+      if (trainerType === "remote_api_opd" || trainerType === "custom") continue;
+      if (fromTrainer[key] === undefined && fromService[key] === undefined) continue;
+      issue(
+        fromTrainer[key] === undefined ? ["service", "train_service", "config", key] : ["trainer", "algorithm", key],
+        `read only by remote_api_opd (the weight and discount of its reverse KL to the teacher), and this trainer is ${trainerType}; remove it${trainerType === "remote_api_grpo" ? " (a KL penalty to the initial weights is RemoteApiGrpoTrainer's klPenalty option, in a custom trainer)" : ""}`,
+      );
+    }
+    const entropy = fromTrainer.entropy_coeff ?? fromService.entropy_coeff;
+    if (entropy !== undefined && entropy !== 0 && backend !== "weaver") {
+      issue(
+        fromTrainer.entropy_coeff === undefined
+          ? ["service", "train_service", "config", "entropy_coeff"]
+          : ["trainer", "algorithm", "entropy_coeff"],
+        `the ${backend} backend has no entropy bonus (only weaver has one); remove it (or set 0)`,
+      );
     }
     const lossFn = fromTrainer.loss_fn ?? fromService.loss_fn;
     if (lossFn !== undefined && !(lossFunctions[lossFn].backends as readonly string[]).includes(backend)) {

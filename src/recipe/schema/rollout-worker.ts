@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from "zod";
-import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+import { nonEmpty, nonNegativeInt, positiveInt, refuse } from "./common.js";
 
 /** Built-in rollout worker types, plus `custom` for a user class. */
 export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
@@ -14,7 +14,7 @@ export const agentOptionsSchema = z.strictObject({
   /** Options of the `single_turn_math` agent. */
   math: z
     .strictObject({
-      /** How answers are judged: by rule (exact/symbolic match), by an LLM judge, or both. */
+      /** How answers are judged: `rule` (exact or symbolic match). NexRL's `llm_judge` and `rule+llm_judge` are not available yet and refused. */
       judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
     })
     .prefault({}),
@@ -58,7 +58,7 @@ export const rolloutWorkerSchema = z
     need_llm_inference: z.boolean().optional(),
     /** Sampling temperature. */
     temperature: z.number().min(0).default(1),
-    /** Longest prompt the worker sends, in tokens (defaults to `data.max_prompt_length`). */
+    /** The longest prompt, in tokens, that `max_sequence_length` must leave room for (defaults to `data.max_prompt_length`; `data.filter_prompts` drops longer prompts). */
     max_prompt_length: positiveInt.optional(),
     /** Most tokens sampled per response. */
     max_response_length: positiveInt.default(1024),
@@ -85,13 +85,13 @@ export const rolloutWorkerSchema = z
     nexau_agent_workspace: nonEmpty.optional(),
     /** Name of the task, used in traces and metrics. */
     task_name: nonEmpty.optional(),
-    /** Save each agent trace as JSON under `trace_path`. */
+    /** NexRL's trace files: not available (samples.jsonl records agent episodes turn by turn); only `false` is accepted. */
     save_trace: z.boolean().default(false),
-    /** Folder for saved traces. */
+    /** NexRL's folder of trace files: refused when set, as `save_trace` is. */
     trace_path: nonEmpty.optional(),
-    /** Merge multi-turn traces into one trajectory when token histories are continuous. */
+    /** Merge an agent's consecutive calls into one trajectory when their token histories are continuous; `false` makes a trajectory of each call. */
     enable_trace_prefix_merge: z.boolean().default(true),
-    /** File of a user rollout worker class (TypeScript needs no build step). */
+    /** File of a user rollout worker class (TypeScript needs no build step); read only when `type` is `custom`. */
     custom_rollout_worker_module_path: nonEmpty.optional(),
     /** Exported class name in `custom_rollout_worker_module_path`. */
     custom_rollout_worker_class_name: nonEmpty.default("CustomRolloutWorker"),
@@ -103,7 +103,7 @@ export const rolloutWorkerSchema = z
     rollout_timeout_seconds: z.number().min(0).default(3600),
     /** Times a failed rollout is retried before `runtime_monitor.exception_handling.policy` applies. */
     max_rollout_retries: nonNegativeInt.default(0),
-    /** NexRL compatibility (Kubernetes agent pods); ignored. */
+    /** NexRL's Kubernetes agent pods: accepted only with `num_workers: 0` (agents run in this process, or as external agents). */
     resource: z
       .strictObject({
         /** Agent pods. */
@@ -147,6 +147,36 @@ export const rolloutWorkerSchema = z
         message: `agent_cls runs a built-in agent; leave it out to run ${sources[0]!.join(".")}`,
       });
     }
+    if (worker.agent?.math.judge_mode !== undefined && worker.agent.math.judge_mode !== "rule")
+      refuse(
+        ctx,
+        ["agent", "math", "judge_mode"],
+        `\`${worker.agent.math.judge_mode}\`: LLM judges are not available yet; use \`rule\` (exact or symbolic match of the answer)`,
+      );
+    if (worker.save_trace)
+      refuse(
+        ctx,
+        ["save_trace"],
+        "trace files are not available: samples.jsonl records agent episodes turn by turn, with each call's tokens (`nexrl report` shows them); remove it",
+      );
+    if (worker.trace_path !== undefined)
+      refuse(
+        ctx,
+        ["trace_path"],
+        "trace files are not available (see save_trace), so nothing would be written there; remove it",
+      );
+    if (worker.resource !== undefined && worker.resource.num_workers !== 0)
+      refuse(
+        ctx,
+        ["resource"],
+        "nexrl runs no agent pods: agents run in this process (rollout_worker.num_workers at once) or connect as external agents (rollout_worker.agent.external); remove rollout_worker.resource",
+      );
+    if (worker.type !== "custom" && worker.custom_rollout_worker_module_path !== undefined)
+      refuse(
+        ctx,
+        ["custom_rollout_worker_module_path"],
+        `read only when \`type\` is \`custom\`, and this worker is \`${worker.type}\`: remove it, or set \`type: custom\` to run your class`,
+      );
     if (worker.agent?.external && worker.agent.gateway.port === 0) {
       ctx.addIssue({
         code: "custom",
@@ -168,14 +198,20 @@ export const trajectoryPoolSchema = z
     type: z.enum(["default"]).default("default"),
     /** Trajectories per training batch for the `batch_size_reached*` readiness checks. */
     batch_size: positiveInt.default(32),
-    /** Trajectories per group when `key_list` groups them. */
+    /** NexRL's pool grouping: only `1` is accepted (GRPO groups are the `data.rollout_repeat_n` rollouts of a task). */
     group_size: positiveInt.default(1),
-    /** Trajectory fields that group trajectories before they are released; empty for no grouping. */
+    /** NexRL's pool grouping by trajectory fields: only `[]` is accepted. */
     key_list: z.array(nonEmpty).default([]),
     /** When a batch is ready for the trainer. */
     check_batch_ready_function: z
       .enum(["loaded_batch_finished", "batch_size_reached", "batch_size_reached_and_loaded_batch_finished"])
       .default("loaded_batch_finished"),
+  })
+  .superRefine((pool, ctx) => {
+    const why =
+      "the pool does not group trajectories: GRPO groups are the data.rollout_repeat_n rollouts of a task, and a batch releases whole groups";
+    if (pool.group_size !== 1) refuse(ctx, ["group_size"], `${why}; remove it (or set 1)`);
+    if (pool.key_list.length > 0) refuse(ctx, ["key_list"], `${why}; remove it (or set [])`);
   })
   .prefault({});
 

@@ -1,19 +1,76 @@
 /**
- * Run-level sections: `logger:`, `resume:`, `environment:`, `runtime_monitor:` (inventory §7).
+ * Run-level sections: `logger:`, `accounting:`, `resume:`, `environment:`, `runtime_monitor:` (inventory §7).
  * @module
  */
 import { z } from "zod";
-import { nonEmpty, positiveInt } from "./common.js";
+import { didYouMean } from "../suggest.js";
+import { nonEmpty, positiveInt, refuse } from "./common.js";
+
+/** Metrics sinks `logger.backend` accepts. */
+export const LOGGER_BACKENDS = ["console", "jsonl"] as const;
+
+/** Loggers NexRL recipes name that nexrl does not implement, and why. */
+const UNSUPPORTED_LOGGERS: Readonly<Record<string, string>> = {
+  wandb:
+    "its JS SDK (@wandb/sdk 0.5.1, the only release) takes metrics its server refuses as sent and ends the process on Ctrl-C before the run saves its checkpoint",
+  mlflow: "nexrl has no MLflow client",
+  swanlab: "nexrl has no SwanLab client",
+};
 
 /** Shape of `logger:`. */
 export const loggerSchema = z
   .strictObject({
-    /** Where metrics go. */
-    backend: z.array(z.enum(["console", "wandb", "mlflow", "swanlab"])).default(["console"]),
-    /** Post start/finish/error cards to a Feishu (Lark) webhook. */
+    /**
+     * Where metrics go: `console` prints a progress line per step (on the CLI, or where
+     * `runRecipe`'s `progress` option points); `jsonl` is the run folder's `metrics.jsonl`,
+     * which every run writes (reports, resumes and `nexrl sample` read it), listed or not.
+     */
+    backend: z.array(nonEmpty).default(["console"]),
+    /** NexRL's Feishu (Lark) cards: not supported, only `false` is accepted. */
     enable_feishu_logging: z.boolean().default(false),
-    /** The Feishu webhook URL. */
+    /** NexRL's Feishu webhook: not supported, refused when set. */
     feishu_url: z.string().optional(),
+  })
+  .superRefine((logger, ctx) => {
+    const supported = `supported: ${LOGGER_BACKENDS.join(", ")}`;
+    logger.backend.forEach((name, i) => {
+      if ((LOGGER_BACKENDS as readonly string[]).includes(name)) return;
+      const why = UNSUPPORTED_LOGGERS[name];
+      const guess = didYouMean(name, LOGGER_BACKENDS);
+      refuse(
+        ctx,
+        ["backend", i],
+        why !== undefined
+          ? `${name} is not supported: ${why}. metrics.jsonl holds every metric of every step (\`nexrl report\` charts them); ${supported}`
+          : `unknown logger "${name}"${guess ? ` (did you mean "${guess}"?)` : ""}; ${supported}`,
+      );
+    });
+    if (logger.enable_feishu_logging)
+      refuse(ctx, ["enable_feishu_logging"], "Feishu notifications are not supported; remove it (or set it to false)");
+    if (logger.feishu_url)
+      refuse(ctx, ["feishu_url"], "Feishu notifications are not supported, so nothing would post to it; remove it");
+  })
+  .prefault({});
+
+/** Shape of `accounting:` — what a run's tokens cost. */
+export const accountingSchema = z
+  .strictObject({
+    /**
+     * Prices per million tokens, in the currency of your choice (the figures carry no unit):
+     * `prompt` for prompt tokens the sampler reads (sampling prompts, reference and teacher
+     * logprobs), `completion` for tokens it generates, `train` for tokens the trainer runs
+     * forward and backward. With them, each metrics row has `cost/step` and `cost/total`.
+     */
+    prices: z
+      .strictObject({
+        /** Per million prompt tokens read by the sampler. */
+        prompt: z.number().min(0),
+        /** Per million tokens generated. */
+        completion: z.number().min(0),
+        /** Per million tokens trained on. */
+        train: z.number().min(0),
+      })
+      .optional(),
   })
   .prefault({});
 
@@ -44,13 +101,27 @@ export const resumeSchema = z
   })
   .prefault({});
 
-/** Shape of `environment:` (NexRL compatibility: a script sourced in the job's pod; ignored). */
-export const environmentSchema = z.strictObject({
-  /** Script path, relative to the recipe. */
-  setup_script: z.string().default(""),
-  /** Fail when the script is missing. */
-  require_setup_script: z.boolean().default(false),
-});
+/**
+ * Shape of `environment:` (NexRL sources a script in the job's pod). nexrl runs no script: only
+ * the empty values NexRL recipes carry are accepted.
+ */
+export const environmentSchema = z
+  .strictObject({
+    /** NexRL's setup script; refused when set (source it in your shell before `nexrl`). */
+    setup_script: z.string().default(""),
+    /** NexRL's check that the script exists; only `false` is accepted. */
+    require_setup_script: z.boolean().default(false),
+  })
+  .superRefine((environment, ctx) => {
+    if (environment.setup_script !== "")
+      refuse(
+        ctx,
+        ["setup_script"],
+        `nexrl runs no setup script: source it in your shell first (\`source ${environment.setup_script} && nexrl …\`) and remove this key`,
+      );
+    if (environment.require_setup_script)
+      refuse(ctx, ["require_setup_script"], "nexrl runs no setup script; remove it (or set it to false)");
+  });
 
 /** Shape of `runtime_monitor:`. */
 export const runtimeMonitorSchema = z
@@ -58,37 +129,64 @@ export const runtimeMonitorSchema = z
     /** What a failure does once retries are exhausted: stop the run (`stop_on_error`, `stop_on_critical`) or drop the task and go on (`continue`). */
     exception_handling: z
       .strictObject({
-        /** Watch for failures. */
+        /** Failures are always handled; only `true` is accepted. */
         enabled: z.boolean().default(true),
-        /** Seconds between checks. */
-        check_interval: z.number().positive().default(1),
+        /** NexRL polls for failures; nexrl handles each as it happens, so this is refused when set. */
+        check_interval: z.number().positive().optional(),
         /** What a failure does once retries are exhausted. */
         policy: z.enum(["stop_on_error", "stop_on_critical", "continue"]).default("stop_on_error"),
       })
       .prefault({}),
-    /** NexRL compatibility (Ray actor health checks); ignored. */
+    /** NexRL's actor health checks (real only under `launch_mode: ray`): accepted only with `enabled: false`. */
     health_check: z
       .strictObject({
-        /** Run health checks. */
-        enabled: z.boolean().default(true),
+        /** Whether to check; only `false` is accepted. */
+        enabled: z.boolean().optional(),
         /** Seconds between checks. */
-        check_interval: z.number().positive().default(10),
+        check_interval: z.number().positive().optional(),
         /** Seconds before a check fails. */
-        timeout: z.number().positive().default(20),
+        timeout: z.number().positive().optional(),
       })
-      .prefault({}),
-    /** Progress lines while rolling out. */
+      .optional(),
+    /** NexRL's progress lines while rolling out: accepted only with `enabled: false` (nexrl prints a line per step). */
     rollout_progress_monitor: z
       .strictObject({
-        /** Report progress. */
-        enabled: z.boolean().default(true),
+        /** Whether to report; only `false` is accepted. */
+        enabled: z.boolean().optional(),
         /** Seconds between progress updates. */
-        update_interval: z.number().positive().default(1),
+        update_interval: z.number().positive().optional(),
         /** Updates between progress lines. */
-        log_interval: positiveInt.default(10),
-        /** NexRL compatibility (a progress bar); ignored. */
-        use_tqdm: z.boolean().default(true),
+        log_interval: positiveInt.optional(),
+        /** A progress bar. */
+        use_tqdm: z.boolean().optional(),
       })
-      .prefault({}),
+      .optional(),
+  })
+  .superRefine((monitor, ctx) => {
+    const handling = monitor.exception_handling;
+    if (!handling.enabled)
+      refuse(
+        ctx,
+        ["exception_handling", "enabled"],
+        "failures are always handled, as `policy` says; remove it (`policy: continue` skips failed rollouts)",
+      );
+    if (handling.check_interval !== undefined)
+      refuse(
+        ctx,
+        ["exception_handling", "check_interval"],
+        "nexrl handles each failure as it happens, with no check interval; remove it",
+      );
+    if (monitor.health_check && monitor.health_check.enabled !== false)
+      refuse(
+        ctx,
+        ["health_check"],
+        "nexrl runs every part of a run in this process, so there are no actors to health-check (NexRL checks them only under launch_mode: ray); a rollout that hangs is ended by rollout_worker.rollout_timeout_seconds. Remove runtime_monitor.health_check",
+      );
+    if (monitor.rollout_progress_monitor && monitor.rollout_progress_monitor.enabled !== false)
+      refuse(
+        ctx,
+        ["rollout_progress_monitor"],
+        "nexrl prints one progress line per step (logger.backend: console), not progress within a step; remove runtime_monitor.rollout_progress_monitor",
+      );
   })
   .prefault({});

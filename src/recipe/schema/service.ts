@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from "zod";
-import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS, type IssueSink } from "./common.js";
 import { hyperParametersSchema } from "./trainer.js";
 
 /** Training backends: the embedded CPU engine, Tinker, Weaver. */
@@ -40,28 +40,95 @@ export const inferenceServiceSchema = z.strictObject({
   model: nonEmpty.optional(),
   /** Where sampling runs; defaults to the training backend's own sampler. */
   backend: z.enum(INFERENCE_BACKENDS).optional(),
-  /** Base URL of an OpenAI-compatible server (`openai`, `vllm`, `sglang`). */
+  /** Base URL of an OpenAI-compatible server (`openai`, `vllm`, `sglang`); refused for a training backend's sampler. */
   base_url: z.string().nullable().optional(),
-  /** API key of that server. */
+  /** API key of that server; refused for a training backend's sampler. */
   api_key: z.string().nullable().optional(),
   /** Most tokens per response; must equal `rollout_worker.max_response_length` when given. */
   max_tokens: positiveInt.optional(),
   /** Tokenizer (a model name or a `tokenizer.json` path); defaults to the model's. */
   tokenizer: z.string().nullable().optional(),
-  /** Retries of a failed request. */
-  max_retries: nonNegativeInt.default(3),
-  /** Hold sampling requests while weights are being synced. */
+  /** Retries of a failed request to an OpenAI-compatible server; refused for a training backend's sampler (its service's transport retries). */
+  max_retries: nonNegativeInt.optional(),
+  /** Hold sampling requests while weights are being synced: always so (each sync switches to a new snapshot at once); only `true` is accepted. */
   freeze_for_weight_sync: z.boolean().default(true),
-  /** NexRL compatibility (self-hosted weight type); ignored. */
+  /** NexRL's self-hosted weight type: only `""` is accepted. */
   weight_type: z.string().default(""),
-  /** NexRL compatibility (self-hosted model path); ignored. */
+  /** NexRL's self-hosted model path: refused when set (the sampler serves the trained weights). */
   model_path: z.string().optional(),
-  /** Parser of tool calls in sampled text. */
+  /** How the agent gateway finds tool calls in sampled text: `qwen25` or `hermes`, both the `<tool_call>{"name", "arguments"}</tool_call>` format. */
   tool_parser: nonEmpty.default("qwen25"),
-  /** Parser of reasoning in sampled text. */
-  reasoning_parser: nonEmpty.default("think_tag"),
-  /** Parse tool-call arguments from JSON strings into objects. */
+  /** NexRL's reasoning parser: refused when set (the gateway leaves `<think>…</think>` in the reply's content). */
+  reasoning_parser: nonEmpty.optional(),
+  /** NexRL's parsing of tool-call arguments into objects: only `false` is accepted (arguments stay JSON text, as in OpenAI's API). */
   parse_tool_call_arguments: z.boolean().default(false),
+});
+
+/** Tool-call formats the agent gateway parses (`tool-calls.ts`); SGLang's names for it. */
+export const TOOL_PARSERS = ["qwen25", "hermes"] as const;
+
+/** Refuses the `inference_service` keys nothing would read with `sampler`, the backend that samples. */
+export function checkInferenceService(
+  inference: z.output<typeof inferenceServiceSchema>,
+  sampler: string,
+  ctx: IssueSink,
+): void {
+  const viaTraining = (TRAIN_BACKENDS as readonly string[]).includes(sampler);
+  for (const key of ["base_url", "api_key", "max_retries"] as const) {
+    const value = inference[key];
+    if (viaTraining && value !== undefined && value !== null && value !== "")
+      refuse(
+        ctx,
+        [key],
+        `applies to OpenAI-compatible inference servers (openai, vllm, sglang); the ${sampler} sampler is reached through the training service (service.${sampler === "local" ? "train_service" : `${sampler}_service`}); remove it`,
+      );
+  }
+  if (!inference.freeze_for_weight_sync)
+    refuse(
+      ctx,
+      ["freeze_for_weight_sync"],
+      "a weight sync switches new requests to a new sampler snapshot at once, so no request meets weights being synced; remove it",
+    );
+  if (inference.weight_type !== "")
+    refuse(ctx, ["weight_type"], 'self-hosted weight sync is not supported; remove it (or set "")');
+  if (inference.model_path !== undefined)
+    refuse(
+      ctx,
+      ["model_path"],
+      "self-hosted inference is not supported: the sampler serves the weights being trained; remove it",
+    );
+  if (!(TOOL_PARSERS as readonly string[]).includes(inference.tool_parser))
+    refuse(
+      ctx,
+      ["tool_parser"],
+      `the agent gateway reads tool calls in one format, \`<tool_call>{"name", "arguments"}</tool_call>\`: use ${TOOL_PARSERS.join(" or ")}`,
+    );
+  if (inference.reasoning_parser !== undefined)
+    refuse(
+      ctx,
+      ["reasoning_parser"],
+      "reasoning is not split out of replies: the content keeps the model's `<think>…</think>` text; remove it",
+    );
+  if (inference.parse_tool_call_arguments)
+    refuse(
+      ctx,
+      ["parse_tool_call_arguments"],
+      "tool-call arguments stay JSON text, as in OpenAI's API (chat templates receive them so); remove it (or set false)",
+    );
+}
+
+/** Most threads `service.local_service.threads` accepts. */
+export const MAX_LOCAL_THREADS = 256;
+
+/** Shape of `service.local_service:` — how the embedded engine of `backend: local` computes. */
+export const localServiceSchema = z.strictObject({
+  /**
+   * Threads for training steps and sampling; default: the machine's available parallelism.
+   * Training results are reproducible for a given count; samples do not depend on it.
+   */
+  threads: positiveInt.max(MAX_LOCAL_THREADS).optional(),
+  /** `wasm` (WebAssembly SIMD, the default where available) or `js` (the TypeScript reference kernels). */
+  kernels: z.enum(["wasm", "js"]).optional(),
 });
 
 /** Shape of `service.tinker_service:` and `service.weaver_service:` (without `training_mode`). */
@@ -91,13 +158,22 @@ export const weightSchema = z
     type: z.enum(["default"]).default("default"),
     /** `sync`: sync after every step; `batch-async`: roll out on weights up to `staleness_threshold` versions old; `fully-async`: never wait. */
     sync_mode: z.enum(["sync", "batch-async", "fully-async"]).default("sync"),
-    /** Most weight versions the sampler may lag behind in `batch-async`. */
+    /** Most weight versions the sampler may lag behind in `batch-async` and `fully-async` (refused above 0 in `sync`). */
     staleness_threshold: nonNegativeInt.default(0),
     /** NexRL compatibility: must equal `validate.eval.validate_freq` when given. */
     validate_freq: nonNegativeInt.optional(),
     /** How weights reach the sampler; must match the training backend when given. */
     sync_method: z.enum(TRAIN_BACKENDS).optional(),
-    /** NexRL compatibility (self-hosted weight path); ignored. */
+    /** NexRL's self-hosted weight path: only `""` is accepted. */
     sync_weight_path: z.string().optional(),
+  })
+  .superRefine((weight, ctx) => {
+    if (weight.sync_weight_path) refuse(ctx, ["sync_weight_path"], SELF_HOSTED_WEIGHTS);
+    if (weight.sync_mode === "sync" && weight.staleness_threshold > 0)
+      refuse(
+        ctx,
+        ["staleness_threshold"],
+        "applies to `batch-async` and `fully-async`: in `sync` mode every step trains on rollouts of the weights before it; set `sync_mode: batch-async` to roll out ahead, or remove it",
+      );
   })
   .prefault({});

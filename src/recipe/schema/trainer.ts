@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.js";
 import type { AdamParams } from "../../types/wire.js";
-import { nonEmpty, nonNegativeInt, positiveInt } from "./common.js";
+import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
 export const TRAINER_TYPES = ["remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "custom"] as const;
@@ -32,9 +32,9 @@ export const hyperParametersSchema = z.strictObject({
   grad_clip_norm: z.number().min(0).optional(),
   /** Entropy bonus sent in `loss_fn_config` where the service supports it. */
   entropy_coeff: z.number().optional(),
-  /** On-policy distillation: weight of the reverse KL in the advantages. */
+  /** On-policy distillation: weight of the reverse KL in the advantages (read by `remote_api_opd` and custom trainers only). */
   kl_penalty_coef: z.number().optional(),
-  /** On-policy distillation: discount of future per-token advantages, in [0, 1]. */
+  /** On-policy distillation: discount of future per-token advantages, in [0, 1] (read by `remote_api_opd` and custom trainers only). */
   kl_discount_factor: z.number().min(0).max(1).optional(),
 });
 
@@ -78,11 +78,11 @@ const teacherSchema = z.strictObject({
   base_model: nonEmpty,
   /** Teacher weights (a sampler path); null for the base model. */
   checkpoint: z.string().nullable().optional(),
-  /** Service of the teacher when it differs from the student's. */
+  /** NexRL's teacher on another service: not supported yet, refused when set. */
   base_url: z.string().nullable().optional(),
-  /** API key of that service. */
+  /** API key of that service: refused when set, as `base_url` is. */
   api_key: z.string().nullable().optional(),
-  /** Backend of that service (default: the student's). */
+  /** Backend of the teacher's service: only the student's is supported. */
   backend: z.enum(["local", "tinker", "weaver"]).optional(),
 });
 
@@ -97,15 +97,15 @@ export const trainerSchema = z
     save_freq: nonNegativeInt.default(0),
     /** Where checkpoints go. */
     checkpoint_path: nonEmpty.optional(),
-    /** NexRL compatibility (self-hosted weight path); ignored. */
+    /** NexRL's self-hosted weight path: only `""` is accepted. */
     sync_weight_path: z.string().optional(),
     /** Delete the previous checkpoint after saving a new one. */
     remove_previous_ckpt: z.boolean().default(false),
-    /** File of a user trainer class. */
+    /** File of a user trainer class; read only when `type` is `custom`. */
     custom_trainer_module_path: nonEmpty.optional(),
     /** Exported class name in `custom_trainer_module_path`. */
     custom_trainer_class_name: nonEmpty.default("CustomTrainer"),
-    /** Teachers of `remote_api_opd` (only the first is used). */
+    /** The teacher of `remote_api_opd`: one, on the student's training service. */
     teachers: z.array(teacherSchema).optional(),
     /** Hyper-parameters; merged with `service.train_service.config` (null is NexRL's placeholder). */
     algorithm: hyperParametersSchema.nullable().optional(),
@@ -118,11 +118,35 @@ export const trainerSchema = z
         message: "required when `type` is `custom`: the file that exports your trainer class",
       });
     }
-    if (trainer.type === "remote_api_opd" && (trainer.teachers ?? []).length === 0) {
+    const teachers = trainer.teachers ?? [];
+    if (trainer.type === "remote_api_opd" && teachers.length === 0) {
       ctx.addIssue({
         code: "custom",
         path: ["teachers"],
         message: "required when `type` is `remote_api_opd`: e.g. `[{base_model: Qwen/Qwen3-32B}]`",
       });
     }
+    if (trainer.type !== "remote_api_opd" && trainer.teachers !== undefined)
+      refuse(
+        ctx,
+        ["teachers"],
+        `read only by \`type: remote_api_opd\`, and this trainer is \`${trainer.type}\`; remove it`,
+      );
+    if (teachers.length > 1) refuse(ctx, ["teachers", 1], "on-policy distillation learns from one teacher; keep one");
+    teachers.forEach((teacher, i) => {
+      for (const key of ["base_url", "api_key"] as const)
+        if (teacher[key])
+          refuse(
+            ctx,
+            ["teachers", i, key],
+            "a teacher on another service is not supported yet: the teacher samples on the student's training service; remove it",
+          );
+    });
+    if (trainer.type !== "custom" && trainer.custom_trainer_module_path !== undefined)
+      refuse(
+        ctx,
+        ["custom_trainer_module_path"],
+        `read only when \`type\` is \`custom\`, and this trainer is \`${trainer.type}\`: remove it, or set \`type: custom\` to run your class`,
+      );
+    if (trainer.sync_weight_path) refuse(ctx, ["sync_weight_path"], SELF_HOSTED_WEIGHTS);
   });

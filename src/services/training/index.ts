@@ -12,7 +12,7 @@ import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index
 
 /**
  * Options of {@link createTrainingService}. Each backend reads the ones that concern it: `local`
- * needs `outputDir` (and takes `seed`); `tinker` and `weaver` take the key, base URL, timeouts,
+ * needs `outputDir` (and takes `seed`, `threads`, `kernels`); `tinker` and `weaver` take the key, base URL, timeouts,
  * retries and polling, each falling back to `TINKER_*` / `WEAVER_*` environment variables.
  */
 export interface TrainingServiceOptions
@@ -42,6 +42,8 @@ export function createTrainingService(backend: TrainingBackend, options: Trainin
       return new LocalTrainingService({
         outputDir: options.outputDir,
         ...(options.seed !== undefined && { seed: options.seed }),
+        ...(options.threads !== undefined && { threads: options.threads }),
+        ...(options.kernels !== undefined && { kernels: options.kernels }),
       });
     case "tinker":
       return new TinkerTrainingService(options);

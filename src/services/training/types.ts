@@ -5,7 +5,17 @@
  * @module
  */
 import type { LossFunctionName } from "../../types/losses.js";
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../../types/results.js";
 import type { AdamParams, Datum, ModelInput } from "../../types/wire.js";
+
+export type {
+  ForwardBackwardOutput,
+  LossFnOutput,
+  OptimStepOutput,
+  SampledSequence,
+  SampleOutput,
+  SamplingParams,
+} from "../../types/results.js";
 
 /** The training-service backends a recipe can name in `service.train_service.backend`. */
 export type TrainingBackend = "local" | "tinker" | "weaver";
@@ -18,28 +28,6 @@ export type TrainingBackend = "local" | "tinker" | "weaver";
 export interface ApiFuture<T> {
   /** Waits for the service's answer. Rejects with the request's error. */
   result(): Promise<T>;
-}
-
-/** Per-datum outputs of `forward` / `forwardBackward`; `logprobs` are the target-token logprobs. */
-export interface LossFnOutput {
-  /** lp_t of each position's target token. */
-  logprobs: number[];
-  /** Other per-position outputs a service returns (e.g. `elementwise_loss`). */
-  [name: string]: number[];
-}
-
-/** Result of `forward` / `forwardBackward`. */
-export interface ForwardBackwardOutput {
-  /** One entry per datum, in order. */
-  lossFnOutputs: LossFnOutput[];
-  /** Metrics by `name:reduction` key; always has `loss:sum`. */
-  metrics: Record<string, number>;
-}
-
-/** Result of `optimStep`. */
-export interface OptimStepOutput {
-  /** Optimizer metrics (e.g. `grad_norm:mean`), possibly empty. */
-  metrics: Record<string, number>;
 }
 
 /** A saved checkpoint or sampler snapshot. */
@@ -80,38 +68,6 @@ export interface SaveStateOptions {
   kind: "weights" | "weights_and_optimizer";
   /** Seconds before the service may delete it; omitted keeps it. */
   ttlSeconds?: number;
-}
-
-/** Sampling parameters, Tinker's names in camelCase. */
-export interface SamplingParams {
-  /** Most tokens to generate. */
-  maxTokens: number;
-  /** Softmax temperature; 0 samples greedily. Default 1. */
-  temperature?: number;
-  /** Nucleus sampling mass; 1 disables it. */
-  topP?: number;
-  /** Keep the k most likely tokens; -1 or 0 disables it. */
-  topK?: number;
-  /** Stop strings or stop token ids. */
-  stop?: string[] | number[];
-  /** Seed: the same seed gives the same samples. */
-  seed?: number;
-}
-
-/** One sampled continuation. */
-export interface SampledSequence {
-  /** Generated token ids (the stop token included when one stopped it). */
-  tokens: number[];
-  /** Logprob of each generated token under the sampling weights. */
-  logprobs: number[];
-  /** Why generation ended; `abort` only on Weaver after a pause. */
-  stopReason: "stop" | "length" | "abort";
-}
-
-/** Result of {@link SamplingClient.sample}. */
-export interface SampleOutput {
-  /** `numSamples` sequences. */
-  sequences: SampledSequence[];
 }
 
 /** Samples from one set of weights (a base model or a sampler snapshot). */

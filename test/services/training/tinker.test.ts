@@ -18,7 +18,7 @@ import { negotiate } from "../../../src/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
 import { LossInputError } from "../../../src/types/losses.js";
 import { Trajectory } from "../../../src/types/trajectory.js";
-import { adamParams, datum } from "../../../src/types/wire.js";
+import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir, tokens } from "./helpers.js";
 
 const DATUMS = ["a", "bb", "ccc", "dddd", "eeeee"].map((t) => sftDatum(`word ${t}`));
@@ -177,6 +177,20 @@ describe("tinker client", () => {
     const scored = await sampler.computeLogprobs(full);
     expect(scored).toHaveLength(128);
     expect(scored.slice(1).every((lp) => typeof lp === "number" && lp < 0)).toBe(true);
+  });
+
+  it("sends stop strings or stop ids, and refuses both kinds in one list before sending", async () => {
+    const { server, svc } = await tinker();
+    const sampler = await svc.createSamplingClient("tiny");
+    const prompt = modelInputFromTokens(tokens("ab"));
+    const sampled = await (await sampler.sample(prompt, 1, { maxTokens: 3, seed: 1, stop: [10, 11] })).result();
+    expect(sampled.sequences[0]!.tokens.length).toBeGreaterThan(0);
+    const sent = server.requests.filter((r) => r.path === "/api/v1/asample");
+    expect((sent[0]!.body as { sampling_params: { stop: unknown } }).sampling_params.stop).toEqual([10, 11]);
+    await expect(sampler.sample(prompt, 1, { maxTokens: 3, stop: ["\n", 10] })).rejects.toThrow(
+      /stop strings or stop token ids, not both/,
+    );
+    expect(server.requests.filter((r) => r.path === "/api/v1/asample")).toHaveLength(1);
   });
 
   it("keeps polling a long-running future across long-poll timeouts", async () => {

@@ -21,7 +21,7 @@ function isByteTokenizerName(name: string): boolean {
 
 /**
  * The tokenizer of `nameOrPath`:
- * - a local engine preset (`tiny`, `small`) or `byte`: the engine's {@link ByteTokenizer};
+ * - a local engine preset (`tiny`, `small`, `medium`) or `byte`: the engine's {@link ByteTokenizer};
  * - an existing folder: the Hugging Face tokenizer in it;
  * - otherwise a Hub model id such as `Qwen/Qwen3-0.6B`: its tokenizer, downloaded once into
  *   `options.cacheDir` and read from there afterwards.

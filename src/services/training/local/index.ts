@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { LocalEngine, type LocalSampler } from "../../../engine/index.js";
+import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../engine/index.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
 import type { LossFunctionName } from "../../../types/losses.js";
 import { modelInputTokens, type AdamParams, type Datum, type ModelInput } from "../../../types/wire.js";
@@ -23,8 +23,8 @@ import type {
   TrainingService,
 } from "../types.js";
 
-/** Options of {@link LocalTrainingService}. */
-export interface LocalTrainingServiceOptions {
+/** Options of {@link LocalTrainingService}: where files go, the default seed, and `threads` and `kernels` of its engines. */
+export interface LocalTrainingServiceOptions extends ComputeOptions {
   /** Folder for checkpoints and sampler snapshots (the run's output folder). */
   outputDir: string;
   /** Default seed of the models' initial weights (0). */
@@ -61,14 +61,7 @@ class LocalSamplingClient implements SamplingClient {
   ) {}
 
   sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
-    return this.queue.submit(() => {
-      const { stop, ...rest } = params;
-      return this.sampler.sampleAsync(
-        modelInputTokens(prompt),
-        { ...rest, ...(stop && { stop: [...stop] }) },
-        numSamples,
-      );
-    });
+    return this.queue.submit(() => this.sampler.sampleAsync(modelInputTokens(prompt), params, numSamples));
   }
 
   async computeLogprobs(tokens: number[]): Promise<Array<number | null>> {
@@ -137,14 +130,17 @@ class LocalTrainingClient implements TrainingClient {
  * `small`); sampler paths are the snapshot files `saveWeightsForSampler` writes, or a preset name
  * to sample the untrained model with the service's seed.
  *
- * Operations run on the calling thread, one at a time per model, in submission order.
+ * Operations run one at a time per model, in submission order; each one computes on the engine's
+ * threads (`threads`, default: the machine's available parallelism) while the calling thread
+ * waits for it.
  */
 export class LocalTrainingService implements TrainingService {
   /** Always `local`. */
   readonly backend = "local" as const;
   private models = 0;
+  private readonly engines: LocalEngine[] = [];
 
-  /** @param options where files go and the default seed. */
+  /** @param options where files go, the default seed, threads and kernels. */
   constructor(private readonly options: LocalTrainingServiceOptions) {}
 
   /** Nothing to connect to: resolves at once. */
@@ -158,18 +154,33 @@ export class LocalTrainingService implements TrainingService {
 
   /** Opens a sampler on a snapshot file, or on the untrained preset `path`. */
   async createSamplingClient(path: string): Promise<SamplingClient> {
-    const sampler = isPreset(path) ? this.createEngine(path) : await LocalEngine.samplerFromSnapshot(path);
+    const sampler = isPreset(path)
+      ? this.createEngine(path)
+      : await LocalEngine.samplerFromSnapshot(path, this.compute());
     return new LocalSamplingClient(path, sampler);
   }
 
-  /** Nothing to release: files stay in the output folder. */
-  async close(): Promise<void> {}
+  /**
+   * Releases the threads of the engines it created (files stay in the output folder); snapshot
+   * samplers release theirs when they are garbage-collected.
+   */
+  async close(): Promise<void> {
+    await Promise.all(this.engines.splice(0).map((e) => e.close()));
+  }
+
+  private compute(): ComputeOptions {
+    const { threads, kernels } = this.options;
+    return { ...(threads !== undefined && { threads }), ...(kernels !== undefined && { kernels }) };
+  }
 
   private createEngine(model: string, seed = this.options.seed): LocalEngine {
-    return LocalEngine.create({
+    const engine = LocalEngine.create({
       model: model as ModelPresetName,
       outputDir: this.options.outputDir,
       ...(seed !== undefined && { seed }),
+      ...this.compute(),
     });
+    this.engines.push(engine);
+    return engine;
   }
 }

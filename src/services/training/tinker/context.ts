@@ -4,10 +4,11 @@
  *
  * @module
  */
-import { sleep, type BackoffOptions } from "../../../http/backoff.js";
-import { ApiStatusError, RequestAbortedError } from "../../../http/errors.js";
+import type { BackoffOptions } from "../../../http/backoff.js";
+import { ApiStatusError } from "../../../http/errors.js";
 import type { HttpRequest, HttpResponse, HttpTransport } from "../../../http/transport.js";
 import { NexrlError } from "../../../types/errors.js";
+import { waitBefore, type RemoteContext } from "../remote/session.js";
 import type { BillingPause } from "./billing.js";
 import type { ChunkLimits } from "./chunks.js";
 import type { TinkerNegotiation } from "./generation.js";
@@ -23,12 +24,8 @@ export interface TinkerRequestOptions {
   billingPause?: boolean;
 }
 
-/** Shared state of one Tinker service connection. */
-export interface TinkerContext {
-  /** The transport (X-API-Key, retries). */
-  readonly http: HttpTransport;
-  /** The session id from `create_session`. */
-  readonly sessionId: string;
+/** Shared state of one Tinker service connection: the session, and what was negotiated with the server. */
+export interface TinkerContext extends RemoteContext {
   /** The wire generation and flags agreed with the server. */
   readonly negotiation: TinkerNegotiation;
   /** Chunk limits from `client/config`. */
@@ -39,12 +36,8 @@ export interface TinkerContext {
   readonly maxRetries: number;
   /** Backoff between failed polls. */
   readonly backoff: BackoffOptions;
-  /** Aborts waits when the service is closed. */
-  readonly closed: AbortSignal;
-  /** Receives a line per failed poll that is retried (API key redacted). */
-  readonly log: ((line: string) => void) | undefined;
   /**
-   * Sends a request through {@link TinkerContext.http} with the session's credential (the JWT
+   * Sends a request through {@link RemoteContext.http} with the session's credential (the JWT
    * when the server exchanges keys for JWTs) and waits out billing pauses (402).
    */
   request<T = unknown>(request: HttpRequest, options?: TinkerRequestOptions): Promise<HttpResponse<T>>;
@@ -86,14 +79,7 @@ export function tinkerRequester(options: TinkerRequesterOptions): TinkerContext[
             { cause: error },
           );
         }
-        try {
-          await sleep(options.billingRetryMs, options.closed);
-        } catch {
-          throw new RequestAbortedError(
-            { method: request.method, url: `${http.baseUrl}${request.path}` },
-            "the service was closed",
-          );
-        }
+        await waitBefore(options, options.billingRetryMs, request.method, request.path);
       }
     }
   };

@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { backoffDelayMs, sleep } from "../../../http/backoff.js";
-import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
+import { backoffDelayMs } from "../../../http/backoff.js";
+import { ApiStatusError } from "../../../http/errors.js";
+import { isTransient, waitBefore } from "../remote/session.js";
 import type { ApiFuture } from "../types.js";
 import type { TinkerContext } from "./context.js";
 import { RequestFailedError, type RequestErrorCategory } from "./errors.js";
@@ -19,8 +20,8 @@ const CATEGORIES = new Set<RequestErrorCategory>(["user", "server", "unknown"]);
  * A submitted request's future. `result()` polls `retrieve_future` until the answer is there:
  * `try_again` and 408 poll again at once; 410 (the promise expired) resubmits the original
  * request, which the service deduplicates by `seq_id`, and polls the new request id; 429, 5xx
- * and broken connections back off (honouring `retry-after`). 410s and those failures end the
- * wait after `maxRetries` in a row;
+ * (unless the service says not to retry), broken connections and timeouts back off (honouring
+ * `retry-after`). 410s and those failures end the wait after `maxRetries` in a row;
  * `{error, category}` rejects with {@link RequestFailedError}; any other error status rejects
  * with its typed error.
  */
@@ -79,11 +80,7 @@ export class TinkerFuture<T> implements ApiFuture<T> {
           continue;
         }
         if (error instanceof ApiStatusError && error.status === 400 && ++badRequests <= MAX_BAD_REQUESTS) continue;
-        const transient =
-          (error instanceof ApiStatusError && (error.status === 429 || error.status >= 500)) ||
-          error instanceof ApiConnectionError ||
-          error instanceof ApiTimeoutError;
-        if (!transient || ++failures > this.ctx.maxRetries) throw error;
+        if (!isTransient(error) || ++failures > this.ctx.maxRetries) throw error;
         const wait =
           (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ??
           backoffDelayMs(failures, this.ctx.backoff);
@@ -92,14 +89,7 @@ export class TinkerFuture<T> implements ApiFuture<T> {
             `nexrl tinker: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.maxRetries} in ${Math.round(wait)} ms`,
           ),
         );
-        try {
-          await sleep(wait, this.ctx.closed);
-        } catch {
-          throw new RequestAbortedError(
-            { method: "POST", url: `${this.ctx.http.baseUrl}/api/v1/retrieve_future` },
-            "the service was closed",
-          );
-        }
+        await waitBefore(this.ctx, wait, "POST", "/api/v1/retrieve_future");
         continue;
       }
       failures = 0;

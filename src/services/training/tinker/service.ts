@@ -4,10 +4,8 @@
  *
  * @module
  */
-import { DEFAULT_BACKOFF, type BackoffOptions } from "../../../http/backoff.js";
-import { resolveEndpoint, type EndpointOptions } from "../../../http/endpoint.js";
-import { Heartbeat } from "../../../http/heartbeat.js";
-import { HttpTransport } from "../../../http/transport.js";
+import { DEFAULT_BACKOFF } from "../../../http/backoff.js";
+import { RemoteSession, type OpenedSession, type RemoteServiceOptions } from "../remote/session.js";
 import type { CreateTrainingClientOptions, SamplingClient, TrainingClient, TrainingService } from "../types.js";
 import { BillingPause } from "./billing.js";
 import { submitRequest, tinkerRequester, type TinkerContext } from "./context.js";
@@ -22,22 +20,12 @@ import { TinkerResponseError } from "./wire.js";
 /** Thinking Machines' production endpoint. */
 export const TINKER_DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod";
 
-/** Options of {@link TinkerTrainingService}; each falls back to the environment. */
-export interface TinkerServiceOptions extends EndpointOptions {
-  /** Timeout of each HTTP call in milliseconds (60 000). */
-  timeoutMs?: number;
+/** Options of {@link TinkerTrainingService}; the key and URL fall back to `TINKER_API_KEY` and `TINKER_BASE_URL`. */
+export interface TinkerServiceOptions extends RemoteServiceOptions {
   /** Timeout of each `retrieve_future` long poll in milliseconds (45 000). */
   pollTimeoutMs?: number;
-  /** Most retries of a failed call, and most failed polls in a row (10). */
-  maxRetries?: number;
-  /** Backoff between retries (0.5 s doubling to 10 s, jittered). */
-  backoff?: Partial<BackoffOptions>;
-  /** Milliseconds between session heartbeats (10 000). */
-  heartbeatIntervalMs?: number;
   /** Session tags; default: `TINKER_TAGS` (comma-separated), else none. */
   tags?: string[];
-  /** Receives retry and heartbeat warnings, API key redacted (default: none). */
-  log?: (line: string) => void;
   /**
    * Which generation of the protocol to speak (see `generation.ts`): `auto` lets the server
    * choose through its `client/config` flags, `json` and `protobuf` force one. Default:
@@ -48,12 +36,6 @@ export interface TinkerServiceOptions extends EndpointOptions {
   billingRetryMs?: number;
   /** The clock JWT expiry and billing pauses are measured with, in milliseconds since the epoch (default `Date.now`). */
   now?: () => number;
-}
-
-interface Connection {
-  ctx: TinkerContext;
-  heartbeat: Heartbeat;
-  jwt: JwtCredential | undefined;
 }
 
 /**
@@ -76,10 +58,8 @@ interface Connection {
 export class TinkerTrainingService implements TrainingService {
   /** Always `tinker`. */
   readonly backend = "tinker" as const;
-  private readonly http: HttpTransport;
+  private readonly remote: RemoteSession<TinkerContext>;
   private readonly wire: TinkerWire;
-  private readonly closing = new AbortController();
-  private connection: Promise<Connection> | undefined;
   private nextModelSeq = 0;
   private nextSamplerSeq = 0;
 
@@ -90,32 +70,21 @@ export class TinkerTrainingService implements TrainingService {
    */
   constructor(private readonly options: TinkerServiceOptions = {}) {
     this.wire = resolveWire(options.wire, options.env ?? process.env);
-    const { apiKey, baseUrl } = resolveEndpoint(options, {
-      service: "Tinker",
-      keyVar: "TINKER_API_KEY",
-      urlVar: "TINKER_BASE_URL",
-      defaultUrl: TINKER_DEFAULT_BASE_URL,
-    });
-    this.http = new HttpTransport({
-      baseUrl,
-      apiKey,
-      apiKeyHeader: "X-API-Key",
-      apiKeySource: "TINKER_API_KEY",
-      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
-      ...(options.backoff && { backoff: options.backoff }),
-      ...(options.log && { log: options.log }),
-    });
+    this.remote = new RemoteSession(
+      { service: "Tinker", keyHeader: "X-API-Key", defaultUrl: TINKER_DEFAULT_BASE_URL, heartbeatIntervalMs: 10_000 },
+      options,
+      () => this.open(),
+    );
   }
 
   /** Reads `client/config`, creates the session and starts heartbeats (once; a failed attempt can be repeated). */
   async connect(): Promise<void> {
-    await this.connected();
+    await this.remote.context();
   }
 
   /** What was agreed with the server (connecting first): wire generation, `sdk_version`, JWT and flags. */
   async negotiated(): Promise<TinkerNegotiation> {
-    return (await this.connected()).ctx.negotiation;
+    return (await this.remote.context()).negotiation;
   }
 
   /** Creates a LoRA model (`create_model`, a future) and returns its training client. */
@@ -125,7 +94,7 @@ export class TinkerTrainingService implements TrainingService {
         'Tinker trains LoRA adapters only; use trainingMode "lora", or the weaver or local backend for full fine-tuning',
       );
     }
-    const { ctx } = await this.connected();
+    const ctx = await this.remote.context();
     const body = {
       session_id: ctx.sessionId,
       model_seq_id: this.nextModelSeq++,
@@ -154,7 +123,7 @@ export class TinkerTrainingService implements TrainingService {
 
   /** Opens a sampling session on a `tinker://` sampler path, or on a base model by name. */
   async createSamplingClient(path: string): Promise<SamplingClient> {
-    const { ctx } = await this.connected();
+    const ctx = await this.remote.context();
     const { body } = await ctx.request<{ sampling_session_id?: unknown }>({
       method: "POST",
       path: "/api/v1/create_sampling_session",
@@ -174,23 +143,12 @@ export class TinkerTrainingService implements TrainingService {
 
   /** Stops heartbeats, aborts polls in flight and releases connections. */
   async close(): Promise<void> {
-    this.closing.abort(new Error("the Tinker service client was closed"));
-    const connection = await this.connection?.catch(() => undefined);
-    connection?.heartbeat.stop();
-    connection?.jwt?.stop();
-    await this.http.close();
+    await this.remote.close("the Tinker service client was closed");
   }
 
-  private connected(): Promise<Connection> {
-    this.connection ??= this.open().catch((error: unknown) => {
-      this.connection = undefined;
-      throw error;
-    });
-    return this.connection;
-  }
-
-  private async open(): Promise<Connection> {
-    const { body: config } = await this.http.request<Record<string, unknown>>({
+  private async open(): Promise<OpenedSession<TinkerContext>> {
+    const { http, closed } = this.remote;
+    const { body: config } = await http.request<Record<string, unknown>>({
       method: "POST",
       path: "/api/v1/client/config",
       body: { sdk_version: announcedSdkVersion(this.wire) },
@@ -202,7 +160,7 @@ export class TinkerTrainingService implements TrainingService {
     if (flags.pjwt_auth_enabled) {
       jwt = new JwtCredential({
         exchange: async () => {
-          const { body } = await this.http.request<{ jwt?: unknown }>({
+          const { body } = await http.request<{ jwt?: unknown }>({
             method: "POST",
             path: "/api/v1/auth/token",
             body: {},
@@ -218,11 +176,11 @@ export class TinkerTrainingService implements TrainingService {
       await jwt.start();
     }
     const request = tinkerRequester({
-      http: this.http,
+      http,
       jwt,
       billing: new BillingPause(flags.billing_exception_max_pause_duration_sec * 1000, this.options.now),
       billingRetryMs: this.options.billingRetryMs ?? 5000,
-      closed: this.closing.signal,
+      closed,
       log: this.options.log,
     });
     const tags =
@@ -248,36 +206,33 @@ export class TinkerTrainingService implements TrainingService {
       jwt?.stop();
       throw new TinkerResponseError("create_session answered without a session_id");
     }
-    const sessionId = session.session_id;
-    const ctx: TinkerContext = {
-      http: this.http,
-      sessionId,
+    const context: TinkerContext = {
+      http,
+      sessionId: session.session_id,
       negotiation,
       limits: { maxDatums: flags.fwdbwd_max_chunk_len, maxBytes: flags.fwdbwd_max_chunk_bytes_count },
       pollTimeoutMs: this.options.pollTimeoutMs ?? 45_000,
       maxRetries: this.options.maxRetries ?? 10,
       backoff: { ...DEFAULT_BACKOFF, ...this.options.backoff },
-      closed: this.closing.signal,
+      closed,
       log: this.options.log,
       request,
     };
-    const heartbeat = new Heartbeat({
-      intervalMs: this.options.heartbeatIntervalMs ?? 10_000,
-      label: `Tinker session ${sessionId}`,
-      ...(this.options.log && { log: this.options.log }),
+    return {
+      context,
       beat: async () => {
         await request(
           {
             method: "POST",
             path: "/api/v1/session_heartbeat",
-            body: { session_id: sessionId, type: "session_heartbeat" },
+            body: { session_id: context.sessionId, type: "session_heartbeat" },
             timeoutMs: 10_000,
             retry: "none",
           },
           { billingPause: false },
         );
       },
-    });
-    return { ctx, heartbeat, jwt };
+      stop: () => jwt?.stop(),
+    };
   }
 }

@@ -4,19 +4,11 @@
  *
  * @module
  */
-import { SubmitOrder } from "../../../http/submit-order.js";
-import type { LossFunctionName } from "../../../types/losses.js";
-import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
-import type {
-  ApiFuture,
-  ForwardBackwardOutput,
-  ModelInfo,
-  OptimStepOutput,
-  SavedPath,
-  SaveStateOptions,
-  TrainingClient,
-} from "../types.js";
+import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/results.js";
 import { zstdCompress } from "../../../types/tinker-proto/zstd.js";
+import { adamParams, type AdamParams } from "../../../types/wire.js";
+import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
+import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
 import { chunkBySize, combineChunks } from "./chunks.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
@@ -29,58 +21,20 @@ import { readOptimStep, readPath } from "./wire.js";
  * Trains one Tinker model. Every operation takes the next `seq_id` (from 1) when it is called;
  * submissions go out one after another in that order, and the service runs them in `seq_id`
  * order, so `forwardBackward` and `optimStep` may be submitted back to back and awaited later.
+ *
+ * Loss passes (`POST /api/v1/forward_backward`, JSON or protobuf as negotiated; `forward` is JSON
+ * `POST /api/v1/forward`, or in the protobuf generation `forward_backward` with `forward_only`)
+ * drop `mask` and `loss_mask` inputs (Tinker rejects them), are checked against the loss
+ * contract before anything is sent, and go in chunks of consecutive `seq_id`s when large.
  */
-export class TinkerTrainingClient implements TrainingClient {
-  private nextSeq = 1;
-  private readonly order = new SubmitOrder();
-
-  /**
-   * Made by the service (`createTrainingClient` / `createSamplingClient`).
-   * @internal
-   * @param ctx the service connection.
-   * @param modelId the model id from `create_model`.
-   * @param baseModel the base model it was created from.
-   */
-  constructor(
-    private readonly ctx: TinkerContext,
-    readonly modelId: string,
-    private readonly baseModel: string,
-  ) {}
-
-  /**
-   * Loss and target logprobs without gradients: JSON `POST /api/v1/forward`, or in the protobuf
-   * generation `forward_backward` with `forward_only`; large calls go in chunks.
-   */
-  async forward(
-    data: Datum[],
-    lossFn: LossFunctionName,
-    lossFnConfig?: Record<string, number>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward", data, lossFn, lossFnConfig);
-  }
-
-  /**
-   * Loss, logprobs and accumulated gradients (`POST /api/v1/forward_backward`, JSON or protobuf
-   * as negotiated). `mask` and `loss_mask` inputs are dropped (Tinker rejects them); the datums
-   * are checked against the loss contract before anything is sent. Large calls go in chunks of
-   * consecutive `seq_id`s.
-   */
-  async forwardBackward(
-    data: Datum[],
-    lossFn: LossFunctionName,
-    lossFnConfig?: Record<string, number>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward_backward", data, lossFn, lossFnConfig);
-  }
-
+export class TinkerTrainingClient extends SequencedTrainingClient<TinkerContext> implements TrainingClient {
   /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
-    return this.submit(
+    return this.sequenced(
       "optim_step",
-      "OptimStep",
       (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }),
-      readOptimStep,
+      this.future("optim_step", "OptimStep", readOptimStep),
     );
   }
 
@@ -90,9 +44,8 @@ export class TinkerTrainingClient implements TrainingClient {
    * checkpoint of that name as the local backend does.
    */
   async saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
-    return this.submit(
+    return this.sequenced(
       "save_weights",
-      "SaveWeights",
       (seq) => ({
         model_id: this.modelId,
         path: name,
@@ -101,25 +54,23 @@ export class TinkerTrainingClient implements TrainingClient {
         overwrite: true,
         type: "save_weights",
       }),
-      (body) => readPath(body, "save_weights"),
+      this.future("save_weights", "SaveWeights", (body) => readPath(body, "save_weights")),
     );
   }
 
   /** Restores a `tinker://…/weights/…` checkpoint (`POST /api/v1/load_weights`). */
   async loadState(path: string, options: { optimizer: boolean }): Promise<ApiFuture<void>> {
-    return this.submit(
+    return this.sequenced(
       "load_weights",
-      "LoadWeights",
       (seq) => ({ model_id: this.modelId, seq_id: seq, path, optimizer: options.optimizer, type: "load_weights" }),
-      () => undefined,
+      this.future("load_weights", "LoadWeights", () => undefined),
     );
   }
 
   /** Snapshots the weights for sampling as `tinker://<model>/sampler_weights/<name>`. */
   async saveWeightsForSampler(name: string, options: { ttlSeconds?: number } = {}): Promise<ApiFuture<SavedPath>> {
-    return this.submit(
+    return this.sequenced(
       "save_weights_for_sampler",
-      "SaveWeightsForSampler",
       (seq) => ({
         model_id: this.modelId,
         path: name,
@@ -127,7 +78,9 @@ export class TinkerTrainingClient implements TrainingClient {
         ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }),
         type: "save_weights_for_sampler",
       }),
-      (body) => readPath(body, "save_weights_for_sampler"),
+      this.future("save_weights_for_sampler", "SaveWeightsForSampler", (body) =>
+        readPath(body, "save_weights_for_sampler"),
+      ),
     );
   }
 
@@ -159,27 +112,15 @@ export class TinkerTrainingClient implements TrainingClient {
     };
   }
 
-  private submit<T>(
-    endpoint: string,
-    requestType: string,
-    build: (seq: number) => Record<string, unknown>,
-    read: (body: unknown) => T,
-  ): Promise<ApiFuture<T>> {
-    const seq = this.nextSeq++;
-    const body = build(seq);
-    const what = `${endpoint} (seq_id ${seq})`;
-    return this.order.run(what, async () => {
+  /** Sends an operation's body to `endpoint` and polls for its answer (resubmitting the same body after a 410). */
+  private future<T>(endpoint: string, requestType: string, read: (body: unknown) => T) {
+    return async (body: Record<string, unknown>, what: string): Promise<ApiFuture<T>> => {
       const send = (): Promise<string> => submitRequest(this.ctx, endpoint, { body }, requestType);
       return new TinkerFuture(this.ctx, await send(), send, read, what);
-    });
+    };
   }
 
-  private lossPass(
-    kind: "forward" | "forward_backward",
-    data: Datum[],
-    lossFn: LossFunctionName,
-    config: Record<string, number> | undefined,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
+  protected lossPass({ kind, data, lossFn, config }: LossPass): Promise<ApiFuture<ForwardBackwardOutput>> {
     const { negotiation } = this.ctx;
     const forwardOnly = kind === "forward";
     const proto = forwardOnly ? negotiation.forward === "forward_only" : negotiation.forwardBackward === "protobuf";
@@ -187,7 +128,7 @@ export class TinkerTrainingClient implements TrainingClient {
     const requestType = forwardOnly ? "Forward" : "ForwardBackward";
     const checked = checkDatums(data, lossFn, config);
     const chunks = chunkBySize(checked, (d) => (proto ? d.protoBytes : d.bytes), this.ctx.limits);
-    const seqs = chunks.map(() => this.nextSeq++);
+    const seqs = this.takeSeqs(chunks.length);
     const inputKey = forwardOnly ? "forward_input" : "forward_backward_input";
     // Serialised once: a retry or a resubmission (after a 410) sends the same bytes.
     const bodies: Array<string | Uint8Array> = chunks.map((chunk, i) =>
@@ -199,7 +140,7 @@ export class TinkerTrainingClient implements TrainingClient {
       ? { "content-type": "application/x-protobuf", ...(negotiation.compressed && { "content-encoding": "zstd" }) }
       : {};
     const what = `${endpoint}${forwardOnly && proto ? " forward_only" : ""} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
-    return this.order.run(what, async () => {
+    return this.inOrder(what, async () => {
       const sent = negotiation.compressed
         ? await Promise.all(bodies.map((body) => zstdCompress(typeof body === "string" ? Buffer.from(body) : body)))
         : bodies;

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { SamplingParamsError } from "../../../engine/errors.js";
 import { NexrlError } from "../../../types/errors.js";
 import { tensorValues, type ModelInput, type TensorData } from "../../../types/wire.js";
 import type {
@@ -33,8 +34,15 @@ function numbers(value: unknown, what: string): number[] {
   return value as number[];
 }
 
-/** `sampling_params` of `asample`, Tinker's defaults filled in (temperature 1, top_k −1, top_p 1). */
+/**
+ * `sampling_params` of `asample`, Tinker's defaults filled in (temperature 1, top_k −1, top_p 1).
+ * @throws SamplingParamsError for stop strings and stop token ids in one list (Tinker takes one kind).
+ */
 export function samplingParams(params: SamplingParams): Record<string, unknown> {
+  if (params.stop !== undefined && new Set(params.stop.map((s) => typeof s)).size > 1)
+    throw new SamplingParamsError(
+      "a Tinker service takes stop strings or stop token ids, not both in one request; give one kind (decode the token ids with the tokenizer to stop on text)",
+    );
   return {
     max_tokens: params.maxTokens,
     ...(params.seed !== undefined && { seed: params.seed }),

@@ -3,21 +3,13 @@
  *
  * @module
  */
-import type { HttpTransport } from "../../../http/transport.js";
+import type { RemoteContext } from "../remote/session.js";
 import { WeaverOperation, type PollOptions } from "./operation.js";
 
-/** Shared state of one Weaver service connection. */
-export interface WeaverContext {
-  /** The transport (X-WEAVER-API-KEY). */
-  readonly http: HttpTransport;
-  /** The session id. */
-  readonly sessionId: string;
+/** Shared state of one Weaver service connection: the session, and how operations are polled. */
+export interface WeaverContext extends RemoteContext {
   /** How operations are polled. */
   readonly poll: PollOptions;
-  /** Aborts waits when the service is closed. */
-  readonly closed: AbortSignal;
-  /** Receives a line per failed poll that is retried (API key redacted). */
-  readonly log: ((line: string) => void) | undefined;
 }
 
 /**

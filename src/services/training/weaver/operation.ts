@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { sleep } from "../../../http/backoff.js";
-import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
+import { ApiStatusError } from "../../../http/errors.js";
+import { isTransient, waitBefore } from "../remote/session.js";
 import type { ApiFuture } from "../types.js";
 import type { WeaverContext } from "./context.js";
 import { OperationFailedError } from "./errors.js";
@@ -27,14 +27,6 @@ export const DEFAULT_POLL: Readonly<PollOptions> = Object.freeze({
   maxIntervalMs: 10_000,
   transientRetries: 20,
 });
-
-function isTransient(error: unknown): boolean {
-  return (
-    (error instanceof ApiStatusError && error.isRetryable) ||
-    error instanceof ApiConnectionError ||
-    error instanceof ApiTimeoutError
-  );
-}
 
 /**
  * A Weaver operation's future. `result()` polls (0.5 s doubling to 10 s by default) until the
@@ -64,20 +56,9 @@ export class WeaverOperation<T> implements ApiFuture<T> {
     return this.answer;
   }
 
-  private async pause(ms: number): Promise<void> {
-    try {
-      await sleep(ms, this.ctx.closed);
-    } catch {
-      throw new RequestAbortedError(
-        { method: "GET", url: `${this.ctx.http.baseUrl}/api/v1/operations` },
-        "the service was closed",
-      );
-    }
-  }
-
   private async wait(): Promise<T> {
     let operation = this.initial;
-    const id = stringField(operation, "id", `${this.what} operation`);
+    const path = `/api/v1/operations/${encodeURIComponent(stringField(operation, "id", `${this.what} operation`))}`;
     let delay = this.ctx.poll.intervalMs;
     let failures = 0;
     for (;;) {
@@ -93,12 +74,12 @@ export class WeaverOperation<T> implements ApiFuture<T> {
           field(operation, "error_details"),
         );
       }
-      await this.pause(delay);
+      await waitBefore(this.ctx, delay, "GET", path);
       delay = Math.min(delay * 2, this.ctx.poll.maxIntervalMs);
       try {
         ({ body: operation } = await this.ctx.http.request({
           method: "GET",
-          path: `/api/v1/operations/${encodeURIComponent(id)}`,
+          path,
           retry: "none",
         }));
         failures = 0;

@@ -4,10 +4,7 @@
  *
  * @module
  */
-import type { BackoffOptions } from "../../../http/backoff.js";
-import { resolveEndpoint, type EndpointOptions } from "../../../http/endpoint.js";
-import { Heartbeat } from "../../../http/heartbeat.js";
-import { HttpTransport } from "../../../http/transport.js";
+import { RemoteSession, type OpenedSession, type RemoteServiceOptions } from "../remote/session.js";
 import type { CreateTrainingClientOptions, TrainingService } from "../types.js";
 import type { WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
@@ -21,25 +18,10 @@ export const WEAVER_DEFAULT_BASE_URL = "https://weaver-console.nex-agi.cn";
 /** Announced as `sdk_version` when the session is created. */
 const SDK_VERSION = "nexrl-0.1";
 
-/** Options of {@link WeaverTrainingService}; the key and URL fall back to the environment. */
-export interface WeaverServiceOptions extends EndpointOptions {
-  /** Timeout of each HTTP call in milliseconds (60 000). */
-  timeoutMs?: number;
-  /** Most retries of a call that may be retried (GETs, connections never made) (10). */
-  maxRetries?: number;
-  /** Backoff between those retries (0.5 s doubling to 10 s, jittered). */
-  backoff?: Partial<BackoffOptions>;
+/** Options of {@link WeaverTrainingService}; the key and URL fall back to `WEAVER_API_KEY` and `WEAVER_BASE_URL`. */
+export interface WeaverServiceOptions extends RemoteServiceOptions {
   /** Operation polling: first interval (500 ms), cap (10 000 ms), transient failures tolerated (20). */
   poll?: Partial<PollOptions>;
-  /** Milliseconds between session heartbeats (30 000, as the Weaver SDK). */
-  heartbeatIntervalMs?: number;
-  /** Receives retry and heartbeat warnings, API key redacted (default: none). */
-  log?: (line: string) => void;
-}
-
-interface Connection {
-  ctx: WeaverContext;
-  heartbeat: Heartbeat;
 }
 
 /**
@@ -54,10 +36,7 @@ interface Connection {
 export class WeaverTrainingService implements TrainingService {
   /** Always `weaver`. */
   readonly backend = "weaver" as const;
-  private readonly http: HttpTransport;
-  private readonly closing = new AbortController();
-  private readonly poll: PollOptions;
-  private connection: Promise<Connection> | undefined;
+  private readonly remote: RemoteSession<WeaverContext>;
   private readonly models = new Map<string, WeaverTrainingClient>();
   private nextModelSeq = 1;
   private nextSamplerSeq = 1;
@@ -67,28 +46,21 @@ export class WeaverTrainingService implements TrainingService {
    * @throws MissingApiKeyError when neither `apiKey` nor `WEAVER_API_KEY` is set.
    */
   constructor(private readonly options: WeaverServiceOptions = {}) {
-    const { apiKey, baseUrl } = resolveEndpoint(options, {
-      service: "Weaver",
-      keyVar: "WEAVER_API_KEY",
-      urlVar: "WEAVER_BASE_URL",
-      defaultUrl: WEAVER_DEFAULT_BASE_URL,
-    });
-    this.http = new HttpTransport({
-      baseUrl,
-      apiKey,
-      apiKeyHeader: "X-WEAVER-API-KEY",
-      apiKeySource: "WEAVER_API_KEY",
-      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
-      ...(options.backoff && { backoff: options.backoff }),
-      ...(options.log && { log: options.log }),
-    });
-    this.poll = { ...DEFAULT_POLL, ...options.poll };
+    this.remote = new RemoteSession(
+      {
+        service: "Weaver",
+        keyHeader: "X-WEAVER-API-KEY",
+        defaultUrl: WEAVER_DEFAULT_BASE_URL,
+        heartbeatIntervalMs: 30_000,
+      },
+      options,
+      () => this.open(),
+    );
   }
 
   /** Creates the session and starts heartbeats (once; a failed attempt can be repeated). */
   async connect(): Promise<void> {
-    await this.connected();
+    await this.remote.context();
   }
 
   /**
@@ -97,9 +69,9 @@ export class WeaverTrainingService implements TrainingService {
    * LoRA models only.
    */
   async createTrainingClient(options: CreateTrainingClientOptions): Promise<WeaverTrainingClient> {
-    const { ctx } = await this.connected();
+    const ctx = await this.remote.context();
     const trainingMode = options.trainingMode ?? "lora";
-    const { body } = await this.http.request({
+    const { body } = await ctx.http.request({
       method: "POST",
       path: `/api/v1/sessions/${encodeURIComponent(ctx.sessionId)}/models`,
       body: {
@@ -134,10 +106,10 @@ export class WeaverTrainingService implements TrainingService {
    * when the service answers 202.
    */
   async createSamplingClient(path: string): Promise<WeaverSamplingClient> {
-    const { ctx } = await this.connected();
+    const ctx = await this.remote.context();
     const modelId = path.startsWith("weaver://") ? path.slice("weaver://".length).split("/")[0] : undefined;
     const model = modelId === undefined ? undefined : this.models.get(modelId);
-    const { status, body } = await this.http.request({
+    const { status, body } = await ctx.http.request({
       method: "POST",
       path: `/api/v1/sessions/${encodeURIComponent(ctx.sessionId)}/sampling-sessions`,
       body: {
@@ -169,63 +141,45 @@ export class WeaverTrainingService implements TrainingService {
 
   /** Terminates the models this service created, stops heartbeats and releases connections. */
   async close(): Promise<void> {
-    const connection = await this.connection?.catch(() => undefined);
-    connection?.heartbeat.stop();
-    for (const modelId of this.models.keys()) {
-      await this.http
-        .request({
-          method: "POST",
-          path: `/api/v1/models/${encodeURIComponent(modelId)}/terminate`,
-          body: { instance_types: ["trainer", "inference"] },
-          retry: "unsent",
-        })
-        .catch((error: unknown) =>
-          this.options.log?.(
-            `nexrl: could not terminate Weaver model ${modelId}: ${error instanceof Error ? error.message : String(error)}`,
-          ),
-        );
-    }
-    this.models.clear();
-    this.closing.abort(new Error("the Weaver service client was closed"));
-    await this.http.close();
-  }
-
-  private connected(): Promise<Connection> {
-    this.connection ??= this.open().catch((error: unknown) => {
-      this.connection = undefined;
-      throw error;
+    await this.remote.close("the Weaver service client was closed", async () => {
+      for (const modelId of this.models.keys()) {
+        await this.remote.http
+          .request({
+            method: "POST",
+            path: `/api/v1/models/${encodeURIComponent(modelId)}/terminate`,
+            body: { instance_types: ["trainer", "inference"] },
+            retry: "unsent",
+          })
+          .catch((error: unknown) =>
+            this.options.log?.(
+              `nexrl: could not terminate Weaver model ${modelId}: ${error instanceof Error ? error.message : String(error)}`,
+            ),
+          );
+      }
+      this.models.clear();
     });
-    return this.connection;
   }
 
-  private async open(): Promise<Connection> {
-    const { body } = await this.http.request({
+  private async open(): Promise<OpenedSession<WeaverContext>> {
+    const { http, closed } = this.remote;
+    const { body } = await http.request({
       method: "POST",
       path: "/api/v1/sessions",
       body: { tags: ["nexrl"], user_metadata: {}, sdk_version: SDK_VERSION },
       retry: "unsent",
     });
     const sessionId = stringField(body, "id", "create session");
-    const ctx: WeaverContext = {
-      http: this.http,
-      sessionId,
-      poll: this.poll,
-      closed: this.closing.signal,
-      log: this.options.log,
-    };
-    const heartbeat = new Heartbeat({
-      intervalMs: this.options.heartbeatIntervalMs ?? 30_000,
-      label: `Weaver session ${sessionId}`,
-      ...(this.options.log && { log: this.options.log }),
+    const poll = { ...DEFAULT_POLL, ...this.options.poll };
+    return {
+      context: { http, sessionId, poll, closed, log: this.options.log },
       beat: async () => {
-        await this.http.request({
+        await http.request({
           method: "POST",
           path: `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`,
           timeoutMs: 10_000,
           retry: "none",
         });
       },
-    });
-    return { ctx, heartbeat };
+    };
   }
 }

@@ -4,18 +4,10 @@
  *
  * @module
  */
-import { SubmitOrder } from "../../../http/submit-order.js";
-import type { LossFunctionName } from "../../../types/losses.js";
-import { adamParams, type AdamParams, type Datum } from "../../../types/wire.js";
-import type {
-  ApiFuture,
-  ForwardBackwardOutput,
-  ModelInfo,
-  OptimStepOutput,
-  SavedPath,
-  SaveStateOptions,
-  TrainingClient,
-} from "../types.js";
+import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/results.js";
+import { adamParams, type AdamParams } from "../../../types/wire.js";
+import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
+import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
 import { submitOperation, type WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import type { WeaverOperation } from "./operation.js";
@@ -28,18 +20,18 @@ export type WeaverCheckpointType = "weight" | "weight_and_optimizer" | "sampling
 export const DEFAULT_SAMPLER_TTL_SECONDS = 3600;
 
 /**
- * Trains one Weaver model. Loss passes, optimizer steps and sampler exports take the next
- * `seq_id` (from 1) and are submitted strictly in call order; checkpoints and loads carry no
- * `seq_id`, so they are submitted once every earlier operation has finished.
+ * Trains one Weaver model. Loss passes (`POST /models/{id}/forward-passes` and
+ * `forward-backward-passes`; `importance_sampling` datums without `loss_mask` get one, 1 where
+ * the advantage is not 0), optimizer steps and sampler exports take the next `seq_id` (from 1)
+ * and are submitted strictly in call order; checkpoints and loads carry no `seq_id`, so they are
+ * submitted once every earlier operation has finished.
  */
-export class WeaverTrainingClient implements TrainingClient {
-  private nextSeq = 1;
-  private readonly order = new SubmitOrder();
+export class WeaverTrainingClient extends SequencedTrainingClient<WeaverContext> implements TrainingClient {
   /** The latest operation submitted: the service runs a model's operations in order, so once it has finished, all have. */
   private latest: WeaverOperation<unknown> | undefined;
 
   /**
-   * Made by the service (`createTrainingClient` / `createSamplingClient`).
+   * Made by the service (`createTrainingClient`).
    * @internal
    * @param ctx the service connection.
    * @param modelId the model id.
@@ -47,41 +39,21 @@ export class WeaverTrainingClient implements TrainingClient {
    * @param trainingMode `lora` or `full_ft`.
    */
   constructor(
-    private readonly ctx: WeaverContext,
-    readonly modelId: string,
-    private readonly baseModel: string,
+    ctx: WeaverContext,
+    modelId: string,
+    baseModel: string,
     readonly trainingMode: "lora" | "full_ft",
-  ) {}
-
-  /** Loss and logprobs without gradients (`POST /models/{id}/forward-passes`). */
-  async forward(
-    data: Datum[],
-    lossFn: LossFunctionName,
-    lossFnConfig?: Record<string, number>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward-passes", "forward_input", data, lossFn, lossFnConfig);
-  }
-
-  /**
-   * Loss, logprobs and accumulated gradients (`POST /models/{id}/forward-backward-passes`).
-   * `importance_sampling` datums without `loss_mask` get one (1 where the advantage is not 0).
-   */
-  async forwardBackward(
-    data: Datum[],
-    lossFn: LossFunctionName,
-    lossFnConfig?: Record<string, number>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.lossPass("forward-backward-passes", "forward_backward_input", data, lossFn, lossFnConfig);
+  ) {
+    super(ctx, modelId, baseModel);
   }
 
   /** Applies the accumulated gradients (`POST /models/{id}/optimizer-steps`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
     const adam_params = adamParams(params);
     return this.sequenced(
-      "optimizer-steps",
       "optim_step",
       (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, adam_params } }),
-      readOptimStep,
+      this.submitTo("optimizer-steps", readOptimStep),
     );
   }
 
@@ -127,14 +99,13 @@ export class WeaverTrainingClient implements TrainingClient {
   ): Promise<ApiFuture<SavedPath>> {
     const ttl_seconds = options.ttlSeconds === undefined ? DEFAULT_SAMPLER_TTL_SECONDS : options.ttlSeconds;
     return this.sequenced(
-      "export-sampler",
       "export_sampler",
       // A null TTL (keep the export) is sent as no ttl_seconds, as the Weaver SDK does.
       (seq) => ({ seq_id: seq, path: name, ...(ttl_seconds !== null && { ttl_seconds }) }),
-      (response) => {
+      this.submitTo("export-sampler", (response) => {
         const path = field(response, "model_path") ?? field(response, "path");
         return { path: typeof path === "string" ? path : stringField(response, "model_path", "export-sampler") };
-      },
+      }),
     );
   }
 
@@ -161,47 +132,32 @@ export class WeaverTrainingClient implements TrainingClient {
     return `/api/v1/models/${encodeURIComponent(this.modelId)}/${route}`;
   }
 
-  private sequenced<T>(
-    route: string,
-    kind: string,
-    build: (seq: number) => Record<string, unknown>,
-    read: (response: unknown) => T,
-  ): Promise<ApiFuture<T>> {
-    const seq = this.nextSeq++;
-    const what = `${kind} (seq_id ${seq})`;
-    const body = build(seq);
-    return this.order.run(what, async () => {
+  /** Submits an operation's body to `route`, remembering it as the latest. */
+  private submitTo<T>(route: string, read: (response: unknown) => T) {
+    return async (body: Record<string, unknown>, what: string): Promise<WeaverOperation<T>> => {
       const operation = await submitOperation(this.ctx, this.modelPath(route), body, read, what);
       this.latest = operation;
       return operation;
-    });
+    };
   }
 
+  /** Submits an operation without a `seq_id` once every earlier one has finished. */
   private afterEarlier<T>(
     what: string,
     route: string,
     body: Record<string, unknown>,
     read: (response: unknown) => T,
   ): Promise<ApiFuture<T>> {
-    return this.order.run(what, async () => {
+    return this.inOrder(what, async () => {
       await this.latest?.result().catch(() => undefined);
-      const operation = await submitOperation(this.ctx, this.modelPath(route), body, read, what);
-      this.latest = operation;
-      return operation;
+      return this.submitTo(route, read)(body, what);
     });
   }
 
-  private lossPass(
-    route: "forward-passes" | "forward-backward-passes",
-    inputKey: "forward_input" | "forward_backward_input",
-    data: Datum[],
-    lossFn: LossFunctionName,
-    config: Record<string, number> | undefined,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
+  protected lossPass({ kind, data, lossFn, config }: LossPass): Promise<ApiFuture<ForwardBackwardOutput>> {
     const datums = weaverDatums(data, lossFn);
-    const kind = inputKey === "forward_input" ? "forward" : "forward_backward";
+    const inputKey = kind === "forward" ? "forward_input" : "forward_backward_input";
     return this.sequenced(
-      route,
       kind,
       (seq) => ({
         payload: {
@@ -210,7 +166,7 @@ export class WeaverTrainingClient implements TrainingClient {
           [inputKey]: { loss_fn: lossFn, data: datums, ...(config && { loss_fn_config: config }) },
         },
       }),
-      readLossPass,
+      this.submitTo(kind === "forward" ? "forward-passes" : "forward-backward-passes", readLossPass),
     );
   }
 }

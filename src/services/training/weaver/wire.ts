@@ -58,7 +58,7 @@ export function weaverDatums(
  * @throws SamplingParamsError for stop token ids (Weaver takes stop strings only).
  */
 export function weaverSamplingParams(params: SamplingParams): Record<string, unknown> {
-  const stop = params.stop as Array<string | number> | undefined;
+  const { stop } = params;
   if (stop?.some((s) => typeof s !== "string")) {
     throw new SamplingParamsError(
       "Weaver takes stop strings only, not token ids; pass the stop sequences as text (decode the token ids with the tokenizer)",

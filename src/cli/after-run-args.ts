@@ -1,0 +1,149 @@
+/**
+ * The command lines of the commands that read a finished (or running) run folder:
+ * `nexrl report` and `nexrl sample`.
+ * @module
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { UsageError } from "./args.js";
+
+/** A parsed `nexrl report` command line. */
+export interface ReportCommand {
+  /** Discriminator. */
+  kind: "report";
+  /** The run folder. */
+  runDir: string;
+  /** The HTML file to write (default: `report.html` in the run folder). */
+  output?: string;
+  /** Open the report in the user's browser. */
+  open: boolean;
+  /** Serve the report on 127.0.0.1 and keep it current until Ctrl-C. */
+  watch: boolean;
+  /** `--watch`'s port; 0 picks a free one. */
+  port: number;
+  /** How often the watched page polls, in ms. */
+  intervalMs: number;
+}
+
+/** A parsed `nexrl sample` command line. */
+export interface SampleCommand {
+  /** Discriminator. */
+  kind: "sample";
+  /** `RUN_DIR[:step]`. */
+  model: string;
+  /** The prompt; undefined reads prompts from standard input, one per line. */
+  prompt?: string;
+  /** Wrap each prompt as a user message in the model's chat template. */
+  chat: boolean;
+  /** Completions per prompt. */
+  n: number;
+  /** Softmax temperature (default: the recipe's `rollout_worker.temperature`, else 1). */
+  temperature?: number;
+  /** Most tokens per completion (default: the recipe's `rollout_worker.max_response_length`, else 256). */
+  maxTokens?: number;
+  /** Print each token's logprob. */
+  logprobs: boolean;
+  /** Print one JSON object per completion instead of text. */
+  json: boolean;
+  /** Sampling seed. */
+  seed?: number;
+}
+
+function parse(
+  args: readonly string[],
+  command: string,
+  options: NonNullable<ParseArgsConfig["options"]>,
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, strict: true, options });
+    return { values: values as Record<string, string | boolean | undefined>, positionals };
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nRun \`nexrl ${command} --help\` for the options.`);
+  }
+}
+
+function integer(
+  flag: string,
+  text: string | undefined,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new UsageError(
+      `${flag} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : " up"}, got "${text}"`,
+    );
+  return value;
+}
+
+/** Parses the arguments of `nexrl report` (after the word `report`). */
+export function parseReport(args: readonly string[]): ReportCommand | { kind: "help" } {
+  const { values, positionals } = parse(args, "report", {
+    output: { type: "string", short: "o" },
+    open: { type: "boolean" },
+    watch: { type: "boolean", short: "w" },
+    port: { type: "string" },
+    interval: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return { kind: "help" };
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0
+        ? "nexrl report needs the run folder: nexrl report RUN_DIR [-o report.html] [--open] [--watch]"
+        : `nexrl report takes one run folder, got ${positionals.length}: ${positionals.join(" ")}`,
+    );
+  if (values.watch && values.output !== undefined)
+    throw new UsageError("--watch serves the report instead of writing a file; leave out -o/--output with it");
+  const interval = integer("--interval", values.interval as string | undefined, 200);
+  return {
+    kind: "report",
+    runDir: positionals[0]!,
+    open: values.open === true,
+    watch: values.watch === true,
+    port: integer("--port", values.port as string | undefined, 0, 65535) ?? 0,
+    intervalMs: interval ?? 2000,
+    ...(values.output !== undefined && { output: values.output as string }),
+  };
+}
+
+/** Parses the arguments of `nexrl sample` (after the word `sample`). */
+export function parseSample(args: readonly string[]): SampleCommand | { kind: "help" } {
+  const { values, positionals } = parse(args, "sample", {
+    chat: { type: "boolean" },
+    n: { type: "string", short: "n" },
+    temperature: { type: "string", short: "t" },
+    "max-tokens": { type: "string", short: "m" },
+    logprobs: { type: "boolean" },
+    json: { type: "boolean" },
+    seed: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return { kind: "help" };
+  if (positionals.length === 0 || positionals.length > 2)
+    throw new UsageError(
+      positionals.length === 0
+        ? "nexrl sample needs a run folder: nexrl sample RUN_DIR[:STEP] [PROMPT] (prompts from standard input without PROMPT)"
+        : `nexrl sample takes RUN_DIR[:STEP] and at most one PROMPT (quote it), got ${positionals.length} arguments`,
+    );
+  let temperature: number | undefined;
+  if (values.temperature !== undefined) {
+    temperature = Number(values.temperature);
+    if (!Number.isFinite(temperature) || temperature < 0)
+      throw new UsageError(`--temperature must be a number ≥ 0 (0 samples greedily), got "${values.temperature}"`);
+  }
+  const maxTokens = integer("--max-tokens", values["max-tokens"] as string | undefined, 1);
+  const seed = integer("--seed", values.seed as string | undefined, 0);
+  return {
+    kind: "sample",
+    model: positionals[0]!,
+    chat: values.chat === true,
+    n: integer("-n", values.n as string | undefined, 1, 64) ?? 1,
+    logprobs: values.logprobs === true,
+    json: values.json === true,
+    ...(positionals[1] !== undefined && { prompt: positionals[1] }),
+    ...(temperature !== undefined && { temperature }),
+    ...(maxTokens !== undefined && { maxTokens }),
+    ...(seed !== undefined && { seed }),
+  };
+}

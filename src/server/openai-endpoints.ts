@@ -1,0 +1,256 @@
+/**
+ * The OpenAI-compatible endpoints, once for both servers that speak them: `nexrl serve`
+ * (`openai.ts`, answering from local models) and the agent gateway (`agent/gateway.ts`,
+ * recording every call and forwarding it to the rollout's policy). This module reads and checks
+ * requests, renders chats, encodes prompts, writes answers and streams, and turns every failure
+ * into OpenAI's error shape; a server gives only an {@link OpenAIGenerator}, which samples.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { z } from "zod";
+import type { SamplingParams } from "../types/results.js";
+import type { ChatMessage, ChatTemplateOptions, Tokenizer } from "../types/tokenizer.js";
+import {
+  chatCompletionBody,
+  chatCompletionEvents,
+  completionBody,
+  completionEvents,
+  cutAtStop,
+  OpenAIApiError,
+  openAIErrorOf,
+  openAIRequestSchemas,
+  parseOpenAIRequest,
+  readOpenAIBody,
+  requestMessages,
+  requestTools,
+  responseFormat,
+  sendOpenAIError,
+  sendOpenAIEvents,
+  stopStrings,
+  type ChatRequest,
+  type ChoiceFinishReason,
+  type CompletionRequest,
+  type GeneratedChoice,
+  type GenerationRequest,
+} from "./openai-protocol.js";
+import { sendJson } from "./io.js";
+
+/** What a generation call asks for beyond the request's sampling fields. */
+export interface GenerationCall {
+  /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
+  maxTokens: number | undefined;
+  /** Chat calls only: the conversation, and whether tool calls are to be parsed out of the answer. */
+  chat?: { messages: ChatMessage[]; parseTools: boolean };
+}
+
+/** The choices of one prompt, and the prompt's token ids as the model read them. */
+export interface Generation {
+  /** The choices, in order. */
+  choices: GeneratedChoice[];
+  /** The prompt's token ids as the model read them. */
+  promptTokens: number[];
+}
+
+/** Who answers a server's generation requests: the one part `nexrl serve` and the agent gateway do differently. */
+export interface OpenAIGenerator {
+  /** Encodes text prompts, renders chats (unless {@link OpenAIGenerator.renderChat} does) and decodes answers. */
+  readonly tokenizer: Tokenizer;
+  /** The prompt of a chat; default: the tokenizer's chat template. */
+  renderChat?(messages: ChatMessage[], options: ChatTemplateOptions): number[];
+  /** Samples the choices of `prompt` (`request.n` of them where the server allows that), decoded with {@link decodedChoice}. */
+  generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
+}
+
+/** Picks the generator of a parsed request, or throws an {@link OpenAIApiError} to refuse it. */
+export type GeneratorFor<R> = (request: R) => OpenAIGenerator | Promise<OpenAIGenerator>;
+
+/** Options of {@link OpenAIEndpoints}. */
+export interface OpenAIEndpointsOptions {
+  /** Names the server in messages about unsupported options (`nexrl serve`). */
+  server: string;
+  /** Largest request body in bytes. */
+  maxBodyBytes: number;
+  /** Receives a line per failure of the model (500 answer), naming the method and path. */
+  log: (line: string) => void;
+}
+
+/** The sampling parameters a request asks for, with `maxTokens` decided by the server. */
+export function requestSampling(request: GenerationRequest, maxTokens: number): SamplingParams & { stop?: string[] } {
+  const stops = stopStrings(request.stop);
+  return {
+    maxTokens,
+    ...(request.temperature != null && { temperature: request.temperature }),
+    ...(request.top_p != null && { topP: request.top_p }),
+    ...(request.top_k != null && { topK: request.top_k }),
+    ...(request.seed != null && { seed: request.seed }),
+    ...(stops.length > 0 && { stop: stops }),
+  };
+}
+
+/** A sampled sequence as a choice: its text decoded and cut at the stop string that ended it (unless the request keeps it). */
+export function decodedChoice(
+  tokenizer: Tokenizer,
+  tokens: number[],
+  logprobs: number[],
+  finishReason: ChoiceFinishReason,
+  request: GenerationRequest,
+): GeneratedChoice {
+  const stops = stopStrings(request.stop);
+  const keepStop = request.include_stop_str_in_output ?? false;
+  return { tokens, logprobs, finishReason, ...cutAtStop(tokenizer, tokens, finishReason, stops, keepStop) };
+}
+
+/** The `/v1/models` entry of a model. */
+export function modelEntry(id: string, created: number) {
+  return { id, object: "model", created, owned_by: "nexrl" };
+}
+
+/** The `/v1/models` answer listing `ids`. */
+export function modelList(ids: readonly string[], created: number) {
+  return { object: "list", data: ids.map((id) => modelEntry(id, created)) };
+}
+
+/** A request's path without the query string and trailing slashes. */
+export function endpointPath(req: IncomingMessage): string {
+  return (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "");
+}
+
+/**
+ * The OpenAI-compatible endpoints of one server: {@link OpenAIEndpoints.answer} runs any route
+ * in OpenAI's error shape; {@link OpenAIEndpoints.completions} and {@link OpenAIEndpoints.chat}
+ * answer the generation endpoints with the generator a server picks for each request.
+ *
+ * What every server gets from here: the request schemas (vLLM's token-id options, `n` capped at
+ * 128), 400s naming the parameter at fault, 413 past the body limit, prompts that encode to no
+ * tokens refused, chats rendered with `tools` and `chat_template_kwargs`, stop strings cut
+ * unless `include_stop_str_in_output`, `return_token_ids` and `return_tokens_as_token_ids`,
+ * streams ending in `data: [DONE]`, and failures answered as {@link openAIErrorOf} says (context
+ * length, bad token ids and malformed URL segments are 400s).
+ */
+export class OpenAIEndpoints {
+  private readonly schemas: ReturnType<typeof openAIRequestSchemas>;
+
+  /** @param options the server's name, body limit and log. */
+  constructor(private readonly options: OpenAIEndpointsOptions) {
+    this.schemas = openAIRequestSchemas(options.server);
+  }
+
+  /**
+   * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
+   * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
+   */
+  async answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    method: string,
+    run: () => Promise<void>,
+  ): Promise<void> {
+    try {
+      if (req.method !== method)
+        throw new OpenAIApiError(
+          405,
+          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          "invalid_request_error",
+          null,
+          "method_not_allowed",
+        );
+      await run();
+    } catch (error) {
+      const api = openAIErrorOf(error);
+      if (api.status === 500)
+        this.options.log(
+          `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
+      sendOpenAIError(res, api, api.status === 405 ? { allow: method } : {});
+    }
+  }
+
+  /**
+   * Answers `POST /v1/completions`: `prompt` as text (encoded with BOS unless
+   * `add_special_tokens` is false), token ids, or a list of either, each prompt's choices
+   * sampled in turn. `generatorFor` sees the parsed request first and may refuse it.
+   */
+  async completions(
+    req: IncomingMessage,
+    res: ServerResponse,
+    generatorFor: GeneratorFor<CompletionRequest>,
+  ): Promise<void> {
+    const { request, generator } = await this.accept(req, this.schemas.completion, generatorFor);
+    const { prompt } = request;
+    const texts: Array<string | number[]> =
+      typeof prompt === "string" || typeof prompt[0] === "number"
+        ? [prompt as string | number[]]
+        : (prompt as Array<string | number[]>);
+    const prompts = texts.map((p) =>
+      typeof p === "string" ? generator.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
+    );
+    prompts.forEach((p, i) => {
+      if (p.length === 0)
+        throw new OpenAIApiError(
+          400,
+          `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`,
+          "invalid_request_error",
+          "prompt",
+        );
+    });
+    const generations: Generation[] = [];
+    for (const [i, p] of prompts.entries()) {
+      // A turn of the event loop between prompts keeps the server answering while a long list is sampled.
+      if (i > 0) await nextTurn();
+      generations.push(await generator.generate(p, request, { maxTokens: request.max_tokens ?? undefined }));
+    }
+    const format = responseFormat(request, `cmpl-${randomUUID()}`, generator.tokenizer);
+    const promptTokens = generations.map((g) => g.promptTokens);
+    const choices = generations.map((g) => g.choices);
+    if (request.stream) sendOpenAIEvents(res, completionEvents(format, promptTokens, choices));
+    else sendJson(res, 200, completionBody(format, promptTokens, choices));
+  }
+
+  /**
+   * Answers `POST /v1/chat/completions`: `messages` rendered with the generator's chat template
+   * (with `tools` and `chat_template_kwargs`). `generatorFor` sees the parsed request first and
+   * may refuse it.
+   */
+  async chat(req: IncomingMessage, res: ServerResponse, generatorFor: GeneratorFor<ChatRequest>): Promise<void> {
+    const { request, generator } = await this.accept(req, this.schemas.chat, generatorFor);
+    const tools = requestTools(request);
+    const messages = requestMessages(request);
+    const templateOptions: ChatTemplateOptions = {
+      addGenerationPrompt: request.add_generation_prompt ?? true,
+      ...(tools && { tools }),
+      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
+    };
+    const prompt =
+      generator.renderChat?.(messages, templateOptions) ??
+      generator.tokenizer.applyChatTemplate(messages, templateOptions);
+    const { choices, promptTokens } = await generator.generate(prompt, request, {
+      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
+      chat: { messages, parseTools: (tools?.length ?? 0) > 0 && request.tool_choice !== "none" },
+    });
+    const format = responseFormat(request, `chatcmpl-${randomUUID()}`, generator.tokenizer);
+    if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, choices));
+    else sendJson(res, 200, chatCompletionBody(format, promptTokens, choices));
+  }
+
+  /** Reads and checks a generation request, and picks its generator. */
+  private async accept<R>(
+    req: IncomingMessage,
+    schema: z.ZodType<R>,
+    generatorFor: GeneratorFor<R>,
+  ): Promise<{ request: R; generator: OpenAIGenerator }> {
+    const request = parseOpenAIRequest(schema, await this.readBody(req));
+    return { request, generator: await generatorFor(request) };
+  }
+
+  /**
+   * Reads and parses a JSON request body.
+   * @throws {@link OpenAIApiError} 413 past the body limit, 400 for invalid JSON.
+   */
+  readBody(req: IncomingMessage): Promise<unknown> {
+    return readOpenAIBody(req, this.options.maxBodyBytes);
+  }
+}

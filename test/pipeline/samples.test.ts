@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { ByteTokenizer } from "../../src/engine/index.js";
+import { sampleRows } from "../../src/pipeline/samples.js";
+import { Trajectory } from "../../src/types/trajectory.js";
+
+const tokenizer = new ByteTokenizer();
+/** BOS, "ab" as prompt, then "xé" and EOS as the response (é is two bytes). */
+const prompt = [tokenizer.bosId, ...tokenizer.encode("ab")];
+const response = [...tokenizer.encode("xé"), tokenizer.eosId];
+const tokens = [...prompt, ...response];
+const lossMask = [...prompt.map(() => 0), ...response.map(() => 1)];
+
+describe("samples.jsonl rows", () => {
+  it("keep their fields and add the response token by token: ids, text, mask, per-token advantages, logprobs", () => {
+    const t = new Trajectory({
+      tokens,
+      lossMask,
+      reward: 0.5,
+      advantage: -0.25,
+      logprobs: [0, 0, 0, -0.123456, -1.5, -2.000049, -0.1],
+      groupId: "g",
+      runId: 1,
+      policyVersion: 3,
+    });
+    const [row] = sampleRows(4, [t], tokenizer, 1);
+    expect(row).toEqual({
+      step: 4,
+      group: "g",
+      run: 1,
+      reward: 0.5,
+      advantage: -0.25,
+      policy_version: 3,
+      prompt: "ab",
+      response: "xé",
+      response_tokens: {
+        ids: response,
+        // each byte of é decodes alone to U+FFFD; EOS is a special token and decodes to nothing
+        text: ["x", "\uFFFD", "\uFFFD", ""],
+        loss_mask: [1, 1, 1, 1],
+        advantages: [-0.25, -0.25, -0.25, -0.25],
+        logprobs: [-0.1235, -1.5, -2, -0.1],
+      },
+    });
+  });
+
+  it("write per-token advantages as given (0 off the mask), omit what the trajectory lacks, and carry an agent's calls", () => {
+    const mask = [...lossMask.slice(0, -1), 0];
+    const calls = [
+      { turn: 1, endpoint: "chat.completions", prompt_tokens: 3, completion_tokens: 3, tool_calls: ["add"] },
+    ];
+    const withAdvantages = new Trajectory({
+      tokens,
+      lossMask: mask,
+      reward: 1,
+      advantages: [0, 0, 0, 0.5, 1, -1, 0],
+      extraFields: { calls },
+    });
+    const plain = new Trajectory({ tokens, lossMask, reward: 1 });
+    const [a, b] = sampleRows(1, [withAdvantages, plain], tokenizer, 2);
+    expect(a!.advantage).toBeCloseTo(1 / 6);
+    expect(a!.response_tokens).toEqual({
+      ids: response,
+      text: ["x", "\uFFFD", "\uFFFD", ""],
+      loss_mask: [1, 1, 1, 0],
+      advantages: [0.5, 1, -1, 0],
+    });
+    expect(a!.calls).toEqual(calls);
+    expect(b!.response_tokens).toEqual({ ids: response, text: ["x", "\uFFFD", "\uFFFD", ""], loss_mask: [1, 1, 1, 1] });
+    expect(b).not.toHaveProperty("calls");
+    expect(b!.advantage).toBeNull();
+  });
+});
