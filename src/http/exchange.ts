@@ -1,8 +1,7 @@
 /**
  * {@link Exchange}: one HTTP request through undici's `dispatch` API, its answer collected whole,
- * with a timeout. (`Dispatcher.request` does the same through a `Readable` stream per answer and
- * an `AbortSignal` per request: see bench/README.md for what that costs at a thousand rollouts in
- * flight.)
+ * with a timeout. Answers are small JSON bodies read at once, so no stream is needed (see
+ * bench/README.md).
  *
  * @module
  */
@@ -18,7 +17,7 @@ export interface Answer {
 /** What an exchange's answer rejects with when its timeout passes. */
 export const TIMED_OUT = new Error("the exchange timed out");
 
-/** Gives up on `exchange` once its timeout passes (a shared function: no closure per exchange). */
+/** Gives up on `exchange` once its timeout passes. */
 function timeOut(exchange: Exchange): void {
   exchange.abort(TIMED_OUT);
 }

@@ -209,7 +209,7 @@ export class HttpTransport {
   private readonly watched = new WeakMap<AbortSignal, Set<Exchange>>();
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
-  /** `baseHeaders` and the JSON content type: the headers of most calls, built once (undici reads a reused object faster than a fresh spread). */
+  /** `baseHeaders` and the JSON content type: the headers of most calls, built once. */
   private readonly jsonHeaders: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;

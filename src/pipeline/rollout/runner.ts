@@ -84,8 +84,8 @@ export interface RolloutCounts {
 /**
  * A worker instance, the abort controller of its inference calls, and the attempt running on it
  * (or the last one). The controller is replaced only once it has fired (a timeout, the run's
- * stop, or calls still in flight when an attempt ended): on Node 20 making and firing an
- * `AbortSignal` costs about 10 µs, which bench/README.md shows per rollout at high concurrency.
+ * stop, or calls still in flight when an attempt ended); an attempt that ends cleanly leaves it
+ * to the next.
  */
 interface Slot {
   readonly index: number;
