@@ -39,7 +39,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
 
   /**
-   * Sends `options` through `dispatcher` (a closed dispatcher fails the answer at once).
+   * Sends `options` through `dispatcher`. undici reports every failure to the handler, a closed
+   * dispatcher's at once, so the answer rejects rather than the constructor throwing.
    * @param timeoutMs milliseconds until the exchange is given up on, waiting for a connection included.
    */
   constructor(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, timeoutMs: number) {
@@ -48,12 +49,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
       this.reject = reject;
     });
     this.timer = setTimeout(timeOut, timeoutMs, this);
-    try {
-      dispatcher.dispatch(options, this);
-    } catch (error) {
-      clearTimeout(this.timer);
-      this.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    dispatcher.dispatch(options, this);
   }
 
   /** Fails the answer with `reason` at once, and stops the request wherever it is (queued, sent or answering). */
