@@ -67,6 +67,23 @@ describe("HttpTransport", () => {
     expect(server.seen[0]!.headers["content-type"]).toBe("application/json");
   });
 
+  it("reads an empty answer as undefined, text and malformed JSON as text, and joins repeated headers", async () => {
+    const server = await serve((req, res) => {
+      if (req.url === "/empty") return void res.writeHead(204).end();
+      if (req.url === "/text") {
+        res.writeHead(200, { "content-type": "text/plain", "set-cookie": ["a=1", "b=2"] });
+        return void res.end("plain words");
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{not json");
+    });
+    const http = transport(server.url);
+    expect((await http.request({ method: "GET", path: "/empty" })).body).toBeUndefined();
+    const text = await http.request({ method: "GET", path: "/text" });
+    expect([text.body, text.headers["set-cookie"]]).toEqual(["plain words", "a=1, b=2"]);
+    expect((await http.request({ method: "GET", path: "/bad" })).body).toBe("{not json");
+  });
+
   it("sends an already serialised body as it is, the same bytes on every retry", async () => {
     let calls = 0;
     const server = await serve((_req, res) =>
