@@ -1,7 +1,7 @@
 import { Pool } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { Exchange, TIMED_OUT } from "../../src/http/exchange.js";
-import { testServer } from "./helpers.js";
+import { failure, testServer } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -16,15 +16,6 @@ async function pool(handler: Parameters<typeof testServer>[0]): Promise<Pool> {
     await server.close();
   });
   return p;
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a failure");
 }
 
 describe("Exchange", () => {

@@ -18,7 +18,7 @@ import {
   retryAfterMs,
   type HttpTransportOptions,
 } from "../../src/http/index.js";
-import { json, testServer } from "./helpers.js";
+import { failure, json, testServer } from "./helpers.js";
 
 const KEY = "tml-secret-key-0123456789";
 const cleanups: Array<() => Promise<void>> = [];
@@ -43,15 +43,6 @@ function transport(url: string, options: Partial<HttpTransportOptions> = {}): Ht
   });
   cleanups.push(() => t.close());
   return t;
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a failure");
 }
 
 describe("HttpTransport", () => {
