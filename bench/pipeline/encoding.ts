@@ -1,7 +1,9 @@
 /**
- * Row 1 of the pipeline suite: trajectories → datums (`trajectoryToDatum`) → Tinker
- * `forward_backward` request bodies, built and serialised by `TinkerTrainingClient` as for a real
- * service, against `JSON.stringify` of the same bodies pre-built as plain objects (the limit).
+ * Row 1 of the pipeline suite: the Tinker client's request encoding — datums (built from
+ * trajectories by `trajectoryToDatum` before the timed calls) → `forward_backward` request bodies,
+ * checked against the loss contract and serialised by `TinkerTrainingClient` as for a real
+ * service — against `JSON.stringify` of the same bodies pre-built as plain objects (the limit).
+ * Building the datums is timed on its own, for the suite's `setup`.
  */
 import { DEFAULT_BACKOFF } from "../../dist/http/backoff.js";
 import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } from "../../dist/http/transport.js";
@@ -70,10 +72,12 @@ class EncodingTransport extends HttpTransport {
   }
 }
 
-/** Both contenders for one trajectory length. */
+/** Both contenders for one trajectory length, and the datum building before them. */
 export interface EncodingBench {
-  /** Each trajectory → its datum → its `forward_backward` request body, one request per trajectory; returns the tokens encoded. */
+  /** Each trajectory's datum → its `forward_backward` request body, one request per trajectory; returns the tokens encoded. */
   ours(): Promise<number>;
+  /** `trajectoryToDatum` of every trajectory (the datums `ours` sends were built so once); returns the tokens. */
+  datums(): number;
   /** `JSON.stringify` of the same request bodies, pre-built as plain objects; returns the tokens. */
   limit(): number;
   /** Bytes of the bodies of one call. */
@@ -103,9 +107,10 @@ export async function encodingBench(count: number, length: number): Promise<Enco
     "bench-model",
     "bench-base",
   );
+  const toDatum = (t: Trajectory) => trajectoryToDatum(t, { lossFn: LOSS_FN, backend: "tinker" })!;
+  const datums = trajectories.map(toDatum);
   const ours = async (): Promise<number> => {
-    for (const t of trajectories)
-      await client.forwardBackward([trajectoryToDatum(t, { lossFn: LOSS_FN, backend: "tinker" })!], LOSS_FN);
+    for (const d of datums) await client.forwardBackward([d], LOSS_FN);
     return tokens;
   };
   const bodies: string[] = [];
@@ -119,6 +124,10 @@ export async function encodingBench(count: number, length: number): Promise<Enco
     throw new Error("the pre-built bodies do not serialise to the bytes the client sent");
   return {
     ours,
+    datums: () => {
+      for (const t of trajectories) toDatum(t);
+      return tokens;
+    },
     limit: () => {
       for (const p of plain) JSON.stringify(p);
       return tokens;

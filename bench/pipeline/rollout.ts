@@ -119,6 +119,8 @@ export function rolloutBench(
     tokenizer,
     timeoutMs: REQUEST_TIMEOUT_MS,
     maxRetries: 0,
+    // As many connections as the bare loop's pool: one per rollout in flight.
+    connections: concurrency,
   });
   const runner = new RolloutRunner({
     createWorker: (slot) => new EchoWorker({ name: `rollout_worker-${slot}`, recipe, tokenizer }),

@@ -1,9 +1,9 @@
 /**
  * The pipeline's own cost, each row against the limit of this machine measured in the same run:
- * datum building and wire encoding against `JSON.stringify`, rollouts against a bare undici
- * loop, the overlap of rollouts and training against its ideal, the trajectory pool's memory
- * per token, the data loader's memory per row against the data file's size, and the CLI's
- * start-up against Node's.
+ * Tinker request encoding against `JSON.stringify`, rollouts against a bare undici loop (at a
+ * loopback server's answer delays of 20 ms, 100 ms and 1 s), the overlap of rollouts and
+ * training against its ideal, the trajectory pool's memory per token, the data loader's memory
+ * per row against the data file's size, and the CLI's start-up against Node's.
  */
 import { fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -23,14 +23,24 @@ import { median, sideBySide, type Contender } from "../lib/timing.js";
 const ENCODE_LENGTHS = [1_000, 10_000, 100_000];
 const ENCODE_TOKENS_PER_CALL = 200_000;
 const ENCODE = { warmup: 3, runs: 21 };
-/** Row 2: the server's answer delay, concurrencies, rollouts per timed call (per unit of concurrency). */
-const SERVER_DELAY_MS = 20;
-const CONCURRENCIES = [64, 256, 1024];
-const ROLLOUTS_PER_WORKER = 8;
-const ROLLOUT = { warmup: 2, runs: 9 };
-/** Concurrency at which the layers under the rollouts are timed too (in `setup`, no row). */
-const LAYERS_CONCURRENCY = 256;
-const LAYERS = { warmup: 1, runs: 3 };
+/**
+ * Row 2: for each answer delay of the loopback server, the concurrencies, rollouts per timed call
+ * (per unit of concurrency), rounds and target. 20 ms is far quicker than a real service and
+ * leaves the client's CPU as the limit; 100 ms and 1 s are real services' answer times (fewer
+ * rounds of fewer rollouts at 1 s, where a round takes seconds).
+ */
+const ROLLOUT_LATENCIES = [
+  { delayMs: 20, concurrencies: [64, 256, 1024], perWorker: 8, rounds: { warmup: 2, runs: 9 }, bound: 0.8 },
+  { delayMs: 100, concurrencies: [256, 1024], perWorker: 8, rounds: { warmup: 1, runs: 5 }, bound: 0.95 },
+  { delayMs: 1000, concurrencies: [256, 1024], perWorker: 3, rounds: { warmup: 1, runs: 3 }, bound: 0.95 },
+];
+/** The 20 ms rows keep their first names; the others name their delay. */
+const rolloutRowName = (delayMs: number, concurrency: number): string =>
+  delayMs === 20
+    ? `rollouts_concurrency_${concurrency}`
+    : `rollouts_${delayMs >= 1000 ? `${delayMs / 1000}s` : `${delayMs}ms`}_concurrency_${concurrency}`;
+/** Delay and concurrency at which the layers under the rollouts are timed too (in `setup`, no row). */
+const LAYERS = { delayMs: 20, concurrency: 256, warmup: 1, runs: 3 };
 /** Row 3: rollout batch and training step times, and rounds (each mode, pipeline and bare timers in alternation). */
 const OVERLAP = { rolloutMs: 200, trainMs: 200 };
 const OVERLAP_RUNS = 3;
@@ -84,18 +94,21 @@ export const suite: Suite = {
     const samplesMs: Record<string, Record<string, number[]>> = {};
     ctx.setup("samples_ms", samplesMs);
 
-    // 1. Datum building + wire encoding.
+    // 1. Tinker request encoding (and, for the record, datum building).
     const faults: Record<string, { ours: number; limit: number }> = {};
     const bytes: Record<string, number> = {};
+    const datumMs: Record<string, number> = {};
     ctx.setup("encode", {
       loss: LOSS_FN,
+      ours: "TinkerTrainingClient.forwardBackward of datums built by trajectoryToDatum before the timed calls: loss-contract checks, chunking, JSON.stringify",
       baseline: "JSON.stringify of the same request bodies, parsed back into plain objects once",
       request:
-        "one forward_backward request per trajectory, through TinkerTrainingClient, with the network cut off once the client has serialised the body",
+        "one forward_backward request per trajectory, with the network cut off once the client has serialised the body",
       tokens_per_call: ENCODE_TOKENS_PER_CALL,
       ...ENCODE,
       body_bytes_per_call: bytes,
       page_faults_per_call: faults,
+      datum_build_ms_per_call: datumMs,
     });
     for (const length of ENCODE_LENGTHS) {
       const name = `encode_${length / 1000}k_token_trajectories`;
@@ -105,55 +118,60 @@ export const suite: Suite = {
         const ours = countingFaults(() => bench.ours());
         const limit = countingFaults(() => bench.limit());
         const t = await sideBySide({ ours: ours.contender, limit: limit.contender }, ENCODE);
-        samplesMs[name] = { ours: t.ours.samplesMs, limit: t.limit.samplesMs };
+        // Timed apart: the garbage of fresh datums would land on the other contenders' rounds.
+        const d = await sideBySide({ datums: () => bench.datums() }, ENCODE);
+        samplesMs[name] = { ours: t.ours.samplesMs, limit: t.limit.samplesMs, datums: d.datums.samplesMs };
         faults[name] = { ours: ours.faults(), limit: limit.faults() };
         bytes[name] = bench.bytes;
+        datumMs[name] = d.datums.medianMs;
         yield comparedRow(name, "tokens/s", t.ours.perSecond, t.limit.perSecond, { op: ">=", bound: 0.8 });
       } finally {
         await bench.close();
       }
     }
 
-    // 2. Rollout throughput.
-    const server = await startLoopbackServer(SERVER_DELAY_MS);
+    // 2. Rollout throughput, at each answer delay of the loopback server.
     // Workers are given the parsed recipe; this one is never run.
     const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), {
       env: {},
     });
     ctx.setup("rollouts", {
-      server: `node:http in a child process on 127.0.0.1, answering after ${SERVER_DELAY_MS} ms`,
+      server: "node:http in a child process on 127.0.0.1, answering after a fixed delay",
       ours: "a DataLoader batch through RolloutScheduler, RolloutRunner (a worker making one OpenAIInferenceClient.completion) and TrajectoryPool",
       baseline: "undici Pool.request loops, one per unit of concurrency, reading each JSON answer",
-      rollouts_per_call: `${ROLLOUTS_PER_WORKER} × concurrency`,
-      ...ROLLOUT,
+      rollouts_per_call: "rollouts per worker × concurrency",
+      latencies: ROLLOUT_LATENCIES,
     });
-    try {
-      for (const concurrency of CONCURRENCIES) {
-        const name = `rollouts_concurrency_${concurrency}`;
-        ctx.log(`${name}: timing`);
-        const bench = rolloutBench(server.baseUrl, config, concurrency, ROLLOUTS_PER_WORKER * concurrency);
-        try {
-          const t = await sideBySide({ pipeline: () => bench.pipeline(), bare: () => bench.bare() }, ROLLOUT);
-          samplesMs[name] = { pipeline: t.pipeline.samplesMs, bare: t.bare.samplesMs };
-          yield comparedRow(name, "rollouts/s", t.pipeline.perSecond, t.bare.perSecond, { op: ">=", bound: 0.8 });
-          if (concurrency === LAYERS_CONCURRENCY) {
-            ctx.log(`rollout layers at concurrency ${concurrency}: timing`);
-            const layers = inferenceLayers(server.baseUrl, concurrency, ROLLOUTS_PER_WORKER * concurrency);
-            const l = await sideBySide(
-              { bare: () => bench.bare(), ...layers.contenders, pipeline: () => bench.pipeline() },
-              LAYERS,
-            ).finally(() => layers.close());
-            ctx.setup(
-              `rollout_layers_per_s_concurrency_${concurrency}`,
-              Object.fromEntries(Object.entries(l).map(([layer, timing]) => [layer, Math.round(timing.perSecond)])),
-            );
+    for (const { delayMs, concurrencies, perWorker, rounds, bound } of ROLLOUT_LATENCIES) {
+      const server = await startLoopbackServer(delayMs);
+      try {
+        for (const concurrency of concurrencies) {
+          const name = rolloutRowName(delayMs, concurrency);
+          ctx.log(`${name}: timing`);
+          const bench = rolloutBench(server.baseUrl, config, concurrency, perWorker * concurrency);
+          try {
+            const t = await sideBySide({ pipeline: () => bench.pipeline(), bare: () => bench.bare() }, rounds);
+            samplesMs[name] = { pipeline: t.pipeline.samplesMs, bare: t.bare.samplesMs };
+            yield comparedRow(name, "rollouts/s", t.pipeline.perSecond, t.bare.perSecond, { op: ">=", bound });
+            if (delayMs === LAYERS.delayMs && concurrency === LAYERS.concurrency) {
+              ctx.log(`rollout layers at concurrency ${concurrency}: timing`);
+              const layers = inferenceLayers(server.baseUrl, concurrency, perWorker * concurrency);
+              const l = await sideBySide(
+                { bare: () => bench.bare(), ...layers.contenders, pipeline: () => bench.pipeline() },
+                LAYERS,
+              ).finally(() => layers.close());
+              ctx.setup(
+                `rollout_layers_per_s_concurrency_${concurrency}`,
+                Object.fromEntries(Object.entries(l).map(([layer, timing]) => [layer, Math.round(timing.perSecond)])),
+              );
+            }
+          } finally {
+            await bench.close();
           }
-        } finally {
-          await bench.close();
         }
+      } finally {
+        await server.close();
       }
-    } finally {
-      await server.close();
     }
 
     // 3. Overlap of rollouts and training, against the same timers alone, in alternation.

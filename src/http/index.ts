@@ -8,7 +8,6 @@ export {
   HttpTransport,
   requestBodyText,
   type HttpMethod,
-  type HttpReceiver,
   type HttpRequest,
   type HttpResponse,
   type HttpTransportOptions,

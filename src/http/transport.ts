@@ -18,13 +18,7 @@ import {
 } from "./errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
-import {
-  dispatchText,
-  type ResponseHeaders,
-  type TextAnswer,
-  type TextExchange,
-  type TextReceiver,
-} from "./text-dispatch.js";
+import { Exchange, TIMED_OUT, type Answer } from "./exchange.js";
 
 /**
  * Which failures a request may be sent again after:
@@ -53,6 +47,13 @@ export interface HttpTransportOptions {
   timeoutMs?: number;
   /** Most retries of one call after its first attempt (10). */
   maxRetries?: number;
+  /**
+   * Most connections open at once to the base URL's origin (default 1000, as in the OpenAI and
+   * Tinker Python SDKs). Each request in flight needs a connection of its own (HTTP/1.1): calls
+   * beyond the limit wait for a free one, and that wait counts toward their timeout. Transports
+   * to the same origin with the same limit share their connections.
+   */
+  connections?: number;
   /** Backoff between retries (0.5 s doubling to 10 s, jittered). */
   backoff?: Partial<BackoffOptions>;
   /** Receives one line per retry; API keys are already redacted. */
@@ -99,74 +100,28 @@ export interface HttpResponse<T = unknown> {
   requestId?: string;
 }
 
-/**
- * Receives the outcome of {@link HttpTransport.send}: exactly one of the two is called, once. They
- * may be called from within undici's callbacks, so neither may throw.
- */
-export interface HttpReceiver<T> {
-  /** The 2xx response. */
-  answered(response: HttpResponse<T>): void;
-  /** Why the call failed, as {@link HttpTransport.request} would reject. */
-  failed(error: unknown): void;
-}
-
-/**
- * One call of {@link HttpTransport.send} across its attempts, and its attempt in flight. It
- * receives its exchange's outcome itself: no promise or closure per attempt.
- */
-class Call implements TextReceiver {
-  /** The attempt in flight, and its timeout timer. */
-  exchange: TextExchange | undefined = undefined;
-  timer: NodeJS.Timeout | undefined = undefined;
-  /** Retries made so far. */
-  attempt = 0;
-  /** Where it is in the transport's in-flight list, and in its signal's, while an attempt is in flight. */
-  index = -1;
-  signalIndex = -1;
-
-  constructor(
-    readonly owner: CallOwner,
-    readonly method: HttpMethod,
-    readonly path: string,
-    readonly signal: AbortSignal | undefined,
-    /** Timeout of each attempt in milliseconds. */
-    readonly timeoutMs: number,
-    readonly headers: Record<string, string>,
-    /** The body serialised: a large body object is not kept alive while the call waits. */
-    readonly body: string | Uint8Array | undefined,
-    readonly mode: RetryMode,
-    readonly receiver: HttpReceiver<unknown>,
-  ) {}
-
-  textAnswered(answer: TextAnswer): void {
-    this.owner.settled(this, answer, undefined);
-  }
-
-  textFailed(error: Error): void {
-    this.owner.settled(this, undefined, error);
-  }
-}
-
-/** What a {@link Call} needs of its transport (private methods of it, made once per transport). */
-interface CallOwner {
-  /** The outcome of the attempt in flight: the answer, or the error it failed with. */
-  settled(call: Call, answer: TextAnswer | undefined, error: Error | undefined): void;
-  /** What errors say about the call. */
-  context(call: Call): HttpErrorContext;
-}
-
-/** Times out the attempt of `call` in flight (a shared function: no closure per attempt). */
-function timeOut(call: Call): void {
-  call.exchange!.abort(new ApiTimeoutError(call.owner.context(call), call.timeoutMs));
-}
-
-/** What `close()` gives up on the attempts in flight with. */
-const CLOSED = new Error("the client was closed");
-
 /** The bytes `request` sends: `encodedBody`, else `body` as JSON, else none. */
 export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody">): string | Uint8Array | undefined {
   if (request.encodedBody !== undefined) return request.encodedBody;
   return request.body === undefined ? undefined : JSON.stringify(request.body);
+}
+
+/** Connections per origin when {@link HttpTransportOptions.connections} is not given. */
+const DEFAULT_CONNECTIONS = 1000;
+
+/** What an exchange is aborted with when its caller's signal aborts or the transport is closed. */
+const ABORTED = new Error("the exchange was aborted");
+
+/** One call of {@link HttpTransport.request}, resolved against the transport's defaults. */
+interface Call {
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  /** The body serialised once: every attempt sends the same bytes. */
+  readonly body: string | Uint8Array | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly timeoutMs: number;
+  readonly mode: RetryMode;
 }
 
 /**
@@ -200,13 +155,18 @@ function errorCode(error: unknown): string | undefined {
   return typeof cause === "string" ? cause : undefined;
 }
 
-function flatHeaders(headers: ResponseHeaders): Record<string, string> {
+/** Response headers with lower-cased names, repeated headers joined. */
+function flatHeaders(headers: Answer["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name in headers) {
-    const value = headers[name];
+  for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
   }
   return out;
+}
+
+/** Whether a `content-type` names a binary body (protobuf, octet-stream), which is kept as bytes. */
+function isBinaryContentType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /application\/(x-protobuf|octet-stream)/.test(contentType);
 }
 
 function parseBody(text: string, contentType: string | undefined): unknown {
@@ -227,8 +187,9 @@ function bodyRequestId(body: unknown): string | undefined {
 }
 
 /**
- * JSON over HTTP to one service. Connections come from one keep-alive pool per origin, shared
- * with other transports to the same origin.
+ * JSON over HTTP to one service. Connections come from a keep-alive undici `Pool` per origin
+ * (at most {@link HttpTransportOptions.connections} of them), shared with other transports to
+ * the same origin.
  *
  * @example
  * ```ts
@@ -242,22 +203,13 @@ export class HttpTransport {
   private readonly prefix: string;
   private readonly lease: PoolLease;
   private readonly closing = new AbortController();
-  /**
-   * The attempts in flight, which `close()` aborts; each knows its index. An array with
-   * swap-removal rather than a `Set`: at a few hundred concurrent calls a `Set` under constant
-   * churn doubled what survived each young-generation collection (V8 trace-gc: 1.46 vs 0.77 MB
-   * per scavenge).
-   */
-  private readonly inFlight: Call[] = [];
-  /** The calls in flight each caller's signal would abort (its one listener holds the list too). */
-  private readonly signals = new WeakMap<AbortSignal, Call[]>();
-  private readonly owner: CallOwner = {
-    settled: (call, answer, error) => this.settled(call, answer, error),
-    context: (call) => this.context(call),
-  };
+  /** The exchanges in flight, which `close()` aborts. */
+  private readonly inFlight = new Set<Exchange>();
+  /** Callers' signals, and the exchanges in flight each would abort. */
+  private readonly watched = new WeakMap<AbortSignal, Set<Exchange>>();
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
-  /** `baseHeaders` plus the JSON content type, for calls with a body. */
+  /** `baseHeaders` and the JSON content type: the headers of most calls, built once. */
   private readonly jsonHeaders: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
@@ -267,13 +219,13 @@ export class HttpTransport {
   /** Whether the base URL's host is this machine's loopback. */
   private readonly loopback: boolean;
 
-  /** @param options where to send requests, the key, timeouts and retries. */
+  /** @param options where to send requests, the key, timeouts, retries and the connection limit. */
   constructor(options: HttpTransportOptions) {
     const base = new URL(options.baseUrl);
     this.origin = base.origin;
     this.loopback = isLoopbackHost(base.hostname);
     this.prefix = base.pathname.replace(/\/+$/, "");
-    this.lease = acquirePool(this.origin);
+    this.lease = acquirePool(this.origin, options.connections ?? DEFAULT_CONNECTIONS);
     const keyHeader = options.apiKeyHeader ?? "X-API-Key";
     this.redactor = new Redactor([options.apiKey], [keyHeader]);
     this.baseHeaders = {
@@ -314,115 +266,134 @@ export class HttpTransport {
    * {@link ApiConnectionError} when no response arrived, {@link ApiTimeoutError} when the timeout
    * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
    */
-  request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
-    return new Promise((resolve, reject) => this.send<T>(request, { answered: resolve, failed: reject }));
-  }
-
-  /**
-   * {@link HttpTransport.request} with the outcome handed to `receiver` instead of a promise, for
-   * callers that keep their own state per call anyway (e.g. a sampling call of a rollout): a
-   * thousand calls waiting at once then hold one object each rather than a chain of promises.
-   */
-  send<T = unknown>(request: HttpRequest, receiver: HttpReceiver<T>): void {
-    const mode = request.retry ?? (request.method === "GET" ? "all" : "unsent");
+  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
-    let body: string | Uint8Array | undefined;
-    try {
-      body = requestBodyText(request);
-    } catch (error) {
-      receiver.failed(error);
-      return;
-    }
+    const body = requestBodyText(request);
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
-    const headers =
-      key === undefined && request.headers === undefined
-        ? common
-        : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers };
-    const call = new Call(
-      this.owner,
-      request.method,
-      request.path,
-      request.signal,
-      request.timeoutMs ?? this.timeoutMs,
-      headers,
+    const call: Call = {
+      method: request.method,
+      path: request.path,
+      headers:
+        key === undefined && request.headers === undefined
+          ? common
+          : { ...common, ...(key !== undefined && { "x-idempotency-key": key }), ...request.headers },
       body,
-      mode,
-      receiver as HttpReceiver<unknown>,
-    );
-    this.attempt(call);
+      signal: request.signal,
+      timeoutMs: request.timeoutMs ?? this.timeoutMs,
+      mode: request.retry ?? (request.method === "GET" ? "all" : "unsent"),
+    };
+    for (let retries = 0; ; retries++) {
+      try {
+        return (await this.attempt(call)) as HttpResponse<T>;
+      } catch (failure) {
+        const budget = this.retryBudget(failure);
+        if (!(failure instanceof HttpError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
+        const wait =
+          (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ??
+          backoffDelayMs(retries + 1, this.backoff);
+        this.log?.(
+          this.redact(
+            `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
+          ),
+        );
+        await this.wait(wait, call);
+      }
+    }
   }
 
   /** Aborts calls in flight and gives the connection pool back. */
   async close(): Promise<void> {
     this.closing.abort(new Error("the client was closed"));
-    for (const call of [...this.inFlight]) call.exchange!.abort(CLOSED);
+    for (const exchange of this.inFlight) exchange.abort(ABORTED);
     await this.lease.release();
   }
 
   /**
-   * Starts an attempt of `call`, through {@link dispatchText}. It is given up on by a plain timer,
-   * the caller's signal or `close()`, without an `AbortSignal` of its own: on Node 20
-   * `AbortSignal.timeout` plus `AbortSignal.any` cost about 30 µs per request and a bare
-   * `AbortController` 5 µs — as much as the rest of the client's work on a loopback round trip.
+   * One attempt of `call`, given up on when its timeout passes, the caller's signal aborts or the
+   * transport is closed.
    */
-  private attempt(call: Call): void {
-    const caller = call.signal;
-    if (caller?.aborted || this.closing.signal.aborted) {
-      call.receiver.failed(new RequestAbortedError(this.context(call), this.abortReason(caller)));
-      return;
-    }
-    // In flight before it is dispatched: a connection that cannot be had fails the exchange at once.
-    call.index = this.inFlight.length;
-    this.inFlight.push(call);
-    if (caller) this.watch(caller, call);
-    call.timer = setTimeout(timeOut, call.timeoutMs, call);
-    call.exchange = dispatchText(
-      this.lease.pool,
+  private async attempt(call: Call): Promise<HttpResponse<unknown>> {
+    if (call.signal?.aborted || this.closing.signal.aborted) throw this.aborted(call);
+    const exchange = new Exchange(
+      this.lease.shared.pool,
       { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null },
-      call,
+      call.timeoutMs,
     );
-  }
-
-  /** The outcome of the attempt of `call` in flight: the answer, or the error it failed with. */
-  private settled(call: Call, answer: TextAnswer | undefined, error: Error | undefined): void {
-    this.settle(call);
-    let response: HttpResponse<unknown>;
+    const watchers = call.signal && this.watchersOf(call.signal);
+    this.inFlight.add(exchange);
+    watchers?.add(exchange);
+    let answer: Answer;
     try {
-      if (answer === undefined) throw this.failure(error, call);
-      this.lease.pool.reached = true;
-      response = this.answer(answer, call);
-    } catch (failure) {
-      this.retry(call, failure);
-      return;
+      answer = await exchange.answer;
+    } catch (error) {
+      if (error === TIMED_OUT) throw new ApiTimeoutError(this.context(call), call.timeoutMs);
+      if (error === ABORTED) throw this.aborted(call);
+      const code = errorCode(error);
+      throw new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    } finally {
+      this.inFlight.delete(exchange);
+      watchers?.delete(exchange);
     }
-    call.receiver.answered(response);
+    this.lease.shared.reached = true;
+    return this.response(answer, call);
   }
 
-  /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else fails it with `failure`. */
-  private retry(call: Call, failure: unknown): void {
-    const budget = failure instanceof HttpError ? this.retryBudget(failure) : 0;
-    if (!(failure instanceof HttpError) || call.attempt >= budget || !this.mayRetry(failure, call.mode)) {
-      call.receiver.failed(failure);
-      return;
+  /**
+   * The exchanges in flight `signal` aborts. A signal gets one listener, kept until it aborts,
+   * however many calls it covers: a run's stop signal may cover a thousand, and Node warns past
+   * ten listeners on one signal.
+   */
+  private watchersOf(signal: AbortSignal): Set<Exchange> {
+    let watchers = this.watched.get(signal);
+    if (!watchers) {
+      const created = new Set<Exchange>();
+      signal.addEventListener("abort", () => created.forEach((exchange) => exchange.abort(ABORTED)), { once: true });
+      this.watched.set(signal, created);
+      watchers = created;
     }
-    call.attempt++;
-    const wait =
-      (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ??
-      backoffDelayMs(call.attempt, this.backoff);
-    this.log?.(
-      this.redact(
-        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${budget} in ${Math.round(wait)} ms`,
-      ),
+    return watchers;
+  }
+
+  /** The error of a call given up on by its caller's signal or by `close()`. */
+  private aborted(call: Call): RequestAbortedError {
+    const source = call.signal?.aborted ? call.signal : this.closing.signal;
+    const reason: unknown = source.reason;
+    return new RequestAbortedError(
+      this.context(call),
+      this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted")),
     );
-    this.wait(wait, call).then(
-      () => this.attempt(call),
-      (error: unknown) => call.receiver.failed(error),
+  }
+
+  /**
+   * The response of a complete answer: its body parsed as JSON (or text), or its bytes for a
+   * binary content type.
+   * @throws {@link ApiStatusError} for a status outside 2xx.
+   */
+  private response(answer: Answer, call: Call): HttpResponse<unknown> {
+    const { status } = answer;
+    const headers = flatHeaders(answer.headers);
+    const binary = isBinaryContentType(headers["content-type"]);
+    const parsed = binary ? answer.body : parseBody(answer.body.toString("utf8"), headers["content-type"]);
+    const requestId = headers["x-request-id"] ?? bodyRequestId(parsed);
+    if (status >= 200 && status < 300)
+      return { status, headers, body: parsed, ...(requestId !== undefined && { requestId }) };
+    const retryAfter = retryAfterMs(headers);
+    throw statusError(
+      {
+        ...this.context(call),
+        status,
+        body: binary ? `(${answer.body.byteLength} bytes of ${headers["content-type"]})` : this.redactor.value(parsed),
+        headers,
+        ...(requestId !== undefined && { requestId }),
+        ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
+      },
+      this.apiKeySource,
     );
   }
 
   /** Retries `failure` may get: the transport's budget, or a few for a first contact that cannot succeed soon. */
-  private retryBudget(failure: HttpError): number {
-    if (!(failure instanceof ApiConnectionError) || failure.connected || this.lease.pool.reached)
+  private retryBudget(failure: unknown): number {
+    if (!(failure instanceof ApiConnectionError) || failure.connected || this.lease.shared.reached)
       return this.maxRetries;
     const code = errorCode(failure.cause);
     const hopeless = code === "ENOTFOUND" || (code === "ECONNREFUSED" && this.loopback);
@@ -441,108 +412,18 @@ export class HttpTransport {
     return error instanceof ApiTimeoutError ? "timeout" : "connection error";
   }
 
-  /** What errors say about a call; built only for an error, as redacting headers costs. */
+  /** What errors say about a call. */
   private context(call: Call): HttpErrorContext {
     return { method: call.method, url: this.baseUrl + call.path, requestHeaders: this.redactor.headers(call.headers) };
   }
 
+  /** Waits `ms` before a retry; the caller's signal and `close()` cut the wait short. */
   private async wait(ms: number, call: Call): Promise<void> {
-    const signal = call.signal;
-    const abort = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    const signal = call.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
     try {
-      await sleep(ms, abort);
+      await sleep(ms, signal);
     } catch {
-      throw new RequestAbortedError(this.context(call), this.abortReason(signal));
+      throw this.aborted(call);
     }
-  }
-
-  private abortReason(signal: AbortSignal | undefined): string {
-    const source = signal?.aborted ? signal : this.closing.signal;
-    const reason: unknown = source.reason;
-    return this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted"));
-  }
-
-  /**
-   * Lets `signal` abort `call` while it is in flight. A signal gets one listener however many
-   * calls it covers (a run's stop signal may cover a thousand): Node's `addEventListener` costs a
-   * few microseconds and a listener object per call, and warns past ten listeners.
-   */
-  private watch(signal: AbortSignal, call: Call): void {
-    let calls = this.signals.get(signal);
-    if (!calls) {
-      const watched: Call[] = [];
-      calls = watched;
-      this.signals.set(signal, watched);
-      const abortAll = (): void => {
-        this.signals.delete(signal);
-        for (const aborted of watched.splice(0)) {
-          aborted.signalIndex = -1;
-          aborted.exchange!.abort(new RequestAbortedError(this.context(aborted), this.abortReason(signal)));
-        }
-      };
-      signal.addEventListener("abort", abortAll, { once: true });
-    }
-    call.signalIndex = calls.length;
-    calls.push(call);
-  }
-
-  /** Undoes what `attempt` set up, once the attempt has settled. */
-  private settle(call: Call): void {
-    clearTimeout(call.timer);
-    if (call.signalIndex >= 0) {
-      removeAt(this.signals.get(call.signal!)!, call, "signalIndex");
-      call.signalIndex = -1;
-    }
-    removeAt(this.inFlight, call, "index");
-  }
-
-  /** The error an attempt failed with, as the transport reports it. */
-  private failure(error: unknown, call: Call): unknown {
-    // Status errors, and the caller's signal and the timer, are the transport's own already.
-    if (error instanceof HttpError) return error;
-    if (error === CLOSED) return new RequestAbortedError(this.context(call), this.abortReason(call.signal));
-    const code = errorCode(error);
-    return new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
-  }
-
-  /**
-   * The response of a complete answer.
-   * @throws {@link ApiStatusError} for a status outside 2xx.
-   */
-  private answer(answer: TextAnswer, call: Call): HttpResponse<unknown> {
-    const responseHeaders = flatHeaders(answer.headers);
-    const parsed = answer.binary ?? parseBody(answer.text, responseHeaders["content-type"]);
-    const requestId = responseHeaders["x-request-id"] ?? bodyRequestId(parsed);
-    if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      return {
-        status: answer.statusCode,
-        headers: responseHeaders,
-        body: parsed,
-        ...(requestId !== undefined && { requestId }),
-      };
-    }
-    const retryAfter = retryAfterMs(responseHeaders);
-    throw statusError(
-      {
-        ...this.context(call),
-        status: answer.statusCode,
-        body: answer.binary
-          ? `(${answer.binary.byteLength} bytes of ${responseHeaders["content-type"]})`
-          : this.redactor.value(parsed),
-        headers: responseHeaders,
-        ...(requestId !== undefined && { requestId }),
-        ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
-      },
-      this.apiKeySource,
-    );
-  }
-}
-
-/** Removes `call` from `list`, where `call[field]` is its index, by moving the last entry into its place. */
-function removeAt(list: Call[], call: Call, field: "index" | "signalIndex"): void {
-  const last = list.pop()!;
-  if (last !== call) {
-    list[call[field]] = last;
-    last[field] = call[field];
   }
 }

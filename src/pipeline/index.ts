@@ -82,7 +82,6 @@ export {
   type RolloutCounts,
   type RolloutFailure,
   type RolloutOutcome,
-  type RolloutReceiver,
   type RolloutRunnerOptions,
 } from "./rollout/runner.js";
 export {

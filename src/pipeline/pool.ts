@@ -72,12 +72,11 @@ interface Entry {
   group: TaskGroup;
   /** Trajectories per run id, in emission order; undefined until that run finished. */
   runs: Array<Trajectory[] | undefined>;
-  finished: number;
   /** Set once every run has finished and the group was kept. */
   ready: boolean;
-  /** Trajectories over all runs. */
+  /** Trajectories over all runs (set when ready). */
   trajectories: number;
-  /** Oldest policy version among its trajectories (Infinity when none says): set when ready. */
+  /** Oldest policy version among its trajectories, Infinity when none says (set when ready). */
   oldest: number;
 }
 
@@ -87,20 +86,14 @@ interface Entry {
  * `minGroupSize` productive rollouts are dropped and counted. {@link TrajectoryPool.take} first
  * removes finished groups whose oldest trajectory was sampled more than `stalenessThreshold`
  * versions before the trainer's, then hands out a batch when the readiness rule says so.
- *
- * Bookkeeping is incremental (each group's trajectory count and oldest version are kept when it
- * finishes): the trainer may ask after every finished group, and at a thousand groups in flight
- * a scan per question made the pool the pipeline's bottleneck.
  */
 export class TrajectoryPool {
+  /** Registered groups not yet handed out or dropped, in registration order. */
   private readonly entries = new Map<string, Entry>();
-  private readyOrder: string[] = [];
-  /** Trajectories in the groups of `readyOrder`. */
-  private readyCount = 0;
-  /** Oldest policy version over the groups of `readyOrder` (Infinity when none); undefined when it must be recomputed. */
-  private readyOldest: number | undefined = Infinity;
-  /** Loaded batches not yet handed out: batch index → its groups still in the pool (batch-order readiness only). */
-  private readonly batches = new Map<number, string[]>();
+  /** The finished groups among them, in the order they finished. */
+  private ready: Entry[] = [];
+  /** Loaded batches not yet handed out (batch-order readiness): a batch stays even when all of its groups were dropped. */
+  private readonly batches = new Set<number>();
   private readonly notifier = new Notifier();
   /** Groups dropped for having too few productive rollouts, since the last {@link TrajectoryPool.takeDroppedGroups}. */
   private droppedGroups = 0;
@@ -113,12 +106,11 @@ export class TrajectoryPool {
     this.entries.set(group.groupId, {
       group,
       runs: group.tasks.map(() => undefined),
-      finished: 0,
       ready: false,
       trajectories: 0,
       oldest: Infinity,
     });
-    this.trackBatch(group);
+    if (this.options.readiness !== "batch_size_reached") this.batches.add(group.batchIndex);
     this.notifier.notify();
   }
 
@@ -130,13 +122,11 @@ export class TrajectoryPool {
     const entry = this.entries.get(task.groupId);
     if (!entry || entry.runs[task.runId] !== undefined) return false;
     entry.runs[task.runId] = [...trajectories];
-    entry.trajectories += trajectories.length;
-    entry.finished++;
-    const finished = entry.finished === entry.group.tasks.length;
+    const finished = !entry.runs.includes(undefined);
     if (finished) {
       const productive = entry.runs.filter((run) => run!.length > 0).length;
       if (productive < (this.options.minGroupSize ?? 1)) {
-        this.remove(task.groupId);
+        this.entries.delete(task.groupId);
         this.droppedGroups++;
       } else {
         this.markReady(entry);
@@ -153,12 +143,12 @@ export class TrajectoryPool {
 
   /** Groups registered and not yet finished. */
   get unfinishedGroups(): number {
-    return this.entries.size - this.readyOrder.length;
+    return this.entries.size - this.ready.length;
   }
 
   /** Trajectories in finished groups not yet handed out. */
   get readyTrajectories(): number {
-    return this.readyCount;
+    return this.ready.reduce((n, entry) => n + entry.trajectories, 0);
   }
 
   /** Groups dropped for too few productive rollouts since the last call, reset. */
@@ -173,52 +163,36 @@ export class TrajectoryPool {
    * @param trainerVersion the policy version the trainer holds (the number of steps taken).
    */
   take(trainerVersion: number): PoolTake {
-    const stale: TaskGroup[] = [];
-    let staleTrajectories = 0;
-    const threshold = this.options.stalenessThreshold;
-    this.readyOldest ??= this.readyOrder.reduce(
-      (oldest, id) => Math.min(oldest, this.entries.get(id)!.oldest),
-      Infinity,
-    );
-    if (trainerVersion - this.readyOldest > threshold) {
-      const staleIds = new Set<string>();
-      for (const id of this.readyOrder) {
-        const entry = this.entries.get(id)!;
-        if (trainerVersion - entry.oldest <= threshold) continue;
-        stale.push(entry.group);
-        staleTrajectories += entry.trajectories;
-        staleIds.add(id);
-      }
-      this.removeAll(staleIds);
-    }
-    const ids = this.readyIds();
-    if (ids === undefined) return { batch: undefined, stale, staleTrajectories };
-    const entries = ids.map((id) => this.entries.get(id)!);
-    this.removeAll(new Set(ids));
-    entries.sort(
+    const stale = this.ready.filter((entry) => trainerVersion - entry.oldest > this.options.stalenessThreshold);
+    this.remove(stale);
+    const result = {
+      stale: stale.map((entry) => entry.group),
+      staleTrajectories: stale.reduce((n, entry) => n + entry.trajectories, 0),
+    };
+    const taken = this.readyBatch();
+    if (taken === undefined) return { batch: undefined, ...result };
+    this.remove(taken);
+    taken.sort(
       (a, b) =>
         a.group.batchIndex - b.group.batchIndex || a.group.epoch - b.group.epoch || a.group.index - b.group.index,
     );
     const batch: Trajectory[] = [];
-    for (const entry of entries) for (const run of entry.runs) appendAll(batch, run!);
-    return { batch, stale, staleTrajectories };
+    for (const entry of taken) for (const run of entry.runs) appendAll(batch, run!);
+    return { batch, ...result };
   }
 
   /** The pool's finished groups, for a checkpoint taken while no rollout runs. */
   snapshot(): PoolState {
-    const ready = this.readyOrder.map((id) => {
-      const { group, runs } = this.entries.get(id)!;
-      return {
-        group: {
-          groupId: group.groupId,
-          index: group.index,
-          epoch: group.epoch,
-          batchIndex: group.batchIndex,
-          size: group.tasks.length,
-        },
-        trajectories: runs.flatMap((run) => run!.map((t) => ({ ...t }))),
-      };
-    });
+    const ready = this.ready.map(({ group, runs }) => ({
+      group: {
+        groupId: group.groupId,
+        index: group.index,
+        epoch: group.epoch,
+        batchIndex: group.batchIndex,
+        size: group.tasks.length,
+      },
+      trajectories: runs.flatMap((run) => run!.map((t) => ({ ...t }))),
+    }));
     return { ready };
   }
 
@@ -228,82 +202,53 @@ export class TrajectoryPool {
       const group = groupOf(saved.group);
       const runs: Trajectory[][] = group.tasks.map(() => []);
       for (const init of saved.trajectories) runs[init.runId ?? 0]?.push(new Trajectory(init));
-      const entry: Entry = {
-        group,
-        runs,
-        finished: group.tasks.length,
-        ready: false,
-        trajectories: saved.trajectories.length,
-        oldest: Infinity,
-      };
+      const entry: Entry = { group, runs, ready: false, trajectories: 0, oldest: Infinity };
       this.entries.set(group.groupId, entry);
       this.markReady(entry);
-      this.trackBatch(group);
+      if (this.options.readiness !== "batch_size_reached") this.batches.add(group.batchIndex);
     }
     this.notifier.notify();
   }
 
   private markReady(entry: Entry): void {
-    let oldest = Infinity;
-    for (const run of entry.runs)
-      for (const t of run!) if (t.policyVersion !== undefined && t.policyVersion < oldest) oldest = t.policyVersion;
-    entry.oldest = oldest;
     entry.ready = true;
-    this.readyOrder.push(entry.group.groupId);
-    this.readyCount += entry.trajectories;
-    if (this.readyOldest !== undefined) this.readyOldest = Math.min(this.readyOldest, oldest);
+    for (const run of entry.runs) {
+      entry.trajectories += run!.length;
+      for (const t of run!) if (t.policyVersion !== undefined) entry.oldest = Math.min(entry.oldest, t.policyVersion);
+    }
+    this.ready.push(entry);
   }
 
-  private readyIds(): string[] | undefined {
-    if (this.options.readiness === "batch_size_reached") {
-      if (this.readyCount < this.options.batchSize) return undefined;
-      const ids: string[] = [];
+  /** The groups of the batch that is ready now, if one is. */
+  private readyBatch(): Entry[] | undefined {
+    const { readiness, batchSize } = this.options;
+    if (readiness === "batch_size_reached") {
+      if (this.readyTrajectories < batchSize) return undefined;
+      // Whole groups, in the order they finished, until the batch size is reached.
+      const taken: Entry[] = [];
       let n = 0;
-      for (const id of this.readyOrder) {
-        if (n >= this.options.batchSize) break;
-        ids.push(id);
-        n += this.entries.get(id)!.trajectories;
+      for (const entry of this.ready) {
+        if (n >= batchSize) break;
+        taken.push(entry);
+        n += entry.trajectories;
       }
-      return ids;
+      return taken;
     }
     // The oldest loaded batch, once all of its groups still here have finished (it may be empty
     // when every group was dropped: the trainer then skips the step).
     if (this.batches.size === 0) return undefined;
-    const oldest = minOf(this.batches.keys());
-    const ids = this.batches.get(oldest)!;
-    if (!ids.every((id) => this.entries.get(id)!.ready)) return undefined;
+    const oldest = minOf(this.batches);
+    const groups = [...this.entries.values()].filter((entry) => entry.group.batchIndex === oldest);
+    if (!groups.every((entry) => entry.ready)) return undefined;
     this.batches.delete(oldest);
-    return [...ids];
+    return groups;
   }
 
-  private trackBatch(group: TaskGroup): void {
-    if (this.options.readiness === "batch_size_reached") return;
-    const ids = this.batches.get(group.batchIndex) ?? [];
-    ids.push(group.groupId);
-    this.batches.set(group.batchIndex, ids);
-  }
-
-  private remove(id: string): void {
-    this.removeAll(new Set([id]));
-  }
-
-  /** Forgets the groups `ids`, in one pass over the ready list. */
-  private removeAll(ids: ReadonlySet<string>): void {
-    let readyRemoved = false;
-    for (const id of ids) {
-      const entry = this.entries.get(id);
-      if (!entry) continue;
-      this.entries.delete(id);
-      if (entry.ready) {
-        this.readyCount -= entry.trajectories;
-        readyRemoved = true;
-      }
-      const batch = this.batches.get(entry.group.batchIndex);
-      if (batch) batch.splice(batch.indexOf(id), 1);
-    }
-    if (readyRemoved) {
-      this.readyOrder = this.readyOrder.filter((id) => !ids.has(id));
-      this.readyOldest = undefined;
-    }
+  /** Forgets `entries`. */
+  private remove(entries: readonly Entry[]): void {
+    if (entries.length === 0) return;
+    for (const entry of entries) this.entries.delete(entry.group.groupId);
+    const gone = new Set(entries);
+    this.ready = this.ready.filter((entry) => !gone.has(entry));
   }
 }

@@ -6,7 +6,7 @@
 import type { DataLoader } from "./data/data-loader.js";
 import { Notifier } from "./notifier.js";
 import type { TrajectoryPool } from "./pool.js";
-import type { RolloutReceiver, RolloutRunner } from "./rollout/runner.js";
+import type { RolloutRunner } from "./rollout/runner.js";
 import type { RolloutTask, TaskGroup } from "./task.js";
 import type { Trajectory } from "../types/trajectory.js";
 
@@ -53,28 +53,12 @@ export class RolloutScheduler {
   private paused = false;
   private exhausted = false;
   private fatal: { error: unknown } | undefined;
-  /**
-   * Rollouts started and not yet in the pool. A count, not a set of promises: a few hundred
-   * rollouts churn through it at once, and a `Set` under that churn doubled what survived each
-   * young-generation collection.
-   */
+  /** Rollouts started and not yet in the pool. */
   private inFlight = 0;
   /** Launched groups with tasks still running: how many of their tasks are left. */
   private readonly running = new Map<string, { size: number; left: number }>();
   /** Tasks of the groups in `running` (finished ones included until their group is done). */
   private runningTasks = 0;
-  /** How the runner hands each task's outcome back: one object for every task. */
-  private readonly receiver: RolloutReceiver = {
-    outcome: (outcome) =>
-      this.finished(
-        outcome.task,
-        outcome.status === "aborted" ? false : this.options.pool.put(outcome.task, outcome.trajectories),
-      ),
-    failed: (task, error) => {
-      this.fatal ??= { error };
-      this.finished(task, true);
-    },
-  };
   /**
    * Notified when a group finishes, a rollout stops the run, the data runs out or the last
    * rollout in flight ends: what `next` and `drain` wait for. (Not on every finished rollout:
@@ -161,7 +145,16 @@ export class RolloutScheduler {
     this.running.set(group.groupId, { size: group.tasks.length, left: group.tasks.length });
     this.runningTasks += group.tasks.length;
     this.inFlight += group.tasks.length;
-    for (const task of group.tasks) this.options.runner.submit(task, this.receiver);
+    for (const task of group.tasks) {
+      this.options.runner.run(task).then(
+        (outcome) =>
+          this.finished(task, outcome.status === "aborted" ? false : this.options.pool.put(task, outcome.trajectories)),
+        (error: unknown) => {
+          this.fatal ??= { error };
+          this.finished(task, true);
+        },
+      );
+    }
   }
 
   /** Bookkeeping once `task` is over; `changed`: a group finished or the run must stop. */

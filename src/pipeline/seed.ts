@@ -5,46 +5,15 @@
  * @module
  */
 
-const FNV_PRIME = 0x01000193;
-/** Decimal digits of a safe integer, least significant first (at most 16). */
-const digits = new Uint8Array(16);
-
-/** `h` advanced over the decimal text `String(n)` writes for the safe integer `n`, without making that text. */
-function hashInteger(h: number, n: number): number {
-  if (n < 0) {
-    h = Math.imul(h ^ 0x2d, FNV_PRIME); // "-"
-    n = -n;
-  }
-  let count = 0;
-  do {
-    const digit = n % 10;
-    digits[count++] = digit;
-    // Exact: n − digit is a multiple of ten, and the quotient a safe integer.
-    n = (n - digit) / 10;
-  } while (n > 0);
-  while (count > 0) h = Math.imul(h ^ (0x30 + digits[--count]!), FNV_PRIME);
-  return h;
-}
-
 /**
  * A 32-bit seed from the run seed and the parts that name a random choice (for example the batch,
  * the row and the copy of a rollout). Different parts give independent-looking seeds.
  */
 export function deriveSeed(...parts: ReadonlyArray<number | string>): number {
   // FNV-1a over the parts' text joined by U+001F, then a murmur3 finaliser to spread the bits.
-  // The text is hashed part by part, integers digit by digit, rather than built: this runs for
-  // every task, rollout attempt and sampling call.
+  const text = parts.join("\u001f");
   let h = 0x811c9dc5;
-  for (let p = 0; p < parts.length; p++) {
-    if (p > 0) h = Math.imul(h ^ 0x1f, FNV_PRIME);
-    const part = parts[p]!;
-    if (typeof part === "number" && Number.isSafeInteger(part)) {
-      h = hashInteger(h, part);
-      continue;
-    }
-    const text = String(part);
-    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), FNV_PRIME);
-  }
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

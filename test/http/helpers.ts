@@ -49,3 +49,13 @@ export function json(res: ServerResponse, status: number, body: unknown, headers
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
 }
+
+/** What `promise` rejects with; throws when it resolves. */
+export async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a failure");
+}

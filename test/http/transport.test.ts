@@ -18,7 +18,7 @@ import {
   retryAfterMs,
   type HttpTransportOptions,
 } from "../../src/http/index.js";
-import { json, testServer } from "./helpers.js";
+import { failure, json, testServer } from "./helpers.js";
 
 const KEY = "tml-secret-key-0123456789";
 const cleanups: Array<() => Promise<void>> = [];
@@ -45,15 +45,6 @@ function transport(url: string, options: Partial<HttpTransportOptions> = {}): Ht
   return t;
 }
 
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a failure");
-}
-
 describe("HttpTransport", () => {
   it("sends JSON with the API key header under the base URL's path prefix and parses JSON back", async () => {
     const server = await serve((_req, res, seen) =>
@@ -65,6 +56,23 @@ describe("HttpTransport", () => {
     expect(server.seen[0]).toMatchObject({ method: "POST", url: "/services/tinker-prod/api/v1/x" });
     expect(server.seen[0]!.headers["x-api-key"]).toBe(KEY);
     expect(server.seen[0]!.headers["content-type"]).toBe("application/json");
+  });
+
+  it("reads an empty answer as undefined, text and malformed JSON as text, and joins repeated headers", async () => {
+    const server = await serve((req, res) => {
+      if (req.url === "/empty") return void res.writeHead(204).end();
+      if (req.url === "/text") {
+        res.writeHead(200, { "content-type": "text/plain", "set-cookie": ["a=1", "b=2"] });
+        return void res.end("plain words");
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{not json");
+    });
+    const http = transport(server.url);
+    expect((await http.request({ method: "GET", path: "/empty" })).body).toBeUndefined();
+    const text = await http.request({ method: "GET", path: "/text" });
+    expect([text.body, text.headers["set-cookie"]]).toEqual(["plain words", "a=1, b=2"]);
+    expect((await http.request({ method: "GET", path: "/bad" })).body).toBe("{not json");
   });
 
   it("sends an already serialised body as it is, the same bytes on every retry", async () => {
@@ -273,24 +281,6 @@ describe("HttpTransport", () => {
     }
   });
 
-  it("hands the outcome to a receiver with send()", async () => {
-    const server = await serve((req, res) =>
-      req.url === "/ok" ? json(res, 200, { n: 1 }) : json(res, 404, { message: "no such thing" }),
-    );
-    const http = transport(server.url);
-    const outcomes: string[] = [];
-    const receiver = {
-      answered: (response: { status: number; body: unknown }) =>
-        outcomes.push(`answered ${response.status} ${JSON.stringify(response.body)}`),
-      failed: (error: unknown) => outcomes.push(`failed ${(error as Error).constructor.name}`),
-    };
-    http.send({ method: "GET", path: "/ok" }, receiver);
-    http.send({ method: "GET", path: "/missing" }, receiver);
-    while (outcomes.length < 2) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(outcomes.sort()).toEqual(['answered 200 {"n":1}', "failed NotFoundError"]);
-  });
-
   it("aborts calls in flight on close", async () => {
     const server = await serve(() => undefined);
     const http = new HttpTransport({ baseUrl: server.url });
@@ -305,7 +295,9 @@ describe("HttpTransport", () => {
     const a = transport(server.url);
     const b = transport(`${server.url}/prefix`);
     for (let i = 0; i < 10; i++) await (i % 2 ? a : b).request({ method: "GET", path: "/x" });
-    expect(server.sockets()).toBe(1);
+    // Ten calls, one after another, on kept-alive connections. (undici's Pool may open a second
+    // one when the next call is dispatched before it has seen the first connection free again.)
+    expect(server.sockets()).toBeLessThanOrEqual(2);
     expect(server.seen.map((s) => s.url)).toContain("/prefix/x");
   });
 

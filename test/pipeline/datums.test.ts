@@ -86,17 +86,18 @@ describe("trajectoryToDatum", () => {
     );
   });
 
-  it("reads its arrays from the trajectory on first read, and then keeps them", () => {
+  it("copies the trajectory's arrays: changing the trajectory afterwards leaves the datum as it was", () => {
     const t = rl();
     const d = trajectoryToDatum(t, { lossFn: "importance_sampling", backend: "tinker" })!;
+    t.tokens[1] = 99;
     t.logprobs![2] = -0.5;
-    const logprobs = d.loss_fn_inputs.logprobs!.data;
-    expect(logprobs).toEqual([0, -0.5, -0.2, -0.3]);
-    t.logprobs![2] = -0.7;
-    expect(d.loss_fn_inputs.logprobs!.data).toBe(logprobs);
-    expect(logprobs).toEqual([0, -0.5, -0.2, -0.3]);
-    d.loss_fn_inputs.advantages!.data[1] = 3;
-    expect(inputs(d).advantages).toEqual([0, 3, 0, 2]);
+    t.lossMask[3] = 1;
+    expect(modelInputTokens(d.model_input)).toEqual([10, 11, 12, 13]);
+    expect(inputs(d)).toEqual({
+      target_tokens: [11, 12, 13, 14],
+      logprobs: [0, -0.1, -0.2, -0.3],
+      advantages: [0, 2, 0, 2],
+    });
   });
 
   it("serialises as the datum of the same arrays built by datum()", () => {
@@ -117,7 +118,7 @@ describe("trajectoryToDatum", () => {
         }),
       ],
     ];
-    for (const [view, plain] of cases) expect(JSON.stringify(view)).toBe(JSON.stringify(plain));
+    for (const [built, plain] of cases) expect(JSON.stringify(built)).toBe(JSON.stringify(plain));
   });
 
   it("names the trajectory and the field when a per-token array does not match the tokens", () => {

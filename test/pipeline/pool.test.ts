@@ -141,6 +141,35 @@ describe("TrajectoryPool", () => {
     expect([pool.readyTrajectories, pool.unfinishedGroups]).toEqual([2, 0]);
   });
 
+  it("never finds a group stale when none of its trajectories names the version that sampled it", () => {
+    const data = loader(1, 2, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 2, stalenessThreshold: 0 });
+    const group = data.nextGroup()!;
+    pool.register(group);
+    for (const task of group.tasks)
+      pool.put(task, [new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1, runId: task.runId })]);
+    const take = pool.take(100);
+    expect([take.stale, take.staleTrajectories, take.batch!.map((t) => t.runId)]).toEqual([[], 0, [0, 1]]);
+  });
+
+  it("wakes a waiter of changed() at the next registration or put, or when its signal aborts", async () => {
+    const data = loader(1, 2, 1);
+    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 2, stalenessThreshold: 0 });
+    const group = data.nextGroup()!;
+    const registered = pool.changed();
+    pool.register(group);
+    await registered;
+    const put = pool.changed();
+    pool.put(group.tasks[0]!, []);
+    await put;
+    // Nothing changes now: only the signal ends the wait (a waiter left hanging fails the test by its timeout).
+    const stop = new AbortController();
+    const waiting = pool.changed(stop.signal);
+    stop.abort(new Error("stopped"));
+    await waiting;
+    expect(pool.unfinishedGroups).toBe(1);
+  });
+
   it("saves finished groups and restores them into a new pool", () => {
     const data = loader(2, 2, 1);
     const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: 4, stalenessThreshold: 5 });

@@ -7,7 +7,6 @@ import {
   UncaughtUserError,
   type FailurePolicy,
   type RolloutFailure,
-  type RolloutReceiver,
   type RolloutTask,
   type RolloutWorkerContext,
 } from "../../src/pipeline/index.js";
@@ -211,6 +210,15 @@ describe("RolloutRunner", () => {
     await late;
     await new Promise((resolve) => setImmediate(resolve));
     expect(String(lateError)).toMatch(/putTrajectory was called after the rollout of row 6 \(group 0-0, run 0\) ended/);
+    // A rollout that fails once its timeout has decided changes nothing: the timeout stands.
+    const failsLate = await runner(
+      scripted(() => new Promise((_, reject) => setTimeout(() => reject(new Error("too late")), 60))).Scripted,
+      { mode: "skip", retries: 0, minGroupSize: 1 },
+      { timeoutMs: 20 },
+    );
+    expect(await failsLate.run(task())).toMatchObject({ status: "skipped", attempts: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(failsLate.takeCounts()).toMatchObject({ failed: 1, timedOut: 1, skipped: 1 });
     const slow = await runner(
       scripted(() => new Promise(() => undefined)).Scripted,
       { mode: "fail_fast" },
@@ -317,7 +325,7 @@ describe("RolloutRunner", () => {
     expect(signals[3]!.aborted).toBe(false);
   });
 
-  it("submit holds waiting tasks in order and tells each receiver once", async () => {
+  it("holds waiting tasks in order and settles each run once", async () => {
     const started: number[] = [];
     const r = await runner(
       scripted(async (_, t) => {
@@ -330,13 +338,14 @@ describe("RolloutRunner", () => {
       { numWorkers: 2 },
     );
     const heard: string[] = [];
-    const receiver: RolloutReceiver = {
-      outcome: (o) => heard.push(`ok ${o.task.runId}`),
-      failed: (t, e) => heard.push(`failed ${t.runId}: ${(e as Error).message.slice(0, 40)}`),
-    };
-    for (let runId = 0; runId < 5; runId++) r.submit(task({ runId }), receiver);
+    const runs = Array.from({ length: 5 }, (_, runId) =>
+      r.run(task({ runId })).then(
+        (o) => heard.push(`ok ${o.task.runId}`),
+        (e: unknown) => heard.push(`failed ${runId}: ${(e as Error).message.slice(0, 40)}`),
+      ),
+    );
     expect(r.busy).toBe(5);
-    while (heard.length < 5) await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(runs);
     expect(started).toEqual([0, 1, 2, 3, 4]);
     expect(heard.sort()).toEqual([
       "failed 2: rollout of row 1 (group 0-0, run 2) fail",
@@ -379,6 +388,30 @@ describe("RolloutRunner under the run guard", () => {
     expect(failures.map((f) => [f.task.runId, f.action])).toEqual([[1, "stop"]]);
     expect(crashes).toEqual([expect.objectContaining({ message: "after the end" })]);
     expect(process.listenerCount("beforeExit")).toBe(0);
+  });
+
+  it("under skip, an uncaught error raised after a rollout ended is reported and the run goes on", async () => {
+    const failures: RolloutFailure[] = [];
+    const crashes: unknown[] = [];
+    const r = await runner(
+      scripted(() => {
+        setTimeout(() => void Promise.reject(new Error("after the end")), 10);
+        return ok();
+      }).Scripted,
+      { mode: "skip", retries: 0, minGroupSize: 1 },
+      { onFailure: (f) => failures.push(f) },
+    );
+    const outcome = await runGuarded({ stalled: () => undefined, crashed: (e) => crashes.push(e) }, async () => {
+      const done = await r.run(task({ index: 3 }));
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      return done;
+    });
+    expect(outcome.status).toBe("ok");
+    expect(crashes).toEqual([]);
+    expect(failures.map((f) => [f.task.index, f.attempt, f.action, String(f.error)])).toEqual([
+      [3, 1, "none", expect.stringContaining("an uncaught Error: after the end in the rollout of row 4")],
+    ]);
+    expect(String(failures[0]!.error)).toContain("after it had ended");
   });
 
   it("endHung ends the attempts running now as hung (running() lists them), and the policy retries them", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { deriveSeed, seededRandom, seededShuffle } from "../../src/pipeline/seed.js";
 
-/** FNV-1a over the parts' text joined by U+001F, then the murmur3 finaliser: the definition deriveSeed computes without building the text. */
+/** FNV-1a over the parts' text joined by U+001F, then the murmur3 finaliser: the definition of deriveSeed, restated. */
 function byDefinition(...parts: Array<number | string>): number {
   const text = parts.map(String).join("\u001f");
   let h = 0x811c9dc5;

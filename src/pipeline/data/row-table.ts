@@ -1,8 +1,7 @@
 /**
  * {@link RowTable}: the rows of data files held compactly, as their UTF-8 JSON text in a few large
- * buffers, and parsed when a row is handed out. A million rows of a prompt file hold about the
- * file's size (1.16 times, indices included); as parsed objects they took 1.3 times (flat prompt
- * rows) to 1.6 times (chat rows) in our measurements.
+ * buffers, and parsed when a row is handed out: a large data file then takes about its own size
+ * in memory, less than its rows as parsed objects (figures in bench/README.md).
  * @module
  */
 import { DataLoaderError } from "../errors.js";

@@ -3,6 +3,7 @@
  * concurrency, a timeout and the failure policy.
  * @module
  */
+import Queue from "yocto-queue";
 import type { InferenceClient } from "../../services/inference/types.js";
 import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
 import { RolloutError, RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "../errors.js";
@@ -12,7 +13,6 @@ import { describeTask, type RolloutTask } from "../task.js";
 import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
-import { appendAll } from "../../types/arrays.js";
 
 /** Options of {@link RolloutRunner}. */
 export interface RolloutRunnerOptions {
@@ -82,27 +82,15 @@ export interface RolloutCounts {
 }
 
 /**
- * Receives what became of a task handed to {@link RolloutRunner.submit}. Exactly one of the two
- * is called, once; neither may throw.
- */
-export interface RolloutReceiver {
-  /** The task ran, was skipped or was aborted. */
-  outcome(outcome: RolloutOutcome): void;
-  /** The failure policy stopped the run on `task` ({@link RolloutError}). */
-  failed(task: RolloutTask, error: unknown): void;
-}
-
-/**
- * A worker instance and the abort controller of its inference calls. The controller lives as
- * long as the instance and is replaced only when it had to fire (a timeout, or calls still in
- * flight when an attempt ended): on Node 20 an `AbortSignal` costs about 5 µs to make and as
- * much to fire, a third of a loopback rollout's own work if paid per attempt.
+ * A worker instance, the abort controller of its inference calls, and the attempt running on it
+ * (or the last one). The controller is replaced only once it has fired (a timeout, the run's
+ * stop, or calls still in flight when an attempt ended); an attempt that ends cleanly leaves it
+ * to the next.
  */
 interface Slot {
   readonly index: number;
   worker: BaseRolloutWorker;
   controller: AbortController;
-  /** The attempt running on the slot, or the last one. */
   scope: AttemptScope | undefined;
 }
 
@@ -115,6 +103,9 @@ const zeroCounts = (): RolloutCounts => ({
   unknownTokenIds: 0,
 });
 
+/** What an ended attempt's `abandon` does. */
+function ignore(): void {}
+
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
   // A worker compiled against another copy of nexrl builds that copy's Trajectory: copy fields.
@@ -123,19 +114,12 @@ function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
     : new Trajectory({ ...value, extraFields: { ...(value.extraFields ?? {}) } });
 }
 
-const NONE: ReadonlyArray<Trajectory | TrajectoryInit> = [];
-
-/** Calls the worker's `rollout` (a function, so that `inRollout` needs no closure per attempt). */
-function callRollout(worker: BaseRolloutWorker, task: RolloutTask): RolloutResult | Promise<RolloutResult> {
-  return worker.rollout(task);
-}
-
+/** The trajectories a rollout returned: one, an array, or none (NexRL workers return status strings such as "success"). */
 function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
-  if (result === undefined || result === null) return NONE;
   if (Array.isArray(result)) return result;
-  if (typeof result === "object" && "tokens" in result) return [result as Trajectory | TrajectoryInit];
-  // NexRL workers return status strings ("success"); anything else carries no trajectory.
-  return NONE;
+  if (result !== null && typeof result === "object" && "tokens" in result)
+    return [result as Trajectory | TrajectoryInit];
+  return [];
 }
 
 /**
@@ -144,29 +128,32 @@ function outputs(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryIn
  * attempt's code to.
  */
 class AttemptScope implements RolloutScope, GuardedRollout {
-  /** Whether `putTrajectory` is still accepted. */
+  /** Whether the attempt is still running (`putTrajectory` is accepted). */
   open = true;
-  /** Set when the attempt was ended from outside (a timeout, a hang, an uncaught error): its worker instance is replaced. */
-  abandoned = false;
-  timer: NodeJS.Timeout | undefined;
-  /** Ends the attempt with a failure unless it has already ended; set by the runner. */
-  abandon: (error: unknown) => void = () => undefined;
-  private produced: Array<Trajectory | TrajectoryInit> | undefined;
+  readonly inference: RolloutInferenceClient | undefined;
+  /** Ends the attempt with a failure from outside (a timeout, a hang, an uncaught error) unless it has ended; set by the runner. */
+  abandon: (error: unknown) => void = ignore;
+  private readonly produced: Array<Trajectory | TrajectoryInit> = [];
 
   constructor(
     private readonly runner: RolloutRunner,
     private readonly worker: BaseRolloutWorker,
     readonly task: RolloutTask,
     readonly attempt: number,
-    readonly inference: RolloutInferenceClient | undefined,
-  ) {}
+    inference: InferenceClient | undefined,
+    signal: AbortSignal,
+    sampling: RolloutSamplingDefaults,
+  ) {
+    this.inference =
+      inference && new RolloutInferenceClient(inference, deriveSeed(task.seed, attempt), signal, sampling);
+  }
 
   put(trajectory: Trajectory | TrajectoryInit): void {
     if (!this.open)
       throw new Error(
         `${this.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
       );
-    (this.produced ??= []).push(trajectory);
+    this.produced.push(trajectory);
   }
 
   uncaught(error: unknown): boolean {
@@ -175,29 +162,23 @@ class AttemptScope implements RolloutScope, GuardedRollout {
 
   /** What was put, then what `result` holds. */
   take(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
-    const returned = outputs(result);
-    return this.produced ? [...this.produced, ...returned] : returned;
+    return [...this.produced, ...outputs(result)];
   }
 }
 
 /**
- * Runs tasks on `numWorkers` worker instances, one rollout per instance at a time. Each attempt
- * gets a {@link RolloutInferenceClient} seeded from the task seed and the attempt number, a
- * timeout, and validation of what it produced: every trajectory must pass
- * `Trajectory.validate()` and fit `maxSequenceLength`, or the attempt fails. Failures follow the
- * {@link FailurePolicy}.
+ * Runs tasks on `numWorkers` worker instances, one rollout per instance at a time (tasks beyond
+ * that wait, first come first served). Each attempt gets a {@link RolloutInferenceClient} seeded
+ * from the task seed and the attempt number, a timeout, and validation of what it produced:
+ * every trajectory must pass `Trajectory.validate()` and fit `maxSequenceLength`, or the attempt
+ * fails. Failures follow the {@link FailurePolicy}.
  */
 export class RolloutRunner {
   private readonly slots: Slot[] = [];
   /** Slots without a rollout; the last is handed out first. */
-  private readonly free: Slot[] = [];
-  /**
-   * Tasks waiting for a slot and their receivers, first come first served
-   * (`waiting[waitingHead]` is next): two arrays rather than an entry object per task.
-   */
-  private waiting: RolloutTask[] = [];
-  private waitingReceivers: RolloutReceiver[] = [];
-  private waitingHead = 0;
+  private readonly free: Slot[];
+  /** Tasks waiting for a free slot, first come first served. */
+  private readonly waiting = new Queue<(slot: Slot) => void>();
   private tally = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
@@ -209,18 +190,20 @@ export class RolloutRunner {
         controller: new AbortController(),
         scope: undefined,
       });
-    appendAll(this.free, [...this.slots].reverse());
-    // One listener for the whole run rather than AbortSignal.any per attempt, which on Node 20
-    // costs a weak reference held by the run's signal until it is garbage-collected.
+    this.free = [...this.slots].reverse();
     const stop = options.signal;
-    stop?.addEventListener("abort", () => this.slots.forEach((slot) => slot.controller.abort(stop.reason)), {
-      once: true,
-    });
+    stop?.addEventListener(
+      "abort",
+      () => {
+        for (const slot of this.slots) slot.controller.abort(stop.reason);
+      },
+      { once: true },
+    );
   }
 
   /** Rollouts waiting for a free worker plus those running. */
   get busy(): number {
-    return this.slots.length - this.free.length + this.waiting.length - this.waitingHead;
+    return this.slots.length - this.free.length + this.waiting.size;
   }
 
   /** The counters since the last {@link RolloutRunner.takeCounts}, without resetting them. */
@@ -239,161 +222,38 @@ export class RolloutRunner {
    * Runs `task` under the failure policy once a worker is free.
    * @throws {@link RolloutError} when the policy stops the run.
    */
-  run(task: RolloutTask): Promise<RolloutOutcome> {
-    return new Promise((resolve, reject) =>
-      this.submit(task, { outcome: resolve, failed: (_, error) => reject(error) }),
-    );
-  }
-
-  /**
-   * Runs `task` under the failure policy once a worker is free and tells `receiver` what became
-   * of it. A task waiting for a worker is held as data, without a promise or a frame: a loaded
-   * batch may hold thousands of them. Rollouts in flight hold as little as possible too (promise
-   * chains instead of async functions where they wait): every young-generation collection
-   * copies what a thousand waiting rollouts hold.
-   */
-  submit(task: RolloutTask, receiver: RolloutReceiver): void {
-    const slot = this.free.pop();
-    if (slot) this.runOn(task, slot, receiver);
-    else {
-      this.waiting.push(task);
-      this.waitingReceivers.push(receiver);
-    }
-  }
-
-  /** Hands `slot` to the longest-waiting task, or back to the free list. */
-  private release(slot: Slot): void {
-    if (this.waitingHead === this.waiting.length) {
-      this.free.push(slot);
-      return;
-    }
-    const task = this.waiting[this.waitingHead]!;
-    const receiver = this.waitingReceivers[this.waitingHead++]!;
-    if (this.waitingHead === this.waiting.length) {
-      this.waiting = [];
-      this.waitingReceivers = [];
-      this.waitingHead = 0;
-    }
-    this.runOn(task, slot, receiver);
-  }
-
-  /**
-   * Runs attempt `attempt` of `task` on `slot` and, under the failure policy, the retries; then
-   * hands the slot on and tells `receiver`. A promise chain rather than an async function, for
-   * the reason given at {@link RolloutRunner.submit}.
-   */
-  private runOn(task: RolloutTask, slot: Slot, receiver: RolloutReceiver, attempt = 0): void {
-    if (this.options.signal?.aborted)
-      return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt });
-    if (attempt > 0) this.tally.retried++;
-    this.attempt(task, attempt, slot, receiver);
-  }
-
-  /** After attempt `attempt` of `task` failed with `error`: a retry, a skip, or the end of the run. */
-  private attemptFailed(
-    task: RolloutTask,
-    attempt: number,
-    slot: Slot,
-    receiver: RolloutReceiver,
-    error: unknown,
-  ): void {
+  async run(task: RolloutTask): Promise<RolloutOutcome> {
+    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
     const { policy, signal } = this.options;
-    if (signal?.aborted)
-      return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
-    this.tally.failed++;
-    if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
-    const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
-    this.options.onFailure?.({
-      task,
-      attempt: attempt + 1,
-      error,
-      action: retry ? "retry" : policy.mode === "skip" ? "skip" : "stop",
-    });
-    if (retry) return this.runOn(task, slot, receiver, attempt + 1);
-    if (policy.mode === "skip") {
-      this.tally.skipped++;
-      return this.finish(slot, receiver, { task, status: "skipped", trajectories: [], attempts: attempt + 1 });
-    }
-    this.release(slot);
-    receiver.failed(task, this.stopError(task, attempt + 1, error));
-  }
-
-  /** Hands `slot` on, then tells `receiver` the outcome. */
-  private finish(slot: Slot, receiver: RolloutReceiver, outcome: RolloutOutcome): void {
-    this.release(slot);
-    receiver.outcome(outcome);
-  }
-
-  /**
-   * Attempt `attempt` of `task` on `slot`; what became of it goes on to `receiver` (or to a
-   * retry). The attempt ends once: when the worker's promise settles, or earlier when it is
-   * abandoned (a timeout, a hang, an uncaught error of its code), after which the promise is
-   * ignored. One promise step, for the reason given at {@link RolloutRunner.submit}.
-   */
-  private attempt(task: RolloutTask, attempt: number, slot: Slot, receiver: RolloutReceiver): void {
-    const { options } = this;
-    // runOn returns before an attempt once the run's signal has aborted.
-    const inference =
-      options.inference &&
-      new RolloutInferenceClient(
-        options.inference,
-        deriveSeed(task.seed, attempt),
-        slot.controller.signal,
-        options.sampling,
-      );
-    const scope = new AttemptScope(this, slot.worker, task, attempt, inference);
-    slot.worker[ROLLOUT_SCOPE] = scope;
-    slot.scope = scope;
-    const startVersion = options.currentVersion();
-    const failed = (error: unknown): void => {
-      if (!scope.open) return;
-      try {
-        this.endAttempt(slot, scope);
-      } catch (replacing) {
-        // Making the replacement of an abandoned worker failed: that is the attempt's failure now.
-        error = replacing;
-      }
-      this.attemptFailed(task, attempt, slot, receiver, error);
-    };
-    scope.abandon = (error) => {
-      if (!scope.open) return;
-      scope.abandoned = true;
-      failed(error);
-    };
-    if (options.timeoutMs > 0) {
-      const ms = options.timeoutMs;
-      scope.timer = setTimeout(
-        () =>
-          scope.abandon(
-            new RolloutTimeoutError(
-              `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`,
-            ),
-          ),
-        ms,
-      );
-      // The timer alone does not keep the process alive: if nothing else would, the run's guard
-      // sees the rollout hang at once instead.
-      scope.timer.unref();
-    }
-    let running: Promise<RolloutResult>;
+    const aborted = (attempts: number): RolloutOutcome => ({ task, status: "aborted", trajectories: [], attempts });
     try {
-      // A worker that throws before its first await fails the attempt like one that rejects.
-      running = Promise.resolve(inRollout(scope, callRollout, slot.worker, task));
-    } catch (error) {
-      running = Promise.reject(error);
-    }
-    running.then((result) => {
-      if (!scope.open) return;
-      let trajectories: Trajectory[];
-      try {
-        this.endAttempt(slot, scope);
-        trajectories = this.accepted(task, scope.take(result), inference?.oldestPolicyVersion ?? startVersion);
-      } catch (error) {
-        return this.attemptFailed(task, attempt, slot, receiver, error);
+      for (let attempt = 0; ; attempt++) {
+        if (signal?.aborted) return aborted(attempt);
+        if (attempt > 0) this.tally.retried++;
+        try {
+          const trajectories = await this.attempt(task, attempt, slot);
+          this.tally.succeeded++;
+          return { task, status: "ok", trajectories, attempts: attempt + 1 };
+        } catch (error) {
+          if (signal?.aborted) return aborted(attempt + 1);
+          this.tally.failed++;
+          if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
+          const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
+          const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
+          this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
+          if (action === "stop") throw this.stopError(task, attempt + 1, error);
+          if (action === "skip") {
+            this.tally.skipped++;
+            return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
+          }
+        }
       }
-      this.tally.succeeded++;
-      this.finish(slot, receiver, { task, status: "ok", trajectories, attempts: attempt + 1 });
-    }, failed);
+    } finally {
+      // Straight to the longest-waiting task, else back to the free list.
+      const next = this.waiting.dequeue();
+      if (next) next(slot);
+      else this.free.push(slot);
+    }
   }
 
   /** The tasks of the attempts running now. */
@@ -437,46 +297,120 @@ export class RolloutRunner {
     return true;
   }
 
-  /** Closes the attempt: no more puts, its inference calls still in flight aborted, an abandoned worker replaced. */
-  private endAttempt(slot: Slot, scope: AttemptScope): void {
-    scope.open = false;
-    clearTimeout(scope.timer);
-    this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
-    const stragglers = scope.inference?.end() ?? false;
-    if (scope.abandoned || stragglers) {
-      slot.controller.abort(ATTEMPT_OVER);
-      slot.controller = new AbortController();
-    }
-    // An abandoned rollout may still be running: its instance is left to it and replaced.
-    if (scope.abandoned) slot.worker = this.options.createWorker(slot.index);
+  /**
+   * Attempt `attempt` of `task` on `slot`: the trajectories it produced, validated, or its
+   * failure. The attempt ends once: when the worker's promise settles, or earlier when it is
+   * abandoned (a timeout, a hang, an uncaught error of its code), after which the worker's
+   * promise is ignored.
+   */
+  private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
+    const { options } = this;
+    const worker = slot.worker;
+    const scope = new AttemptScope(
+      this,
+      worker,
+      task,
+      attempt,
+      options.inference,
+      slot.controller.signal,
+      options.sampling,
+    );
+    worker[ROLLOUT_SCOPE] = scope;
+    slot.scope = scope;
+    const startVersion = options.currentVersion();
+    return new Promise<Trajectory[]>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      /**
+       * Closes the attempt, once: no more puts, its inference calls still in flight aborted, an
+       * abandoned worker replaced. False when it had ended already.
+       */
+      const end = (abandoned: boolean): boolean => {
+        if (!scope.open) return false;
+        scope.open = false;
+        // A function of this module, not of this closure's scope: the scope lives on (a socket
+        // opened during the attempt keeps it as its async context) and must not keep the attempt's
+        // result alive.
+        scope.abandon = ignore;
+        clearTimeout(timer);
+        scope.inference?.end();
+        this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
+        if (abandoned || scope.inference?.callsInFlight) {
+          slot.controller.abort(ATTEMPT_OVER);
+          slot.controller = new AbortController();
+        }
+        return true;
+      };
+      scope.abandon = (error) => {
+        if (!end(true)) return;
+        try {
+          // An abandoned rollout may still be running: its instance is left to it and replaced.
+          slot.worker = options.createWorker(slot.index);
+        } catch (replacing) {
+          // Making the replacement failed: that is the attempt's failure now.
+          error = replacing;
+        }
+        reject(error);
+      };
+      if (options.timeoutMs > 0) {
+        const seconds = options.timeoutMs / 1000;
+        timer = setTimeout(
+          () =>
+            scope.abandon(
+              new RolloutTimeoutError(
+                `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${seconds} s)`,
+              ),
+            ),
+          options.timeoutMs,
+        );
+        // The timer alone does not keep the process alive: if nothing else would, the run's guard
+        // sees the rollout hang at once instead.
+        timer.unref();
+      }
+      let running: Promise<RolloutResult>;
+      try {
+        running = Promise.resolve(inRollout(scope, () => worker.rollout(task)));
+      } catch (error) {
+        // A worker that throws before its first await fails like one that rejects.
+        running = Promise.reject(error);
+      }
+      running.then(
+        (result) => {
+          if (!end(false)) return;
+          try {
+            resolve(this.accepted(task, scope.take(result), scope.inference?.oldestPolicyVersion ?? startVersion));
+          } catch (error) {
+            reject(error);
+          }
+        },
+        (error: unknown) => {
+          if (end(false)) reject(error);
+        },
+      );
+    });
   }
 
-  /** What a rollout produced, each trajectory stamped and validated. */
+  /** What a rollout produced, each trajectory stamped with the task's fields a worker left unset, and validated. */
   private accepted(
     task: RolloutTask,
     values: ReadonlyArray<Trajectory | TrajectoryInit>,
     version: number,
   ): Trajectory[] {
-    const trajectories: Trajectory[] = [];
-    for (const value of values) trajectories.push(this.accept(toTrajectory(value), task, version));
-    return trajectories;
-  }
-
-  /** Fills the task's fields a worker left unset, and validates. */
-  private accept(t: Trajectory, task: RolloutTask, version: number): Trajectory {
-    t.groupId ??= task.groupId;
-    t.runId ??= task.runId;
-    t.policyVersion ??= version;
-    t.isVal = task.isVal;
-    t.validate();
     const max = this.options.maxSequenceLength;
-    if (max !== undefined && t.tokens.length > max) {
-      throw new TrajectoryError(
-        "tokens",
-        `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
-      );
-    }
-    return t;
+    return values.map((value) => {
+      const t = toTrajectory(value);
+      t.groupId ??= task.groupId;
+      t.runId ??= task.runId;
+      t.policyVersion ??= version;
+      t.isVal = task.isVal;
+      t.validate();
+      if (max !== undefined && t.tokens.length > max) {
+        throw new TrajectoryError(
+          "tokens",
+          `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
+        );
+      }
+      return t;
+    });
   }
 
   private stopError(task: RolloutTask, attempts: number, error: unknown): RolloutError {

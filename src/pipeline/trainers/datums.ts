@@ -4,8 +4,7 @@
  */
 import { getLossFunction, type LossBackend, type LossFunctionName } from "../../types/losses.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import { LazyValues, TensorView, TokensView } from "../../types/datum-view.js";
-import { dtypeForKey, type Datum, type TensorData } from "../../types/wire.js";
+import { dtypeForKey, type Datum } from "../../types/wire.js";
 import { TrainerError } from "../errors.js";
 
 /** What a loss reads from a trajectory: target weights (`supervised`) or logprobs and advantages (`policy`). */
@@ -63,30 +62,22 @@ export interface DatumOptions {
  * advantage 0 wherever the loss mask is 0. Both are multiplied by `extraFields.loss_weight` when
  * the trajectory has one.
  *
- * The datum's arrays are not copies: they are read from the trajectory's `tokens`, `lossMask`,
- * `logprobs` and `advantages` arrays when they are first read — or, by the Tinker client, when the
- * datum is sent, with no array built at all. Build datums once the trajectory is final, and do
- * not change its arrays until the datum is sent. Reading or assigning a datum array gives an
- * ordinary array, which may be changed like any other.
+ * The datum's arrays are new arrays: changing the trajectory afterwards does not change the datum.
  * @throws {@link TrainerError} naming the trajectory when a policy loss lacks logprobs or
  *   advantages, or when `lossMask`, `logprobs` or `advantages` is not an array with one value per token.
  */
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
   const { tokens, lossMask } = t;
-  const n = tokens.length - 1;
-  if (n < 1) return undefined;
+  if (tokens.length < 2) return undefined;
   const where = `trajectory (group ${t.groupId ?? "?"}, run ${t.runId ?? "?"})`;
-  // This runs over every token of every batch: the loops below only read, and no array is
-  // built (see the note above).
   const weight = lossWeight(t, where);
   if (lossKind(options.lossFn) === "supervised") {
     perToken(where, { tokens, lossMask });
-    let total = 0;
-    for (let j = 1; j <= n; j++) total += lossMask[j]!;
+    const targetMask = lossMask.slice(1);
+    const total = targetMask.reduce((sum, m) => sum + m, 0);
     if (total === 0) return undefined;
     const scale = (options.reduction === "mean" ? 1 / total : 1) * weight;
-    const weights = scale === 1 ? shifted(lossMask, n) : new LazyValues(n, { at: (j) => lossMask[j + 1]! * scale });
-    return shiftedDatum(tokens, { target_tokens: shifted(tokens, n), weights });
+    return shiftedDatum(tokens, { target_tokens: tokens.slice(1), weights: targetMask.map((m) => m * scale) });
   }
   const { logprobs, advantages, advantage } = t;
   if (logprobs === undefined)
@@ -97,17 +88,17 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
     );
   }
   perToken(where, { tokens, lossMask, logprobs, ...(advantages !== undefined && { advantages }) });
-  const at = (j: number): number => (lossMask[j + 1] === 0 ? 0 : (advantages?.[j + 1] ?? advantage!) * weight);
-  let signal = false;
-  for (let j = 0; j < n && !signal; j++) signal = at(j) !== 0;
-  if (!signal) return undefined;
-  const lossFnInputs: Record<string, LazyValues> = {
-    target_tokens: shifted(tokens, n),
-    logprobs: shifted(logprobs, n),
-    advantages: new LazyValues(n, { at }),
-  };
-  if (options.backend === "weaver") lossFnInputs.loss_mask = shifted(lossMask, n);
-  return shiftedDatum(tokens, lossFnInputs);
+  // Position j trains token j + 1: its advantage, or 0 where the loss mask leaves the token out.
+  const shiftedAdvantages = lossMask
+    .slice(1)
+    .map((m, j) => (m === 0 ? 0 : (advantages?.[j + 1] ?? advantage!) * weight));
+  if (shiftedAdvantages.every((a) => a === 0)) return undefined;
+  return shiftedDatum(tokens, {
+    target_tokens: tokens.slice(1),
+    logprobs: logprobs.slice(1),
+    advantages: shiftedAdvantages,
+    ...(options.backend === "weaver" && { loss_mask: lossMask.slice(1) }),
+  });
 }
 
 /**
@@ -126,20 +117,12 @@ function perToken(where: string, arrays: { tokens: readonly number[] } & Record<
   }
 }
 
-/** Values 1..n of `array`: what position `j` of a datum reads from token `j+1`. */
-function shifted(array: readonly number[], n: number): LazyValues {
-  return new LazyValues(n, { window: { array, start: 1 } });
-}
-
-/** The datum reading `tokens[0..n-1]` (n = the loss inputs' length), with the given loss inputs. */
-function shiftedDatum(tokens: readonly number[], lossFnInputs: Record<string, LazyValues>): Datum {
-  const loss_fn_inputs: Record<string, TensorData> = {};
-  for (const [key, values] of Object.entries(lossFnInputs))
-    loss_fn_inputs[key] = new TensorView(values, dtypeForKey(key));
+/** The datum reading `tokens[0..n-2]` (the model input), with the given loss inputs of n − 1 positions. */
+function shiftedDatum(tokens: readonly number[], lossFnInputs: Record<string, number[]>): Datum {
   return {
-    model_input: {
-      chunks: [new TokensView(new LazyValues(tokens.length - 1, { window: { array: tokens, start: 0 } }))],
-    },
-    loss_fn_inputs,
+    model_input: { chunks: [{ type: "encoded_text", tokens: tokens.slice(0, -1) }] },
+    loss_fn_inputs: Object.fromEntries(
+      Object.entries(lossFnInputs).map(([key, data]) => [key, { data, dtype: dtypeForKey(key) }]),
+    ),
   };
 }

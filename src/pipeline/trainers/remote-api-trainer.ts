@@ -128,8 +128,7 @@ export abstract class RemoteApiTrainer {
     const datums = built.map((b) => b.datum);
     const lossFnConfig = this.lossFnConfig();
     // Every training client checks its datums against the loss contract (validateLossInputs)
-    // before sending; checking here too would read every datum's arrays out of its trajectory,
-    // the copies trajectoryToDatum's datums exist to avoid.
+    // before sending: no second check here.
     const client = this.context.trainingClient;
     const a = this.algorithm;
     const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);

@@ -8,10 +8,7 @@ import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
 import { deriveSeed } from "../seed.js";
 
-/**
- * Why the calls of a rollout attempt fail once it is over. One shared reason: `abort()` without
- * one builds a DOMException, stack trace included, for every rollout.
- */
+/** Why the calls of a rollout attempt fail once it is over. */
 export const ATTEMPT_OVER = new Error("the rollout attempt is over");
 
 /** Defaults applied to every call unless the worker passes its own value. */
@@ -37,7 +34,8 @@ export class RolloutInferenceClient implements InferenceClient {
   /**
    * @param inner the shared client.
    * @param seed the attempt's seed.
-   * @param signal aborted when the rollout times out, the run stops, or the attempt ends with calls in flight.
+   * @param signal aborted when the attempt is abandoned (a timeout, a hang), ends with calls in
+   *   flight, or the run stops: those calls then fail.
    * @param defaults sampling defaults of the recipe.
    */
   constructor(
@@ -62,23 +60,47 @@ export class RolloutInferenceClient implements InferenceClient {
     return this.oldest;
   }
 
+  /** Calls not yet answered. */
+  get callsInFlight(): number {
+    return this.inFlight;
+  }
+
   /** See {@link InferenceClient.completion}. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.record(this.inner.completion(prompt, this.options(options)));
+    return this.call((sent) => this.inner.completion(prompt, sent), options);
   }
 
   /** See {@link InferenceClient.chat}. */
   chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.record(this.inner.chat(messages, this.options(options)));
+    return this.call((sent) => this.inner.chat(messages, sent), options);
   }
 
   /**
-   * Ends the attempt: later calls, and calls still in flight when they return, fail. Returns
-   * whether calls are still in flight (the caller then aborts the signal).
+   * Ends the attempt: later calls fail, and so do calls answered after it (the runner aborts
+   * those still in flight).
    */
-  end(): boolean {
+  end(): void {
     this.ended = true;
-    return this.inFlight > 0;
+  }
+
+  /** Sends one call with the rollout's defaults and signal, and notes what answered it. */
+  private async call(
+    send: (options: InferenceOptions) => Promise<InferenceResult>,
+    options: InferenceOptions,
+  ): Promise<InferenceResult> {
+    const sent = this.options(options);
+    this.inFlight++;
+    let result: InferenceResult;
+    try {
+      result = await send(sent);
+    } finally {
+      this.inFlight--;
+    }
+    if (this.ended) throw ATTEMPT_OVER;
+    this.signal.throwIfAborted();
+    this.unknown += result.unknownTokenIds ?? 0;
+    if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
+    return result;
   }
 
   private options(options: InferenceOptions): InferenceOptions {
@@ -88,24 +110,4 @@ export class RolloutInferenceClient implements InferenceClient {
     const signal = options.signal ? AbortSignal.any([options.signal, this.signal]) : this.signal;
     return { temperature: this.defaults.temperature, maxTokens: this.defaults.maxTokens, seed, ...options, signal };
   }
-
-  /** Counts `call` in flight until it settles; a promise chain with handlers made once per client. */
-  private record(call: Promise<InferenceResult>): Promise<InferenceResult> {
-    this.inFlight++;
-    return call.then(this.recorded, this.failed);
-  }
-
-  private readonly recorded = (result: InferenceResult): InferenceResult => {
-    this.inFlight--;
-    if (this.ended) throw ATTEMPT_OVER;
-    this.signal.throwIfAborted();
-    this.unknown += result.unknownTokenIds ?? 0;
-    if (result.policyVersion !== undefined) this.oldest = Math.min(this.oldest ?? Infinity, result.policyVersion);
-    return result;
-  };
-
-  private readonly failed = (error: unknown): never => {
-    this.inFlight--;
-    throw error;
-  };
 }

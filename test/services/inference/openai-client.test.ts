@@ -206,6 +206,54 @@ describe("OpenAIInferenceClient wire format", () => {
     await expect(client().completion([1, 2])).rejects.toThrow(
       /returned 1 logprobs for 2 response tokens; the server must honour logprobs: 1/,
     );
+    answer = () => ({ body: { id: "x", object: "chat.completion", created: 1, model: "m", choices: [] } });
+    await expect(client().chat([{ role: "user", content: "x" }])).rejects.toThrow(
+      /chat\/completions returned no choice; check that the server is OpenAI-compatible/,
+    );
+    answer = () => ({ body: null });
+    await expect(client().completion([1, 2])).rejects.toThrow(
+      /completions answered with something other than a JSON object; check that the server is OpenAI-compatible/,
+    );
+  });
+
+  it("re-tokenises a chat answer that reports no ids only when allowed, and says so in the result", async () => {
+    answer = () => ({
+      body: {
+        id: "chat-1",
+        object: "chat.completion",
+        created: 1,
+        model: "qwen-lora-7",
+        prompt_token_ids: [7, 8, 9],
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: "hi" },
+            finish_reason: "stop",
+            logprobs: {
+              content: [
+                { token: "h", logprob: -0.5 },
+                { token: "i", logprob: -1 },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    const messages = [{ role: "user" as const, content: "x" }];
+    await expect(client().chat(messages)).rejects.toThrow(/token_ids/);
+    const allowed = client({ allowRetokenize: true });
+    const result = await allowed.chat(messages);
+    expect(result).toMatchObject({
+      promptTokens: [7, 8, 9],
+      responseTokens: tokenizer.encode("hi"),
+      logprobs: [-0.5, -1],
+      retokenized: ["response"],
+    });
+    await allowed.close();
+    // A closed client sends nothing more.
+    received.length = 0;
+    await expect(allowed.chat(messages)).rejects.toThrow(/closed/);
+    expect(received).toHaveLength(0);
   });
 });
 

@@ -16,7 +16,6 @@ import {
 import { DEFAULT_CHUNK_LIMITS, estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
 import { negotiate } from "../../../src/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
-import { TensorView } from "../../../src/types/datum-view.js";
 import { LossInputError } from "../../../src/types/losses.js";
 import { Trajectory } from "../../../src/types/trajectory.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
@@ -66,7 +65,7 @@ describe("tinker chunking", () => {
     expect(chunkDatums(DATUMS, { maxDatums: 1024, maxBytes: 5_000_000 })).toEqual([DATUMS]);
   });
 
-  it("chunks datums of trajectories by the byte estimate without reading their arrays", async () => {
+  it("chunks datums of trajectories by the byte estimate", async () => {
     const { server, svc } = await tinker({ tinkerClientConfig: { fwdbwd_max_chunk_bytes_count: 240 } });
     const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
     const lengths = [5, 3, 4, 6, 2];
@@ -89,9 +88,6 @@ describe("tinker chunking", () => {
       [3, 1],
     ]);
     expect(result.lossFnOutputs.map((o) => o.logprobs.length)).toEqual(lengths.map((n) => n - 1));
-    expect(datums.every((d) => Object.values(d.loss_fn_inputs).every((t) => TensorView.valuesOf(t)!.unread))).toBe(
-      true,
-    );
   });
 
   it("reduces metrics by their name:reduction suffix, weighting means by datums per chunk", () => {

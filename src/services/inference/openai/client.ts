@@ -5,7 +5,7 @@
  * @module
  */
 import { HttpError, RequestAbortedError } from "../../../http/errors.js";
-import { HttpTransport, type HttpReceiver, type HttpResponse } from "../../../http/transport.js";
+import { HttpTransport } from "../../../http/transport.js";
 import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
 import { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
@@ -46,6 +46,12 @@ export interface OpenAIInferenceClientOptions {
    * server-side tool-call parsing.
    */
   chatVia?: "chat" | "completions";
+  /**
+   * Most connections open at once to the server (default 1000). Each call in flight needs one:
+   * calls beyond the limit wait for a free connection, so give at least the number of calls you
+   * make at once (e.g. the rollouts in flight).
+   */
+  connections?: number;
   /** Extra fields for every request body, such as `{ min_tokens: 1 }` or SGLang options. */
   extraBody?: Record<string, unknown>;
 }
@@ -92,60 +98,6 @@ function reportedIds(
   return logprobTokens ? parseTokenIdStrings(logprobTokens) : undefined;
 }
 
-/** The parsed body of a 2xx answer of `POST <baseURL><path>`, which must be a JSON object. */
-function answerBody<A>(baseURL: string, path: string, response: HttpResponse<A | undefined>): A {
-  if (response.body === null || typeof response.body !== "object") {
-    throw new InferenceResponseError(
-      `POST ${baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
-    );
-  }
-  return response.body;
-}
-
-/** A failure of `POST <baseURL><path>` as the client reports it: transport errors wrapped, aborts as they are. */
-function requestFailure(baseURL: string, path: string, error: unknown): unknown {
-  return error instanceof HttpError && !(error instanceof RequestAbortedError)
-    ? new InferenceRequestError(`POST ${baseURL}${path}`, error)
-    : error;
-}
-
-/** What a {@link CompletionCall} needs of its client (a private method of it, bound once per client). */
-type CompletionReader = (
-  answer: CompletionAnswer,
-  promptTokens: number[],
-  policyVersion: number | undefined,
-) => InferenceResult;
-
-/**
- * One `/v1/completions` call waiting for its answer: it receives the transport's outcome and
- * settles the caller's promise, so that a waiting call holds this object and its promise only.
- */
-class CompletionCall implements HttpReceiver<CompletionAnswer | undefined> {
-  constructor(
-    private readonly baseURL: string,
-    private readonly read: CompletionReader,
-    private readonly promptTokens: number[],
-    private readonly policyVersion: number | undefined,
-    private readonly resolve: (result: InferenceResult) => void,
-    private readonly reject: (error: unknown) => void,
-  ) {}
-
-  answered(response: HttpResponse<CompletionAnswer | undefined>): void {
-    let result: InferenceResult;
-    try {
-      result = this.read(answerBody(this.baseURL, "/completions", response), this.promptTokens, this.policyVersion);
-    } catch (error) {
-      this.reject(error);
-      return;
-    }
-    this.resolve(result);
-  }
-
-  failed(error: unknown): void {
-    this.reject(requestFailure(this.baseURL, "/completions", error));
-  }
-}
-
 /**
  * Token-in/token-out inference against an OpenAI-compatible server.
  *
@@ -165,8 +117,6 @@ export class OpenAIInferenceClient implements InferenceClient {
   readonly tokenizer: Tokenizer;
   private readonly http: HttpTransport;
   private readonly baseURL: string;
-  private readonly readCompletion: CompletionReader = (answer, promptTokens, policyVersion) =>
-    this.completionResult(answer, promptTokens, policyVersion);
   private modelName: string;
   private version: number | undefined;
 
@@ -184,6 +134,7 @@ export class OpenAIInferenceClient implements InferenceClient {
       apiKeySource: "apiKey (or OPENAI_API_KEY)",
       timeoutMs: options.timeoutMs ?? 600_000,
       maxRetries: options.maxRetries ?? 2,
+      ...(options.connections !== undefined && { connections: options.connections }),
     });
   }
 
@@ -222,37 +173,14 @@ export class OpenAIInferenceClient implements InferenceClient {
     return this.chatCompletion(messages, options);
   }
 
-  /**
-   * `/v1/completions` of `promptTokens`. The body is serialised before the first await, so the
-   * caller's array is copied only when it becomes part of the result (a server that does not
-   * report the prompt's ids).
-   */
-  private complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
+  /** `/v1/completions` of `promptTokens`. */
+  private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
     const policyVersion = this.version;
     const body = this.sampling(options);
     body.model = this.modelName;
     body.prompt = promptTokens;
     body.logprobs = 1;
-    const request = {
-      method: "POST",
-      path: "/completions",
-      body,
-      retry: "all",
-      ...(options.signal && { signal: options.signal }),
-    } as const;
-    return new Promise((resolve, reject) =>
-      this.http.send(
-        request,
-        new CompletionCall(this.baseURL, this.readCompletion, promptTokens, policyVersion, resolve, reject),
-      ),
-    );
-  }
-
-  private completionResult(
-    response: CompletionAnswer,
-    promptTokens: number[],
-    policyVersion: number | undefined,
-  ): InferenceResult {
+    const response = await this.post<CompletionAnswer>("/completions", body, options);
     const choice = response.choices?.[0];
     if (!choice)
       throw new InferenceResponseError(
@@ -340,10 +268,7 @@ export class OpenAIInferenceClient implements InferenceClient {
     );
   }
 
-  /**
-   * A new request body with the fields every call shares: sampling parameters and the token-id
-   * options. Built field by field: this runs once per rollout call.
-   */
+  /** A new request body with the fields every call shares: sampling parameters, the token-id options and `extraBody`. */
   private sampling(options: InferenceOptions): VllmTokenIdRequestFields & Record<string, unknown> {
     const d = this.options.defaults ?? {};
     const body: VllmTokenIdRequestFields & Record<string, unknown> = {
@@ -380,20 +305,24 @@ export class OpenAIInferenceClient implements InferenceClient {
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
    * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
    */
-  private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
-    let response: HttpResponse<A | undefined>;
-    try {
-      response = await this.http.request<A | undefined>({
-        method: "POST",
-        path,
-        body,
-        retry: "all",
-        ...(options.signal && { signal: options.signal }),
-      });
-    } catch (error) {
-      throw requestFailure(this.baseURL, path, error);
-    }
-    return answerBody(this.baseURL, path, response);
+  private post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
+    const request = { method: "POST", path, body, retry: "all", signal: options.signal } as const;
+    return this.http.request<A | undefined>(request).then(
+      (response) => {
+        if (response.body === null || typeof response.body !== "object") {
+          throw new InferenceResponseError(
+            `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
+          );
+        }
+        return response.body;
+      },
+      (error: unknown) => {
+        // Aborts pass through as they are: the caller asked for them.
+        throw error instanceof HttpError && !(error instanceof RequestAbortedError)
+          ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error)
+          : error;
+      },
+    );
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */

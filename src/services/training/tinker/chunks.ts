@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { tokenCount, valueCount } from "../../../types/datum-view.js";
 import type { Datum } from "../../../types/wire.js";
 import type { ForwardBackwardOutput } from "../types.js";
 import { maxOf, minOf } from "../../../types/arrays.js";
@@ -32,12 +31,12 @@ export function estimateDatumBytes(datum: Datum): number {
   for (const chunk of datum.model_input.chunks) {
     bytes +=
       chunk.type === "encoded_text"
-        ? tokenCount(chunk) * 10
+        ? chunk.tokens.length * 10
         : chunk.type === "image"
           ? chunk.data.length
           : chunk.location.length;
   }
-  for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += valueCount(tensor) * 10;
+  for (const tensor of Object.values(datum.loss_fn_inputs)) bytes += tensor.data.length * 10;
   return bytes;
 }
 
@@ -51,13 +50,13 @@ export function estimateDatumProtoBytes(datum: Datum): number {
   for (const chunk of datum.model_input.chunks) {
     bytes +=
       chunk.type === "encoded_text"
-        ? tokenCount(chunk) * 4
+        ? chunk.tokens.length * 4
         : chunk.type === "image"
           ? chunk.data.length
           : chunk.location.length;
   }
   for (const tensor of Object.values(datum.loss_fn_inputs)) {
-    bytes += valueCount(tensor) * (tensor.dtype === "int64" ? 8 : 4);
+    bytes += tensor.data.length * (tensor.dtype === "int64" ? 8 : 4);
     bytes += 8 * ((tensor.sparse_crow_indices?.length ?? 0) + (tensor.sparse_col_indices?.length ?? 0));
   }
   return bytes;

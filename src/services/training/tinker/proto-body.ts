@@ -3,8 +3,7 @@
  * SDK's `proto/request_conv.py` writes it: each datum's `encoded_text` tokens as int32 bytes,
  * images as their bytes, every loss input as a dense tensor in its dtype (float32 or int64) with
  * its shape, or as sparse CSR with int64 indices; `loss_fn_config` as doubles; `forward_only` for
- * `forward`. Written from the checked datums of `loss-body.ts`, from where their values are
- * (`datum-parts.ts`), without building the datum's arrays.
+ * `forward`. Written from the checked datums of `loss-body.ts`.
  *
  * @module
  */
@@ -18,25 +17,12 @@ import {
   type DatumSchema,
   type TensorSchema,
 } from "../../../types/tinker-proto/tinker_public_pb.js";
+import type { ModelInputChunk, TensorData } from "../../../types/wire.js";
+import type { CheckedDatum } from "./loss-body.js";
 
 type ChunkInit = MessageInitShape<typeof ChunkSchema>["chunk"];
 type TensorInit = MessageInitShape<typeof TensorSchema>;
 type DatumInit = MessageInitShape<typeof DatumSchema>;
-import type { ModelInputChunk, TensorData } from "../../../types/wire.js";
-import type { CheckedDatum } from "./loss-body.js";
-import type { SourcedValues } from "./number-json.js";
-
-/** The values of `values` as a plain array of numbers (read from their source, never from a built copy). */
-function valuesOf(values: SourcedValues): ArrayLike<number> {
-  const { source, length } = values;
-  if ("window" in source) {
-    const { array, start } = source.window;
-    return start === 0 && array.length === length ? array : array.slice(start, start + length);
-  }
-  const out = new Array<number>(length);
-  for (let i = 0; i < length; i++) out[i] = source.at(i);
-  return out;
-}
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -74,7 +60,8 @@ function chunkOf(chunk: ModelInputChunk, datumIndex: number): ChunkInit {
 }
 
 /** A loss input as a protobuf `Tensor`: dense in its dtype, or sparse CSR; its shape always given. */
-function tensorOf(tensor: TensorData, values: ArrayLike<number>): TensorInit {
+function tensorOf(tensor: TensorData): TensorInit {
+  const values = tensor.data;
   const encode = tensor.dtype === "int64" ? int64Bytes : float32Bytes;
   const shape = (tensor.shape ?? [values.length]).map((n) => BigInt(n));
   const dtype = tensor.dtype === "int64" ? DType.DTYPE_INT64 : DType.DTYPE_FLOAT32;
@@ -93,15 +80,10 @@ function tensorOf(tensor: TensorData, values: ArrayLike<number>): TensorInit {
 }
 
 /** One checked datum as a protobuf `Datum`. */
-function datumOf(checked: CheckedDatum, datumIndex: number): DatumInit {
-  const { parts, datum } = checked;
-  const chunks: ChunkInit[] = parts.tokens
-    ? [{ case: "encodedText", value: { tokens: tokenBytes(valuesOf(parts.tokens), datumIndex) } }]
-    : datum.model_input.chunks.map((c) => chunkOf(c, datumIndex));
+function datumOf({ datum }: CheckedDatum, datumIndex: number): DatumInit {
   const lossFnInputs: Record<string, TensorInit> = {};
-  for (const [key, values, tensor] of parts.inputs)
-    lossFnInputs[key] = tensorOf(tensor, values ? valuesOf(values) : tensor.data);
-  return { modelInput: chunks.map((chunk) => ({ chunk })), lossFnInputs };
+  for (const [key, tensor] of Object.entries(datum.loss_fn_inputs)) lossFnInputs[key] = tensorOf(tensor);
+  return { modelInput: datum.model_input.chunks.map((c) => ({ chunk: chunkOf(c, datumIndex) })), lossFnInputs };
 }
 
 /** The bytes of one protobuf `forward_backward` request carrying `data`. */

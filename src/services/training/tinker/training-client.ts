@@ -129,25 +129,21 @@ export class TinkerTrainingClient extends SequencedTrainingClient<TinkerContext>
     const checked = checkDatums(data, lossFn, config);
     const chunks = chunkBySize(checked, (d) => (proto ? d.protoBytes : d.bytes), this.ctx.limits);
     const seqs = this.takeSeqs(chunks.length);
+    const inputKey = forwardOnly ? "forward_input" : "forward_backward_input";
     // Serialised once: a retry or a resubmission (after a 410) sends the same bytes.
-    const bodies = chunks.map((chunk, i) =>
+    const bodies: Array<string | Uint8Array> = chunks.map((chunk, i) =>
       proto
         ? protoLossBody(chunk, lossFn, config, this.modelId, seqs[i]!, forwardOnly)
-        : lossBody(
-            forwardOnly ? "forward_input" : "forward_backward_input",
-            chunk,
-            lossFn,
-            config,
-            this.modelId,
-            seqs[i]!,
-          ),
+        : lossBody(inputKey, chunk, lossFn, config, this.modelId, seqs[i]!),
     );
     const headers: Record<string, string> = proto
       ? { "content-type": "application/x-protobuf", ...(negotiation.compressed && { "content-encoding": "zstd" }) }
       : {};
     const what = `${endpoint}${forwardOnly && proto ? " forward_only" : ""} (seq_id ${seqs[0]}${seqs.length > 1 ? `–${seqs.at(-1)}` : ""})`;
     return this.inOrder(what, async () => {
-      const sent = negotiation.compressed ? await Promise.all(bodies.map(zstdCompress)) : bodies;
+      const sent = negotiation.compressed
+        ? await Promise.all(bodies.map((body) => zstdCompress(typeof body === "string" ? Buffer.from(body) : body)))
+        : bodies;
       const senders = sent.map(
         (encodedBody) => (): Promise<string> =>
           submitRequest(this.ctx, endpoint, { encodedBody }, requestType, headers),
