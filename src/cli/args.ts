@@ -239,7 +239,8 @@ Options:
   key.path=value             override a recipe key, e.g. trainer.total_train_steps=10.
 
 Commands:
-  validate                   load and check a recipe; print the first problems and exit 1 if bad.
+  validate                   a dry run of the checks a run makes before its first rollout (modules,
+                             model, tokenizer, reward, lengths, data); exit 1 if a run would fail.
   serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
                              protocols until stopped (Ctrl-C), so tinker/weaver recipes run
                              without a remote service.

@@ -67,13 +67,8 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
         return await (await import("./report.js")).runReport(command, io);
       case "sample":
         return await (await import("./sample.js")).runSample(command, io);
-      case "validate": {
-        const recipe = await loadRedacting(command.configPath, command.overrides);
-        io.stdout.write(
-          `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
-        );
-        return EXIT_CODES.ok;
-      }
+      case "validate":
+        return await validate(await loadRedacting(command.configPath, command.overrides), io);
       case "run": {
         if (command.mode === "self-hosted") {
           throw new UsageError(
@@ -98,6 +93,27 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
   } catch (error) {
     return reportFailure(error, io);
   }
+}
+
+/**
+ * `nexrl validate`: the checks a run makes before its first rollout, as a dry run (nothing is
+ * downloaded, started or written). A recipe the run would refuse exits {@link EXIT_CODES.invalidRecipe}.
+ */
+async function validate(recipe: LoadedRecipe, io: CliIO): Promise<number> {
+  const { checkRecipe } = await import("../pipeline/preflight.js");
+  let notes: string[];
+  try {
+    notes = await checkRecipe(recipe, io.cwd);
+  } catch (error) {
+    if (!(error instanceof NexrlError) || error instanceof RecipeError) throw error;
+    io.stderr.write(`nexrl: the recipe loads, but a run of it would fail at start-up:\n${error.message}\n`);
+    return EXIT_CODES.invalidRecipe;
+  }
+  io.stdout.write(
+    `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
+  );
+  for (const note of notes) io.stdout.write(`  note: ${note}\n`);
+  return EXIT_CODES.ok;
 }
 
 /** Prints why the command failed (one line, or the recipe's problems) and returns its exit code. */
