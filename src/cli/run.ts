@@ -52,8 +52,12 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
     redact = secretRedactor(recipe.config, io.env);
     return recipe;
   };
+  // NEXRL_DEBUG=1 (any value but 0 or false) asks for whole stacks, as --verbose does.
+  const debug = io.env.NEXRL_DEBUG;
+  let verbose = debug !== undefined && !["", "0", "false"].includes(debug.toLowerCase());
   try {
     const command = parseCommandLine(argv);
+    if ("verbose" in command && command.verbose) verbose = true;
     switch (command.kind) {
       case "help":
         io.stdout.write(helpText(io.version));
@@ -91,8 +95,21 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
       }
     }
   } catch (error) {
-    return reportFailure(error, io);
+    const code = reportFailure(error, io);
+    if (verbose && !(error instanceof UsageError)) io.stderr.write(`\n${errorChain(error)}\n`);
+    return code;
   }
+}
+
+/** An error's whole stack and those of its causes, for `--verbose`. */
+function errorChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && depth < 8; depth++) {
+    const text = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : String(e);
+    parts.push(depth === 0 ? text : `Caused by: ${text}`);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join("\n");
 }
 
 /**
