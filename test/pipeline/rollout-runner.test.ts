@@ -189,7 +189,11 @@ describe("RolloutRunner", () => {
       await (w as unknown as { inferenceClient: InferenceClient }).inferenceClient.completion("x");
       return ok();
     });
-    const r = await runner(sampling.Scripted, { mode: "fail_fast" }, { inference: failing as SamplerInferenceClient });
+    const r = await runner(
+      sampling.Scripted,
+      { mode: "fail_fast" },
+      { inference: failing as unknown as SamplerInferenceClient },
+    );
     await expect(r.run(task())).rejects.toThrow(
       "rollout of row 1 (group 0-0, run 0) failed after 1 attempt(s): the sampler is overloaded. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
     );
