@@ -312,7 +312,7 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       );
       break;
     case "step":
-      progress.step(event.step, event.metrics);
+      progress.step(event.step, event.metrics, event.skipped);
       break;
     case "validation":
       progress.message(

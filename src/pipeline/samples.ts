@@ -28,6 +28,10 @@ export interface SampleRow extends StepRow {
   response_tokens: ResponseTokens;
   /** What an agent's gateway recorded of each call merged into it (`extraFields.calls`), when it has any. */
   calls?: unknown[];
+  /** False for a rollout the trainer did not train on (a constant-reward group, say). */
+  trained: boolean;
+  /** The worker's other `extraFields` (all but `diagnostics` and `calls`), when it set any. */
+  extra_fields?: Record<string, unknown>;
 }
 
 /** The response of a {@link SampleRow} token by token, as parallel arrays. */
@@ -71,9 +75,29 @@ function diagnosticsOf(t: Trajectory): unknown[] | undefined {
   return Array.isArray(diagnostics) && diagnostics.length > 0 ? diagnostics : undefined;
 }
 
+/** Fields of `extraFields` a sample row shows on their own. */
+const SHOWN_APART = new Set(["diagnostics", "calls"]);
+
+/** The worker's other `extraFields`, as JSON can hold them (a value it cannot is described instead). */
+function otherExtraFields(t: Trajectory): Record<string, unknown> | undefined {
+  const entries = Object.entries(t.extraFields).filter(([key]) => !SHOWN_APART.has(key));
+  if (entries.length === 0) return undefined;
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of entries) {
+    try {
+      fields[key] = value === undefined ? null : JSON.parse(JSON.stringify(value));
+    } catch (error) {
+      fields[key] = `<not JSON: ${(error as Error).message}>`;
+    }
+  }
+  return fields;
+}
+
 /**
- * Up to `count` trajectories spread evenly over `trajectories` (those trained on), then every
- * trajectory of `batch` (the whole step, dropped ones included) with diagnostics, decoded.
+ * Up to `count` trajectories spread evenly over the step's `batch` (trained on or not), then
+ * every other trajectory of `batch` with diagnostics, decoded; each row says whether it was among
+ * `trajectories`, those the trainer trained on. When the trainer returned trajectories of its
+ * own making (not the batch's), the rows come from those.
  */
 export function sampleRows(
   step: number,
@@ -82,9 +106,12 @@ export function sampleRows(
   count: number,
   batch: readonly Trajectory[] = trajectories,
 ): SampleRow[] {
+  const trained = new Set(trajectories);
+  const inBatch = new Set(batch);
+  const pool = trajectories.every((t) => inBatch.has(t)) ? batch : trajectories;
   const picked = new Set<Trajectory>();
-  for (let k = 0; k < Math.min(count, trajectories.length); k++)
-    picked.add(trajectories[Math.floor((k * trajectories.length) / Math.min(count, trajectories.length))]!);
+  const n = Math.min(count, pool.length);
+  for (let k = 0; k < n; k++) picked.add(pool[Math.floor((k * pool.length) / n)]!);
   for (const t of batch) if (diagnosticsOf(t)) picked.add(t);
   return [...picked].map((t) => {
     const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
@@ -106,6 +133,8 @@ export function sampleRows(
       ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
       response_tokens: responseTokens(t, split, tokenizer),
       ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
+      trained: trained.has(t),
+      ...(otherExtraFields(t) && { extra_fields: otherExtraFields(t) }),
     };
   });
 }

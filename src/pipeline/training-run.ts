@@ -554,7 +554,12 @@ class TrainingRun {
       batch.trajectories,
     ))
       await this.parts.samples.append(redactValue(sample, this.options.redact));
-    this.options.emit({ type: "step", step: this.step, metrics: row });
+    this.options.emit({
+      type: "step",
+      step: this.step,
+      metrics: row,
+      ...(result.skipReason !== undefined && { skipped: result.skipReason }),
+    });
     const saveFreq = config.trainer.save_freq;
     if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted)
       await this.checkpoint();
