@@ -378,6 +378,7 @@
         ...facts.map(([k, v]) => el("span", { class: "fact" }, el("b", { text: k }), ` ${v}`)),
         s.diagnostics ? el("span", { class: "badge warn", text: `${s.diagnostics.length} prefix break(s)` }) : null,
         s.calls ? el("span", { class: "badge", text: `${s.calls.length} call(s)` }) : null,
+        s.trained === false ? el("span", { class: "badge", text: "not trained on" }) : null,
       ),
       el("div", { class: "label", text: "prompt" }),
       el("pre", { class: "prompt", text: s.prompt }),

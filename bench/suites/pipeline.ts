@@ -51,7 +51,8 @@ const POOL_TRAJECTORY_TOKENS = 1_000;
 const DATA_ROWS = 1_000_000;
 /** Row 6: fresh processes per contender. */
 const STARTUP = { warmup: 2, runs: 15 };
-const VALIDATE_RECIPE = "recipe/math/local.yaml";
+// A recipe that passes: validate runs every start-up check of a run (math/local.yaml needs its SFT stage first).
+const VALIDATE_RECIPE = "recipe/pig_latin/local.yaml";
 
 /** Wraps a contender to count the page faults it causes (first touches of fresh memory). */
 function countingFaults(contender: Contender): { contender: Contender; faults: () => number } {

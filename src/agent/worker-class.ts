@@ -84,6 +84,44 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
 }
 
 /**
+ * Where the rewards of an agent worker's episodes come from: the evaluator, the agents that push
+ * them (`agent.external`), or, without an evaluator, the `reward` an agent module returns, which
+ * only its episodes can show (the returned note says so).
+ * @throws {@link AgentSetupError} for a declarative agent without an evaluator: nothing could
+ * give its episodes a reward.
+ */
+export function agentRewardSource(config: RecipeConfig): { note?: string } {
+  const worker = config.rollout_worker;
+  if (worker.evaluator_module_path !== undefined || worker.agent?.external) return {};
+  if (worker.nexau_agent_config_path !== undefined)
+    throw new AgentSetupError(
+      `rollout_worker: the declarative agent of nexau_agent_config_path returns no reward and no evaluator is set, so no episode could be scored; set rollout_worker.evaluator_module_path: file.ts:evaluate (a function (data, target) => { reward }) or a class extending Evaluator`,
+    );
+  return {
+    note: `rollout_worker: no evaluator_module_path, so each episode's reward must be the \`reward\` the agent returns ({ final_answer, reward }); an episode without one fails`,
+  };
+}
+
+/**
+ * Loads the agent and the evaluator of `config.rollout_worker` and checks that its episodes have
+ * a reward source ({@link agentRewardSource}), without starting anything: what
+ * {@link createAgentWorkerClass} and `nexrl validate` check.
+ * @throws {@link AgentSetupError} for a missing or malformed agent or no reward source,
+ * `UserModuleError` for the evaluator.
+ */
+export async function loadAgentParts(
+  config: RecipeConfig,
+  base: AgentRecipeBase,
+): Promise<{ agent: AgentFunction | "external"; evaluator: Evaluator | undefined }> {
+  const worker = config.rollout_worker;
+  const agent = await loadAgent(config, base);
+  agentRewardSource(config);
+  const evaluator =
+    worker.evaluator_module_path === undefined ? undefined : await loadEvaluator(worker.evaluator_module_path, base);
+  return { agent, evaluator };
+}
+
+/**
  * Loads the agent and evaluator of `config.rollout_worker`, starts the agent gateway and returns
  * the worker class the pipeline constructs. The gateway closes when `signal` aborts (the end of
  * the run); without a signal it does not keep the process alive.
@@ -99,9 +137,7 @@ export async function createAgentWorkerClass(
 ): Promise<new (context: RolloutWorkerContext) => BaseRolloutWorker> {
   const worker = config.rollout_worker;
   const options = worker.agent ?? agentOptionsSchema.parse({});
-  const agent = await loadAgent(config, base);
-  const evaluator =
-    worker.evaluator_module_path === undefined ? undefined : await loadEvaluator(worker.evaluator_module_path, base);
+  const { agent, evaluator } = await loadAgentParts(config, base);
   signal?.throwIfAborted();
   const gateway = await AgentGateway.start({
     host: options.gateway.host,

@@ -39,7 +39,7 @@ export type CliMode = "training-service" | "self-hosted";
 export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
-  | { kind: "validate"; configPath: string; overrides: string[] }
+  | { kind: "validate"; configPath: string; overrides: string[]; verbose?: true }
   | {
       kind: "run";
       mode: CliMode;
@@ -48,6 +48,8 @@ export type CliCommand =
       runNexrl: boolean;
       tag?: string;
       outputDir?: string;
+      /** Print the whole stack and cause chain of a failure (also `NEXRL_DEBUG=1`). */
+      verbose?: true;
     }
   | ServeCommand
   | ReportCommand
@@ -172,6 +174,7 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
         "output-dir": { type: "string", short: "o" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
+        verbose: { type: "boolean" },
       },
     });
   } catch (error) {
@@ -194,7 +197,8 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
     if (argv.length === 0) return { kind: "help" };
     throw new UsageError("no recipe given; pass it with -c/--train-config PATH (a .yaml or .ts recipe)");
   }
-  if (subcommand === "validate") return { kind: "validate", configPath, overrides };
+  const verbose = values.verbose ? { verbose: true as const } : {};
+  if (subcommand === "validate") return { kind: "validate", configPath, overrides, ...verbose };
   const mode = values.mode ?? "training-service";
   if (mode !== "training-service" && mode !== "self-hosted") {
     throw new UsageError(`unknown mode "${mode}"; use -m training-service`);
@@ -207,6 +211,7 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
     runNexrl: values["run-nexrl"] ?? false,
     ...(values.tag !== undefined && { tag: values.tag }),
     ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
+    ...verbose,
   };
 }
 
@@ -215,8 +220,8 @@ export function helpText(version: string): string {
   return `nexrl ${version} — post-train LLMs and agents with RL and SFT
 
 Usage:
-  nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [key.path=value ...]
-  nexrl validate -c RECIPE [key.path=value ...]
+  nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [--verbose] [key.path=value ...]
+  nexrl validate -c RECIPE [--verbose] [key.path=value ...]
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
               [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
               [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
@@ -234,12 +239,15 @@ Options:
   -t, --tag TAG              names the run; outputs go to $NEXRL_STORAGE_PATH/<TAG>
                              (./runs/<TAG> by default; a UTC timestamp without a tag).
   -o, --output-dir DIR       where the run writes metrics, samples and checkpoints.
+      --verbose              on failure, print the whole stack and the chain of causes (also
+                             with the environment variable NEXRL_DEBUG=1).
   -h, --help                 this text.
   -v, --version              the version.
   key.path=value             override a recipe key, e.g. trainer.total_train_steps=10.
 
 Commands:
-  validate                   load and check a recipe; print the first problems and exit 1 if bad.
+  validate                   a dry run of the checks a run makes before its first rollout (modules,
+                             model, tokenizer, reward, lengths, data); exit 1 if a run would fail.
   serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
                              protocols until stopped (Ctrl-C), so tinker/weaver recipes run
                              without a remote service.

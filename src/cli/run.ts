@@ -52,8 +52,12 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
     redact = secretRedactor(recipe.config, io.env);
     return recipe;
   };
+  // NEXRL_DEBUG=1 (any value but 0 or false) asks for whole stacks, as --verbose does.
+  const debug = io.env.NEXRL_DEBUG;
+  let verbose = debug !== undefined && !["", "0", "false"].includes(debug.toLowerCase());
   try {
     const command = parseCommandLine(argv);
+    if ("verbose" in command && command.verbose) verbose = true;
     switch (command.kind) {
       case "help":
         io.stdout.write(helpText(io.version));
@@ -67,13 +71,8 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
         return await (await import("./report.js")).runReport(command, io);
       case "sample":
         return await (await import("./sample.js")).runSample(command, io);
-      case "validate": {
-        const recipe = await loadRedacting(command.configPath, command.overrides);
-        io.stdout.write(
-          `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
-        );
-        return EXIT_CODES.ok;
-      }
+      case "validate":
+        return await validate(await loadRedacting(command.configPath, command.overrides), io);
       case "run": {
         if (command.mode === "self-hosted") {
           throw new UsageError(
@@ -96,8 +95,42 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
       }
     }
   } catch (error) {
-    return reportFailure(error, io);
+    const code = reportFailure(error, io);
+    if (verbose && !(error instanceof UsageError)) io.stderr.write(`\n${errorChain(error)}\n`);
+    return code;
   }
+}
+
+/** An error's whole stack and those of its causes, for `--verbose`. */
+function errorChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && depth < 8; depth++) {
+    const text = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : String(e);
+    parts.push(depth === 0 ? text : `Caused by: ${text}`);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join("\n");
+}
+
+/**
+ * `nexrl validate`: the checks a run makes before its first rollout, as a dry run (nothing is
+ * downloaded, started or written). A recipe the run would refuse exits {@link EXIT_CODES.invalidRecipe}.
+ */
+async function validate(recipe: LoadedRecipe, io: CliIO): Promise<number> {
+  const { checkRecipe } = await import("../pipeline/preflight.js");
+  let notes: string[];
+  try {
+    notes = await checkRecipe(recipe, io.cwd, io.env);
+  } catch (error) {
+    if (!(error instanceof NexrlError) || error instanceof RecipeError) throw error;
+    io.stderr.write(`nexrl: the recipe loads, but a run of it would fail at start-up:\n${error.message}\n`);
+    return EXIT_CODES.invalidRecipe;
+  }
+  io.stdout.write(
+    `recipe ok: ${recipe.path}\n  composed from: ${recipe.files.map((f) => path.relative(io.cwd, f) || f).join(", ")}\n`,
+  );
+  for (const note of notes) io.stdout.write(`  note: ${note}\n`);
+  return EXIT_CODES.ok;
 }
 
 /** Prints why the command failed (one line, or the recipe's problems) and returns its exit code. */

@@ -80,6 +80,8 @@ export interface RunStepEvent {
   readonly step: number;
   /** Its row of `metrics.jsonl`. */
   readonly metrics: MetricsRow;
+  /** Why the step trained nothing (`train/skipped` = 1), e.g. `all 4 groups had constant reward: nothing to learn from`. */
+  readonly skipped?: string;
 }
 
 /** A validation pass finished. */

@@ -7,6 +7,7 @@ import { NexrlError } from "../types/errors.js";
 import { TrajectoryError } from "../types/trajectory.js";
 import { RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "./errors.js";
 import { JsonlLog, type StepRow } from "./jsonl-log.js";
+import { userFrames } from "./rollout/error-origin.js";
 import type { RolloutFailure } from "./rollout/runner.js";
 import { rowNumber } from "./task.js";
 
@@ -35,6 +36,8 @@ export interface FailureRow extends StepRow {
   message: string;
   /** The stack trace of an error raised by user code (secrets redacted). */
   stack?: string;
+  /** Where in the user's code it was raised: the first frame of the stack outside nexrl, Node and `node_modules` (`file:line:column (function)`). */
+  at?: string;
   /** What the failure policy did (see `RolloutFailure.action`). */
   action: RolloutFailure["action"];
 }
@@ -101,6 +104,7 @@ export class FailureLog {
         : error instanceof Error
           ? error.message
           : String(error);
+    const at = userFrames(error)[0];
     const row: FailureRow = {
       step,
       validation: task.isVal,
@@ -115,6 +119,7 @@ export class FailureLog {
       ...(error instanceof Error &&
         !(error instanceof NexrlError) &&
         error.stack !== undefined && { stack: this.redact(error.stack) }),
+      ...(at !== undefined && { at: this.redact(at) }),
       action: failure.action,
     };
     this.total++;
@@ -144,5 +149,6 @@ export function formatFailure(row: FailureRow): string {
   const firstLine = row.message.split("\n")[0];
   // The messages of timeouts, hangs and uncaught errors say what they are.
   const what = row.kind === "error" || row.kind === "invalid_trajectory" ? `${row.error}: ${firstLine}` : firstLine;
-  return `${where} failed (${action}): ${what} [the first failure like this; every failure is in failures.jsonl]`;
+  const at = row.at === undefined ? "" : ` at ${row.at}`;
+  return `${where} failed (${action}): ${what}${at} [the first failure like this; every failure is in failures.jsonl]`;
 }

@@ -21,9 +21,9 @@ function duration(seconds: number): string {
 }
 
 /**
- * Prints `step 12/40 | reward 0.512 | loss 1.234 | 3.2 s/step | eta 1m30s`: rewritten in place
- * on a terminal, one line per step otherwise. Messages (warnings, checkpoints, validation) print
- * on lines of their own.
+ * Prints `step 12/40 | reward 0.512 | loss 1.234 | 3.2 s/step | eta 1m30s` (a step that trained
+ * nothing says why instead of its loss): rewritten in place on a terminal, one line per step
+ * otherwise. Messages (warnings, checkpoints, validation) print on lines of their own.
  */
 export class ProgressPrinter {
   private live = "";
@@ -45,8 +45,8 @@ export class ProgressPrinter {
     this.steps = options.steps ?? true;
   }
 
-  /** Reports a finished step with its metrics. */
-  step(step: number, metrics: Readonly<Record<string, unknown>>): void {
+  /** Reports a finished step with its metrics, and why it trained nothing if it did not (`skipped`). */
+  step(step: number, metrics: Readonly<Record<string, unknown>>, skipped?: string): void {
     this.stepsDone++;
     if (!this.steps) return;
     const perStep = (performance.now() - this.started) / 1000 / this.stepsDone;
@@ -55,7 +55,7 @@ export class ProgressPrinter {
     const line = [
       `step ${step}/${this.totalSteps}`,
       `reward ${fmt(num("rollout/reward_mean"))}`,
-      `loss ${fmt(num("train/loss"))}`,
+      skipped === undefined ? `loss ${fmt(num("train/loss"))}` : `nothing trained: ${skipped}`,
       ...(num("val/reward_mean") !== undefined ? [`val ${fmt(num("val/reward_mean"))}`] : []),
       `${fmt(perStep, 1)} s/step`,
       `eta ${duration(perStep * (this.totalSteps - step))}`,

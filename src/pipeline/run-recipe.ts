@@ -2,13 +2,13 @@
  * {@link runRecipe}: the training pipeline's entry point.
  * @module
  */
-import { readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { stringify } from "yaml";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
 import { NexrlError } from "../types/errors.js";
-import { listRunStates, locateRunState, readRunState } from "./checkpoint.js";
+import { listRunStates, readRunState } from "./checkpoint.js";
 import type { RunEvent, RunInit, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
 import { prepareInit } from "./init-stage.js";
@@ -24,9 +24,8 @@ import {
 import { resolveRunDirectory } from "./run-dir.js";
 import { RunLock } from "./run-lock.js";
 import { formatRunSummary, summarizeMetrics } from "./run-summary.js";
-import { resolveTrainerClass } from "./trainers/registry.js";
+import { locateResumeState, prepareRun } from "./preflight.js";
 import { executeRun, type LoopResult, type StartPlan } from "./training-run.js";
-import { resolveRolloutWorkerClass } from "./workers/registry.js";
 
 /** Options of {@link runRecipe}. */
 export interface RunRecipeOptions {
@@ -77,25 +76,17 @@ async function readSessions(dir: string): Promise<Session[]> {
 
 /** Decides how the run starts from `resume:` and what the checkpoint folder holds. */
 async function planStart(recipe: LoadedRecipe, checkpointDir: string, cwd: string): Promise<StartPlan> {
-  const { mode, resume_path: resumePath, resume_dataloader: exact } = recipe.config.resume;
+  const { mode, resume_dataloader: exact } = recipe.config.resume;
   if (mode === "disable") return { kind: "fresh" };
   let path: string | undefined;
   if (mode === "auto") {
     path = (await listRunStates(checkpointDir)).at(-1)?.path;
     if (path === undefined) return { kind: "fresh" };
   } else {
-    const besideRecipe = resolve(recipe.dir, resumePath);
-    path = await locateRunState((await exists(besideRecipe)) ? besideRecipe : resolve(cwd, resumePath));
+    path = await locateResumeState(recipe, cwd);
   }
   const state = await readRunState(path);
   return mode === "from_path" && !exact ? { kind: "warm_start", state, path } : { kind: "resume", state, path };
-}
-
-function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 /**
@@ -182,11 +173,10 @@ async function runInChain(
   const stop = new AbortController();
   let lock: RunLock | undefined;
   try {
-    // User modules load before anything is written: a recipe they refuse leaves no trace.
-    const classes = {
-      worker: await resolveRolloutWorkerClass(config, loaded.dir, loaded.path, stop.signal),
-      trainer: await resolveTrainerClass(config, loaded.dir, loaded.path),
-    };
+    // User modules, the tokenizer and the data load before anything is written: a recipe they
+    // refuse leaves no trace. `nexrl validate` makes the same checks.
+    const prepared = await prepareRun(loaded, stop.signal);
+    for (const message of prepared.notes) emit({ type: "warning", message });
     const backend = config.service.train_service.backend;
     for (const message of shortSecretWarnings(
       config,
@@ -250,7 +240,7 @@ async function runInChain(
       env,
       redact,
       settings,
-      classes,
+      prepared,
       beforeWrites,
     });
     // The run is over: the agent gateway offers no more tasks.
@@ -350,7 +340,7 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       );
       break;
     case "step":
-      progress.step(event.step, event.metrics);
+      progress.step(event.step, event.metrics, event.skipped);
       break;
     case "validation":
       progress.message(

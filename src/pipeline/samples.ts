@@ -30,6 +30,10 @@ export interface SampleRow extends StepRow {
   calls?: unknown[];
   /** The LLM judge's verdict (`extraFields.judge`: its score, rank, words and attempts), when a judge scored it. */
   judge?: unknown;
+  /** False for a rollout the trainer did not train on (a constant-reward group, say). */
+  trained: boolean;
+  /** The worker's other `extraFields` (all but `diagnostics`, `calls` and `judge`), when it set any. */
+  extra_fields?: Record<string, unknown>;
 }
 
 /** The response of a {@link SampleRow} token by token, as parallel arrays. */
@@ -73,9 +77,29 @@ function diagnosticsOf(t: Trajectory): unknown[] | undefined {
   return Array.isArray(diagnostics) && diagnostics.length > 0 ? diagnostics : undefined;
 }
 
+/** Fields of `extraFields` a sample row shows on their own. */
+const SHOWN_APART = new Set(["diagnostics", "calls", "judge"]);
+
+/** The worker's other `extraFields`, as JSON can hold them (a value it cannot is described instead). */
+function otherExtraFields(t: Trajectory): Record<string, unknown> | undefined {
+  const entries = Object.entries(t.extraFields).filter(([key]) => !SHOWN_APART.has(key));
+  if (entries.length === 0) return undefined;
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of entries) {
+    try {
+      fields[key] = value === undefined ? null : JSON.parse(JSON.stringify(value));
+    } catch (error) {
+      fields[key] = `<not JSON: ${(error as Error).message}>`;
+    }
+  }
+  return fields;
+}
+
 /**
- * Up to `count` trajectories spread evenly over `trajectories` (those trained on), then every
- * trajectory of `batch` (the whole step, dropped ones included) with diagnostics, decoded.
+ * Up to `count` trajectories spread evenly over the step's `batch` (trained on or not), then
+ * every other trajectory of `batch` with diagnostics, decoded; each row says whether it was among
+ * `trajectories`, those the trainer trained on. When the trainer returned trajectories of its
+ * own making (not the batch's), the rows come from those.
  */
 export function sampleRows(
   step: number,
@@ -84,9 +108,12 @@ export function sampleRows(
   count: number,
   batch: readonly Trajectory[] = trajectories,
 ): SampleRow[] {
+  const trained = new Set(trajectories);
+  const inBatch = new Set(batch);
+  const pool = trajectories.every((t) => inBatch.has(t)) ? batch : trajectories;
   const picked = new Set<Trajectory>();
-  for (let k = 0; k < Math.min(count, trajectories.length); k++)
-    picked.add(trajectories[Math.floor((k * trajectories.length) / Math.min(count, trajectories.length))]!);
+  const n = Math.min(count, pool.length);
+  for (let k = 0; k < n; k++) picked.add(pool[Math.floor((k * pool.length) / n)]!);
   for (const t of batch) if (diagnosticsOf(t)) picked.add(t);
   return [...picked].map((t) => {
     const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
@@ -109,6 +136,8 @@ export function sampleRows(
       response_tokens: responseTokens(t, split, tokenizer),
       ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
       ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge }),
+      trained: trained.has(t),
+      ...(otherExtraFields(t) && { extra_fields: otherExtraFields(t) }),
     };
   });
 }

@@ -3,10 +3,8 @@
  * @module
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
-import { loadTokenizer } from "../services/inference/tokenizers/load.js";
 import { createTrainingService } from "../services/training/index.js";
 import type { TrainingService } from "../services/training/types.js";
-import type { Tokenizer } from "../types/tokenizer.js";
 import { BackendNotAvailableError } from "./errors.js";
 
 /** Options of {@link openTrainingService}. */
@@ -43,20 +41,6 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
     ...(remote?.base_url && { baseUrl: remote.base_url }),
     ...(config.service.train_service.wire && { wire: config.service.train_service.wire }),
   });
-}
-
-/**
- * The tokenizer of the trained model: `rollout_worker.tokenizer`, else
- * `service.inference_service.tokenizer`, else `data.tokenizer_path`, else the model itself (an
- * engine preset selects the byte tokenizer).
- */
-export function openTokenizer(config: RecipeConfig): Promise<Tokenizer> {
-  const name =
-    config.rollout_worker.tokenizer ||
-    config.service.inference_service.tokenizer ||
-    config.data.tokenizer_path ||
-    config.service.train_service.model;
-  return loadTokenizer(name);
 }
 
 /**

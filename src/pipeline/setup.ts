@@ -20,8 +20,15 @@ function promptLength(tokenizer: Tokenizer, prompt: unknown): number {
   return tokenizer.applyChatTemplate(promptMessages(prompt, "a data row"), { addGenerationPrompt: true }).length;
 }
 
-/** A loader over `data.data_files` with the section's batching, order and prompt filter. */
-export function openDataLoader(data: DataConfig, tokenizer: Tokenizer, isVal: boolean): Promise<DataLoader> {
+/**
+ * A loader over `data.data_files` with the section's batching, order and prompt filter (which
+ * needs the `tokenizer`: without one, prompts are not measured).
+ */
+export function openDataLoader(
+  data: DataConfig,
+  tokenizer: Tokenizer | undefined,
+  isVal: boolean,
+): Promise<DataLoader> {
   return DataLoader.fromFiles(data.data_files ?? [], {
     promptKey: data.prompt_key,
     batchSize: data.batch_size,
@@ -30,12 +37,13 @@ export function openDataLoader(data: DataConfig, tokenizer: Tokenizer, isVal: bo
     dropLast: data.drop_last,
     rolloutRepeatN: data.rollout_repeat_n,
     isVal,
-    ...(data.filter_prompts && {
-      filter: {
-        maxPromptLength: data.max_prompt_length,
-        measure: (prompt: unknown) => promptLength(tokenizer, prompt),
-      },
-    }),
+    ...(data.filter_prompts &&
+      tokenizer && {
+        filter: {
+          maxPromptLength: data.max_prompt_length,
+          measure: (prompt: unknown) => promptLength(tokenizer, prompt),
+        },
+      }),
   });
 }
 

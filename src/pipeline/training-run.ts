@@ -13,7 +13,7 @@ import type { Trajectory } from "../types/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor, DataLoader } from "./data/data-loader.js";
-import { NoSuccessfulRolloutError, RunSetupError, RunStalledError, UncaughtUserError } from "./errors.js";
+import { NoSuccessfulRolloutError, RunStalledError, UncaughtUserError } from "./errors.js";
 import type { MetricsRow, RunEvent, RunResult, StopReason } from "./events.js";
 import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
@@ -25,14 +25,13 @@ import { runGuarded, type GuardedRun } from "./run-guard.js";
 import { sampleRows, type SampleRow } from "./samples.js";
 import { describeTask } from "./task.js";
 import { RolloutScheduler } from "./scheduler.js";
-import { checkInferenceBackend, openTokenizer, openTrainingService } from "./services.js";
-import { createRunner, openDataLoader } from "./setup.js";
+import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
+import { openTrainingService } from "./services.js";
+import { createRunner } from "./setup.js";
 import { summarize } from "./stats.js";
 import type { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
-import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import { Validator } from "./validation.js";
 import { WeightSync, type SamplerState } from "./weight-sync.js";
-import { resolveRolloutWorkerClass, type RolloutWorkerClass } from "./workers/registry.js";
 
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
 export type StartPlan =
@@ -68,8 +67,8 @@ export interface ExecuteRunOptions {
   settings: RunSettings;
   /** Called once the recipe, its data and its classes have been checked, before the run writes its first file. */
   beforeWrites?(): Promise<void>;
-  /** The worker and trainer classes, when already loaded (else loaded from the recipe). */
-  classes?: { worker: RolloutWorkerClass; trainer: TrainerClass };
+  /** The classes, tokenizer and data `prepareRun` opened (else opened from the recipe). */
+  prepared?: PreparedRun;
   /** The training service to run against instead of the recipe's backend (the pipeline benchmark's timed fakes); closed at the end. */
   service?: TrainingService;
 }
@@ -92,7 +91,6 @@ export type LoopResult = Omit<RunResult, "summary" | "outputs">;
  */
 export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult> {
   const { config } = options.recipe;
-  checkInferenceBackend(config);
   const meter = new TokenMeter();
   const service = meter.wrap(
     options.service ??
@@ -314,7 +312,8 @@ class TrainingRun {
     const { recipe, start } = options;
     const config = recipe.config;
     const train = config.service.train_service;
-    const tokenizer = await openTokenizer(config);
+    const prepared = options.prepared ?? (await prepareRun(recipe, stopSignal));
+    const { tokenizer, classes } = prepared;
     const client = await service.createTrainingClient({
       baseModel: train.model,
       seed: config.data.seed,
@@ -327,30 +326,13 @@ class TrainingRun {
         }),
     });
     const info = await client.getInfo();
-    const maxSequenceLength = config.rollout_worker.max_sequence_length ?? info.contextLength;
-    if (info.contextLength !== undefined && maxSequenceLength !== undefined && maxSequenceLength > info.contextLength) {
-      throw new RunSetupError(
-        `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${train.model} (${info.contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
-      );
-    }
-    if (
-      start.kind !== "fresh" &&
-      (start.state.model.name !== train.model || start.state.model.backend !== train.backend)
-    ) {
-      throw new RunSetupError(
-        `the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
-      );
-    }
+    // A remote service tells its model's context only now.
+    const maxSequenceLength = checkContextLength(config, info.contextLength);
+    if (start.kind !== "fresh") checkCheckpointModel(config, start.state, start.path);
     // Everything that can refuse the recipe comes before the first file is written.
-    const loader = await openDataLoader(config.data, tokenizer, false);
-    const validationData = config.validate.data;
-    const validationLoader =
-      validationData && (config.validate.validate_before_train || config.validate.eval.validate_freq > 0)
-        ? await openDataLoader(validationData, tokenizer, true)
-        : undefined;
-    const workerClass =
-      options.classes?.worker ?? (await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, stopSignal));
-    const trainerClass = options.classes?.trainer ?? (await resolveTrainerClass(config, recipe.dir, recipe.path));
+    const { train: loader, validation: validationLoader } = prepared.loaders;
+    const workerClass = classes.worker;
+    const trainerClass = classes.trainer;
     await options.beforeWrites?.();
     if (start.kind !== "fresh") {
       await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
@@ -576,7 +558,12 @@ class TrainingRun {
       batch.trajectories,
     ))
       await this.parts.samples.append(redactValue(sample, this.options.redact));
-    this.options.emit({ type: "step", step: this.step, metrics: row });
+    this.options.emit({
+      type: "step",
+      step: this.step,
+      metrics: row,
+      ...(result.skipReason !== undefined && { skipped: result.skipReason }),
+    });
     const saveFreq = config.trainer.save_freq;
     if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted)
       await this.checkpoint();

@@ -199,7 +199,7 @@ describe("agent worker: limits and failures", () => {
       await tinyInference(),
     );
     await expect(broken.run(task({ question: "hi" }))).rejects.toThrow(
-      /failed after 1 attempt\(s\): the agent's tool crashed/,
+      /failed after 1 attempt\(s\): Error: the agent's tool crashed\n {4}at .*\/scripted-agents\.ts:\d+:\d+ \(broken\)\nA retry would fail the same way/,
     );
     const unscored = await agentRunner(agent("scripted-agents.ts", "unscored"), await tinyInference());
     await expect(unscored.run(task({ question: "hi" }))).rejects.toThrow(

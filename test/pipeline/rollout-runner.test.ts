@@ -135,8 +135,11 @@ describe("RolloutRunner", () => {
     const r = await runner(Scripted, { mode: "fail_fast" });
     const error = await r.run(task({ index: 3, groupId: "0-3", runId: 1 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutError);
-    expect((error as RolloutError).message).toBe(
-      "rollout of row 4 (group 0-3, run 1) failed after 1 attempt(s): boom. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
+    // The error came from code in this file: it is named, and no retry is suggested.
+    expect((error as RolloutError).message).toMatch(
+      new RegExp(
+        `^rollout of row 4 \\(group 0-3, run 1\\) failed after 1 attempt\\(s\\): Error: boom\n    at ${import.meta.filename}:\\d+:\\d+\n(    at .*\n)*A retry would fail the same way: fix the code above, then run again \\(nexrl --verbose or NEXRL_DEBUG=1 prints the whole stack\\)$`,
+      ),
     );
     expect((error as RolloutError).origin).toEqual({ index: 3, groupId: "0-3", runId: 1, isVal: false });
     expect(((error as RolloutError).cause as Error).message).toBe("boom");
@@ -163,9 +166,46 @@ describe("RolloutRunner", () => {
       }).Scripted,
       { mode: "retry", retries: 1 },
     );
-    await expect(strict.run(task())).rejects.toThrow(
-      /failed after 2 attempt\(s\): flake 1\. To keep going, skip failed rollouts with runtime_monitor\.exception_handling\.policy: continue/,
+    await expect(strict.run(task())).rejects.toThrow(/failed after 2 attempt\(s\): Error: flake 1\n/);
+    // A timeout could pass on another try: the hint to keep going stays.
+    const slow = await runner(
+      scripted(() => new Promise(() => undefined)).Scripted,
+      { mode: "retry", retries: 1 },
+      { timeoutMs: 20 },
     );
+    await expect(slow.run(task())).rejects.toThrow(
+      /failed after 2 attempt\(s\): .*took longer than rollout_worker\.rollout_timeout_seconds \(0\.02 s\)\. To keep going, skip failed rollouts with runtime_monitor\.exception_handling\.policy: continue$/,
+    );
+  });
+
+  it("suggests a retry for a sampling failure, which may pass on another try, and not for the worker's own error", async () => {
+    const failing = {
+      tokenizer: new ByteTokenizer(),
+      completion: () => Promise.reject(new Error("the sampler is overloaded")),
+      chat: () => Promise.reject(new Error("not used")),
+    };
+    const sampling = scripted(async (w) => {
+      await (w as unknown as { inferenceClient: InferenceClient }).inferenceClient.completion("x");
+      return ok();
+    });
+    const r = await runner(
+      sampling.Scripted,
+      { mode: "fail_fast" },
+      { inference: failing as unknown as SamplerInferenceClient },
+    );
+    await expect(r.run(task())).rejects.toThrow(
+      "rollout of row 1 (group 0-0, run 0) failed after 1 attempt(s): the sampler is overloaded. To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue",
+    );
+    const own = scripted(() => {
+      throw new TypeError("x.map is not a function");
+    });
+    const error = (await (
+      await runner(own.Scripted, { mode: "fail_fast" })
+    )
+      .run(task())
+      .catch((e: unknown) => e)) as Error;
+    expect(error.message).toContain("failed after 1 attempt(s): TypeError: x.map is not a function\n    at ");
+    expect(error.message).not.toContain("To keep going");
   });
 
   it("skip gives up on a task after its retries and counts it", async () => {

@@ -252,7 +252,7 @@ describe("runRecipe", () => {
       grpoRecipeYaml({ worker: fixture("failing-worker.ts"), className: "FailingWorker" }),
     );
     await expect(runRecipe(strict, { outputDir: join(dir, "strict") })).rejects.toThrow(
-      /rollout of row \d+ \(group 0-\d+, run 0\) failed after 1 attempt\(s\): worker crashed on row \d+/,
+      /rollout of row \d+ \(group 0-\d+, run 0\) failed after 1 attempt\(s\): Error: worker crashed on row \d+\n/,
     );
   });
 

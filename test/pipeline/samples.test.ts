@@ -40,6 +40,52 @@ describe("samples.jsonl rows", () => {
         advantages: [-0.25, -0.25, -0.25, -0.25],
         logprobs: [-0.1235, -1.5, -2, -0.1],
       },
+      trained: true,
+    });
+  });
+
+  it("spread over the whole step, trained or not, and carry the worker's other extraFields", () => {
+    const batch = Array.from(
+      { length: 8 },
+      (_, i) => new Trajectory({ tokens, lossMask, reward: i, extraFields: { index: i, note: `row ${i}` } }),
+    );
+    // The trainer kept the odd ones.
+    const rows = sampleRows(
+      2,
+      batch.filter((_, i) => i % 2 === 1),
+      tokenizer,
+      4,
+      batch,
+    );
+    expect(rows.map((r) => [r.reward, r.trained, r.extra_fields])).toEqual([
+      [0, false, { index: 0, note: "row 0" }],
+      [2, false, { index: 2, note: "row 2" }],
+      [4, false, { index: 4, note: "row 4" }],
+      [6, false, { index: 6, note: "row 6" }],
+    ]);
+    expect(
+      sampleRows(
+        2,
+        batch.filter((_, i) => i < 4),
+        tokenizer,
+        2,
+        batch,
+      ).map((r) => [r.reward, r.trained]),
+    ).toEqual([
+      [0, true],
+      [4, false],
+    ]);
+    // Trajectories of the trainer's own making: the rows come from them, all trained.
+    const copies = batch.slice(0, 2).map((t) => new Trajectory({ tokens: t.tokens, lossMask, reward: 10 + t.reward }));
+    expect(sampleRows(2, copies, tokenizer, 4, batch).map((r) => [r.reward, r.trained])).toEqual([
+      [10, true],
+      [11, true],
+    ]);
+    // A value JSON cannot hold is described, not written.
+    const odd = new Trajectory({ tokens, lossMask, reward: 0, extraFields: { big: 1n, calls: [], ok: [1] } });
+    expect(sampleRows(1, [odd], tokenizer, 1)[0]!.extra_fields).toEqual({
+      big: "<not JSON: Do not know how to serialize a BigInt>",
+      ok: [1],
     });
   });
 

@@ -139,6 +139,26 @@ describe("trainers on the local engine", () => {
     });
     expect(skipped).toMatchObject({ "train/skipped": 1, "train/groups_constant": 1 });
     expect(optimSteps).toHaveLength(2);
+    const twoGroups = [sampled("q", "x", 1, "c", 0), sampled("q", "y", 1, "c", 1)];
+    twoGroups.push(...[sampled("r", "x", 0, "d", 0), sampled("r", "y", 0, "d", 1)]);
+    expect((await trainer.train(twoGroups, {})).skipReason).toBe(
+      "all 2 groups had constant reward: nothing to learn from",
+    );
+  });
+
+  it("a step with no token to train says so", async () => {
+    const { ctx, optimSteps } = await context("remote_api_cross_entropy", "learning_rate: 0.01");
+    const trainer = new RemoteApiCrossEntropyTrainer(ctx);
+    const untrained = sft("hello", "ello-hay");
+    untrained.lossMask.fill(0);
+    expect(await trainer.train([untrained], {})).toEqual({
+      trajectories: [untrained],
+      datums: 0,
+      stepped: false,
+      skipReason:
+        "none of the 1 trajectories carries a training signal (every advantage or loss weight is 0, or no token is trained): nothing to learn from",
+    });
+    expect(optimSteps).toHaveLength(0);
   });
 
   it("GRPO with a KL penalty shapes per-token advantages against the initial weights", async () => {

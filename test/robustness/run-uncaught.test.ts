@@ -26,8 +26,9 @@ describe("an uncaught error in user code during a run", () => {
       env: { TINKER_API_KEY: SECRET },
     });
     expect(run.code).toBe(EXIT_CODES.runFailed);
+    // A bug in the worker: the error says where it is, and no retry is suggested.
     expect(run.stderr).toBe(
-      "nexrl: rollout of row 3 (group 0-2, run 0) failed after 1 attempt(s): an uncaught Error: boom TINKER_API_KEY=*** in the rollout of row 3 (group 0-2, run 0). To keep going, retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue\n",
+      `nexrl: rollout of row 3 (group 0-2, run 0) failed after 1 attempt(s): an uncaught Error: boom TINKER_API_KEY=*** in the rollout of row 3 (group 0-2, run 0)\n    at ${join(dir, "worker.ts")}:10:37 (Timeout._onTimeout)\nA retry would fail the same way: fix the code above, then run again (nexrl --verbose or NEXRL_DEBUG=1 prints the whole stack)\n`,
     );
     expect(run.stdout).toMatch(/saved a checkpoint of it \(.*step_000001\.json\)/);
     expect(await readdir(join(out, "checkpoints"))).toContain("step_000001.json");

@@ -13,6 +13,8 @@ import { describeTask, type RolloutTask } from "../task.js";
 import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
+import { retryCouldHelp, userFrames } from "./error-origin.js";
+import { NexrlError } from "../../types/errors.js";
 
 /** Options of {@link RolloutRunner}. */
 export interface RolloutRunnerOptions {
@@ -413,18 +415,35 @@ export class RolloutRunner {
     });
   }
 
+  /**
+   * The error that stops the run: the rollout, the error, where the user's code raised it, and
+   * what to do — retry or skip where a retry could help, else fix the code.
+   */
   private stopError(task: RolloutTask, attempts: number, error: unknown): RolloutError {
     const origin = { index: task.index, groupId: task.groupId, runId: task.runId, isVal: task.isVal };
-    const cause = error instanceof Error ? error.message : String(error);
-    const hint =
-      this.options.policy.mode === "fail_fast"
-        ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
-        : "skip failed rollouts with runtime_monitor.exception_handling.policy: continue";
+    const failed = `${task.isVal ? "validation " : ""}rollout of ${describeTask(task)} failed after ${attempts} attempt(s)`;
+    if (retryCouldHelp(error)) {
+      const cause = error instanceof Error ? error.message : String(error);
+      const hint =
+        this.options.policy.mode === "fail_fast"
+          ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
+          : "skip failed rollouts with runtime_monitor.exception_handling.policy: continue";
+      return new RolloutError(origin, attempts, `${failed}: ${cause}. To keep going, ${hint}`, error);
+    }
+    // A bug of the worker fails the same way every time: say where it is, not how to retry.
+    const frames = userFrames(error instanceof UncaughtUserError ? error.cause : error);
+    const at = frames.length === 0 ? "" : `\n${frames.map((frame) => `    at ${frame}`).join("\n")}`;
     return new RolloutError(
       origin,
       attempts,
-      `${task.isVal ? "validation " : ""}rollout of ${describeTask(task)} failed after ${attempts} attempt(s): ${cause}. To keep going, ${hint}`,
+      `${failed}: ${describeError(error)}${at}\nA retry would fail the same way: fix the ${frames.length === 0 ? "cause" : "code above"}, then run again (nexrl --verbose or NEXRL_DEBUG=1 prints the whole stack)`,
       error,
     );
   }
+}
+
+/** An error as a message shows it: nexrl's own say what they are; others get their class name. */
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return `a throw of ${String(error)}`;
+  return error instanceof NexrlError ? error.message : `${error.name}: ${error.message}`;
 }

@@ -105,6 +105,20 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
     return kept;
   }
 
+  /** Says when every group had a constant reward (and what it was, when all share one). */
+  protected override describeSkippedStep(
+    trajectories: readonly Trajectory[],
+    prepared: readonly Trajectory[],
+    metrics: Readonly<Record<string, number>>,
+  ): string {
+    const groups = metrics["train/groups"] ?? 0;
+    if (groups === 0 || metrics["train/groups_constant"] !== groups)
+      return super.describeSkippedStep(trajectories, prepared, metrics);
+    const rewards = new Set(trajectories.map((t) => t.reward));
+    const shared = rewards.size === 1 ? ` (every rollout got ${[...rewards][0]})` : "";
+    return `all ${groups} group${groups === 1 ? "" : "s"} had constant reward${shared}: nothing to learn from`;
+  }
+
   private referenceSampler(path: string): Promise<SamplingClient> {
     this.reference ??= this.context.service.createSamplingClient(path);
     return this.reference;

@@ -37,6 +37,8 @@ export interface TrainStepResult {
   datums: number;
   /** Whether `forwardBackward` and `optimStep` ran. */
   stepped: boolean;
+  /** Why the step trained nothing, when it did not step (see {@link RemoteApiTrainer.describeSkippedStep}). */
+  skipReason?: string;
 }
 
 /**
@@ -124,7 +126,13 @@ export abstract class RemoteApiTrainer {
     metrics["train/datums_without_signal"] = prepared.length - built.length;
     metrics["train/num_tokens"] = built.reduce((n, b) => n + b.mask.reduce((a, m) => a + m, 0), 0);
     metrics["train/skipped"] = built.length === 0 ? 1 : 0;
-    if (built.length === 0) return { trajectories: prepared, datums: 0, stepped: false };
+    if (built.length === 0)
+      return {
+        trajectories: prepared,
+        datums: 0,
+        stepped: false,
+        skipReason: this.describeSkippedStep(trajectories, prepared, metrics),
+      };
     const datums = built.map((b) => b.datum);
     const lossFnConfig = this.lossFnConfig();
     // Every training client checks its datums against the loss contract (validateLossInputs)
@@ -152,6 +160,25 @@ export abstract class RemoteApiTrainer {
     for (const [key, value] of Object.entries(fb.metrics)) if (key !== "loss:sum") metrics[`train/${key}`] = value;
     for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
     return { trajectories: prepared, datums: datums.length, stepped: true };
+  }
+
+  /**
+   * Why a step trained nothing, for the progress line and the step's event: no trajectories,
+   * none kept by {@link RemoteApiTrainer.prepareTrajectories}, or none with a training signal.
+   * Override it to say what an algorithm's own filters dropped.
+   * @param trajectories the step's trajectories.
+   * @param prepared what `prepareTrajectories` returned.
+   * @param _metrics the step's metrics so far (for overrides: GRPO reads its group counts).
+   */
+  protected describeSkippedStep(
+    trajectories: readonly Trajectory[],
+    prepared: readonly Trajectory[],
+    _metrics: Readonly<Record<string, number>>,
+  ): string {
+    if (trajectories.length === 0) return "the step had no trajectories";
+    if (prepared.length === 0)
+      return `${this.constructor.name}.prepareTrajectories kept none of the ${trajectories.length} trajectories: nothing to learn from`;
+    return `none of the ${prepared.length} trajectories carries a training signal (every advantage or loss weight is 0, or no token is trained): nothing to learn from`;
   }
 
   /** Exports the current weights for sampling under `name` (kept `samplerTtlSeconds`) and returns the path. */

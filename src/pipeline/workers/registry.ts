@@ -44,7 +44,7 @@ export async function resolveRolloutWorkerClass(
       return SingleTurnMathRolloutWorker;
     case "agent":
     case "nexau": {
-      if (worker.type === "agent" && isBuiltinAgent(worker)) return SingleTurnMathRolloutWorker;
+      if (!isAgentServiceWorker(worker)) return SingleTurnMathRolloutWorker;
       // Loaded on demand: the agent service sits on top of the pipeline.
       const { createAgentWorkerClass } = await import("../../agent/worker-class.js");
       return createAgentWorkerClass(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) }, signal);
@@ -61,4 +61,39 @@ export async function resolveRolloutWorkerClass(
         ...(recipeFile !== undefined && { recipeFile }),
       }) as Promise<RolloutWorkerClass>;
   }
+}
+
+/** Whether the worker runs an agent of the agent service (a module, a declarative agent or external agents). */
+function isAgentServiceWorker(worker: RecipeConfig["rollout_worker"]): boolean {
+  return worker.type === "nexau" || (worker.type === "agent" && !isBuiltinAgent(worker));
+}
+
+/**
+ * What only the rollouts of the recipe's worker can show, said up front: for an agent without an
+ * evaluator, that its reward must come from the agent.
+ * @throws AgentSetupError for an agent whose episodes nothing could score.
+ */
+export async function rolloutWorkerNotes(config: RecipeConfig): Promise<string[]> {
+  if (!isAgentServiceWorker(config.rollout_worker)) return [];
+  const { agentRewardSource } = await import("../../agent/worker-class.js");
+  const { note } = agentRewardSource(config);
+  return note === undefined ? [] : [note];
+}
+
+/**
+ * Checks that {@link resolveRolloutWorkerClass} would find the recipe's worker — a custom class,
+ * or an agent and its evaluator with a reward source — without starting the agent gateway.
+ * @throws as {@link resolveRolloutWorkerClass} does.
+ */
+export async function checkRolloutWorkerClass(
+  config: RecipeConfig,
+  recipeDir: string,
+  recipeFile?: string,
+): Promise<void> {
+  if (isAgentServiceWorker(config.rollout_worker)) {
+    const { loadAgentParts } = await import("../../agent/worker-class.js");
+    await loadAgentParts(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) });
+    return;
+  }
+  await resolveRolloutWorkerClass(config, recipeDir, recipeFile);
 }

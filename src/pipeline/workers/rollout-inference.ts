@@ -4,6 +4,7 @@
  * policy versions answered.
  * @module
  */
+import { markSamplingError } from "../rollout/error-origin.js";
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
 import { deriveSeed } from "../seed.js";
@@ -93,6 +94,10 @@ export class RolloutInferenceClient implements InferenceClient {
     let result: InferenceResult;
     try {
       result = await send(sent);
+    } catch (error) {
+      // Sampling failed, not the worker's code: a retry of the rollout may succeed.
+      markSamplingError(error);
+      throw error;
     } finally {
       this.inFlight--;
     }

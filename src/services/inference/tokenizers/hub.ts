@@ -36,14 +36,24 @@ async function isFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() ?? false;
 }
 
+/** Where a Hub tokenizer is (or would be) cached, and whether it already is; see {@link hubTokenizerCache}. */
+export interface HubTokenizerCache {
+  /** The cache folder of the id and revision. */
+  folder: string;
+  /** True when the folder holds the required files: loading it makes no request. */
+  cached: boolean;
+  /** The Hub address the files would come from. */
+  endpoint: string;
+  /** The branch, tag or commit. */
+  revision: string;
+}
+
 /**
- * Downloads `tokenizer.json`, `tokenizer_config.json` and, when the model has one,
- * `chat_template.jinja` of Hub model `id` into `<cacheDir>/<id>/<revision>/`, and returns that
- * folder. A folder that already holds the required files is used as it is, without a request.
- * @throws {@link TokenizerLoadError} for an invalid id, an unreachable Hub (offline), a model
- *   that does not exist or needs a token, and files that cannot be written.
+ * Where {@link downloadTokenizer} keeps the tokenizer of Hub model `id`, and whether it is there
+ * already; makes no request.
+ * @throws {@link TokenizerLoadError} for an invalid id or revision.
  */
-export async function downloadTokenizer(id: string, options: HubDownloadOptions = {}): Promise<string> {
+export async function hubTokenizerCache(id: string, options: HubDownloadOptions = {}): Promise<HubTokenizerCache> {
   const revision = options.revision ?? "main";
   if (!HUB_ID.test(id) || id.includes("..")) {
     throw new TokenizerLoadError(
@@ -56,10 +66,22 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
     );
   // join() splits the id at "/" into the owner and repository folders (and normalises it on Windows).
   const folder = join(options.cacheDir ?? defaultTokenizerCacheDir(), id, revision);
-  const cached = await Promise.all(REQUIRED_TOKENIZER_FILES.map((name) => isFile(join(folder, name))));
-  if (cached.every(Boolean)) return folder;
-
+  const present = await Promise.all(REQUIRED_TOKENIZER_FILES.map((name) => isFile(join(folder, name))));
   const endpoint = (options.endpoint ?? process.env.HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+  return { folder, cached: present.every(Boolean), endpoint, revision };
+}
+
+/**
+ * Downloads `tokenizer.json`, `tokenizer_config.json` and, when the model has one,
+ * `chat_template.jinja` of Hub model `id` into `<cacheDir>/<id>/<revision>/`, and returns that
+ * folder. A folder that already holds the required files is used as it is, without a request.
+ * @throws {@link TokenizerLoadError} for an invalid id, an unreachable Hub (offline), a model
+ *   that does not exist or needs a token, and files that cannot be written.
+ */
+export async function downloadTokenizer(id: string, options: HubDownloadOptions = {}): Promise<string> {
+  const { folder, cached, endpoint, revision } = await hubTokenizerCache(id, options);
+  if (cached) return folder;
+
   const token = options.token ?? process.env.HF_TOKEN;
   const fetchFile = async (name: string, required: boolean): Promise<string | undefined> => {
     const url = `${endpoint}/${id}/resolve/${revision}/${name}`;

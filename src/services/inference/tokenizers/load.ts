@@ -9,7 +9,7 @@ import { ByteTokenizer, MODEL_PRESETS } from "../../../engine/index.js";
 import type { Tokenizer } from "../../../types/tokenizer.js";
 import { TokenizerLoadError } from "./errors.js";
 import { HfTokenizer } from "./hf-tokenizer.js";
-import { downloadTokenizer, type HubDownloadOptions } from "./hub.js";
+import { downloadTokenizer, hubTokenizerCache, type HubDownloadOptions, type HubTokenizerCache } from "./hub.js";
 
 /** Options of {@link loadTokenizer}: where and how Hub tokenizers are downloaded. */
 export type LoadTokenizerOptions = HubDownloadOptions;
@@ -17,6 +17,33 @@ export type LoadTokenizerOptions = HubDownloadOptions;
 /** Names that select the local engine's {@link ByteTokenizer}: its presets and `byte` (its tokenizer id). */
 function isByteTokenizerName(name: string): boolean {
   return name === "byte" || Object.hasOwn(MODEL_PRESETS, name);
+}
+
+/** Where the tokenizer of a name comes from; see {@link locateTokenizer}. */
+export type TokenizerSource =
+  | { readonly kind: "byte" }
+  | { readonly kind: "folder"; readonly folder: string }
+  | { readonly kind: "hub"; readonly id: string; readonly cache: HubTokenizerCache };
+
+/**
+ * Where the tokenizer of `nameOrPath` comes from (see {@link loadTokenizer}), without loading or
+ * downloading it: a Hub id says where it is cached and whether it is already.
+ * @throws {@link TokenizerLoadError} for a file, a missing folder path or an invalid Hub id.
+ */
+export async function locateTokenizer(
+  nameOrPath: string,
+  options: LoadTokenizerOptions = {},
+): Promise<TokenizerSource> {
+  if (isByteTokenizerName(nameOrPath)) return { kind: "byte" };
+  const info = await stat(nameOrPath).catch(() => undefined);
+  if (info?.isDirectory()) return { kind: "folder", folder: nameOrPath };
+  if (info)
+    throw new TokenizerLoadError(
+      `${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`,
+    );
+  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath))
+    throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
+  return { kind: "hub", id: nameOrPath, cache: await hubTokenizerCache(nameOrPath, options) };
 }
 
 /**
@@ -28,15 +55,15 @@ function isByteTokenizerName(name: string): boolean {
  * @throws {@link TokenizerLoadError} when the folder lacks the files or the download fails.
  */
 export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
-  if (isByteTokenizerName(nameOrPath)) return new ByteTokenizer();
-  const info = await stat(nameOrPath).catch(() => undefined);
-  if (info?.isDirectory()) return HfTokenizer.fromFolder(nameOrPath);
-  if (info)
-    throw new TokenizerLoadError(
-      `${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`,
-    );
-  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath))
-    throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
-  const folder = await downloadTokenizer(nameOrPath, options);
-  return HfTokenizer.fromFolder(folder);
+  const source = await locateTokenizer(nameOrPath, options);
+  switch (source.kind) {
+    case "byte":
+      return new ByteTokenizer();
+    case "folder":
+      return HfTokenizer.fromFolder(source.folder);
+    case "hub":
+      return HfTokenizer.fromFolder(
+        source.cache.cached ? source.cache.folder : await downloadTokenizer(source.id, options),
+      );
+  }
 }

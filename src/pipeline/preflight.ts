@@ -1,0 +1,261 @@
+/**
+ * The checks a run makes before its first rollout, shared by `runRecipe` (which keeps what they
+ * open) and `nexrl validate` (a dry run: it downloads nothing and starts nothing), so that a
+ * recipe `validate` accepts does not fail at start-up for a reason it could see.
+ * @module
+ */
+import { relative, resolve } from "node:path";
+import { stat } from "node:fs/promises";
+import { MODEL_PRESETS } from "../engine/config.js";
+import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
+import type { RecipeConfig } from "../recipe/schema/recipe.js";
+import { didYouMean } from "../recipe/suggest.js";
+import { RecipeError } from "../recipe/errors.js";
+import { REQUIRED_TOKENIZER_FILES } from "../services/inference/tokenizers/files.js";
+import { loadTokenizer, locateTokenizer } from "../services/inference/tokenizers/load.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import { locateRunState, readRunState, type RunState } from "./checkpoint.js";
+import type { DataLoader } from "./data/data-loader.js";
+import { RunSetupError } from "./errors.js";
+import { checkInferenceBackend } from "./services.js";
+import { openDataLoader } from "./setup.js";
+import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
+import {
+  checkRolloutWorkerClass,
+  resolveRolloutWorkerClass,
+  rolloutWorkerNotes,
+  type RolloutWorkerClass,
+} from "./workers/registry.js";
+
+/**
+ * The name the run loads the tokenizer of the trained model by: `rollout_worker.tokenizer`, else
+ * `service.inference_service.tokenizer`, else `data.tokenizer_path`, else the model itself (an
+ * engine preset selects the byte tokenizer).
+ */
+export function tokenizerName(config: RecipeConfig): string {
+  return (
+    config.rollout_worker.tokenizer ||
+    config.service.inference_service.tokenizer ||
+    config.data.tokenizer_path ||
+    config.service.train_service.model
+  );
+}
+
+/**
+ * Checks that the model a `local` recipe trains is one of the engine's presets (remote services
+ * check their own model names when the run connects).
+ * @throws {@link RecipeError} naming `service.train_service.model`, the presets and the closest one.
+ */
+export function checkModelName(recipe: LoadedRecipe): void {
+  const train = recipe.config.service.train_service;
+  if (train.backend !== "local" || Object.hasOwn(MODEL_PRESETS, train.model)) return;
+  const presets = Object.keys(MODEL_PRESETS);
+  const suggestion = didYouMean(train.model, presets);
+  const hint = suggestion === undefined ? "" : `did you mean "${suggestion}"? `;
+  throw new RecipeError(
+    [
+      {
+        keyPath: "service.train_service.model",
+        message: `"${train.model}" is not a model of the local engine; ${hint}its presets are ${presets.join(", ")}`,
+        ...(suggestion !== undefined && { suggestion }),
+      },
+    ],
+    { file: recipe.path },
+  );
+}
+
+/**
+ * The longest sequence the run accepts: `rollout_worker.max_sequence_length`, else the model's
+ * context.
+ * @param contextLength the model's context, when known.
+ * @throws {@link RunSetupError} when `max_sequence_length` is longer than the context.
+ */
+export function checkContextLength(config: RecipeConfig, contextLength: number | undefined): number | undefined {
+  const maxSequenceLength = config.rollout_worker.max_sequence_length ?? contextLength;
+  if (contextLength !== undefined && maxSequenceLength !== undefined && maxSequenceLength > contextLength) {
+    throw new RunSetupError(
+      `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${config.service.train_service.model} (${contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
+    );
+  }
+  return maxSequenceLength;
+}
+
+/** The context of a local preset; undefined for remote models, whose service tells it when the run connects. */
+function knownContextLength(config: RecipeConfig): number | undefined {
+  const train = config.service.train_service;
+  return train.backend === "local"
+    ? MODEL_PRESETS[train.model as keyof typeof MODEL_PRESETS]?.contextLength
+    : undefined;
+}
+
+/** The run state `resume.resume_path` names (beside the recipe first, then from `cwd`). */
+export async function locateResumeState(recipe: LoadedRecipe, cwd: string): Promise<string> {
+  const besideRecipe = resolve(recipe.dir, recipe.config.resume.resume_path);
+  const found = await stat(besideRecipe).then(
+    () => true,
+    () => false,
+  );
+  return locateRunState(found ? besideRecipe : resolve(cwd, recipe.config.resume.resume_path));
+}
+
+/**
+ * Checks that a checkpoint holds the model the recipe trains.
+ * @throws {@link RunSetupError} naming both.
+ */
+export function checkCheckpointModel(config: RecipeConfig, state: RunState, path: string): void {
+  const train = config.service.train_service;
+  if (state.model.name !== train.model || state.model.backend !== train.backend) {
+    throw new RunSetupError(
+      `the checkpoint ${path} holds ${state.model.backend} model ${state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
+    );
+  }
+}
+
+/** The data loaders of a run: training, and validation when the recipe validates. */
+export interface RunLoaders {
+  /** The training data. */
+  train: DataLoader;
+  /** The validation data, when `validate` runs. */
+  validation: DataLoader | undefined;
+}
+
+/**
+ * Opens the training data and, when the run validates, the validation data. Without a tokenizer
+ * (`nexrl validate` before a download) prompts are not measured against `data.max_prompt_length`.
+ */
+async function openLoaders(config: RecipeConfig, tokenizer: Tokenizer | undefined): Promise<RunLoaders> {
+  const open = (data: NonNullable<RecipeConfig["validate"]["data"]>, isVal: boolean): Promise<DataLoader> =>
+    openDataLoader(data, tokenizer, isVal);
+  const validationData = config.validate.data;
+  return {
+    train: await open(config.data, false),
+    validation:
+      validationData && (config.validate.validate_before_train || config.validate.eval.validate_freq > 0)
+        ? await open(validationData, true)
+        : undefined,
+  };
+}
+
+/** What a run needs from its recipe, checked and opened before anything is written. */
+export interface PreparedRun {
+  /** The rollout worker and trainer classes. */
+  classes: { worker: RolloutWorkerClass; trainer: TrainerClass };
+  /** The tokenizer of the trained model. */
+  tokenizer: Tokenizer;
+  /** The data. */
+  loaders: RunLoaders;
+  /** Warnings about what only the rollouts can show. */
+  notes: string[];
+}
+
+/**
+ * Checks a recipe and opens what its run needs: the services it names are reachable through this
+ * build, a local model is a preset, sequences fit a preset's context, the worker and trainer
+ * classes load (the agent gateway starts; `signal` closes it), the agent has a reward source, the
+ * tokenizer loads (downloaded from the Hub if need be) and the data opens.
+ * @throws what `runRecipe` documents for a recipe it cannot run.
+ */
+export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Promise<PreparedRun> {
+  const { config } = recipe;
+  checkInferenceBackend(config);
+  checkModelName(recipe);
+  checkContextLength(config, knownContextLength(config));
+  const notes = await rolloutWorkerNotes(config);
+  const classes = {
+    worker: await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, signal),
+    trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
+  };
+  const tokenizer = await loadTokenizer(tokenizerName(config));
+  return { classes, tokenizer, loaders: await openLoaders(config, tokenizer), notes };
+}
+
+/**
+ * `nexrl validate`: every check {@link prepareRun} makes, the resume checkpoint's, and the same
+ * checks of the warm start `init:` names, without starting the agent gateway or downloading a
+ * tokenizer.
+ * @param recipe the loaded recipe.
+ * @param cwd the folder relative paths of the command line resolve against.
+ * @param env the environment an `init.from_recipe` recipe is loaded with (`process.env` by default).
+ * @returns notes for the user: what a run would download, and what only its rollouts can show.
+ * @throws the error the run would fail with at start-up.
+ */
+export async function checkRecipe(
+  recipe: LoadedRecipe,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<string[]> {
+  return checkRecipeIn(recipe, cwd, env, []);
+}
+
+async function checkRecipeIn(
+  recipe: LoadedRecipe,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
+  chain: readonly string[],
+): Promise<string[]> {
+  const { config } = recipe;
+  checkInferenceBackend(config);
+  checkModelName(recipe);
+  checkContextLength(config, knownContextLength(config));
+  const notes = await rolloutWorkerNotes(config);
+  await checkRolloutWorkerClass(config, recipe.dir, recipe.path);
+  await resolveTrainerClass(config, recipe.dir, recipe.path);
+  const name = tokenizerName(config);
+  const source = await locateTokenizer(name);
+  let tokenizer: Tokenizer | undefined;
+  if (source.kind === "hub" && !source.cache.cached) {
+    const { endpoint, revision, folder } = source.cache;
+    notes.push(
+      `the run will download the tokenizer of ${name} (${REQUIRED_TOKENIZER_FILES.join(", ")} and any chat template) from ${endpoint}/${name} (revision ${revision}) into ${folder}; prompt lengths are checked then`,
+    );
+  } else {
+    tokenizer = await loadTokenizer(name);
+  }
+  await openLoaders(config, tokenizer);
+  if (config.resume.mode === "from_path") {
+    const path = await locateResumeState(recipe, cwd);
+    checkCheckpointModel(config, await readRunState(path), path);
+  }
+  if (config.service.train_service.backend !== "local")
+    notes.push(
+      `the context of ${config.service.train_service.model} is checked against rollout_worker.max_sequence_length when the run connects to ${config.service.train_service.backend}`,
+    );
+  return notes.concat(await checkInit(recipe, cwd, env, [...chain, recipe.path]));
+}
+
+/**
+ * The warm start of `init:`: a checkpoint that holds the recipe's model, or a recipe that trains
+ * the same model and passes the same checks (its notes prefixed with its name).
+ */
+async function checkInit(
+  recipe: LoadedRecipe,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
+  chain: readonly string[],
+): Promise<string[]> {
+  const init = recipe.config.init;
+  if (init === undefined || init === null) return [];
+  if (init.from_checkpoint !== undefined) {
+    const beside = resolve(recipe.dir, init.from_checkpoint);
+    const found = await stat(beside).then(
+      () => true,
+      () => false,
+    );
+    const path = await locateRunState(found ? beside : resolve(cwd, init.from_checkpoint));
+    checkCheckpointModel(recipe.config, await readRunState(path), path);
+    return [];
+  }
+  const file = init.from_recipe!;
+  if (chain.includes(file))
+    throw new RunSetupError(
+      `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
+    );
+  const child = await loadRecipe(file, { env, cwd });
+  const [outer, inner] = [recipe.config.service.train_service, child.config.service.train_service];
+  if (outer.backend !== inner.backend || outer.model !== inner.model)
+    throw new RunSetupError(
+      `init.from_recipe ${relative(cwd, file) || file} trains ${inner.backend} model ${inner.model}, but the recipe trains ${outer.backend} model ${outer.model}; warm-start the same model`,
+    );
+  const notes = await checkRecipeIn(child, cwd, env, chain);
+  return notes.map((note) => `init.from_recipe ${relative(cwd, file) || file}: ${note}`);
+}
