@@ -14,10 +14,10 @@ import { loadUserClass } from "../recipe/user-module.js";
 import { isClass, loadAgentModule, type AgentFunction } from "./agent-module.js";
 import { loadAgentConfig } from "./declarative/config.js";
 import { declarativeAgent } from "./declarative/loop.js";
-import { AgentSetupError } from "./errors.js";
 import { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./evaluator.js";
 import { AgentGateway } from "./gateway.js";
 import { AgentRolloutWorker, type AgentWorkerSetup } from "./worker.js";
+import { ConfigError } from "../errors.js";
 
 /** Where the recipe's relative paths resolve from. */
 export interface AgentRecipeBase {
@@ -39,7 +39,7 @@ async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<A
       worker.task_name,
     );
   }
-  throw new AgentSetupError(
+  throw new ConfigError(
     `rollout_worker: a \`${worker.type}\` worker needs an agent: set agent_module_path (an agent written in TypeScript), nexau_agent_config_path (a declarative agent_config.yaml) or agent.external: true (agents in other processes)`,
   );
 }
@@ -89,8 +89,8 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
  * the run); without a signal it does not keep the process alive.
  * The evaluator (`evaluator_module_path: file.ts:Name`) is a class extending {@link Evaluator}
  * or a plain function `(data, target) => { reward, extraInfo }`.
- * @throws {@link AgentSetupError} for a missing or malformed agent, `UserModuleError` for the
- * evaluator, `AgentGatewayError` when the gateway cannot listen.
+ * @throws {@link ConfigError} for a missing or malformed agent, `RecipeError` for the
+ * evaluator, `ConfigError` when the gateway cannot listen.
  */
 export async function createAgentWorkerClass(
   config: RecipeConfig,

@@ -7,15 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
-import {
-  ApiConnectionError,
-  ApiStatusError,
-  ApiTimeoutError,
-  HttpError,
-  RequestAbortedError,
-  statusError,
-  type HttpErrorContext,
-} from "./errors.js";
+import { statusError, type ErrorHints } from "./errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
 import {
@@ -25,6 +17,14 @@ import {
   type TextExchange,
   type TextReceiver,
 } from "./text-dispatch.js";
+import {
+  APIConnectionError,
+  APIError,
+  type APIErrorContext,
+  APITimeoutError,
+  APIUserAbortError,
+  NexrlError,
+} from "../errors.js";
 
 /**
  * Which failures a request may be sent again after:
@@ -47,6 +47,8 @@ export interface HttpTransportOptions {
   apiKeyScheme?: string;
   /** Where the key comes from, named in authentication errors (e.g. `TINKER_API_KEY`). */
   apiKeySource?: string;
+  /** The service's own fix-it hints for error statuses and timeouts, replacing the defaults. */
+  hints?: ErrorHints;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
   /** Default per-call timeout in milliseconds (60 000). */
@@ -152,16 +154,18 @@ interface CallOwner {
   /** The outcome of the attempt in flight: the answer, or the error it failed with. */
   settled(call: Call, answer: TextAnswer | undefined, error: Error | undefined): void;
   /** What errors say about the call. */
-  context(call: Call): HttpErrorContext;
+  context(call: Call): APIErrorContext;
+  /** The service's hint for a timeout, when it has its own. */
+  timeoutHint(): string | undefined;
 }
 
 /** Times out the attempt of `call` in flight (a shared function: no closure per attempt). */
 function timeOut(call: Call): void {
-  call.exchange!.abort(new ApiTimeoutError(call.owner.context(call), call.timeoutMs));
+  call.exchange!.abort(new APITimeoutError(call.owner.context(call), call.timeoutMs, call.owner.timeoutHint()));
 }
 
-/** What `close()` gives up on the attempts in flight with. */
-const CLOSED = new Error("the client was closed");
+/** What `close()` gives up on the attempts in flight with (one shared reason, turned into an {@link APIUserAbortError}). */
+const CLOSED = new NexrlError("the client was closed");
 
 /** The bytes `request` sends: `encodedBody`, else `body` as JSON, else none. */
 export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody">): string | Uint8Array | undefined {
@@ -254,6 +258,7 @@ export class HttpTransport {
   private readonly owner: CallOwner = {
     settled: (call, answer, error) => this.settled(call, answer, error),
     context: (call) => this.context(call),
+    timeoutHint: () => this.hints.timeout,
   };
   private readonly redactor: Redactor;
   private readonly baseHeaders: Record<string, string>;
@@ -263,6 +268,7 @@ export class HttpTransport {
   private readonly maxRetries: number;
   private readonly backoff: BackoffOptions;
   private readonly apiKeySource: string;
+  private readonly hints: ErrorHints;
   private readonly log: ((line: string) => void) | undefined;
   /** Whether the base URL's host is this machine's loopback. */
   private readonly loopback: boolean;
@@ -290,6 +296,7 @@ export class HttpTransport {
     this.maxRetries = options.maxRetries ?? 10;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.apiKeySource = options.apiKeySource ?? "the API key";
+    this.hints = options.hints ?? {};
     this.log = options.log;
   }
 
@@ -310,9 +317,9 @@ export class HttpTransport {
 
   /**
    * Sends one call, retrying as `request.retry` allows, and returns the 2xx response.
-   * @throws {@link ApiStatusError} (a subclass per status) for an error status,
-   * {@link ApiConnectionError} when no response arrived, {@link ApiTimeoutError} when the timeout
-   * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
+   * @throws {@link APIError} (a subclass per status) for an error status,
+   * {@link APIConnectionError} when no response arrived, {@link APITimeoutError} when the timeout
+   * passed, {@link APIUserAbortError} when the signal aborted or the transport was closed.
    */
   request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     return new Promise((resolve, reject) => this.send<T>(request, { answered: resolve, failed: reject }));
@@ -368,7 +375,7 @@ export class HttpTransport {
   private attempt(call: Call): void {
     const caller = call.signal;
     if (caller?.aborted || this.closing.signal.aborted) {
-      call.receiver.failed(new RequestAbortedError(this.context(call), this.abortReason(caller)));
+      call.receiver.failed(new APIUserAbortError(this.context(call), this.abortReason(caller)));
       return;
     }
     // In flight before it is dispatched: a connection that cannot be had fails the exchange at once.
@@ -400,15 +407,14 @@ export class HttpTransport {
 
   /** Sends `call` again after `failure` when its retry mode and the retry budget allow; else fails it with `failure`. */
   private retry(call: Call, failure: unknown): void {
-    const budget = failure instanceof HttpError ? this.retryBudget(failure) : 0;
-    if (!(failure instanceof HttpError) || call.attempt >= budget || !this.mayRetry(failure, call.mode)) {
+    const budget = failure instanceof APIError ? this.retryBudget(failure) : 0;
+    if (!(failure instanceof APIError) || call.attempt >= budget || !this.mayRetry(failure, call.mode)) {
       call.receiver.failed(failure);
       return;
     }
     call.attempt++;
     const wait =
-      (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ??
-      backoffDelayMs(call.attempt, this.backoff);
+      (failure instanceof APIError ? failure.retryAfterMs : undefined) ?? backoffDelayMs(call.attempt, this.backoff);
     this.log?.(
       this.redact(
         `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${call.attempt}/${budget} in ${Math.round(wait)} ms`,
@@ -421,28 +427,28 @@ export class HttpTransport {
   }
 
   /** Retries `failure` may get: the transport's budget, or a few for a first contact that cannot succeed soon. */
-  private retryBudget(failure: HttpError): number {
-    if (!(failure instanceof ApiConnectionError) || failure.connected || this.lease.pool.reached)
+  private retryBudget(failure: APIError): number {
+    if (!(failure instanceof APIConnectionError) || failure.connected || this.lease.pool.reached)
       return this.maxRetries;
     const code = errorCode(failure.cause);
     const hopeless = code === "ENOTFOUND" || (code === "ECONNREFUSED" && this.loopback);
     return hopeless ? Math.min(FIRST_CONTACT_RETRIES, this.maxRetries) : this.maxRetries;
   }
 
-  private mayRetry(error: HttpError, mode: RetryMode): boolean {
+  private mayRetry(error: APIError, mode: RetryMode): boolean {
     if (mode === "none") return false;
-    if (mode === "unsent") return error instanceof ApiConnectionError && !error.connected;
+    if (mode === "unsent") return error instanceof APIConnectionError && !error.connected;
     return error.isRetryable;
   }
 
-  private describe(error: HttpError): string {
+  private describe(error: APIError): string {
     if (error.status !== undefined)
       return `HTTP ${error.status}${error.requestId ? `, request id ${error.requestId}` : ""}`;
-    return error instanceof ApiTimeoutError ? "timeout" : "connection error";
+    return error instanceof APITimeoutError ? "timeout" : "connection error";
   }
 
   /** What errors say about a call; built only for an error, as redacting headers costs. */
-  private context(call: Call): HttpErrorContext {
+  private context(call: Call): APIErrorContext {
     return { method: call.method, url: this.baseUrl + call.path, requestHeaders: this.redactor.headers(call.headers) };
   }
 
@@ -452,7 +458,7 @@ export class HttpTransport {
     try {
       await sleep(ms, abort);
     } catch {
-      throw new RequestAbortedError(this.context(call), this.abortReason(signal));
+      throw new APIUserAbortError(this.context(call), this.abortReason(signal));
     }
   }
 
@@ -477,7 +483,7 @@ export class HttpTransport {
         this.signals.delete(signal);
         for (const aborted of watched.splice(0)) {
           aborted.signalIndex = -1;
-          aborted.exchange!.abort(new RequestAbortedError(this.context(aborted), this.abortReason(signal)));
+          aborted.exchange!.abort(new APIUserAbortError(this.context(aborted), this.abortReason(signal)));
         }
       };
       signal.addEventListener("abort", abortAll, { once: true });
@@ -499,15 +505,15 @@ export class HttpTransport {
   /** The error an attempt failed with, as the transport reports it. */
   private failure(error: unknown, call: Call): unknown {
     // Status errors, and the caller's signal and the timer, are the transport's own already.
-    if (error instanceof HttpError) return error;
-    if (error === CLOSED) return new RequestAbortedError(this.context(call), this.abortReason(call.signal));
+    if (error instanceof APIError) return error;
+    if (error === CLOSED) return new APIUserAbortError(this.context(call), this.abortReason(call.signal));
     const code = errorCode(error);
-    return new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    return new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
 
   /**
    * The response of a complete answer.
-   * @throws {@link ApiStatusError} for a status outside 2xx.
+   * @throws {@link APIError} for a status outside 2xx.
    */
   private answer(answer: TextAnswer, call: Call): HttpResponse<unknown> {
     const responseHeaders = flatHeaders(answer.headers);
@@ -534,6 +540,7 @@ export class HttpTransport {
         ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
       },
       this.apiKeySource,
+      this.hints,
     );
   }
 }

@@ -32,24 +32,8 @@ export {
 export { tokenCost, type TokenCounts, type TokenPrices } from "./accounting.js";
 export type { ResponseTokens, SampleRow } from "./samples.js";
 export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./run-dir.js";
-export {
-  BackendNotAvailableError,
-  DataLoaderError,
-  NoSuccessfulRolloutError,
-  OutputDirError,
-  RolloutError,
-  RolloutHungError,
-  RolloutTimeoutError,
-  RunFolderLockedError,
-  RunSetupError,
-  RunStalledError,
-  TrainerError,
-  UncaughtUserError,
-  type RolloutOrigin,
-  type RunLockHolder,
-} from "./errors.js";
 export type { FailureKind, FailureRow } from "./failures.js";
-export { RESUME_SAFE_SETTINGS, ResumeSettingsError, type ChangedSetting } from "./resume-settings.js";
+export { RESUME_SAFE_SETTINGS } from "./resume-settings.js";
 export {
   DataLoader,
   type DataCursor,

@@ -13,7 +13,6 @@ import type { Trajectory } from "../types/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor, DataLoader } from "./data/data-loader.js";
-import { NoSuccessfulRolloutError, RunSetupError, RunStalledError, UncaughtUserError } from "./errors.js";
 import type { MetricsRow, RunEvent, RunResult, StopReason } from "./events.js";
 import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
@@ -33,6 +32,7 @@ import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import { Validator } from "./validation.js";
 import { WeightSync, type SamplerState } from "./weight-sync.js";
 import { resolveRolloutWorkerClass, type RolloutWorkerClass } from "./workers/registry.js";
+import { RunError, UserCodeError } from "../errors.js";
 
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
 export type StartPlan =
@@ -145,7 +145,8 @@ class Supervisor implements GuardedRun {
   stalled(): void {
     if (this.run && this.run.endHungRollouts() > 0) return;
     this.interrupt(
-      new RunStalledError(
+      new RunError(
+        "stalled",
         `the run stopped making progress while ${this.run?.phase ?? "setting up"}: the process had nothing left to wait for (no timer, socket or file operation) while a promise was still pending; look for a promise in user code (a trainer, an evaluator, a worker's constructor) that is never resolved`,
       ),
     );
@@ -153,7 +154,8 @@ class Supervisor implements GuardedRun {
 
   crashed(error: unknown): void {
     this.interrupt(
-      new UncaughtUserError(
+      new UserCodeError(
+        "uncaught",
         `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
         { cause: error },
       ),
@@ -327,7 +329,8 @@ class TrainingRun {
     const info = await client.getInfo();
     const maxSequenceLength = config.rollout_worker.max_sequence_length ?? info.contextLength;
     if (info.contextLength !== undefined && maxSequenceLength !== undefined && maxSequenceLength > info.contextLength) {
-      throw new RunSetupError(
+      throw new RunError(
+        "setup",
         `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${train.model} (${info.contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
       );
     }
@@ -335,7 +338,8 @@ class TrainingRun {
       start.kind !== "fresh" &&
       (start.state.model.name !== train.model || start.state.model.backend !== train.backend)
     ) {
-      throw new RunSetupError(
+      throw new RunError(
+        "setup",
         `the checkpoint ${start.path} holds ${start.state.model.backend} model ${start.state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
       );
     }
@@ -591,7 +595,8 @@ class TrainingRun {
     const counts = this.parts.runner.counts;
     if (batchSize > 0 || counts.succeeded > 0 || counts.skipped === 0) return;
     const failures = this.parts.failures;
-    throw new NoSuccessfulRolloutError(
+    throw new RunError(
+      "no_successful_rollout",
       `step ${this.step + 1} has no successful rollout: all ${counts.skipped} of its rollouts failed (${counts.failed} failed attempts${counts.timedOut > 0 ? `, ${counts.timedOut} of them timed out or hung` : ""}) and the continue policy skipped them, so there is nothing to train on. ` +
         `The first failure of each kind is shown above; every failure is in ${failures.path}. Fix the cause and resume with resume.mode=auto`,
     );

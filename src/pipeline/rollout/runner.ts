@@ -4,8 +4,7 @@
  * @module
  */
 import type { InferenceClient } from "../../services/inference/types.js";
-import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
-import { RolloutError, RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "../errors.js";
+import { Trajectory, type TrajectoryInit } from "../../types/trajectory.js";
 import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
 import { describeTask, type RolloutTask } from "../task.js";
@@ -13,6 +12,7 @@ import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type Rollout
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import { appendAll } from "../../types/arrays.js";
+import { InputError, RolloutError, UserCodeError } from "../../errors.js";
 
 /** Options of {@link RolloutRunner}. */
 export interface RolloutRunnerOptions {
@@ -44,7 +44,7 @@ export interface RolloutFailure {
   task: RolloutTask;
   /** The attempt that failed, 1 for the first. */
   attempt: number;
-  /** What went wrong: the worker's error, a `TrajectoryError`, a `RolloutTimeoutError`, a `RolloutHungError` or an `UncaughtUserError`. */
+  /** What went wrong: the worker's error, a `InputError`, a `UserCodeError`, a `UserCodeError` or an `UserCodeError`. */
   error: unknown;
   /**
    * What the failure policy did: `retry` the task, `skip` it, `stop` the run, or nothing
@@ -301,7 +301,8 @@ export class RolloutRunner {
     if (signal?.aborted)
       return this.finish(slot, receiver, { task, status: "aborted", trajectories: [], attempts: attempt + 1 });
     this.tally.failed++;
-    if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
+    if (error instanceof UserCodeError && (error.problem === "timeout" || error.problem === "hung"))
+      this.tally.timedOut++;
     const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
     this.options.onFailure?.({
       task,
@@ -365,7 +366,8 @@ export class RolloutRunner {
       scope.timer = setTimeout(
         () =>
           scope.abandon(
-            new RolloutTimeoutError(
+            new UserCodeError(
+              "timeout",
               `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${ms / 1000} s)`,
             ),
           ),
@@ -402,7 +404,7 @@ export class RolloutRunner {
   }
 
   /**
-   * Ends every attempt in flight with a {@link RolloutHungError}: the run's guard calls this when
+   * Ends every attempt in flight with a {@link UserCodeError}: the run's guard calls this when
    * the process has nothing left to do, so none of them can ever finish.
    */
   endHung(): void {
@@ -410,7 +412,8 @@ export class RolloutRunner {
       const scope = slot.scope;
       if (!scope?.open) continue;
       scope.abandon(
-        new RolloutHungError(
+        new UserCodeError(
+          "hung",
           `the rollout of ${describeTask(scope.task)} can never finish: its promise was still pending when the process had nothing left to wait for (no timer, socket or file operation); look for a promise in the worker that is never resolved`,
         ),
       );
@@ -424,7 +427,8 @@ export class RolloutRunner {
    * @internal
    */
   uncaught(scope: AttemptScope, error: unknown): boolean {
-    const failure = new UncaughtUserError(
+    const failure = new UserCodeError(
+      "uncaught",
       `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
       { cause: error },
     );
@@ -471,9 +475,9 @@ export class RolloutRunner {
     t.validate();
     const max = this.options.maxSequenceLength;
     if (max !== undefined && t.tokens.length > max) {
-      throw new TrajectoryError(
-        "tokens",
+      throw new InputError(
         `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
+        { field: "tokens" },
       );
     }
     return t;

@@ -16,7 +16,7 @@ export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
  * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
  * or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
  * a subclass of {@link RemoteApiTrainer}).
- * @throws UserModuleError for a custom class that cannot be loaded.
+ * @throws RecipeError for a custom class that cannot be loaded.
  */
 export async function resolveTrainerClass(
   config: RecipeConfig,

@@ -9,9 +9,9 @@ import type { TrainingClient, TrainingService } from "../../services/training/ty
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { adamParams, datum, type Datum } from "../../types/wire.js";
-import { TrainerError } from "../errors.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
+import { InputError } from "../../errors.js";
 
 /** What a trainer is constructed with. */
 export interface TrainerContext {
@@ -104,14 +104,14 @@ export abstract class RemoteApiTrainer {
   /**
    * One training step on `trajectories`; adds `rollout/*`, `train/*` and `optim/*` metrics (and
    * those of `prepareTrajectories`) to `metrics`.
-   * @throws {@link TrainerError} when prepared trajectories are invalid or miss a loss input.
+   * @throws {@link InputError} when prepared trajectories are invalid or miss a loss input.
    */
   async train(trajectories: Trajectory[], metrics: Record<string, number>): Promise<TrainStepResult> {
     Object.assign(metrics, rolloutMetrics(trajectories));
     if (this.needsSamplerLogprobs()) await this.fillMissingLogprobs(trajectories);
     const prepared = await this.prepareTrajectories(trajectories, metrics);
     if (!Array.isArray(prepared))
-      throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
+      throw new InputError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
     const lossFn = this.algorithm.loss_fn;
     const backend = this.context.service.backend;
     const built: Array<{ datum: Datum; mask: number[]; trajectory: Trajectory }> = [];

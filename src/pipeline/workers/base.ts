@@ -5,10 +5,10 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
-import { NexrlError } from "../../types/errors.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
 import type { RolloutTask } from "../task.js";
+import { NexrlError } from "../../errors.js";
 
 /** The `rollout_worker:` section of a parsed recipe. */
 export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];

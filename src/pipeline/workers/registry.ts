@@ -27,7 +27,7 @@ function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
  * gateway), or `custom` (the recipe's `custom_rollout_worker_class_name` exported by
  * `custom_rollout_worker_module_path`).
  * @param signal ends the run: the agent gateway closes when it aborts.
- * @throws UserModuleError for a custom class or evaluator that cannot be loaded, AgentSetupError
+ * @throws RecipeError for a custom class or evaluator that cannot be loaded, ConfigError
  * for an agent that cannot be loaded.
  */
 export async function resolveRolloutWorkerClass(

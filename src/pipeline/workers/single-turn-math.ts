@@ -2,13 +2,13 @@
  * The `single_turn_math` rollout worker: one sampled answer per task, scored by rule.
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";
 import { promptMessages } from "./messages.js";
+import { NexrlError } from "../../errors.js";
 
 /**
  * Samples one answer to the row's prompt (text or chat messages, formatted with the model's chat

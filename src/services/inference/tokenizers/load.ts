@@ -7,9 +7,9 @@
 import { stat } from "node:fs/promises";
 import { ByteTokenizer, MODEL_PRESETS } from "../../../engine/index.js";
 import type { Tokenizer } from "../../../types/tokenizer.js";
-import { TokenizerLoadError } from "./errors.js";
 import { HfTokenizer } from "./hf-tokenizer.js";
 import { downloadTokenizer, type HubDownloadOptions } from "./hub.js";
+import { ConfigError } from "../../../errors.js";
 
 /** Options of {@link loadTokenizer}: where and how Hub tokenizers are downloaded. */
 export type LoadTokenizerOptions = HubDownloadOptions;
@@ -25,18 +25,17 @@ function isByteTokenizerName(name: string): boolean {
  * - an existing folder: the Hugging Face tokenizer in it;
  * - otherwise a Hub model id such as `Qwen/Qwen3-0.6B`: its tokenizer, downloaded once into
  *   `options.cacheDir` and read from there afterwards.
- * @throws {@link TokenizerLoadError} when the folder lacks the files or the download fails.
+ * @throws {@link ConfigError} when the folder lacks the files or the download fails.
  */
 export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   if (isByteTokenizerName(nameOrPath)) return new ByteTokenizer();
   const info = await stat(nameOrPath).catch(() => undefined);
   if (info?.isDirectory()) return HfTokenizer.fromFolder(nameOrPath);
   if (info)
-    throw new TokenizerLoadError(
+    throw new ConfigError(
       `${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`,
     );
-  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath))
-    throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
+  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath)) throw new ConfigError(`there is no tokenizer folder at ${nameOrPath}`);
   const folder = await downloadTokenizer(nameOrPath, options);
   return HfTokenizer.fromFolder(folder);
 }

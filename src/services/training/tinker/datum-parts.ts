@@ -63,7 +63,7 @@ function textChunk(modelInput: ModelInput): { type: "encoded_text"; tokens: numb
  * undefined when it is not such a datum, or when a size or a value is wrong (the general path
  * then reports it, worded as ever).
  * @param inputs the loss inputs sent (client-only keys removed).
- * @throws LossInputError when the datum breaks a part of the contract that does not depend on values.
+ * @throws InputError when the datum breaks a part of the contract that does not depend on values.
  */
 export function viewParts(
   datum: Datum,

@@ -12,12 +12,13 @@
  *
  * @module
  */
-import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
 import type { Datum, TensorData } from "../../../types/wire.js";
 import { estimateDatumBytes, estimateDatumProtoBytes } from "./chunks.js";
 import { plainParts, viewParts, type DatumParts } from "./datum-parts.js";
 import { JsonWriter } from "./json-writer.js";
 import { writeValues, writeWindow, type SourcedValues } from "./number-json.js";
+import { InputError } from "../../../errors.js";
 
 /** Loss-input keys nexrl datums may carry that Tinker rejects; they are removed before sending. */
 const CLIENT_ONLY_KEYS = new Set(["mask", "loss_mask"]);
@@ -107,7 +108,7 @@ function writeDatum(out: JsonWriter, datum: Datum, parts: DatumParts): void {
 /**
  * Checks `datum` against the contract of `lossFn` on Tinker, as Tinker receives it: client-only
  * keys (`mask`, `loss_mask`) removed, every tensor with its `shape`.
- * @throws LossInputError when the datum breaks the contract.
+ * @throws InputError when the datum breaks the contract.
  */
 function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<string, number> | undefined): CheckedDatum {
   const inputs = sentInputs(datum);
@@ -126,14 +127,14 @@ function checkDatum(datum: Datum, lossFn: LossFunctionName, config: Record<strin
 
 /**
  * Checks every datum of a `forward` / `forward_backward` call.
- * @throws LossInputError for the first datum that breaks the contract, or when there is none.
+ * @throws InputError for the first datum that breaks the contract, or when there is none.
  */
 export function checkDatums(
   data: readonly Datum[],
   lossFn: LossFunctionName,
   config: Record<string, number> | undefined,
 ): CheckedDatum[] {
-  if (data.length === 0) throw new LossInputError(`${lossFn} on tinker: no datums were given; pass at least one`);
+  if (data.length === 0) throw new InputError(`${lossFn} on tinker: no datums were given; pass at least one`);
   return data.map((d) => checkDatum(d, lossFn, config));
 }
 
