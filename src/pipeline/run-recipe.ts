@@ -22,7 +22,8 @@ import { resolveRunDirectory } from "./run-dir.js";
 import { RunLock } from "./run-lock.js";
 import { formatRunSummary, summarizeMetrics } from "./run-summary.js";
 import { resolveTrainerClass } from "./trainers/registry.js";
-import { executeRun, type LoopResult, type StartPlan } from "./training-run.js";
+import type { StartPlan } from "./run-setup.js";
+import { executeRun, type LoopResult } from "./training-run.js";
 import { resolveRolloutWorkerClass } from "./workers/registry.js";
 import { NexrlError } from "../errors.js";
 
