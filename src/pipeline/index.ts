@@ -77,7 +77,8 @@ export {
 } from "./pool.js";
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
-export { RemoteApiTrainer, type TrainerContext, type TrainStepResult } from "./trainers/remote-api-trainer.js";
+export { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
+export type { Trainer, TrainerContext, TrainStepResult } from "./trainers/trainer.js";
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";
 export { RemoteApiOpdTrainer } from "./trainers/opd.js";

@@ -22,7 +22,7 @@ import { type SampleRow } from "./samples.js";
 import { RolloutScheduler } from "./scheduler.js";
 import { checkInferenceBackend, openTokenizer, openTrainingService } from "./services.js";
 import { createRunner, openDataLoader } from "./setup.js";
-import type { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
+import type { Trainer } from "./trainers/trainer.js";
 import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import { Validator } from "./validation.js";
 import { WeightSync } from "./weight-sync.js";
@@ -83,7 +83,7 @@ export interface RunParts {
   runner: RolloutRunner;
   pool: TrajectoryPool;
   scheduler: RolloutScheduler;
-  trainer: RemoteApiTrainer;
+  trainer: Trainer;
   weightSync: WeightSync;
   validator: Validator | undefined;
   metrics: JsonlLog<MetricsRow>;

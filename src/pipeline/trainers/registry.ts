@@ -7,7 +7,8 @@ import { loadUserClass } from "../../recipe/user-module.js";
 import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
 import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
-import { RemoteApiTrainer, type TrainerContext } from "./remote-api-trainer.js";
+import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import type { TrainerContext } from "./trainer.js";
 
 /** A concrete trainer class. */
 export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;

@@ -3,41 +3,13 @@
  * @module
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { AlgorithmConfig } from "../../recipe/schema/trainer.js";
-import type { TrainingClient, TrainingService } from "../../services/training/types.js";
-import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { adamParams, datum, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
-
-/** What a trainer is constructed with. */
-export interface TrainerContext {
-  /** The whole parsed recipe; hyper-parameters are in `recipe.trainer.algorithm`. */
-  readonly recipe: RecipeConfig;
-  /** The training service (for samplers of reference or teacher models). */
-  readonly service: TrainingService;
-  /** The model being trained. */
-  readonly trainingClient: TrainingClient;
-  /** The tokenizer of the trained model. */
-  readonly tokenizer: Tokenizer;
-  /** Sampler path of the weights training started from (the reference policy of a KL penalty). */
-  readonly initialSamplerPath: string;
-  /** Reports a warning to the run's log and event stream. */
-  warn(message: string): void;
-}
-
-/** What one call of {@link RemoteApiTrainer.train} did. */
-export interface TrainStepResult {
-  /** The trajectories after `prepareTrajectories` (with their advantages). */
-  trajectories: Trajectory[];
-  /** Datums sent to the service (0 when the step was skipped). */
-  datums: number;
-  /** Whether `forwardBackward` and `optimStep` ran. */
-  stepped: boolean;
-}
+import type { Trainer, TrainerContext, TrainStepResult } from "./trainer.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
@@ -62,7 +34,7 @@ export interface TrainStepResult {
  * }
  * ```
  */
-export abstract class RemoteApiTrainer {
+export abstract class RemoteApiTrainer implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND] = "nexrl.RemoteApiTrainer";
   /** Services, recipe and tokenizer. */
