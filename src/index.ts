@@ -3,6 +3,7 @@
  *
  * @packageDocumentation
  */
+export * from "./errors.js";
 export * from "./types/index.js";
 export * from "./recipe/index.js";
 export * from "./engine/index.js";
@@ -11,16 +12,12 @@ export * from "./http/index.js";
 export {
   startServer,
   parseFaults,
-  FaultSpecError,
-  ListenError,
-  ServeConfigError,
   API_KEY_HEADERS,
   type ServerOptions,
   type RunningServer,
   type ServeProtocol,
   type FaultKind,
   type FaultRates,
-  type ListenProblem,
   type CapturedRequest,
   type RequestHandler,
 } from "./server/index.js";

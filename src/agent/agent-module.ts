@@ -9,7 +9,7 @@ import type { RolloutTask } from "../pipeline/task.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../recipe/paths.js";
-import { AgentSetupError } from "./errors.js";
+import { ConfigError } from "../errors.js";
 
 /** What an agent receives besides its task. */
 export interface AgentContext {
@@ -46,32 +46,32 @@ export interface AgentModuleBase {
 /**
  * Loads the agent `reference` names (`file.ts`, default export, or `file.ts:name`): a function is
  * called per episode; a class is constructed with no arguments per episode and its `run` called.
- * @throws {@link AgentSetupError} for a missing file or export, an import failure, or an export
+ * @throws {@link ConfigError} for a missing file or export, an import failure, or an export
  * that is neither.
  */
 export async function loadAgentModule(reference: string, base: AgentModuleBase): Promise<AgentFunction> {
   const { modulePath, exportName } = parseModuleReference(reference);
   const key = "rollout_worker.agent_module_path";
   const { found, tried } = findRecipeFile(modulePath, base);
-  if (found === undefined) throw new AgentSetupError(`${key}: ${notFoundMessage(modulePath, tried)}`);
+  if (found === undefined) throw new ConfigError(`${key}: ${notFoundMessage(modulePath, tried)}`);
   const imported = await importFile(found);
   if (!imported.ok)
-    throw new AgentSetupError(`${key}: cannot import ${found}: ${imported.message}`, { cause: imported.cause });
+    throw new ConfigError(`${key}: cannot import ${found}: ${imported.message}`, { cause: imported.cause });
   const value = imported.namespace[exportName];
   if (value === undefined) {
     const names = Object.keys(imported.namespace);
-    throw new AgentSetupError(
+    throw new ConfigError(
       `${key}: ${found} has no export \`${exportName}\` (its exports: ${names.length ? names.join(", ") : "none"}); export the agent function${exportName === "default" ? " as default" : ""}, or name it as file.ts:name`,
     );
   }
   if (isClass(value)) {
     if (typeof value.prototype.run !== "function")
-      throw new AgentSetupError(`${key}: class \`${exportName}\` in ${found} has no run(task, context) method`);
+      throw new ConfigError(`${key}: class \`${exportName}\` in ${found} has no run(task, context) method`);
     return (task, context) =>
       (new value() as { run(task: RolloutTask, context: AgentContext): unknown }).run(task, context);
   }
   if (typeof value !== "function")
-    throw new AgentSetupError(
+    throw new ConfigError(
       `${key}: \`${exportName}\` in ${found} is a ${typeof value}; export an async function (task, { openai, baseURL, model, signal }) => result, or a class with run`,
     );
   return value as AgentFunction;

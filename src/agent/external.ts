@@ -5,9 +5,9 @@
  * @module
  */
 import type { RolloutTask } from "../pipeline/task.js";
-import { OpenAIApiError } from "../server/openai-protocol.js";
 import { parsePush, type PushedEpisode, type PushRules } from "./push.js";
 import type { RolloutSession } from "./session.js";
+import { ProtocolError } from "../errors.js";
 
 /** What a claim answers. */
 export interface ClaimedTask {
@@ -100,26 +100,24 @@ export class ExternalAgents {
 
   /**
    * Completes the rollout `rolloutId` with a pushed episode.
-   * @throws {@link OpenAIApiError} 404 for a rollout with no offer, 409 for an offer not claimed yet, 400 for an invalid body.
+   * @throws {@link ProtocolError} 404 for a rollout with no offer, 409 for an offer not claimed yet, 400 for an invalid body.
    */
   push(rolloutId: string, body: unknown): PushedEpisode {
     const offer = this.offers.get(rolloutId);
     if (!offer) {
-      throw new OpenAIApiError(
+      throw new ProtocolError(
         404,
-        `rollout \`${rolloutId}\` is not waiting for a pushed episode: it is unknown, finished, or runs its agent in-process; claim tasks with POST /tasks/claim`,
-        "invalid_request_error",
-        "rollout_id",
         "rollout_not_found",
+        `rollout \`${rolloutId}\` is not waiting for a pushed episode: it is unknown, finished, or runs its agent in-process; claim tasks with POST /tasks/claim`,
+        { openaiType: "invalid_request_error", param: "rollout_id" },
       );
     }
     if (!offer.claimed)
-      throw new OpenAIApiError(
+      throw new ProtocolError(
         409,
-        `rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`,
-        "invalid_request_error",
-        "rollout_id",
         "rollout_not_claimed",
+        `rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`,
+        { openaiType: "invalid_request_error", param: "rollout_id" },
       );
     const episode = parsePush(body, offer.rules);
     this.offers.delete(rolloutId);

@@ -7,7 +7,6 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ContextLengthError } from "../engine/errors.js";
 import type { RolloutTask } from "../pipeline/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
 import { listen } from "../server/bind.js";
@@ -21,15 +20,15 @@ import {
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import { OpenAIApiError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import { type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
-import { AgentGatewayError } from "./errors.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
 import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { parseToolCalls } from "./tool-calls.js";
+import { ConfigError, ContextLengthError, ProtocolError } from "../errors.js";
 
 /** Options of {@link AgentGateway.start}. */
 export interface AgentGatewayOptions {
@@ -65,20 +64,18 @@ function newCallId(): string {
 }
 
 const notFound = (id: string) =>
-  new OpenAIApiError(
+  new ProtocolError(
     404,
-    `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`,
-    "invalid_request_error",
-    null,
     "rollout_not_found",
+    `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`,
+    { openaiType: "invalid_request_error" },
   );
 const finished = (id: string) =>
-  new OpenAIApiError(
+  new ProtocolError(
     410,
-    `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`,
-    "invalid_request_error",
-    null,
     "rollout_finished",
+    `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`,
+    { openaiType: "invalid_request_error" },
   );
 
 /**
@@ -134,7 +131,7 @@ export class AgentGateway {
 
   /**
    * Starts a gateway.
-   * @throws {@link AgentGatewayError} when the address cannot be bound.
+   * @throws {@link ConfigError} when the address cannot be bound.
    */
   static async start(options: AgentGatewayOptions = {}): Promise<AgentGateway> {
     const host = options.host ?? "127.0.0.1";
@@ -147,7 +144,7 @@ export class AgentGateway {
           : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)",
       );
     } catch (error) {
-      throw new AgentGatewayError(`the agent gateway: ${(error as Error).message}`, { cause: error });
+      throw new ConfigError(`the agent gateway: ${(error as Error).message}`, { cause: error });
     }
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
@@ -231,12 +228,11 @@ export class AgentGateway {
     const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
       method: req.method ?? "GET",
       run: async () => {
-        throw new OpenAIApiError(
+        throw new ProtocolError(
           404,
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
-          "invalid_request_error",
-          null,
           "not_found",
+          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          { openaiType: "invalid_request_error" },
         );
       },
     };
@@ -253,12 +249,11 @@ export class AgentGateway {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
-        throw new OpenAIApiError(
+        throw new ProtocolError(
           400,
-          `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`,
-          "invalid_request_error",
-          null,
           "rollout_missing",
+          `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`,
+          { openaiType: "invalid_request_error" },
         );
       }
       await run(this.session(id));
@@ -293,11 +288,11 @@ export class AgentGateway {
           run: inRollout((session) =>
             this.endpoints.completions(req, res, (request) => {
               if (Array.isArray(request.prompt) && typeof request.prompt[0] !== "number")
-                throw new OpenAIApiError(
+                throw new ProtocolError(
                   400,
+                  null,
                   "prompt: the gateway records one prompt per call; send the prompts one by one",
-                  "invalid_request_error",
-                  "prompt",
+                  { openaiType: "invalid_request_error", param: "prompt" },
                 );
               return this.generator(session, request);
             }),
@@ -314,11 +309,11 @@ export class AgentGateway {
    */
   private generator(session: RolloutSession, request: GenerationRequest): OpenAIGenerator {
     if ((request.n ?? 1) !== 1)
-      throw new OpenAIApiError(
+      throw new ProtocolError(
         400,
+        null,
         "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more",
-        "invalid_request_error",
-        "n",
+        { openaiType: "invalid_request_error", param: "n" },
       );
     const tokenizer = session.inference.tokenizer;
     return {
@@ -355,12 +350,11 @@ export class AgentGateway {
       if (error instanceof ContextLengthError) session.truncate("context_length", error.message);
       if (session.signal.aborted || (error instanceof Error && error.name === "AbortError")) {
         if (!session.isOpen) throw finished(session.id);
-        throw new OpenAIApiError(
+        throw new ProtocolError(
           400,
-          `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`,
-          "invalid_request_error",
-          null,
           "rollout_limit_reached",
+          `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`,
+          { openaiType: "invalid_request_error" },
         );
       }
       throw error;
@@ -405,23 +399,17 @@ export class AgentGateway {
   private async claim(body: unknown, res: ServerResponse): Promise<void> {
     const waitSeconds = (body as { wait_seconds?: unknown } | null)?.wait_seconds;
     if (waitSeconds !== undefined && (typeof waitSeconds !== "number" || !(waitSeconds >= 0))) {
-      throw new OpenAIApiError(
-        400,
-        "wait_seconds: must be a number >= 0 (seconds to wait for a task)",
-        "invalid_request_error",
-        "wait_seconds",
-      );
+      throw new ProtocolError(400, null, "wait_seconds: must be a number >= 0 (seconds to wait for a task)", {
+        openaiType: "invalid_request_error",
+        param: "wait_seconds",
+      });
     }
     const waitMs = Math.min((waitSeconds ?? 10) * 1000, this.maxClaimWaitMs);
     const claimed = await this.external.claim(waitMs, this.closing.signal);
     if (this.closing.signal.aborted)
-      throw new OpenAIApiError(
-        503,
-        "the agent gateway is shutting down: the run has ended",
-        "server_error",
-        null,
-        "gateway_closed",
-      );
+      throw new ProtocolError(503, "gateway_closed", "the agent gateway is shutting down: the run has ended", {
+        openaiType: "server_error",
+      });
     if (!claimed) {
       res.writeHead(204).end();
       return;

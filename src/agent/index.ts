@@ -29,4 +29,3 @@ export {
 export { declarativeAgent } from "./declarative/loop.js";
 export { contentWithToolCalls, formatToolCall, parseToolCalls, type ParsedToolCalls } from "./tool-calls.js";
 export type { PushedEpisode, PushedTrajectory, PushRules } from "./push.js";
-export { AgentGatewayError, AgentResultError, AgentSetupError } from "./errors.js";

@@ -4,8 +4,9 @@
  * @module
  */
 import { z } from "zod";
-import { OpenAIApiError, parseOpenAIRequest } from "../server/openai-protocol.js";
+import { parseOpenAIRequest } from "../server/openai-protocol.js";
 import type { TrajectoryInit } from "../types/trajectory.js";
+import { ProtocolError } from "../errors.js";
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
 
@@ -59,12 +60,15 @@ export function pushedRolloutId(body: unknown): string {
   return parseOpenAIRequest(z.looseObject({ rollout_id: z.string().min(1) }), body).rollout_id;
 }
 
-const invalid = (param: string, message: string): OpenAIApiError =>
-  new OpenAIApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_trajectory");
+const invalid = (param: string, message: string): ProtocolError =>
+  new ProtocolError(400, "invalid_trajectory", `${param}: ${message}`, {
+    openaiType: "invalid_request_error",
+    param: param,
+  });
 
 /**
  * Validates a push body against `rules`.
- * @throws {@link OpenAIApiError} 400 naming the field at fault: unknown keys, lengths that differ
+ * @throws {@link ProtocolError} 400 naming the field at fault: unknown keys, lengths that differ
  * from `tokens`, token ids outside the vocabulary, sequences over the length limit, or a missing
  * reward.
  */

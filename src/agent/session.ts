@@ -4,9 +4,9 @@
  * @module
  */
 import type { InferenceClient } from "../services/inference/types.js";
-import { OpenAIApiError } from "../server/openai-protocol.js";
 import type { AnsweredMessage } from "./render.js";
 import type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
+import { ProtocolError } from "../errors.js";
 
 /** How a rollout's calls are rendered and limited. */
 export interface RolloutOptions {
@@ -36,8 +36,8 @@ export interface CallBudget {
 }
 
 /** Answered when a limit refuses a call: 400, so that OpenAI clients do not retry. */
-function limitError(message: string): OpenAIApiError {
-  return new OpenAIApiError(400, message, "invalid_request_error", null, "rollout_limit_reached");
+function limitError(message: string): ProtocolError {
+  return new ProtocolError(400, "rollout_limit_reached", message, { openaiType: "invalid_request_error" });
 }
 
 /**
@@ -92,7 +92,7 @@ export class RolloutSession {
 
   /**
    * Admits a call asking for `requested` tokens (undefined: the default).
-   * @throws OpenAIApiError 400 `rollout_limit_reached` when the episode is out of turns or tokens or was truncated.
+   * @throws ProtocolError 400 `rollout_limit_reached` when the episode is out of turns or tokens or was truncated.
    * @internal
    */
   admit(requested: number | undefined): CallBudget {

@@ -14,10 +14,10 @@ import { loadUserClass } from "../recipe/user-module.js";
 import { isClass, loadAgentModule, type AgentFunction } from "./agent-module.js";
 import { loadAgentConfig } from "./declarative/config.js";
 import { declarativeAgent } from "./declarative/loop.js";
-import { AgentSetupError } from "./errors.js";
 import { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./evaluator.js";
 import { AgentGateway } from "./gateway.js";
 import { AgentRolloutWorker, type AgentWorkerSetup } from "./worker.js";
+import { ConfigError } from "../errors.js";
 
 /** Where the recipe's relative paths resolve from. */
 export interface AgentRecipeBase {
@@ -39,7 +39,7 @@ async function loadAgent(config: RecipeConfig, base: AgentRecipeBase): Promise<A
       worker.task_name,
     );
   }
-  throw new AgentSetupError(
+  throw new ConfigError(
     `rollout_worker: a \`${worker.type}\` worker needs an agent: set agent_module_path (an agent written in TypeScript), nexau_agent_config_path (a declarative agent_config.yaml) or agent.external: true (agents in other processes)`,
   );
 }
@@ -87,14 +87,14 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
  * Where the rewards of an agent worker's episodes come from: the evaluator, the agents that push
  * them (`agent.external`), or, without an evaluator, the `reward` an agent module returns, which
  * only its episodes can show (the returned note says so).
- * @throws {@link AgentSetupError} for a declarative agent without an evaluator: nothing could
+ * @throws {@link ConfigError} for a declarative agent without an evaluator: nothing could
  * give its episodes a reward.
  */
 export function agentRewardSource(config: RecipeConfig): { note?: string } {
   const worker = config.rollout_worker;
   if (worker.evaluator_module_path !== undefined || worker.agent?.external) return {};
   if (worker.nexau_agent_config_path !== undefined)
-    throw new AgentSetupError(
+    throw new ConfigError(
       `rollout_worker: the declarative agent of nexau_agent_config_path returns no reward and no evaluator is set, so no episode could be scored; set rollout_worker.evaluator_module_path: file.ts:evaluate (a function (data, target) => { reward }) or a class extending Evaluator`,
     );
   return {
@@ -106,8 +106,8 @@ export function agentRewardSource(config: RecipeConfig): { note?: string } {
  * Loads the agent and the evaluator of `config.rollout_worker` and checks that its episodes have
  * a reward source ({@link agentRewardSource}), without starting anything: what
  * {@link createAgentWorkerClass} and `nexrl validate` check.
- * @throws {@link AgentSetupError} for a missing or malformed agent or no reward source,
- * `UserModuleError` for the evaluator.
+ * @throws {@link ConfigError} for a missing or malformed agent or no reward source,
+ * `RecipeError` for the evaluator.
  */
 export async function loadAgentParts(
   config: RecipeConfig,
@@ -127,8 +127,8 @@ export async function loadAgentParts(
  * the run); without a signal it does not keep the process alive.
  * The evaluator (`evaluator_module_path: file.ts:Name`) is a class extending {@link Evaluator}
  * or a plain function `(data, target) => { reward, extraInfo }`.
- * @throws {@link AgentSetupError} for a missing or malformed agent, `UserModuleError` for the
- * evaluator, `AgentGatewayError` when the gateway cannot listen.
+ * @throws {@link ConfigError} for a missing or malformed agent, `RecipeError` for the
+ * evaluator, `ConfigError` when the gateway cannot listen.
  */
 export async function createAgentWorkerClass(
   config: RecipeConfig,

@@ -12,13 +12,13 @@ import type { ChatMessage } from "../types/tokenizer.js";
 import type { TrajectoryInit } from "../types/trajectory.js";
 import type { AgentFunction } from "./agent-module.js";
 import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./episode.js";
-import { AgentResultError } from "./errors.js";
 import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "./evaluator.js";
 import type { AgentGateway } from "./gateway.js";
 import { mergeCalls, type PrefixBreak } from "./merge.js";
 import type { PushedEpisode } from "./push.js";
 import type { RolloutSession } from "./session.js";
 import type { RolloutTrace } from "./trace.js";
+import { UserCodeError } from "../errors.js";
 
 /** What every {@link AgentRolloutWorker} of a run shares. */
 export interface AgentWorkerSetup {
@@ -255,7 +255,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     if (evaluator) {
       const verdict: unknown = await evaluator.evaluate(task.data, target);
       if (!isRecord(verdict) || typeof verdict.reward !== "number" || !Number.isFinite(verdict.reward)) {
-        throw new AgentResultError(
+        throw new UserCodeError(
+          "agent_result",
           `${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${rowNumber(task)}; return { reward: <finite number>, extraInfo?: {...} }`,
         );
       }
@@ -271,7 +272,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       return { reward: result.reward };
     const own = sequences[0]?.reward;
     if (own !== undefined) return { reward: own };
-    throw new AgentResultError(
+    throw new UserCodeError(
+      "agent_result",
       `the episode of row ${rowNumber(task)} has no reward: no evaluator is configured and the agent returned ${outcome.result === undefined ? "nothing" : typeof outcome.result === "string" ? "a string" : "no finite `reward`"}; set rollout_worker.evaluator_module_path: file.ts:MyEvaluator, or return { final_answer, reward } from the agent`,
     );
   }

@@ -4,7 +4,7 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { UsageError } from "./args.js";
+import { UsageError } from "../errors.js";
 
 /** A parsed `nexrl report` command line. */
 export interface ReportCommand {

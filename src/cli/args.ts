@@ -1,10 +1,7 @@
 import { parseArgs } from "node:util";
-import { NexrlError } from "../types/errors.js";
-import { parseTinkerFlag, TinkerFlagError } from "../server/tinker-flags.js";
+import { parseTinkerFlag } from "../server/tinker-flags.js";
 import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
-
-/** Thrown for a malformed command line; the CLI exits with {@link EXIT_CODES.usage}. */
-export class UsageError extends NexrlError {}
+import { ConfigError, UsageError } from "../errors.js";
 
 /** Process exit codes of the `nexrl` command (the README's table lists them too). */
 export const EXIT_CODES = {
@@ -127,7 +124,7 @@ function parseServe(args: readonly string[]): CliCommand {
       const [key, value] = parseTinkerFlag(spec);
       (tinkerFlags ??= {})[key] = value;
     } catch (error) {
-      if (error instanceof TinkerFlagError) throw new UsageError(`--tinker-flag: ${error.message}`);
+      if (error instanceof ConfigError) throw new UsageError(`--tinker-flag: ${error.message}`);
       throw error;
     }
   }

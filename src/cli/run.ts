@@ -1,17 +1,9 @@
 import path from "node:path";
-import {
-  NoSuccessfulRolloutError,
-  OutputDirError,
-  RolloutError,
-  RolloutHungError,
-  RunStalledError,
-} from "../pipeline/errors.js";
 import { resolveRunDirectory } from "../pipeline/run-dir.js";
-import { RecipeError } from "../recipe/errors.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, redactText, secretRedactor } from "../recipe/redact.js";
-import { NexrlError } from "../types/errors.js";
-import { EXIT_CODES, UsageError, helpText, parseCommandLine } from "./args.js";
+import { EXIT_CODES, helpText, parseCommandLine } from "./args.js";
+import { NexrlError, RecipeError, RolloutError, RunError, UsageError, UserCodeError } from "../errors.js";
 
 // The recipe loader (zod, tsx), the pipeline, yaml and the server are imported by the commands
 // that use them: loading them up front made `nexrl --help` take several times Node's own start.
@@ -161,9 +153,13 @@ function reportFailure(error: unknown, io: CliIO): number {
 
 /** The exit code of one of nexrl's errors. */
 function exitCodeOf(error: NexrlError): number {
-  if (error instanceof OutputDirError) return EXIT_CODES.outputDir;
-  if (error instanceof NoSuccessfulRolloutError) return EXIT_CODES.noRolloutSucceeded;
-  if (error instanceof RunStalledError || (error instanceof RolloutError && error.cause instanceof RolloutHungError))
+  if (error instanceof RunError && (error.problem === "output_dir" || error.problem === "locked"))
+    return EXIT_CODES.outputDir;
+  if (error instanceof RunError && error.problem === "no_successful_rollout") return EXIT_CODES.noRolloutSucceeded;
+  if (
+    (error instanceof RunError && error.problem === "stalled") ||
+    (error instanceof RolloutError && error.cause instanceof UserCodeError && error.cause.problem === "hung")
+  )
     return EXIT_CODES.hung;
   return EXIT_CODES.runFailed;
 }

@@ -7,9 +7,10 @@ import { configValue } from "../run-folder/read.js";
 import type { RunModel } from "../run-folder/model.js";
 import type { SampledSequence, SamplingParams } from "../services/training/types.js";
 import { modelInputFromTokens } from "../types/wire.js";
-import { EXIT_CODES, UsageError } from "./args.js";
+import { EXIT_CODES } from "./args.js";
 import type { SampleCommand } from "./after-run-args.js";
 import type { CliIO } from "./run.js";
+import { UsageError } from "../errors.js";
 
 /** The prompts: the argument, else the non-empty lines of standard input. */
 async function readPrompts(command: SampleCommand, io: CliIO): Promise<string[]> {

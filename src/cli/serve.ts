@@ -7,20 +7,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  FaultSpecError,
-  ListenError,
-  ServeConfigError,
-  parseFaults,
-  startServer,
-  type FaultRates,
-  type ListenProblem,
-  type RunningServer,
-} from "../server/index.js";
+import { parseFaults, startServer, type FaultRates, type RunningServer } from "../server/index.js";
 import { MODEL_PRESETS } from "../engine/config.js";
-import { EXIT_CODES, UsageError, type ServeCommand } from "./args.js";
+import { EXIT_CODES, type ServeCommand } from "./args.js";
 import type { CliIO } from "./run.js";
 import type { RunModel } from "../run-folder/model.js";
+import { ConfigError, ListenError, type ListenProblem, UsageError } from "../errors.js";
 
 /** The environment variable holding the API key when `--api-key` is not given. */
 export const SERVE_API_KEY_VAR = "NEXRL_SERVE_API_KEY";
@@ -66,8 +58,8 @@ function listenHint(command: ServeCommand): (problem: ListenProblem) => string {
 
 /** The error the CLI reports for a server that could not start: a usage error when the flags can never work. */
 function startFailure(error: unknown): unknown {
-  if (error instanceof ServeConfigError) return new UsageError(error.message);
   if (error instanceof ListenError) return error.problem === "bad_host" ? new UsageError(error.message) : error;
+  if (error instanceof ConfigError) return new UsageError(error.message);
   return error;
 }
 
@@ -84,7 +76,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
   try {
     faults = command.faults === undefined ? undefined : parseFaults(command.faults);
   } catch (error) {
-    if (error instanceof FaultSpecError) throw new UsageError(`--faults: ${error.message}`);
+    if (error instanceof ConfigError) throw new UsageError(`--faults: ${error.message}`);
     throw error;
   }
   const apiKey = command.apiKey ?? (io.env[SERVE_API_KEY_VAR] || undefined);

@@ -7,15 +7,14 @@
  */
 import {
   getLossFunction,
-  LossInputError,
   validateLossInputs,
   type BuiltinLossContract,
   type LossInputValues,
 } from "../types/losses.js";
 import { modelInputTokens, tensorValues, type Datum } from "../types/wire.js";
 import type { ResolvedModelConfig } from "./config.js";
-import { ContextLengthError, TokenIdError } from "./errors.js";
 import type { PackedBatch } from "./transformer.js";
+import { ContextLengthError, InputError } from "../errors.js";
 
 /** A checked batch ready for the model and the loss. */
 export interface PreparedBatch {
@@ -31,7 +30,7 @@ export interface PreparedBatch {
 function localLoss(lossFn: string): BuiltinLossContract {
   const contract = getLossFunction(lossFn);
   if (contract.serverDefined) {
-    throw new LossInputError(
+    throw new InputError(
       `${lossFn} is defined by the Weaver server and is not available on the local engine; use cross_entropy, importance_sampling, ppo, cispo or dro`,
     );
   }
@@ -42,7 +41,7 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
   for (let t = 0; t < ids.length; t++) {
     const id = ids[t]!;
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new TokenIdError(
+      throw new InputError(
         `${what}[${t}] is ${id}, outside the model's vocabulary 0..${vocabSize - 1}; tokenize with the engine's tokenizer`,
       );
     }
@@ -51,8 +50,8 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
 
 /**
  * Validates `datums` for `lossFn` on the local backend and packs them.
- * @throws LossInputError for inputs that break the loss contract, {@link ContextLengthError} for a
- * datum longer than the context, {@link TokenIdError} for ids outside the vocabulary.
+ * @throws InputError for inputs that break the loss contract, {@link ContextLengthError} for a
+ * datum longer than the context, {@link InputError} for ids outside the vocabulary.
  */
 export function prepareBatch(
   datums: readonly Datum[],

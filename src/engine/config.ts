@@ -1,10 +1,10 @@
+import { ConfigError } from "../errors.js";
 /**
  * Model configurations of the local engine and the named presets recipes select with
  * `service.*.model`.
  *
  * @module
  */
-import { ModelConfigError } from "./errors.js";
 
 /** Shape of the local engine's decoder-only transformer. */
 export interface ModelConfig {
@@ -41,7 +41,7 @@ export const MODEL_PRESETS: Readonly<Record<ModelPresetName, Readonly<ModelConfi
 /**
  * Resolves a preset name or a config into a validated {@link ResolvedModelConfig}.
  * @param tokenizerVocabSize the tokenizer's vocabulary size (the default and minimum `vocabSize`).
- * @throws {@link ModelConfigError} for an unknown preset or invalid sizes.
+ * @throws {@link ConfigError} for an unknown preset or invalid sizes.
  */
 export function resolveModelConfig(
   model: ModelPresetName | ModelConfig,
@@ -50,7 +50,7 @@ export function resolveModelConfig(
   let config: ModelConfig;
   if (typeof model === "string") {
     if (!Object.hasOwn(MODEL_PRESETS, model)) {
-      throw new ModelConfigError(
+      throw new ConfigError(
         `unknown model preset "${model}"; use one of ${Object.keys(MODEL_PRESETS).join(", ")} or give { dModel, nLayers, nHeads, contextLength }`,
       );
     }
@@ -67,16 +67,14 @@ export function resolveModelConfig(
   };
   for (const [key, value] of Object.entries(resolved)) {
     if (!Number.isSafeInteger(value) || value < 1) {
-      throw new ModelConfigError(`model config ${key} must be a positive integer, got ${String(value)}`);
+      throw new ConfigError(`model config ${key} must be a positive integer, got ${String(value)}`);
     }
   }
   if (resolved.dModel % resolved.nHeads !== 0) {
-    throw new ModelConfigError(
-      `model config dModel (${resolved.dModel}) must be a multiple of nHeads (${resolved.nHeads})`,
-    );
+    throw new ConfigError(`model config dModel (${resolved.dModel}) must be a multiple of nHeads (${resolved.nHeads})`);
   }
   if (resolved.vocabSize < tokenizerVocabSize) {
-    throw new ModelConfigError(
+    throw new ConfigError(
       `model config vocabSize (${resolved.vocabSize}) is smaller than the tokenizer's vocabulary (${tokenizerVocabSize}); omit it to use the tokenizer's`,
     );
   }

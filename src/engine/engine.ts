@@ -7,7 +7,6 @@
 import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
 import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
-import { ModelConfigError, StateFileError } from "./errors.js";
 import type { KernelKind } from "./matrix.js";
 import { parameterCount } from "./params.js";
 import { EngineRuntime, type ComputeOptions } from "./runtime.js";
@@ -17,6 +16,8 @@ import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
 import { TrainingCore } from "./training.js";
+import { ConfigError } from "../errors.js";
+import { stateFileError } from "./state-file.js";
 
 /** Options of {@link LocalEngine.create}. */
 export interface LocalEngineOptions extends ComputeOptions {
@@ -80,15 +81,15 @@ export class LocalEngine {
 
   /**
    * Builds an engine with freshly initialised weights.
-   * @throws {@link ModelConfigError} for an unknown preset or an invalid shape,
-   * {@link EngineOptionError} for invalid `threads` or unavailable `kernels`.
+   * @throws {@link ConfigError} for an unknown preset or an invalid shape,
+   * {@link ConfigError} for invalid `threads` or unavailable `kernels`.
    */
   static create(options: LocalEngineOptions): LocalEngine {
     const tokenizer = new ByteTokenizer();
     const seed = options.seed ?? 0;
-    if (!Number.isFinite(seed)) throw new ModelConfigError(`seed must be a finite number, got ${seed}`);
+    if (!Number.isFinite(seed)) throw new ConfigError(`seed must be a finite number, got ${seed}`);
     if (typeof options.outputDir !== "string" || options.outputDir === "")
-      throw new ModelConfigError("outputDir must be a non-empty path");
+      throw new ConfigError("outputDir must be a non-empty path");
     const compute = { threads: options.threads, kernels: options.kernels };
     return new LocalEngine(
       resolveModelConfig(options.model, tokenizer.vocabSize),
@@ -105,7 +106,7 @@ export class LocalEngine {
    * {@link LocalSampler.close} when done (a sampler dropped without closing releases its threads
    * when it is garbage-collected).
    * @param compute threads and kernels, as for {@link LocalEngine.create}.
-   * @throws StateFileError when the file is missing, foreign, truncated or corrupt.
+   * @throws EngineError when the file is missing, foreign, truncated or corrupt.
    */
   static async samplerFromSnapshot(path: string, compute: ComputeOptions = {}): Promise<LocalSampler> {
     const contents = await readStateFile(path);
@@ -114,10 +115,10 @@ export class LocalEngine {
     try {
       config = resolveModelConfig(contents.config, tokenizer.vocabSize);
     } catch (err) {
-      throw new StateFileError(path, "corrupt", `its model config is invalid: ${(err as Error).message}`);
+      throw stateFileError(path, "corrupt", `its model config is invalid: ${(err as Error).message}`);
     }
     if (parameterCount(config) !== contents.weights.length) {
-      throw new StateFileError(
+      throw stateFileError(
         path,
         "corrupt",
         `its config needs ${parameterCount(config)} parameters but it holds ${contents.weights.length}`,
@@ -160,8 +161,8 @@ export class LocalEngine {
    * Target logprobs and loss of each datum; touches no gradients.
    * @param lossFn a loss of `lossFunctions` that the local backend offers.
    * @param lossFnConfig overrides of the loss's config defaults.
-   * @throws LossInputError for inputs that break the loss contract, {@link ContextLengthError}
-   * for a datum longer than the context, {@link TokenIdError} for ids outside the vocabulary.
+   * @throws InputError for inputs that break the loss contract, {@link ContextLengthError}
+   * for a datum longer than the context, {@link InputError} for ids outside the vocabulary.
    */
   forward(
     datums: readonly Datum[],
@@ -185,7 +186,7 @@ export class LocalEngine {
    * accumulated gradients and clears them. Its metrics: `grad_norm:mean`, the global gradient
    * norm before clipping; `step:max`, the optimizer steps taken so far (this one included);
    * `learning_rate:mean`, the learning rate used.
-   * @throws WireFormatError for invalid `adam` values, {@link NonFiniteGradientError} when the
+   * @throws InputError for invalid `adam` values, {@link EngineError} when the
    * gradient is not finite (the step is skipped).
    */
   optimStep(adam: AdamParams): OptimStepOutput {
@@ -214,7 +215,7 @@ export class LocalEngine {
    * Writes the weights (and with `optimizer`, the Adam moments and step count) to
    * `outputDir/checkpoints/<name>.nxs`, replacing an older file of that name atomically.
    * Accumulated gradients are not saved. Returns the absolute path.
-   * @throws {@link CheckpointNameError} for a name that is not a plain file-name stem.
+   * @throws {@link InputError} for a name that is not a plain file-name stem.
    */
   async saveState(name: string, options: StateOptions): Promise<string> {
     const path = filePath(this.outputDir, "checkpoints", name, ".nxs");
@@ -237,14 +238,14 @@ export class LocalEngine {
    * weights only) exactly, bit for bit. With `optimizer`, the Adam moments and step count are
    * restored too; without, they are reset as for a fresh optimizer. Accumulated gradients are
    * cleared either way.
-   * @throws StateFileError when the file is missing, foreign, truncated, corrupt, made for another
+   * @throws EngineError when the file is missing, foreign, truncated, corrupt, made for another
    * model shape, or lacks the optimizer state that was asked for.
    */
   async loadState(path: string, options: StateOptions): Promise<void> {
     const contents = await readStateFile(path);
     this.checkConfig(path, contents);
     if (options.optimizer && !contents.optimizer) {
-      throw new StateFileError(
+      throw stateFileError(
         path,
         "missing_optimizer",
         "it holds weights only (saved with optimizer: false, or a sampler snapshot); load it with { optimizer: false }",
@@ -266,7 +267,7 @@ export class LocalEngine {
    * Writes an immutable snapshot of the current weights to
    * `outputDir/sampler_weights/<name>.nxw` for {@link LocalEngine.samplerFromSnapshot}, and
    * returns its absolute path.
-   * @throws {@link SnapshotExistsError} when the name is taken, {@link CheckpointNameError} for
+   * @throws {@link EngineError} when the name is taken, {@link InputError} for
    * an invalid name.
    */
   async saveWeightsForSampler(name: string): Promise<string> {
@@ -290,7 +291,7 @@ export class LocalEngine {
       .filter((k) => contents.config[k] !== this.config[k])
       .map((k) => `${k} ${String(contents.config[k])} (engine: ${this.config[k]})`);
     if (diffs.length > 0 || contents.weights.length !== this.core.weights.flat.length) {
-      throw new StateFileError(
+      throw stateFileError(
         path,
         "config_mismatch",
         `it was saved from a different model shape: ${diffs.join(", ") || "parameter count differs"}; create the engine with the same model config`,

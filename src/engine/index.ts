@@ -16,17 +16,3 @@ export {
 export { ByteTokenizer } from "./tokenizer.js";
 export type { ComputeOptions } from "./runtime.js";
 export type { KernelKind } from "./matrix.js";
-export {
-  CheckpointNameError,
-  ContextLengthError,
-  EngineClosedError,
-  EngineOptionError,
-  EngineThreadError,
-  ModelConfigError,
-  NonFiniteGradientError,
-  SamplingParamsError,
-  SnapshotExistsError,
-  StateFileError,
-  TokenIdError,
-  type StateFileProblem,
-} from "./errors.js";

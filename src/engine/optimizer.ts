@@ -16,7 +16,7 @@
  * @internal
  */
 import type { AdamParams } from "../types/wire.js";
-import { NonFiniteGradientError } from "./errors.js";
+import { EngineError } from "../errors.js";
 
 /** What one optimizer step did. */
 export interface AdamStepReport {
@@ -50,7 +50,7 @@ export class AdamState {
 
   /**
    * Applies one AdamW step to `params` with `grads`, then zeroes `grads`.
-   * @throws {@link NonFiniteGradientError} when the gradient norm is not finite; then nothing
+   * @throws {@link EngineError} when the gradient norm is not finite; then nothing
    * is changed except that the gradients are zeroed.
    */
   apply(params: Float32Array, grads: Float32Array, adam: AdamParams): AdamStepReport {
@@ -59,7 +59,8 @@ export class AdamState {
     const gradNorm = Math.sqrt(sq);
     if (!Number.isFinite(gradNorm)) {
       grads.fill(0);
-      throw new NonFiniteGradientError(
+      throw new EngineError(
+        "non_finite_gradient",
         `the accumulated gradient has norm ${gradNorm}, so the optimizer step was skipped and the gradients discarded; look for extreme advantages or sampler logprobs far from the model's (importance ratios overflow), or lower the learning rate`,
       );
     }

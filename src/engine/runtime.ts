@@ -10,7 +10,6 @@
 import { availableParallelism } from "node:os";
 import type { EngineStorage } from "./arena.js";
 import type { ResolvedModelConfig } from "./config.js";
-import { EngineClosedError, EngineOptionError } from "./errors.js";
 import { layoutBytes, layoutSpec, type EngineViews, type LayoutSpec } from "./layout.js";
 import { kernelsModule, type KernelKind, type MatrixKernels } from "./matrix.js";
 import {
@@ -23,6 +22,7 @@ import {
 } from "./tasks.js";
 import { threadPool } from "./thread-pool.js";
 import { wasmApi } from "./wasm/api.js";
+import { ConfigError, EngineError } from "../errors.js";
 
 /** Most threads an engine may use (the recipe schema's `service.local_service.threads` has the same bound). */
 const MAX_THREADS = 256;
@@ -53,14 +53,14 @@ const dropped = new FinalizationRegistry<number>((id) => void threadPool.release
 function threadCount(options: ComputeOptions): number {
   const threads = options.threads ?? availableParallelism();
   if (!Number.isSafeInteger(threads) || threads < 1 || threads > MAX_THREADS) {
-    throw new EngineOptionError(`threads must be an integer from 1 to ${MAX_THREADS}, got ${String(threads)}`);
+    throw new ConfigError(`threads must be an integer from 1 to ${MAX_THREADS}, got ${String(threads)}`);
   }
   return threads;
 }
 
 function allocate(bytes: number, kernels: KernelKind | undefined): EngineStorage {
   if (kernels !== undefined && kernels !== "wasm" && kernels !== "js") {
-    throw new EngineOptionError(`kernels must be "wasm" or "js", got ${JSON.stringify(kernels)}`);
+    throw new ConfigError(`kernels must be "wasm" or "js", got ${JSON.stringify(kernels)}`);
   }
   const pages = Math.ceil(bytes / WASM_PAGE);
   if (kernels !== "js") {
@@ -73,10 +73,10 @@ function allocate(bytes: number, kernels: KernelKind | undefined): EngineStorage
       try {
         return { kind: "wasm", memory: new wasmApi.Memory({ initial: pages, maximum: pages, shared: true }) };
       } catch (err) {
-        if (kernels === "wasm") throw new EngineOptionError(`cannot allocate the WebAssembly memory: ${String(err)}`);
+        if (kernels === "wasm") throw new ConfigError(`cannot allocate the WebAssembly memory: ${String(err)}`);
       }
     } else if (kernels === "wasm") {
-      throw new EngineOptionError(`kernels "wasm" are not available: ${reason}; use kernels "js"`);
+      throw new ConfigError(`kernels "wasm" are not available: ${reason}; use kernels "js"`);
     }
   }
   return { kind: "plain", buffer: new SharedArrayBuffer(pages * WASM_PAGE) };
@@ -96,7 +96,7 @@ export class EngineRuntime {
 
   /**
    * @param chunkRows rows of one training pass (0 for a sampler, which has no training state).
-   * @throws {@link EngineOptionError} for invalid options.
+   * @throws {@link ConfigError} for invalid options.
    */
   constructor(config: ResolvedModelConfig, options: ComputeOptions, chunkRows: number) {
     this.spec = layoutSpec(config, threadCount(options), chunkRows);
@@ -123,7 +123,7 @@ export class EngineRuntime {
    */
   run(tasks: Array<ThreadTask | null>): TaskResult[] {
     if (!this.open)
-      throw new EngineClosedError("this engine (or sampler) was closed; create a new one to compute again");
+      throw new EngineError("closed", "this engine (or sampler) was closed; create a new one to compute again");
     const remote = tasks.slice(1).map((task, i) => (task ? { slot: i + 1, task } : null));
     const first = tasks[0];
     if (remote.every((t) => t === null)) return [first ? runTask(this.local, 0, first) : null];

@@ -5,7 +5,6 @@
  * @module
  */
 import type { ResolvedModelConfig } from "./config.js";
-import { ContextLengthError, SamplingParamsError, TokenIdError } from "./errors.js";
 import { logSumExp } from "./layers.js";
 import { Rng } from "./prng.js";
 import type { EngineRuntime } from "./runtime.js";
@@ -15,6 +14,7 @@ import type { ChoiceParams } from "./token-choice.js";
 import { appendAll } from "../types/arrays.js";
 import type { SampledSequence, SampleOutput, SamplingParams } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
+import { ContextLengthError, InputError } from "../errors.js";
 
 interface ResolvedSampling extends ChoiceParams {
   maxTokens: number;
@@ -58,7 +58,7 @@ export class LocalSampler {
    * Generates `numSamples` continuations of `promptTokens`. Sample i draws from the random
    * stream of `options.seed` advanced by i·2⁶⁴ draws (its own substream), so the samples do not
    * depend on the number of threads, and the first one is the single sample of the same seed.
-   * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
+   * @throws {@link InputError}, {@link InputError}, {@link ContextLengthError}.
    */
   sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
     const plan = this.plan(promptTokens, options, numSamples);
@@ -71,7 +71,7 @@ export class LocalSampler {
    * keeps answering other requests meanwhile. The samples are those `sample` draws, even when
    * other calls use this sampler in between (each batch feeds the prompt again); the weights must
    * not change until it resolves (a snapshot's sampler never changes).
-   * @throws {@link SamplingParamsError}, {@link TokenIdError}, {@link ContextLengthError}.
+   * @throws {@link InputError}, {@link InputError}, {@link ContextLengthError}.
    */
   async sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
     const plan = this.plan(promptTokens, options, numSamples);
@@ -90,9 +90,7 @@ export class LocalSampler {
     const C = this.config.contextLength;
     this.checkTokens(promptTokens, "prompt");
     if (promptTokens.length === 0)
-      throw new SamplingParamsError(
-        "the prompt is empty; start it with at least one token (for example the tokenizer's BOS)",
-      );
+      throw new InputError("the prompt is empty; start it with at least one token (for example the tokenizer's BOS)");
     if (promptTokens.length >= C) {
       throw new ContextLengthError(
         "the prompt",
@@ -139,7 +137,7 @@ export class LocalSampler {
   /**
    * Logprob of each token given the ones before it; index 0 is null (Tinker's
    * `compute_logprobs`).
-   * @throws {@link TokenIdError}, {@link ContextLengthError}.
+   * @throws {@link InputError}, {@link ContextLengthError}.
    */
   computeLogprobs(tokens: readonly number[]): (number | null)[] {
     this.checkTokens(tokens, "tokens");
@@ -195,7 +193,7 @@ export class LocalSampler {
     const V = this.config.vocabSize;
     tokens.forEach((t, i) => {
       if (!Number.isInteger(t) || t < 0 || t >= V)
-        throw new TokenIdError(`${what}[${i}] is ${t}, outside the model's vocabulary 0..${V - 1}`);
+        throw new InputError(`${what}[${i}] is ${t}, outside the model's vocabulary 0..${V - 1}`);
     });
   }
 
@@ -209,7 +207,7 @@ export class LocalSampler {
       seed = Math.floor(Math.random() * 2 ** 32),
     } = options;
     const bad = (msg: string): never => {
-      throw new SamplingParamsError(msg);
+      throw new InputError(msg);
     };
     if (!Number.isInteger(maxTokens) || maxTokens < 1) bad(`maxTokens must be an integer >= 1, got ${maxTokens}`);
     if (!Number.isFinite(temperature) || temperature < 0)

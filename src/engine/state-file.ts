@@ -19,7 +19,7 @@
  */
 import type { ResolvedModelConfig } from "./config.js";
 import { crc32 } from "./crc32.js";
-import { StateFileError } from "./errors.js";
+import { EngineError, type StateFileProblem } from "../errors.js";
 
 const MAGIC = "NXRLSTAT";
 const VERSION = 1;
@@ -78,12 +78,22 @@ export function encodeStateFile(contents: StateFileContents): Uint8Array {
 }
 
 /**
+ * The {@link EngineError} for a state or sampler-weights file that cannot be loaded.
+ * @param path the file.
+ * @param problem the kind of problem.
+ * @param detail what exactly was found and what to do.
+ */
+export function stateFileError(path: string, problem: StateFileProblem, detail: string): EngineError {
+  return new EngineError("state_file", `cannot load ${path}: ${detail}`, { path, stateFileProblem: problem });
+}
+
+/**
  * Parses and verifies the bytes of a file read from `path` (used in error messages).
- * @throws {@link StateFileError} for a foreign, truncated, corrupt or unsupported file.
+ * @throws {@link EngineError} for a foreign, truncated, corrupt or unsupported file.
  */
 export function decodeStateFile(bytes: Uint8Array, path: string): StateFileContents {
-  const fail = (problem: StateFileError["problem"], detail: string): never => {
-    throw new StateFileError(path, problem, detail);
+  const fail = (problem: StateFileProblem, detail: string): never => {
+    throw stateFileError(path, problem, detail);
   };
   const magic = new TextDecoder().decode(bytes.subarray(0, MAGIC.length));
   if (magic !== MAGIC.slice(0, magic.length)) {

@@ -9,8 +9,9 @@
 import { randomBytes } from "node:crypto";
 import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { CheckpointNameError, SnapshotExistsError, StateFileError } from "./errors.js";
 import { decodeStateFile, type StateFileContents } from "./state-file.js";
+import { EngineError, InputError } from "../errors.js";
+import { stateFileError } from "./state-file.js";
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
 
@@ -22,7 +23,7 @@ export function filePath(
   ext: ".nxs" | ".nxw",
 ): string {
   if (!NAME.test(name)) {
-    throw new CheckpointNameError(
+    throw new InputError(
       `checkpoint name ${JSON.stringify(name)} is not allowed; use 1–200 letters, digits, "_", "-" or ".", not starting with "." or "-" (for example "step_000010")`,
     );
   }
@@ -32,7 +33,7 @@ export function filePath(
 /**
  * Writes `bytes` to `path` through a temporary file in the same folder. With `exclusive`, an
  * existing file is never replaced.
- * @throws {@link SnapshotExistsError} when `exclusive` and `path` exists.
+ * @throws {@link EngineError} when `exclusive` and `path` exists.
  */
 export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive: boolean): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
@@ -42,7 +43,8 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
     if (exclusive) {
       await link(tmp, path).catch((err: NodeJS.ErrnoException) => {
         if (err.code === "EEXIST") {
-          throw new SnapshotExistsError(
+          throw new EngineError(
+            "snapshot_exists",
             `${path} already exists and sampler snapshots are immutable; save under a new name (for example with the step number)`,
           );
         }
@@ -58,7 +60,7 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
 
 /**
  * Reads and verifies a state or snapshot file.
- * @throws {@link StateFileError} when it is missing, foreign, truncated or corrupt.
+ * @throws {@link EngineError} when it is missing, foreign, truncated or corrupt.
  */
 export async function readStateFile(path: string): Promise<StateFileContents> {
   let bytes: Uint8Array;
@@ -66,7 +68,7 @@ export async function readStateFile(path: string): Promise<StateFileContents> {
     bytes = await readFile(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT")
-      throw new StateFileError(
+      throw stateFileError(
         path,
         "not_found",
         "no such file; check the path returned by saveState or saveWeightsForSampler",

@@ -20,7 +20,6 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
-import { EngineThreadError } from "./errors.js";
 import type { ContextDescriptor, TaskResult, ThreadTask } from "./tasks.js";
 import {
   CONTROL_WORDS,
@@ -31,6 +30,7 @@ import {
   type WorkerMessage,
   type WorkerReply,
 } from "./thread-protocol.js";
+import { EngineError } from "../errors.js";
 
 interface PoolWorker {
   worker: Worker;
@@ -143,11 +143,12 @@ export class ThreadPool {
       const reply = this.awaitReply(w);
       if (reply?.ok) return reply.value;
       if (!reply || reply.fatal) this.discard(w);
-      failure ??= new EngineThreadError(
+      failure ??= new EngineError(
+        "thread",
         reply
           ? reply.message
           : `an engine worker thread did not start within ${START_TIMEOUT_MS / 1000} s; run with threads: 1 to compute on the calling thread only`,
-        reply && !reply.ok ? reply.stack : undefined,
+        { workerStack: reply && !reply.ok ? reply.stack : undefined },
       );
       return null;
     });

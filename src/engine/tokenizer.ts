@@ -11,8 +11,8 @@ import {
   type EncodeOptions,
   type Tokenizer,
 } from "../types/tokenizer.js";
-import { TokenIdError } from "./errors.js";
 import { appendAll } from "../types/arrays.js";
+import { InputError } from "../errors.js";
 
 const BYTE_COUNT = 256;
 
@@ -50,7 +50,7 @@ export class ByteTokenizer implements Tokenizer {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw new TokenIdError(
+        throw new InputError(
           `cannot decode token id ${id} at index ${i}: the byte tokenizer has ids 0..${this.vocabSize - 1}`,
         );
       }

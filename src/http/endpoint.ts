@@ -1,12 +1,9 @@
+import { ConfigError } from "../errors.js";
 /**
  * Where a remote service lives and the key to it: from options, else from the environment.
  *
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-
-/** Thrown when no API key is given for a remote service. */
-export class MissingApiKeyError extends NexrlError {}
 
 /** How one service names its settings. */
 export interface EndpointSpec {
@@ -40,13 +37,13 @@ export interface Endpoint {
 
 /**
  * Resolves the API key and base URL of a service.
- * @throws {@link MissingApiKeyError} when neither the options nor the environment hold a key.
+ * @throws {@link ConfigError} when neither the options nor the environment hold a key.
  */
 export function resolveEndpoint(options: EndpointOptions, spec: EndpointSpec): Endpoint {
   const env = options.env ?? process.env;
   const apiKey = options.apiKey || env[spec.keyVar];
   if (!apiKey) {
-    throw new MissingApiKeyError(
+    throw new ConfigError(
       `no ${spec.service} API key: set ${spec.keyVar} or pass apiKey (for a local \`nexrl serve\`, any non-empty value works)`,
     );
   }

@@ -6,6 +6,7 @@
  * @module
  */
 import type { Dispatcher } from "undici";
+import { NexrlError } from "../errors.js";
 
 /** A complete answer: status, headers as undici parses them (lower-cased names) and the body's bytes. */
 export interface Answer {
@@ -15,7 +16,7 @@ export interface Answer {
 }
 
 /** What an exchange's answer rejects with when its timeout passes. */
-export const TIMED_OUT = new Error("the exchange timed out");
+export const TIMED_OUT = new NexrlError("the exchange timed out");
 
 /** Gives up on `exchange` once its timeout passes. */
 function timeOut(exchange: Exchange): void {

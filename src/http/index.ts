@@ -13,26 +13,7 @@ export {
   type HttpTransportOptions,
   type RetryMode,
 } from "./transport.js";
-export {
-  ApiConnectionError,
-  ApiStatusError,
-  ApiTimeoutError,
-  AuthenticationError,
-  BadRequestError,
-  ConflictError,
-  HttpError,
-  InternalServerError,
-  NotFoundError,
-  PaymentRequiredError,
-  PermissionDeniedError,
-  RateLimitError,
-  RequestAbortedError,
-  UnprocessableEntityError,
-  isRetryableStatus,
-  type ApiStatusDetails,
-  type HttpErrorContext,
-} from "./errors.js";
 export { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, type BackoffOptions } from "./backoff.js";
 export { Redactor } from "./redact.js";
-export { MissingApiKeyError, type EndpointOptions } from "./endpoint.js";
-export { SubmitOrderError } from "./submit-order.js";
+export { type EndpointOptions } from "./endpoint.js";
+export { type ErrorHints } from "./errors.js";

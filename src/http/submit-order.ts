@@ -1,18 +1,15 @@
+import { NexrlError } from "../errors.js";
 /**
  * {@link SubmitOrder}: sends a client's requests one after another, in the order they were made,
  * as services that order operations by a sequence number expect.
  *
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-
-/** Thrown for a request made after an earlier one of the same sequence could not be submitted. */
-export class SubmitOrderError extends NexrlError {}
 
 /**
  * Runs submissions strictly one after another. When one fails for good, the sequence has a hole
  * the service would wait on forever, so every later submission fails fast with a
- * {@link SubmitOrderError} naming the first failure.
+ * {@link NexrlError} naming the first failure.
  */
 export class SubmitOrder {
   private tail: Promise<unknown> = Promise.resolve();
@@ -26,7 +23,7 @@ export class SubmitOrder {
     const turn = this.tail.then(() => {
       if (this.broken) {
         const reason = this.broken.error instanceof Error ? this.broken.error.message : String(this.broken.error);
-        throw new SubmitOrderError(
+        throw new NexrlError(
           `cannot submit ${what}: the earlier ${this.broken.what} could not be submitted (${reason}), and the service runs a model's operations strictly in order; create a new training client (and loadState from a checkpoint) to continue`,
         );
       }

@@ -7,15 +7,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { DEFAULT_BACKOFF, backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
+import { statusError, type ErrorHints } from "./errors.js";
 import {
-  ApiConnectionError,
-  ApiStatusError,
-  ApiTimeoutError,
-  HttpError,
-  RequestAbortedError,
-  statusError,
-  type HttpErrorContext,
-} from "./errors.js";
+  APIConnectionError,
+  APIError,
+  type APIErrorContext,
+  APITimeoutError,
+  APIUserAbortError,
+  NexrlError,
+} from "../errors.js";
 import { acquirePool, type PoolLease } from "./pools.js";
 import { Redactor } from "./redact.js";
 import { Exchange, TIMED_OUT, type Answer } from "./exchange.js";
@@ -41,6 +41,8 @@ export interface HttpTransportOptions {
   apiKeyScheme?: string;
   /** Where the key comes from, named in authentication errors (e.g. `TINKER_API_KEY`). */
   apiKeySource?: string;
+  /** The service's own fix-it hints for error statuses and timeouts, replacing the defaults. */
+  hints?: ErrorHints;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
   /** Default per-call timeout in milliseconds (60 000). */
@@ -110,7 +112,7 @@ export function requestBodyText(request: Pick<HttpRequest, "body" | "encodedBody
 const DEFAULT_CONNECTIONS = 1000;
 
 /** What an exchange is aborted with when its caller's signal aborts or the transport is closed. */
-const ABORTED = new Error("the exchange was aborted");
+const ABORTED = new NexrlError("the exchange was aborted");
 
 /** One call of {@link HttpTransport.request}, resolved against the transport's defaults. */
 interface Call {
@@ -215,6 +217,7 @@ export class HttpTransport {
   private readonly maxRetries: number;
   private readonly backoff: BackoffOptions;
   private readonly apiKeySource: string;
+  private readonly hints: ErrorHints;
   private readonly log: ((line: string) => void) | undefined;
   /** Whether the base URL's host is this machine's loopback. */
   private readonly loopback: boolean;
@@ -242,6 +245,7 @@ export class HttpTransport {
     this.maxRetries = options.maxRetries ?? 10;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.apiKeySource = options.apiKeySource ?? "the API key";
+    this.hints = options.hints ?? {};
     this.log = options.log;
   }
 
@@ -262,9 +266,9 @@ export class HttpTransport {
 
   /**
    * Sends one call, retrying as `request.retry` allows, and returns the 2xx response.
-   * @throws {@link ApiStatusError} (a subclass per status) for an error status,
-   * {@link ApiConnectionError} when no response arrived, {@link ApiTimeoutError} when the timeout
-   * passed, {@link RequestAbortedError} when the signal aborted or the transport was closed.
+   * @throws {@link APIError} (a subclass per status) for an error status,
+   * {@link APIConnectionError} when no response arrived, {@link APITimeoutError} when the timeout
+   * passed, {@link APIUserAbortError} when the signal aborted or the transport was closed.
    */
   async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
@@ -287,10 +291,8 @@ export class HttpTransport {
         return (await this.attempt(call)) as HttpResponse<T>;
       } catch (failure) {
         const budget = this.retryBudget(failure);
-        if (!(failure instanceof HttpError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
-        const wait =
-          (failure instanceof ApiStatusError ? failure.retryAfterMs : undefined) ??
-          backoffDelayMs(retries + 1, this.backoff);
+        if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
+        const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
         this.log?.(
           this.redact(
             `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
@@ -326,10 +328,10 @@ export class HttpTransport {
     try {
       answer = await exchange.answer;
     } catch (error) {
-      if (error === TIMED_OUT) throw new ApiTimeoutError(this.context(call), call.timeoutMs);
+      if (error === TIMED_OUT) throw new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
       if (error === ABORTED) throw this.aborted(call);
       const code = errorCode(error);
-      throw new ApiConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+      throw new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
     } finally {
       this.inFlight.delete(exchange);
       watchers?.delete(exchange);
@@ -355,10 +357,10 @@ export class HttpTransport {
   }
 
   /** The error of a call given up on by its caller's signal or by `close()`. */
-  private aborted(call: Call): RequestAbortedError {
+  private aborted(call: Call): APIUserAbortError {
     const source = call.signal?.aborted ? call.signal : this.closing.signal;
     const reason: unknown = source.reason;
-    return new RequestAbortedError(
+    return new APIUserAbortError(
       this.context(call),
       this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted")),
     );
@@ -367,7 +369,7 @@ export class HttpTransport {
   /**
    * The response of a complete answer: its body parsed as JSON (or text), or its bytes for a
    * binary content type.
-   * @throws {@link ApiStatusError} for a status outside 2xx.
+   * @throws {@link APIError} for a status outside 2xx.
    */
   private response(answer: Answer, call: Call): HttpResponse<unknown> {
     const { status } = answer;
@@ -388,32 +390,33 @@ export class HttpTransport {
         ...(retryAfter !== undefined && { retryAfterMs: retryAfter }),
       },
       this.apiKeySource,
+      this.hints,
     );
   }
 
   /** Retries `failure` may get: the transport's budget, or a few for a first contact that cannot succeed soon. */
   private retryBudget(failure: unknown): number {
-    if (!(failure instanceof ApiConnectionError) || failure.connected || this.lease.shared.reached)
+    if (!(failure instanceof APIConnectionError) || failure.connected || this.lease.shared.reached)
       return this.maxRetries;
     const code = errorCode(failure.cause);
     const hopeless = code === "ENOTFOUND" || (code === "ECONNREFUSED" && this.loopback);
     return hopeless ? Math.min(FIRST_CONTACT_RETRIES, this.maxRetries) : this.maxRetries;
   }
 
-  private mayRetry(error: HttpError, mode: RetryMode): boolean {
+  private mayRetry(error: APIError, mode: RetryMode): boolean {
     if (mode === "none") return false;
-    if (mode === "unsent") return error instanceof ApiConnectionError && !error.connected;
+    if (mode === "unsent") return error instanceof APIConnectionError && !error.connected;
     return error.isRetryable;
   }
 
-  private describe(error: HttpError): string {
+  private describe(error: APIError): string {
     if (error.status !== undefined)
       return `HTTP ${error.status}${error.requestId ? `, request id ${error.requestId}` : ""}`;
-    return error instanceof ApiTimeoutError ? "timeout" : "connection error";
+    return error instanceof APITimeoutError ? "timeout" : "connection error";
   }
 
   /** What errors say about a call. */
-  private context(call: Call): HttpErrorContext {
+  private context(call: Call): APIErrorContext {
     return { method: call.method, url: this.baseUrl + call.path, requestHeaders: this.redactor.headers(call.headers) };
   }
 

@@ -6,10 +6,10 @@
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { DataCursor } from "./data/data-loader.js";
-import { RunSetupError } from "./errors.js";
 import type { PoolState } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
 import type { SamplerState } from "./weight-sync.js";
+import { RunError } from "../errors.js";
 
 /**
  * Everything needed to continue a run exactly where a checkpoint was taken. In memory, file
@@ -108,14 +108,15 @@ export async function removeRunState(path: string): Promise<void> {
 
 /**
  * Reads a run-state file.
- * @throws {@link RunSetupError} when it is missing or not a nexrl run state.
+ * @throws {@link RunError} when it is missing or not a nexrl run state.
  */
 export async function readRunState(path: string): Promise<RunState> {
   let value: unknown;
   try {
     value = JSON.parse(await readFile(path, "utf8"));
   } catch (error) {
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `cannot read the run state ${path}: ${(error as Error).message}; if the file was damaged, delete it to resume from an earlier checkpoint`,
       { cause: error },
     );
@@ -129,7 +130,8 @@ export async function readRunState(path: string): Promise<RunState> {
     typeof state.sampler?.path !== "string" ||
     typeof state.initialSamplerPath !== "string"
   ) {
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint); if the file was damaged, delete it to resume from an earlier checkpoint`,
     );
   }
@@ -152,7 +154,7 @@ export async function listRunStates(dir: string): Promise<Array<{ step: number; 
 /**
  * The run-state file `path` names: the file itself, or the latest one in a checkpoint folder or
  * in the `checkpoints/` folder of a run folder.
- * @throws {@link RunSetupError} when there is none.
+ * @throws {@link RunError} when there is none.
  */
 export async function locateRunState(path: string): Promise<string> {
   const info = await stat(path).catch(() => undefined);
@@ -162,11 +164,13 @@ export async function locateRunState(path: string): Promise<string> {
       const latest = (await listRunStates(dir)).at(-1);
       if (latest) return latest.path;
     }
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `no checkpoint in ${path}: it holds no step_NNNNNN.json run state (nor does its checkpoints/ folder)`,
     );
   }
-  throw new RunSetupError(
+  throw new RunError(
+    "setup",
     `resume.resume_path ${path} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`,
   );
 }

@@ -3,13 +3,11 @@
  * the console.
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-import { TrajectoryError } from "../types/trajectory.js";
-import { RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "./errors.js";
 import { JsonlLog, type StepRow } from "./jsonl-log.js";
 import { userFrames } from "./rollout/error-origin.js";
 import type { RolloutFailure } from "./rollout/runner.js";
 import { rowNumber } from "./task.js";
+import { InputError, NexrlError, UserCodeError } from "../errors.js";
 
 /** What went wrong in a failed attempt. */
 export type FailureKind = "error" | "invalid_trajectory" | "timeout" | "hung" | "uncaught";
@@ -43,16 +41,16 @@ export interface FailureRow extends StepRow {
 }
 
 function kindOf(error: unknown): FailureKind {
-  if (error instanceof RolloutHungError) return "hung";
-  if (error instanceof RolloutTimeoutError) return "timeout";
-  if (error instanceof UncaughtUserError) return "uncaught";
-  if (error instanceof TrajectoryError) return "invalid_trajectory";
+  if (error instanceof UserCodeError && error.problem !== "agent_result") return error.problem;
+  if (error instanceof InputError && error.field !== undefined) return "invalid_trajectory";
   return "error";
 }
 
 /** The failure's cause as the user wrote it: an uncaught error's own error, else the error. */
 function original(error: unknown): unknown {
-  return error instanceof UncaughtUserError && error.cause !== undefined ? error.cause : error;
+  return error instanceof UserCodeError && error.problem === "uncaught" && error.cause !== undefined
+    ? error.cause
+    : error;
 }
 
 /**

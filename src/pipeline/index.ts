@@ -34,24 +34,8 @@ export {
 export { tokenCost, type TokenCounts, type TokenPrices } from "./accounting.js";
 export type { ResponseTokens, SampleRow } from "./samples.js";
 export { resolveRunDirectory, timestampTag, type RunDirectoryOptions } from "./run-dir.js";
-export {
-  BackendNotAvailableError,
-  DataLoaderError,
-  NoSuccessfulRolloutError,
-  OutputDirError,
-  RolloutError,
-  RolloutHungError,
-  RolloutTimeoutError,
-  RunFolderLockedError,
-  RunSetupError,
-  RunStalledError,
-  TrainerError,
-  UncaughtUserError,
-  type RolloutOrigin,
-  type RunLockHolder,
-} from "./errors.js";
 export type { FailureKind, FailureRow } from "./failures.js";
-export { RESUME_SAFE_SETTINGS, ResumeSettingsError, type ChangedSetting } from "./resume-settings.js";
+export { RESUME_SAFE_SETTINGS } from "./resume-settings.js";
 export {
   DataLoader,
   type DataCursor,
@@ -74,7 +58,7 @@ export { PigLatinRolloutWorker, wordAccuracy } from "./workers/pig-latin.js";
 export { SingleTurnMathRolloutWorker } from "./workers/single-turn-math.js";
 export { SimpleRolloutWorker } from "./workers/simple.js";
 export { answersMatch, extractFinalAnswer } from "./workers/math-answer.js";
-export { JudgeError, LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./rewards/llm-judge.js";
+export { LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./rewards/llm-judge.js";
 export { RolloutInferenceClient, type RolloutSamplingDefaults } from "./workers/rollout-inference.js";
 export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-policy.js";
 export {
@@ -96,7 +80,8 @@ export {
 export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
 export type { ValidationExample } from "./validation-examples.js";
-export { RemoteApiTrainer, type TrainerContext, type TrainStepResult } from "./trainers/remote-api-trainer.js";
+export { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
+export type { Trainer, TrainerContext, TrainStepResult } from "./trainers/trainer.js";
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";
 export { RemoteApiOpdTrainer } from "./trainers/opd.js";

@@ -10,10 +10,10 @@ import { basename, extname, join, relative, resolve } from "node:path";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { locateRunState, readRunState } from "./checkpoint.js";
-import { RunSetupError } from "./errors.js";
+import { RunError } from "../errors.js";
 import type { RunEvent, RunInit, RunResult } from "./events.js";
 import { storageRoot } from "./run-dir.js";
-import type { StartPlan } from "./training-run.js";
+import type { StartPlan } from "./run-setup.js";
 
 /** The file an `init.from_recipe` run folder gets once that run has finished: what the fingerprint was and which checkpoint to start from. */
 const DONE_FILE = "init.json";
@@ -90,7 +90,7 @@ export type InitOutcome =
  * `<storage root>/init/<name>-<fingerprint>/` unless a finished run of it is there already (then
  * reused as it is); a run of it that was stopped before it finished is continued from its last
  * checkpoint.
- * @throws {@link RunSetupError} for a missing checkpoint, a cycle of recipes, or a warm-start
+ * @throws {@link RunError} for a missing checkpoint, a cycle of recipes, or a warm-start
  * recipe that saved no checkpoint.
  */
 export async function prepareInit(recipe: LoadedRecipe, context: InitContext): Promise<InitOutcome> {
@@ -109,7 +109,8 @@ export async function prepareInit(recipe: LoadedRecipe, context: InitContext): P
   const file = init.from_recipe!;
   const chain = [...context.chain, recipe.path];
   if (chain.includes(file))
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(context.cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
     );
   const child = await loadRecipe(file, { env: context.env, cwd: context.cwd });
@@ -130,7 +131,8 @@ export async function prepareInit(recipe: LoadedRecipe, context: InitContext): P
   const result = await context.run(child, runDir);
   if (result.stopReason === "aborted") return { kind: "stopped", result };
   if (result.lastCheckpoint === undefined)
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `init.from_recipe ${file} saved no checkpoint to start from; remove \`trainer.save_final: false\` from it`,
     );
   const stored: InitDone = { fingerprint, checkpoint: relative(runDir, result.lastCheckpoint) };

@@ -10,13 +10,13 @@ import { MODEL_PRESETS } from "../engine/config.js";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { didYouMean } from "../recipe/suggest.js";
-import { RecipeError } from "../recipe/errors.js";
+import { RecipeError } from "../errors.js";
 import { REQUIRED_TOKENIZER_FILES } from "../services/inference/tokenizers/files.js";
 import { loadTokenizer, locateTokenizer } from "../services/inference/tokenizers/load.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { locateRunState, readRunState, type RunState } from "./checkpoint.js";
 import type { DataLoader } from "./data/data-loader.js";
-import { RunSetupError } from "./errors.js";
+import { RunError } from "../errors.js";
 import { checkInferenceBackend } from "./services.js";
 import { openDataLoader } from "./setup.js";
 import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
@@ -68,12 +68,13 @@ export function checkModelName(recipe: LoadedRecipe): void {
  * The longest sequence the run accepts: `rollout_worker.max_sequence_length`, else the model's
  * context.
  * @param contextLength the model's context, when known.
- * @throws {@link RunSetupError} when `max_sequence_length` is longer than the context.
+ * @throws {@link RunError} when `max_sequence_length` is longer than the context.
  */
 export function checkContextLength(config: RecipeConfig, contextLength: number | undefined): number | undefined {
   const maxSequenceLength = config.rollout_worker.max_sequence_length ?? contextLength;
   if (contextLength !== undefined && maxSequenceLength !== undefined && maxSequenceLength > contextLength) {
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${config.service.train_service.model} (${contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
     );
   }
@@ -100,12 +101,13 @@ export async function locateResumeState(recipe: LoadedRecipe, cwd: string): Prom
 
 /**
  * Checks that a checkpoint holds the model the recipe trains.
- * @throws {@link RunSetupError} naming both.
+ * @throws {@link RunError} naming both.
  */
 export function checkCheckpointModel(config: RecipeConfig, state: RunState, path: string): void {
   const train = config.service.train_service;
   if (state.model.name !== train.model || state.model.backend !== train.backend) {
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `the checkpoint ${path} holds ${state.model.backend} model ${state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
     );
   }
@@ -247,13 +249,15 @@ async function checkInit(
   }
   const file = init.from_recipe!;
   if (chain.includes(file))
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
     );
   const child = await loadRecipe(file, { env, cwd });
   const [outer, inner] = [recipe.config.service.train_service, child.config.service.train_service];
   if (outer.backend !== inner.backend || outer.model !== inner.model)
-    throw new RunSetupError(
+    throw new RunError(
+      "setup",
       `init.from_recipe ${relative(cwd, file) || file} trains ${inner.backend} model ${inner.model}, but the recipe trains ${outer.backend} model ${outer.model}; warm-start the same model`,
     );
   const notes = await checkRecipeIn(child, cwd, env, chain);

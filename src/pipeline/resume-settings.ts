@@ -9,7 +9,7 @@ import { basename } from "node:path";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { redactSecrets } from "../recipe/redact.js";
 import { isPlainMap } from "../recipe/tree.js";
-import { RunSetupError } from "./errors.js";
+import { type ChangedSetting, RunError } from "../errors.js";
 
 /** Key path (`data.seed`, `trainer.teachers.0.base_model`) → the setting's value as JSON. */
 export type RunSettings = Record<string, string>;
@@ -122,34 +122,6 @@ export async function runSettings(config: RecipeConfig): Promise<RunSettings> {
   );
 }
 
-/** A setting that differs between a checkpoint and the recipe resuming it. */
-export interface ChangedSetting {
-  /** Its key path. */
-  key: string;
-  /** The checkpoint's value as JSON (undefined when it was not set). */
-  before: string | undefined;
-  /** The recipe's value as JSON (undefined when it is not set). */
-  after: string | undefined;
-}
-
-/**
- * A resume would not continue the same run: the recipe changed settings that decide the data
- * order or the algorithm. Lists them; `resume.allow_changed` accepts them.
- */
-export class ResumeSettingsError extends RunSetupError {
-  /** The settings that differ and are not allowed to. */
-  readonly changed: readonly ChangedSetting[];
-
-  /**
-   * @param message what differs and what to do.
-   * @param changed the settings.
-   */
-  constructor(message: string, changed: readonly ChangedSetting[]) {
-    super(message);
-    this.changed = changed;
-  }
-}
-
 const show = (value: string | undefined): string => value ?? "unset";
 
 /**
@@ -157,7 +129,7 @@ const show = (value: string | undefined): string => value ?? "unset";
  * @param allowed `resume.allow_changed`: keys (and the keys below them) that may differ;
  * `service.train_service.config.*` names the same hyper-parameters as `trainer.algorithm.*`.
  * @returns the differences `allowed` accepted, for a warning.
- * @throws {@link ResumeSettingsError} for the others.
+ * @throws {@link RunError} for the others.
  */
 export function checkResumeSettings(
   checkpoint: string,
@@ -177,11 +149,12 @@ export function checkResumeSettings(
     const merged = refused.some((c) => c.key.startsWith(`${HYPER_PARAMETERS}.`))
       ? ` (hyper-parameters set in ${SERVICE_CONFIG} are compared as ${HYPER_PARAMETERS})`
       : "";
-    throw new ResumeSettingsError(
+    throw new RunError(
+      "resume_settings",
       `cannot resume from ${checkpoint}: the recipe changes ${refused.length === 1 ? "a setting" : "settings"} that decide the data order or the algorithm: ${list}${merged}. ` +
         `Resuming would not continue the same run. Restore ${refused.length === 1 ? "it" : "them"}, start a new run (another --output-dir, or resume.mode=disable), ` +
         `or accept the change with resume.allow_changed=[${keys}]`,
-      refused,
+      { changed: refused },
     );
   }
   return accepted;

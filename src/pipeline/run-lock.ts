@@ -16,7 +16,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import { link, mkdir, readFile, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { OutputDirError, RunFolderLockedError, type RunLockHolder } from "./errors.js";
+import { RunError, type RunLockHolder } from "../errors.js";
 
 /** Name of the lock file in a run folder. */
 export const RUN_LOCK_FILE = ".nexrl.lock";
@@ -94,10 +94,10 @@ function parseContent(text: string): LockContent | undefined {
 const errorCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
 
 /**
- * An {@link OutputDirError} for a file-system error on the output folder: a one-line cause and
+ * A {@link RunError} for a file-system error on the output folder: a one-line cause and
  * what to do.
  */
-export function outputDirError(dir: string, error: unknown): OutputDirError {
+export function outputDirError(dir: string, error: unknown): RunError {
   const code = errorCode(error);
   const what =
     code === "EROFS"
@@ -109,7 +109,8 @@ export function outputDirError(dir: string, error: unknown): OutputDirError {
           : code === "ENOSPC" || code === "EDQUOT"
             ? "the disk is full"
             : (error as Error).message;
-  return new OutputDirError(
+  return new RunError(
+    "output_dir",
     `cannot write to the output folder ${dir}: ${what}${code ? ` (${code})` : ""}; choose another with --output-dir (or NEXRL_STORAGE_PATH)`,
     { cause: error },
   );
@@ -135,8 +136,8 @@ export class RunLock {
   /**
    * Creates `dir` if needed and locks it for this process.
    * @param command the command line recorded for whoever finds the folder locked.
-   * @throws {@link RunFolderLockedError} when a live process holds the folder.
-   * @throws {@link OutputDirError} when the folder cannot be created or written.
+   * @throws {@link RunError} when a live process holds the folder.
+   * @throws {@link RunError} when the folder cannot be created or written.
    */
   static async acquire(dir: string, command: string = process.argv.join(" ")): Promise<RunLock> {
     let created: string | undefined;
@@ -165,10 +166,11 @@ export class RunLock {
         if (found === undefined) continue; // released meanwhile: try again
         const holder = parseContent(found);
         if (holder && holderAlive(holder, path)) {
-          throw new RunFolderLockedError(
+          throw new RunError(
+            "locked",
             `the output folder ${dir} is in use by another run: pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}: ${holder.command}. ` +
               `Wait for it to end or stop it, or choose another folder with --output-dir; if that process is not running, delete ${path}`,
-            { pid: holder.pid, host: holder.host, startedAt: holder.startedAt, command: holder.command },
+            { holder: { pid: holder.pid, host: holder.host, startedAt: holder.startedAt, command: holder.command } },
           );
         }
         await breakStaleLock(path, temp, found);

@@ -7,7 +7,6 @@ import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { stringify } from "yaml";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
-import { NexrlError } from "../types/errors.js";
 import { listRunStates, readRunState } from "./checkpoint.js";
 import type { RunEvent, RunInit, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
@@ -25,7 +24,9 @@ import { resolveRunDirectory } from "./run-dir.js";
 import { RunLock } from "./run-lock.js";
 import { formatRunSummary, summarizeMetrics } from "./run-summary.js";
 import { locateResumeState, prepareRun } from "./preflight.js";
-import { executeRun, type LoopResult, type StartPlan } from "./training-run.js";
+import type { StartPlan } from "./run-setup.js";
+import { executeRun, type LoopResult } from "./training-run.js";
+import { NexrlError } from "../errors.js";
 
 /** Options of {@link runRecipe}. */
 export interface RunRecipeOptions {
@@ -106,11 +107,11 @@ async function planStart(recipe: LoadedRecipe, checkpointDir: string, cwd: strin
  * and event.
  *
  * While it runs, the run holds a lock on the folder (`.nexrl.lock`: a second run is refused with
- * `RunFolderLockedError`; a lock left by a dead process is taken over), and handles the
+ * `RunError`; a lock left by a dead process is taken over), and handles the
  * process's uncaught exceptions and unhandled rejections (one raised by a rollout's code fails
  * that rollout under the failure policy; any other stops the run) and a process left with nothing
- * to do while it waits (hung rollouts fail with `RolloutHungError`; otherwise the run stops with
- * `RunStalledError`). A run stopped by an error saves a checkpoint of its last finished step
+ * to do while it waits (hung rollouts fail with `UserCodeError`; otherwise the run stops with
+ * `RunError`). A run stopped by an error saves a checkpoint of its last finished step
  * first when it can. Nothing is written before the recipe's modules and data have loaded.
  *
  * The result holds every metrics row, the run's summary (first → last figures, best validation,
@@ -123,9 +124,9 @@ async function planStart(recipe: LoadedRecipe, checkpointDir: string, cwd: strin
  * console.log(result.metrics.at(-1)?.["train/loss"], result.summary.bestValidation);
  * ```
  * @throws RecipeError for an invalid recipe, and the pipeline's errors (`RolloutError`,
- * `NoSuccessfulRolloutError`, `UncaughtUserError`, `RunStalledError`, `TrainerError`,
- * `RunSetupError`, `ResumeSettingsError`, `DataLoaderError`, `OutputDirError`,
- * `RunFolderLockedError`, `BackendNotAvailableError`) when the run cannot go on.
+ * `RunError`, `UserCodeError`, `RunError`, `InputError`,
+ * `RunError`, `RunError`, `InputError`, `RunError`,
+ * `RunError`, `RunError`) when the run cannot go on.
  */
 export function runRecipe(recipe: string | LoadedRecipe, options: RunRecipeOptions = {}): Promise<RunResult> {
   return runInChain(recipe, options, []);

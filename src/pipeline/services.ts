@@ -5,7 +5,7 @@
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { createTrainingService } from "../services/training/index.js";
 import type { TrainingService } from "../services/training/types.js";
-import { BackendNotAvailableError } from "./errors.js";
+import { RunError } from "../errors.js";
 
 /** Options of {@link openTrainingService}. */
 export interface OpenTrainingServiceOptions {
@@ -45,13 +45,14 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
 
 /**
  * Checks that rollouts can sample through the training service's own sampler.
- * @throws {@link BackendNotAvailableError} for OpenAI-compatible inference servers, which weight
+ * @throws {@link RunError} for OpenAI-compatible inference servers, which weight
  * sync cannot update yet.
  */
 export function checkInferenceBackend(config: RecipeConfig): void {
   const inference = config.service.inference_service.backend;
   if (inference !== config.service.train_service.backend) {
-    throw new BackendNotAvailableError(
+    throw new RunError(
+      "backend",
       `rollouts through an ${inference} inference server are not available yet: weight sync cannot push new weights to it. Leave service.inference_service.backend unset to sample through the training service`,
     );
   }

@@ -4,10 +4,14 @@
  */
 import type { DataRow } from "./data/files.js";
 
-/** One rollout to run: a data row, which copy of it this is, and its sampling seed. */
-export interface RolloutTask {
+/**
+ * One rollout to run: a data row, which copy of it this is, and its sampling seed. `Row` is the
+ * shape of the data file's rows, for workers that declare it (`BaseRolloutWorker<MyRow>`); the
+ * pipeline does not check it, so declare only fields every row has.
+ */
+export interface RolloutTask<Row extends object = DataRow> {
   /** The row's fields, as read from the data file. */
-  readonly data: Readonly<DataRow>;
+  readonly data: Readonly<Row>;
   /** The row's prompt field (`data.prompt_key`): text, or chat messages. */
   readonly prompt: unknown;
   /** Row index within the dataset (files concatenated in the order given). */

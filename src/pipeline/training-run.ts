@@ -3,82 +3,24 @@
  * metrics and checkpoints.
  * @module
  */
-import { join } from "node:path";
-import type { LoadedRecipe } from "../recipe/load.js";
 import { redactValue } from "../recipe/redact.js";
-import { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
-import type { TrainingClient, TrainingService } from "../services/training/types.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { TrainingService } from "../services/training/types.js";
 import type { Trajectory } from "../types/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
-import type { DataCursor, DataLoader } from "./data/data-loader.js";
-import { NoSuccessfulRolloutError, RunStalledError, UncaughtUserError } from "./errors.js";
-import type { MetricsRow, RunEvent, RunResult, StopReason } from "./events.js";
-import { FailureLog } from "./failures.js";
-import { JsonlLog } from "./jsonl-log.js";
-import { TrajectoryPool, type PoolState } from "./pool.js";
-import type { RunSettings } from "./resume-settings.js";
-import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
-import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
+import type { DataCursor } from "./data/data-loader.js";
+import type { MetricsRow, RunResult, StopReason } from "./events.js";
+import { type PoolState } from "./pool.js";
+import type { RolloutFailure } from "./rollout/runner.js";
 import { runGuarded, type GuardedRun } from "./run-guard.js";
-import { sampleRows, type SampleRow } from "./samples.js";
+import { sampleRows } from "./samples.js";
 import { describeTask } from "./task.js";
-import { RolloutScheduler } from "./scheduler.js";
-import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
-import { openTrainingService } from "./services.js";
-import { createRunner } from "./setup.js";
 import { summarize } from "./stats.js";
-import type { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
-import { Validator } from "./validation.js";
-import { WeightSync, type SamplerState } from "./weight-sync.js";
+import { type SamplerState } from "./weight-sync.js";
+import { NexrlError, RunError, UserCodeError } from "../errors.js";
+import { openRunService, pad, sessionSuffix, setUpRun, type ExecuteRunOptions, type RunParts } from "./run-setup.js";
 
-/** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
-export type StartPlan =
-  | { readonly kind: "fresh" }
-  | { readonly kind: "resume"; readonly state: RunState; readonly path: string }
-  | { readonly kind: "warm_start"; readonly state: RunState; readonly path: string };
-
-/** Options of {@link executeRun}. */
-export interface ExecuteRunOptions {
-  /** The loaded recipe. */
-  recipe: LoadedRecipe;
-  /** The run's output folder (created). */
-  outputDir: string;
-  /** Where run-state files go. */
-  checkpointDir: string;
-  /** How the run starts. */
-  start: StartPlan;
-  /** Number of earlier sessions in this output folder (names sampler snapshots uniquely). */
-  session: number;
-  /** Stops the run after the step in flight, with a checkpoint. */
-  signal: AbortSignal | undefined;
-  /** Receives events. */
-  emit(event: RunEvent): void;
-  /** Trajectories per step written to `samples.jsonl`. */
-  samplesPerStep: number;
-  /** Minimum productive rollouts per group under the skip policy (default: see `failurePolicyFromRecipe`). */
-  minGroupSize: number | undefined;
-  /** Environment of the services' `TINKER_*` / `WEAVER_*` fallbacks. */
-  env: Readonly<Record<string, string | undefined>>;
-  /** Removes secrets from text written to files and events. */
-  redact(text: string): string;
-  /** The settings checkpoints record, for resumes to compare. */
-  settings: RunSettings;
-  /** Called once the recipe, its data and its classes have been checked, before the run writes its first file. */
-  beforeWrites?(): Promise<void>;
-  /** The classes, tokenizer and data `prepareRun` opened (else opened from the recipe). */
-  prepared?: PreparedRun;
-  /** The training service to run against instead of the recipe's backend (the pipeline benchmark's timed fakes); closed at the end. */
-  service?: TrainingService;
-}
-
-const pad = (step: number): string => String(step).padStart(6, "0");
 const seconds = (from: number): number => (performance.now() - from) / 1000;
-/** Seconds the service keeps the snapshot of the starting weights, the KL reference of the whole run (a week). */
-const REFERENCE_TTL_SECONDS = 7 * 24 * 3600;
-/** Sampler snapshot names are unique per output folder: later sessions add `-s<n>`. */
-const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${session}`);
 
 /** What {@link executeRun} returns: a {@link RunResult} but for what `runRecipe` adds from the run folder. */
 export type LoopResult = Omit<RunResult, "summary" | "outputs">;
@@ -92,14 +34,7 @@ export type LoopResult = Omit<RunResult, "summary" | "outputs">;
 export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult> {
   const { config } = options.recipe;
   const meter = new TokenMeter();
-  const service = meter.wrap(
-    options.service ??
-      openTrainingService(config, {
-        outputDir: options.outputDir,
-        env: options.env,
-        log: (message) => options.emit({ type: "warning", message }),
-      }),
-  );
+  const service = meter.wrap(openRunService(options));
   const stop = new AbortController();
   const supervisor = new Supervisor();
   try {
@@ -143,7 +78,8 @@ class Supervisor implements GuardedRun {
   stalled(): void {
     if (this.run && this.run.endHungRollouts() > 0) return;
     this.interrupt(
-      new RunStalledError(
+      new RunError(
+        "stalled",
         `the run stopped making progress while ${this.run?.phase ?? "setting up"}: the process had nothing left to wait for (no timer, socket or file operation) while a promise was still pending; look for a promise in user code (a trainer, an evaluator, a worker's constructor) that is never resolved`,
       ),
     );
@@ -151,35 +87,13 @@ class Supervisor implements GuardedRun {
 
   crashed(error: unknown): void {
     this.interrupt(
-      new UncaughtUserError(
+      new UserCodeError(
+        "uncaught",
         `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
         { cause: error },
       ),
     );
   }
-}
-
-/** Everything a run holds. */
-interface RunParts {
-  client: TrainingClient;
-  tokenizer: Tokenizer;
-  loader: DataLoader;
-  runner: RolloutRunner;
-  pool: TrajectoryPool;
-  scheduler: RolloutScheduler;
-  trainer: RemoteApiTrainer;
-  weightSync: WeightSync;
-  validator: Validator | undefined;
-  metrics: JsonlLog<MetricsRow>;
-  samples: JsonlLog<SampleRow>;
-  failures: FailureLog;
-  /** Every runner of the run (training, and validation if any). */
-  runners: RolloutRunner[];
-  initialSamplerPath: string;
-  /** The policy version rollouts may use; read by the runners. */
-  versions: { released: number };
-  /** The `tokens/*` and `cost/*` metrics. */
-  accounting: RunAccounting;
 }
 
 /**
@@ -195,7 +109,7 @@ interface QuietState {
 }
 
 /** Thrown inside a run's loop once it has been halted. */
-class Halted extends Error {}
+class Halted extends NexrlError {}
 
 /** The parts of a run and its loop. */
 class TrainingRun {
@@ -303,141 +217,20 @@ class TrainingRun {
     }
   }
 
+  /** Sets up the parts of a run (see {@link setUpRun}) and the run over them. */
   static async create(
     options: ExecuteRunOptions,
     service: TrainingService,
     stopSignal: AbortSignal,
     accounting: RunAccounting,
   ): Promise<TrainingRun> {
-    const { recipe, start } = options;
-    const config = recipe.config;
-    const train = config.service.train_service;
-    const prepared = options.prepared ?? (await prepareRun(recipe, stopSignal));
-    const { tokenizer, classes } = prepared;
-    const client = await service.createTrainingClient({
-      baseModel: train.model,
-      seed: config.data.seed,
-      ...(config.service.tinker_service &&
-        train.backend === "tinker" && { loraRank: config.service.tinker_service.lora_rank }),
-      ...(config.service.weaver_service &&
-        train.backend === "weaver" && {
-          loraRank: config.service.weaver_service.lora_rank,
-          trainingMode: config.service.weaver_service.training_mode,
-        }),
-    });
-    const info = await client.getInfo();
-    // A remote service tells its model's context only now.
-    const maxSequenceLength = checkContextLength(config, info.contextLength);
-    if (start.kind !== "fresh") checkCheckpointModel(config, start.state, start.path);
-    // Everything that can refuse the recipe comes before the first file is written.
-    const { train: loader, validation: validationLoader } = prepared.loaders;
-    const workerClass = classes.worker;
-    const trainerClass = classes.trainer;
-    await options.beforeWrites?.();
-    if (start.kind !== "fresh") {
-      await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
-    }
-    const resume = start.kind === "resume" ? start.state : undefined;
-    const suffix = sessionSuffix(options.session);
-    const initialSamplerPath =
-      resume?.initialSamplerPath ??
-      (await (await client.saveWeightsForSampler(`initial${suffix}`, { ttlSeconds: REFERENCE_TTL_SECONDS })).result())
-        .path;
-    let sampler = resume?.sampler ?? { path: initialSamplerPath, version: 0 };
-    let samplingClient = await service.createSamplingClient(sampler.path).catch(() => undefined);
-    if (!samplingClient && resume) {
-      // The snapshot expired: the checkpoint's weights serve instead (the same weights in sync mode).
-      options.emit({
-        type: "warning",
-        message: `the sampler snapshot ${sampler.path} of the checkpoint is gone; sampling from the checkpoint's weights instead`,
-      });
-      sampler = {
-        path: (await (await client.saveWeightsForSampler(`step_${pad(resume.step)}${suffix}`)).result()).path,
-        version: resume.step,
-      };
-    }
-    samplingClient ??= await service.createSamplingClient(sampler.path);
-    const inference = new SamplerInferenceClient({
-      tokenizer,
-      samplingClient,
-      policyVersion: sampler.version,
-      defaultMaxTokens: config.rollout_worker.max_response_length,
-    });
-    const versions = { released: resume?.step ?? 0 };
-    const policy = failurePolicyFromRecipe(config, options.minGroupSize);
     // Failures can only come once the loop runs, after the run below exists.
     const failures: { run?: TrainingRun } = {};
-    const runnerParts = {
-      workerClass,
-      tokenizer,
-      policy,
-      maxSequenceLength,
-      currentVersion: () => versions.released,
-      signal: stopSignal,
-      onFailure: (failure: RolloutFailure) => failures.run?.rolloutFailed(failure),
-    };
-    const runner = createRunner(config, {
-      ...runnerParts,
-      namePrefix: "rollout_worker",
-      inference: config.rollout_worker.need_llm_inference ? inference : undefined,
-    });
-    const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
-    const stalenessThreshold = mode === "sync" ? 0 : threshold;
-    const pool = new TrajectoryPool({
-      readiness: config.trajectory_pool.check_batch_ready_function,
-      batchSize: config.trajectory_pool.batch_size,
-      stalenessThreshold,
-      minGroupSize: policy.mode === "skip" ? policy.minGroupSize : 1,
-    });
-    if (resume) {
-      loader.restore(resume.data);
-      pool.restore(resume.pool, (saved) => loader.groupOf(saved));
-    }
-    const scheduler = new RolloutScheduler({
-      loader,
-      runner,
-      pool,
-      mode: mode === "fully-async" ? "stream" : "batches",
-      lookahead: stalenessThreshold,
-      batchSize: config.trajectory_pool.batch_size,
-    });
-    const runners = [runner];
-    let validator: Validator | undefined;
-    if (validationLoader) {
-      const validationRunner = createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference });
-      runners.push(validationRunner);
-      validator = new Validator(validationLoader, validationRunner);
-    }
-    const trainer = new trainerClass({
-      recipe: config,
-      service,
-      trainingClient: client,
-      tokenizer,
-      initialSamplerPath,
-      warn: (message) => options.emit({ type: "warning", message }),
-    });
-    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step);
-    if (resume) accounting.restore(metrics.rows.at(-1));
-    const run = new TrainingRun(options, {
-      client,
-      tokenizer,
-      loader,
-      runner,
-      pool,
-      scheduler,
-      trainer,
-      weightSync: new WeightSync(service, inference, sampler),
-      validator,
-      metrics,
-      samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
-      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
-      runners,
-      initialSamplerPath,
-      versions,
-      accounting,
-    });
-    failures.run = run;
-    return run;
+    const parts = await setUpRun(options, service, stopSignal, accounting, (failure) =>
+      failures.run?.rolloutFailed(failure),
+    );
+    failures.run = new TrainingRun(options, parts);
+    return failures.run;
   }
 
   async loop(): Promise<LoopResult> {
@@ -582,7 +375,8 @@ class TrainingRun {
     const counts = this.parts.runner.counts;
     if (batchSize > 0 || counts.succeeded > 0 || counts.skipped === 0) return;
     const failures = this.parts.failures;
-    throw new NoSuccessfulRolloutError(
+    throw new RunError(
+      "no_successful_rollout",
       `step ${this.step + 1} has no successful rollout: all ${counts.skipped} of its rollouts failed (${counts.failed} failed attempts${counts.timedOut > 0 ? `, ${counts.timedOut} of them timed out or hung` : ""}) and the continue policy skipped them, so there is nothing to train on. ` +
         `The first failure of each kind is shown above; every failure is in ${failures.path}. Fix the cause and resume with resume.mode=auto`,
     );

@@ -7,12 +7,12 @@
  */
 import { existsSync, readdirSync } from "node:fs";
 import { basename, dirname, extname, resolve } from "node:path";
-import { RecipeError } from "./errors.js";
 import { mergeInto } from "./merge.js";
 import { readRecipeFile, YAML_EXTENSIONS, MODULE_EXTENSIONS, type RecipeFileContent } from "./read.js";
 import { didYouMean } from "./suggest.js";
 import { formatKeyPath } from "./tree.js";
 import { appendAll } from "../types/arrays.js";
+import { RecipeError } from "../errors.js";
 
 /** A composed recipe: merged data, origins, and the files merged, lowest precedence first. */
 export interface ComposedRecipe extends RecipeFileContent {

@@ -5,13 +5,6 @@
  */
 export { type AnyClass, brandOf, isDerivedFrom, NEXRL_BRAND } from "./brand.js";
 export { defineRecipe, type Interpolable, type Interpolation, type RecipeInput } from "./define.js";
-export {
-  RecipeError,
-  UserModuleError,
-  type RecipeErrorOptions,
-  type RecipeIssue,
-  type UserModuleFailure,
-} from "./errors.js";
 export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./load.js";
 export { parseModuleReference, type ModuleReference } from "./module-ref.js";
 export {

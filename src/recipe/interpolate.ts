@@ -11,7 +11,6 @@
  * @module
  */
 import { parse as parseYaml } from "yaml";
-import { RecipeError, type RecipeIssue } from "./errors.js";
 import { didYouMean } from "./suggest.js";
 import {
   childOf,
@@ -22,6 +21,7 @@ import {
   type Origins,
   type PlainMap,
 } from "./tree.js";
+import { RecipeError, type RecipeIssue } from "../errors.js";
 
 /** A piece of a string: literal text, or the inside of one `${…}`. */
 type Part = { readonly text: string } | { readonly inner: string };

@@ -5,12 +5,12 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { composeRecipe } from "./compose.js";
-import { RecipeError } from "./errors.js";
 import { interpolate } from "./interpolate.js";
 import { applyOverrides } from "./overrides.js";
 import { resolveConfigPaths } from "./paths.js";
 import type { RecipeConfig } from "./schema/recipe.js";
 import { validateRecipe } from "./validate.js";
+import { RecipeError } from "../errors.js";
 
 /** Options of {@link loadRecipe}. */
 export interface LoadRecipeOptions {

@@ -6,10 +6,10 @@
  * @module
  */
 import { parse as parseYaml } from "yaml";
-import { RecipeError, type RecipeIssue } from "./errors.js";
 import { isSecretKey, redactText } from "./redact.js";
 import { childOf, formatKeyPath, isPlainMap, parseKeyPath, setOrigins, type KeySegment } from "./tree.js";
 import type { RecipeFileContent } from "./read.js";
+import { RecipeError, type RecipeIssue } from "../errors.js";
 
 /** Key syntax: dotted names, optional list indices. */
 const KEY = /^[A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*$/;

@@ -5,10 +5,10 @@
  */
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { RecipeError, type RecipeIssue } from "./errors.js";
 import { formatModuleReference, parseModuleReference } from "./module-ref.js";
 import type { RecipeConfig } from "./schema/recipe.js";
 import { formatKeyPath, originOf, type KeySegment, type Origins } from "./tree.js";
+import { RecipeError, type RecipeIssue } from "../errors.js";
 
 /** Where relative recipe paths are looked up. */
 export interface PathBase {

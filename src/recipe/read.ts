@@ -6,7 +6,6 @@
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from "yaml";
-import { RecipeError } from "./errors.js";
 import { importFile } from "./import-module.js";
 import {
   clonePlain,
@@ -17,6 +16,7 @@ import {
   type Origins,
   type PlainMap,
 } from "./tree.js";
+import { RecipeError } from "../errors.js";
 
 /** A recipe file as read: its data and where each key was written. */
 export interface RecipeFileContent {

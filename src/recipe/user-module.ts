@@ -5,10 +5,10 @@
  * @module
  */
 import { brandOf, classChain, isDerivedFrom, type AnyClass } from "./brand.js";
-import { UserModuleError, type UserModuleFailure } from "./errors.js";
 import { importFile } from "./import-module.js";
 import { findRecipeFile, notFoundMessage } from "./paths.js";
 import { didYouMean } from "./suggest.js";
+import { RecipeError, type UserModuleFailure } from "../errors.js";
 
 /** Options of {@link loadUserClass}. */
 export interface LoadUserClassOptions<Base extends AnyClass> {
@@ -50,7 +50,7 @@ function isClass(value: unknown): value is AnyClass {
  *   keyPath: "rollout_worker.custom_rollout_worker_module_path",
  * });
  * ```
- * @throws {@link UserModuleError} when the file is missing (listing the places tried), fails to
+ * @throws {@link RecipeError} when the file is missing (listing the places tried), fails to
  * compile or throws on import (with the cause and its location), lacks the export (listing those
  * it has), exports something that is not a class, or a class that does not extend `expectedBase`.
  */
@@ -58,8 +58,8 @@ export async function loadUserClass<Base extends AnyClass>(
   options: LoadUserClassOptions<Base>,
 ): Promise<ConcreteClass<Base>> {
   const { modulePath, exportName, expectedBase, keyPath } = options;
-  const fail = (reason: UserModuleFailure, message: string, cause?: unknown): UserModuleError =>
-    new UserModuleError(reason, { keyPath, message }, { file: options.recipeFile, cause });
+  const fail = (reason: UserModuleFailure, message: string, cause?: unknown): RecipeError =>
+    new RecipeError([{ keyPath, message }], { ...{ file: options.recipeFile, cause }, moduleFailure: reason });
   const { found, tried } = findRecipeFile(modulePath, options);
   if (found === undefined)
     throw fail(

@@ -4,11 +4,11 @@
  * @module
  */
 import type { z } from "zod";
-import { RecipeError, type RecipeIssue } from "./errors.js";
 import { isSecretKey, redactText } from "./redact.js";
 import { recipeSchema, type RecipeConfig } from "./schema/recipe.js";
 import { didYouMean } from "./suggest.js";
 import { childOf, formatKeyPath, isPlainMap, originOf, type KeySegment, type Origins, type PlainMap } from "./tree.js";
+import { RecipeError, type RecipeIssue } from "../errors.js";
 
 /** What {@link validateRecipe} needs besides the data. */
 export interface ValidateContext {

@@ -19,7 +19,7 @@ export interface ReportSourceOptions {
 
 /**
  * Reads a run folder into the data of its report.
- * @throws RunFolderError when `runDir` is not a run folder.
+ * @throws RunError when `runDir` is not a run folder.
  */
 export async function readReportData(runDir: string, options: ReportSourceOptions = {}): Promise<ReportData> {
   const run = await readRunFolder(runDir, options);
@@ -42,7 +42,7 @@ export interface WriteReportOptions extends ReportSourceOptions {
  * ```ts
  * const file = await writeReport("runs/pig", { output: "pig.html" });
  * ```
- * @throws RunFolderError when `runDir` is not a run folder.
+ * @throws RunError when `runDir` is not a run folder.
  */
 export async function writeReport(runDir: string, options: WriteReportOptions = {}): Promise<string> {
   const data = await readReportData(runDir, options);

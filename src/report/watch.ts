@@ -53,7 +53,7 @@ function send(res: ServerResponse, status: number, type: string, body: string, h
 /**
  * Serves the report of a run folder: `/` is the page (the same as `nexrl report` writes, set to
  * poll), `/data.json` the current data with an `ETag` (a `304` when nothing changed).
- * @throws RunFolderError when `runDir` is not a run folder.
+ * @throws RunError when `runDir` is not a run folder.
  */
 export async function serveReport(runDir: string, options: ServeReportOptions = {}): Promise<ReportServer> {
   const dir = await checkRunFolder(runDir, options.cwd);

@@ -3,7 +3,6 @@
  * its weights, and opening its trained model for sampling.
  * @module
  */
-export { RunFolderError } from "./errors.js";
 export { readRunFolder, type RunFolder, type RunSession } from "./read.js";
 export { readRunWeights, type RunCheckpoint, type RunSnapshot, type RunWeights } from "./weights.js";
 export { openRunModel, parseRunModelRef, type OpenRunModelOptions, type RunModel, type RunModelRef } from "./model.js";

@@ -9,9 +9,9 @@ import { loadTokenizer } from "../services/inference/tokenizers/load.js";
 import { createTrainingService, type TrainingServiceOptions } from "../services/training/index.js";
 import type { SamplingClient, TrainingBackend, TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
-import { RunFolderError } from "./errors.js";
 import { configValue, readRunFolder, type RunFolder } from "./read.js";
 import { readRunWeights, type RunCheckpoint, type RunSnapshot } from "./weights.js";
+import { RunError } from "../errors.js";
 
 /** A run folder and, optionally, a step: what `RUN_DIR[:step]` names. */
 export interface RunModelRef {
@@ -23,12 +23,12 @@ export interface RunModelRef {
 
 /**
  * Parses `RUN_DIR[:step]`: a trailing `:<digits>` (or `:step_<digits>`) is the step.
- * @throws {@link RunFolderError} for an empty folder name.
+ * @throws {@link RunError} for an empty folder name.
  */
 export function parseRunModelRef(text: string): RunModelRef {
   const match = /^(.*):(?:step_)?(\d+)$/.exec(text);
   const dir = match ? match[1]! : text;
-  if (dir === "") throw new RunFolderError(`"${text}" names no run folder; write RUN_DIR or RUN_DIR:STEP`);
+  if (dir === "") throw new RunError("run_folder", `"${text}" names no run folder; write RUN_DIR or RUN_DIR:STEP`);
   return match ? { dir, step: Number(match[2]) } : { dir };
 }
 
@@ -88,7 +88,8 @@ function pickWeights(
 ): { checkpoint?: RunCheckpoint; snapshot?: RunSnapshot } {
   const steps = [...new Set([...checkpoints, ...snapshots].map((w) => w.step))].sort((a, b) => a - b);
   if (steps.length === 0)
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `${run.dir} holds no weights to sample: it has no checkpoint (a run saves one at its end unless trainer.save_final is false)` +
         (snapshots.length === 0 && configValue(run.config, "service.train_service.backend") === "local"
           ? " and no sampler snapshot in sampler_weights/"
@@ -98,7 +99,8 @@ function pickWeights(
   const checkpoint = checkpoints.find((c) => c.step === wanted);
   const snapshot = snapshots.find((s) => s.step === wanted);
   if (!checkpoint && !snapshot)
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `${run.dir} has no weights at step ${wanted}; it has weights at steps ${steps.join(", ")}`,
     );
   return { ...(checkpoint && { checkpoint }), ...(snapshot && { snapshot }) };
@@ -153,7 +155,7 @@ async function remoteSamplerPath(
  * (a checkpoint's training state, or a sampler snapshot of that step) on the embedded engine; a
  * remote run's sampler path on its service (the checkpoint's, or one exported from its
  * training state), with the recipe's base URL and the key from the environment.
- * @throws {@link RunFolderError} for a missing folder or step; the service's errors (a missing
+ * @throws {@link RunError} for a missing folder or step; the service's errors (a missing
  * key, a network failure) for remote runs.
  */
 export async function openRunModel(ref: RunModelRef | string, options: OpenRunModelOptions = {}): Promise<RunModel> {
@@ -163,11 +165,13 @@ export async function openRunModel(ref: RunModelRef | string, options: OpenRunMo
   const backend = configValue(run.config, "service.train_service.backend");
   const baseModel = configValue(run.config, "service.train_service.model");
   if (typeof backend !== "string" || !BACKENDS.includes(backend) || typeof baseModel !== "string")
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `${run.dir}/config.resolved.yaml names no training backend and model (service.train_service); is it a folder a run wrote?`,
     );
   if (options.localOnly && backend !== "local")
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `${run.dir} trained on ${backend}: its weights are on that service, not on this machine; sample them with \`nexrl sample ${dir}\`, or serve them through the service's own endpoints`,
     );
   const { checkpoints, snapshots } = await readRunWeights(run);

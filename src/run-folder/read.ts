@@ -10,7 +10,7 @@ import { parse, stringify } from "yaml";
 import type { MetricsRow } from "../pipeline/events.js";
 import type { SampleRow } from "../pipeline/samples.js";
 import { redactSecrets } from "../recipe/redact.js";
-import { RunFolderError } from "./errors.js";
+import { RunError } from "../errors.js";
 
 /** One start or resume of a run, from `run.json`. */
 export interface RunSession {
@@ -72,17 +72,19 @@ async function isRunFolder(dir: string): Promise<boolean> {
 
 /**
  * Checks that `dir` is a run folder and returns its absolute path.
- * @throws {@link RunFolderError} when it is missing or holds none of a run's files.
+ * @throws {@link RunError} when it is missing or holds none of a run's files.
  */
 export async function checkRunFolder(dir: string, cwd = process.cwd()): Promise<string> {
   const abs = resolve(cwd, dir);
   const info = await stat(abs).catch(() => undefined);
   if (!info?.isDirectory())
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `there is no run folder at ${abs}; give the folder a run wrote (runs/<tag>, or its --output-dir)`,
     );
   if (!(await isRunFolder(abs)))
-    throw new RunFolderError(
+    throw new RunError(
+      "run_folder",
       `${abs} is not a run folder: it holds no config.resolved.yaml, run.json nor metrics.jsonl; give the folder a run wrote (runs/<tag>, or its --output-dir)`,
     );
   return abs;
@@ -95,7 +97,10 @@ async function readConfig(dir: string, env: Readonly<Record<string, string | und
   try {
     value = parse(text);
   } catch (error) {
-    throw new RunFolderError(`${join(dir, "config.resolved.yaml")} is not valid YAML: ${(error as Error).message}`);
+    throw new RunError(
+      "run_folder",
+      `${join(dir, "config.resolved.yaml")} is not valid YAML: ${(error as Error).message}`,
+    );
   }
   // The run wrote it redacted; redacting again guards against a file edited or written by an older version.
   const config = redactSecrets(
@@ -121,7 +126,7 @@ async function readRunJson(dir: string): Promise<{ recipePath: string | undefine
  * Reads the run folder `dir` (relative to `options.cwd`). Files a run has not written yet read as
  * empty; the values of secret environment variables in `options.env` are redacted from the
  * configuration.
- * @throws {@link RunFolderError} when `dir` is not a run folder.
+ * @throws {@link RunError} when `dir` is not a run folder.
  */
 export async function readRunFolder(
   dir: string,

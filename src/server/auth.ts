@@ -10,7 +10,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "./handler.js";
 import { requestPath, sendJson } from "./io.js";
-import { OpenAIApiError, sendOpenAIError } from "./openai-protocol.js";
+import { sendOpenAIError } from "./openai-protocol.js";
+import { ProtocolError } from "../errors.js";
 
 /** The headers a key is read from, as clients send them. */
 export const API_KEY_HEADERS = ["X-API-Key", "X-WEAVER-API-KEY", "Authorization: Bearer"] as const;
@@ -53,7 +54,11 @@ export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) 
     // The body is not read; the connection is closed after the answer rather than drained.
     const headers = { "www-authenticate": 'Bearer realm="nexrl serve"', connection: "close" };
     if (requestPath(req).startsWith("/v1/"))
-      sendOpenAIError(res, new OpenAIApiError(401, message, "invalid_request_error", null, "invalid_api_key"), headers);
+      sendOpenAIError(
+        res,
+        new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" }),
+        headers,
+      );
     else sendJson(res, 401, { error: "unauthorized", message, retryable: false }, headers);
     return true;
   };

@@ -8,26 +8,7 @@
 import { lookup } from "node:dns/promises";
 import type { Server } from "node:http";
 import { isIP } from "node:net";
-import { NexrlError } from "../types/errors.js";
-
-/** Why a server could not listen. */
-export type ListenProblem = "address_in_use" | "permission_denied" | "bad_host" | "other";
-
-/** A server could not listen on its host and port; {@link ListenError.problem} says why. */
-export class ListenError extends NexrlError {
-  /**
-   * @param problem the kind of failure.
-   * @param message what failed and what to do.
-   * @param cause the socket or resolver error.
-   */
-  constructor(
-    readonly problem: ListenProblem,
-    message: string,
-    cause?: unknown,
-  ) {
-    super(message, { cause });
-  }
-}
+import { ListenError, type ListenProblem } from "../errors.js";
 
 /** Error codes of a host that names no address of this machine. */
 const BAD_HOST_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME", "EADDRNOTAVAIL"]);

@@ -6,8 +6,8 @@
  */
 import type { ServerResponse } from "node:http";
 import { Rng } from "../engine/prng.js";
-import { NexrlError } from "../types/errors.js";
 import { sendJson } from "./io.js";
+import { ConfigError } from "../errors.js";
 
 /**
  * Kinds of injected fault:
@@ -24,14 +24,11 @@ export type FaultKind = "408" | "410" | "429" | "500" | "error" | "drop";
 /** Share of requests (0–1) answered with each kind of fault. */
 export type FaultRates = Partial<Record<FaultKind, number>>;
 
-/** Thrown for a malformed fault specification. */
-export class FaultSpecError extends NexrlError {}
-
 const KINDS: readonly FaultKind[] = ["408", "410", "429", "500", "error", "drop"];
 
 /**
  * Parses `408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05` into {@link FaultRates}.
- * @throws {@link FaultSpecError} for an unknown kind, a rate outside [0, 1], or rates summing over 1.
+ * @throws {@link ConfigError} for an unknown kind, a rate outside [0, 1], or rates summing over 1.
  */
 export function parseFaults(spec: string): FaultRates {
   const rates: FaultRates = {};
@@ -41,7 +38,7 @@ export function parseFaults(spec: string): FaultRates {
     .filter((p) => p !== "")) {
     const [kind, rate, extra] = part.split(":");
     if (!KINDS.includes(kind as FaultKind) || rate === undefined || extra !== undefined) {
-      throw new FaultSpecError(
+      throw new ConfigError(
         `bad fault "${part}"; write KIND:RATE with KIND one of ${KINDS.join(", ")}, e.g. 429:0.1,drop:0.05`,
       );
     }
@@ -54,12 +51,12 @@ function checkRates(rates: FaultRates): FaultRates {
   let total = 0;
   for (const [kind, rate] of Object.entries(rates)) {
     if (!KINDS.includes(kind as FaultKind))
-      throw new FaultSpecError(`unknown fault kind "${kind}"; use one of ${KINDS.join(", ")}`);
+      throw new ConfigError(`unknown fault kind "${kind}"; use one of ${KINDS.join(", ")}`);
     if (typeof rate !== "number" || !(rate >= 0 && rate <= 1))
-      throw new FaultSpecError(`the rate of fault ${kind} must be a number in [0, 1], got ${String(rate)}`);
+      throw new ConfigError(`the rate of fault ${kind} must be a number in [0, 1], got ${String(rate)}`);
     total += rate;
   }
-  if (total > 1) throw new FaultSpecError(`fault rates add up to ${total}; their sum must be at most 1`);
+  if (total > 1) throw new ConfigError(`fault rates add up to ${total}; their sum must be at most 1`);
   return rates;
 }
 

@@ -6,8 +6,8 @@
  * @module
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { NexrlError } from "../types/errors.js";
-import { ProtocolError, sendError } from "./io.js";
+import { sendError } from "./io.js";
+import { NexrlError, ProtocolError } from "../errors.js";
 
 /** A request as a protocol handler parsed it, handed to request observers (tests capture bodies with it). */
 export interface CapturedRequest {

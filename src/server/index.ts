@@ -7,9 +7,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { NexrlError } from "../types/errors.js";
 import { apiKeyGate } from "./auth.js";
-import { hostAddresses, isLoopback, listen, type ListenProblem } from "./bind.js";
+import { hostAddresses, isLoopback, listen } from "./bind.js";
 import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
 import { healthHandler } from "./health.js";
@@ -19,6 +18,7 @@ import type { ServedModel as OpenAIServedModel } from "./openai.js";
 import { createTinkerHandler } from "./tinker.js";
 import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
+import { ConfigError, type ListenProblem } from "../errors.js";
 
 /** Which protocols a server speaks: one of them, or `all` three. */
 export type ServeProtocol = "tinker" | "weaver" | "openai" | "all";
@@ -71,9 +71,6 @@ export interface ServerOptions {
   openaiModels?: Readonly<Record<string, OpenAIServedModel>>;
 }
 
-/** Server options that cannot work: an empty API key, or a host other machines reach without a key (and without `insecure`). */
-export class ServeConfigError extends NexrlError {}
-
 /** What to do when the library's `startServer` cannot listen. */
 function defaultListenHint(problem: ListenProblem): string {
   switch (problem) {
@@ -109,7 +106,7 @@ export interface RunningServer {
  * key (in `X-API-Key`, `X-WEAVER-API-KEY` or `Authorization: Bearer`). A `host` other machines
  * can reach is refused without a key unless `insecure`, and logs a warning either way.
  *
- * @throws {@link ServeConfigError} for an empty key or an unprotected non-loopback host;
+ * @throws {@link ConfigError} for an empty key or an unprotected non-loopback host;
  * {@link ListenError} when the port is taken or privileged, or the host is not this machine's.
  *
  * @example
@@ -128,10 +125,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const hint = options.listenHint ?? defaultListenHint;
   const apiKey = options.apiKey;
   if (apiKey !== undefined && apiKey.trim() === "")
-    throw new ServeConfigError("the API key is empty; give a non-empty key, or none to serve on loopback only");
+    throw new ConfigError("the API key is empty; give a non-empty key, or none to serve on loopback only");
   const exposed = !(await hostAddresses(host, hint)).every(isLoopback);
   if (exposed && apiKey === undefined && !options.insecure)
-    throw new ServeConfigError(
+    throw new ConfigError(
       `refusing to serve on ${host} without an API key: other machines could reach it and train, sample and write files; ` +
         "give an API key (--api-key KEY or NEXRL_SERVE_API_KEY), bind 127.0.0.1, or pass --insecure to serve without a key",
     );
@@ -187,7 +184,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 }
 
-export { FaultSpecError, parseFaults, type FaultKind, type FaultRates } from "./faults.js";
+export { parseFaults, type FaultKind, type FaultRates } from "./faults.js";
 export { API_KEY_HEADERS } from "./auth.js";
-export { ListenError, type ListenProblem } from "./bind.js";
 export type { CapturedRequest, RequestHandler } from "./handler.js";

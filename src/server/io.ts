@@ -5,25 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { prettifyError, type z } from "zod";
-import { NexrlError } from "../types/errors.js";
-
-/** An error answered to the client with an HTTP status and a `{error, message, retryable}` body. */
-export class ProtocolError extends NexrlError {
-  /**
-   * @param status the HTTP status.
-   * @param code a short machine-readable code (`not_found`, `invalid_request`, …).
-   * @param message what was wrong and how to fix it.
-   * @param headers extra response headers.
-   */
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
+import { ProtocolError } from "../errors.js";
 
 /** Largest request body accepted, in bytes (also the most a compressed body may expand to). */
 export const MAX_BODY_BYTES = 256 * 1024 * 1024;

@@ -6,7 +6,7 @@
  * @module
  */
 import { modelInputLength, type ModelInput } from "../types/wire.js";
-import { ProtocolError } from "./io.js";
+import { ProtocolError } from "../errors.js";
 
 /** Most samples one request may ask for (Tinker and Weaver `num_samples`, OpenAI `n`). */
 export const MAX_SAMPLES_PER_REQUEST = 128;

@@ -8,8 +8,8 @@
 import { join } from "node:path";
 import { LocalEngine, MODEL_PRESETS, type LocalSampler, type ModelPresetName } from "../engine/index.js";
 import type { SampleOutput, SamplingParams } from "../types/results.js";
-import { ProtocolError } from "./io.js";
 import { OperationQueue } from "./operations.js";
+import { ProtocolError } from "../errors.js";
 
 /** Fine-tuning modes (Weaver's `training_mode`; Tinker models are always `lora`). */
 export type TrainingMode = "lora" | "full_ft";

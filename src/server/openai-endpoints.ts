@@ -19,7 +19,6 @@ import {
   completionBody,
   completionEvents,
   cutAtStop,
-  OpenAIApiError,
   openAIErrorOf,
   openAIRequestSchemas,
   parseOpenAIRequest,
@@ -37,6 +36,7 @@ import {
   type GenerationRequest,
 } from "./openai-protocol.js";
 import { sendJson } from "./io.js";
+import { ProtocolError } from "../errors.js";
 
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
@@ -64,7 +64,7 @@ export interface OpenAIGenerator {
   generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
 }
 
-/** Picks the generator of a parsed request, or throws an {@link OpenAIApiError} to refuse it. */
+/** Picks the generator of a parsed request, or throws a {@link ProtocolError} to refuse it. */
 export type GeneratorFor<R> = (request: R) => OpenAIGenerator | Promise<OpenAIGenerator>;
 
 /** Options of {@link OpenAIEndpoints}. */
@@ -151,12 +151,11 @@ export class OpenAIEndpoints {
   ): Promise<void> {
     try {
       if (req.method !== method)
-        throw new OpenAIApiError(
+        throw new ProtocolError(
           405,
-          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
-          "invalid_request_error",
-          null,
           "method_not_allowed",
+          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          { openaiType: "invalid_request_error" },
         );
       await run();
     } catch (error) {
@@ -190,11 +189,11 @@ export class OpenAIEndpoints {
     );
     prompts.forEach((p, i) => {
       if (p.length === 0)
-        throw new OpenAIApiError(
+        throw new ProtocolError(
           400,
+          null,
           `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`,
-          "invalid_request_error",
-          "prompt",
+          { openaiType: "invalid_request_error", param: "prompt" },
         );
     });
     const generations: Generation[] = [];
@@ -248,7 +247,7 @@ export class OpenAIEndpoints {
 
   /**
    * Reads and parses a JSON request body.
-   * @throws {@link OpenAIApiError} 413 past the body limit, 400 for invalid JSON.
+   * @throws {@link ProtocolError} 413 past the body limit, 400 for invalid JSON.
    */
   readBody(req: IncomingMessage): Promise<unknown> {
     return readOpenAIBody(req, this.options.maxBodyBytes);

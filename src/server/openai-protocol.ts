@@ -8,34 +8,11 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import { ContextLengthError, SamplingParamsError, TokenIdError } from "../engine/errors.js";
 import { tokenIdString } from "../services/inference/openai/vllm.js";
-import { ChatTemplateError } from "../services/inference/tokenizers/errors.js";
-import { NexrlError } from "../types/errors.js";
 import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
 import { readBody, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
-import { MalformedPathError } from "./url-path.js";
-
-/** An error answered as OpenAI does: `{ error: { message, type, param, code } }`. */
-export class OpenAIApiError extends NexrlError {
-  /**
-   * @param status the HTTP status.
-   * @param message what was wrong and how to fix it.
-   * @param type OpenAI's error type (`invalid_request_error`, `server_error`, …).
-   * @param param the request parameter at fault, if one is.
-   * @param code a machine-readable code, if any.
-   */
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type = "invalid_request_error",
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
+import { InputError, NexrlError, ProtocolError } from "../errors.js";
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -136,7 +113,7 @@ export type GenerationRequest = Omit<CompletionRequest, "prompt" | "logprobs" | 
 
 /**
  * Parses `body` with `schema`.
- * @throws {@link OpenAIApiError} 400 naming the first parameter at fault (`messages[0].content`).
+ * @throws {@link ProtocolError} 400 naming the first parameter at fault (`messages[0].content`).
  */
 export function parseOpenAIRequest<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
@@ -147,30 +124,31 @@ export function parseOpenAIRequest<T>(schema: z.ZodType<T>, body: unknown): T {
       .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
       .join("")
       .replace(/^\./, "") || null;
-  throw new OpenAIApiError(400, param ? `${param}: ${issue.message}` : issue.message, "invalid_request_error", param);
+  throw new ProtocolError(400, null, param ? `${param}: ${issue.message}` : issue.message, {
+    openaiType: "invalid_request_error",
+    param: param,
+  });
 }
 
 /**
  * Reads and parses a JSON request body.
- * @throws {@link OpenAIApiError} 413 past `maxBytes`, 400 for invalid JSON.
+ * @throws {@link ProtocolError} 413 past `maxBytes`, 400 for invalid JSON.
  */
 export async function readOpenAIBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
   const body = await readBody(
     req,
     maxBytes,
     () =>
-      new OpenAIApiError(
-        413,
-        `the request body exceeds ${maxBytes} bytes; send a shorter prompt`,
-        "invalid_request_error",
-        null,
-        "request_too_large",
-      ),
+      new ProtocolError(413, "request_too_large", `the request body exceeds ${maxBytes} bytes; send a shorter prompt`, {
+        openaiType: "invalid_request_error",
+      }),
   );
   try {
     return JSON.parse(body.toString("utf8")) as unknown;
   } catch (error) {
-    throw new OpenAIApiError(400, `the request body is not valid JSON: ${(error as Error).message}`);
+    throw new ProtocolError(400, null, `the request body is not valid JSON: ${(error as Error).message}`, {
+      openaiType: "invalid_request_error",
+    });
   }
 }
 
@@ -499,29 +477,18 @@ export function sendOpenAIEvents(res: ServerResponse, events: readonly unknown[]
  * The answer to `error`: sampler, template and URL errors about the request are 400s, and so is
  * a 400 from the model's own server (a prompt too long for it, say); other failures are 500s.
  */
-export function openAIErrorOf(error: unknown): OpenAIApiError {
-  if (error instanceof OpenAIApiError) return error;
+export function openAIErrorOf(error: unknown): ProtocolError {
+  if (error instanceof ProtocolError && error.openaiType !== undefined) return error;
   const clientFault =
-    error instanceof SamplingParamsError ||
-    error instanceof ContextLengthError ||
-    error instanceof TokenIdError ||
-    error instanceof ChatTemplateError ||
-    error instanceof MalformedPathError ||
-    (error instanceof NexrlError && (error as { status?: unknown }).status === 400);
-  if (clientFault) return new OpenAIApiError(400, error.message);
-  return new OpenAIApiError(
-    500,
-    `the model failed: ${error instanceof Error ? error.message : String(error)}`,
-    "server_error",
-  );
+    error instanceof InputError || (error instanceof NexrlError && (error as { status?: unknown }).status === 400);
+  if (clientFault) return new ProtocolError(400, null, error.message, { openaiType: "invalid_request_error" });
+  return new ProtocolError(500, null, `the model failed: ${error instanceof Error ? error.message : String(error)}`, {
+    openaiType: "server_error",
+  });
 }
 
 /** Answers `error` in OpenAI's error shape (or drops the connection when a stream has begun). */
-export function sendOpenAIError(
-  res: ServerResponse,
-  error: OpenAIApiError,
-  headers: Record<string, string> = {},
-): void {
+export function sendOpenAIError(res: ServerResponse, error: ProtocolError, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -529,7 +496,14 @@ export function sendOpenAIError(
   sendJson(
     res,
     error.status,
-    { error: { message: error.message, type: error.type, param: error.param, code: error.code } },
+    {
+      error: {
+        message: error.message,
+        type: error.openaiType ?? "invalid_request_error",
+        param: error.param,
+        code: error.code,
+      },
+    },
     headers,
   );
 }

@@ -19,8 +19,8 @@ import {
   type OpenAIGenerator,
 } from "./openai-endpoints.js";
 import { sendJson } from "./io.js";
-import { OpenAIApiError } from "./openai-protocol.js";
 import { decodePathSegment } from "./url-path.js";
+import { ProtocolError } from "../errors.js";
 
 /** A model the endpoints serve: its sampler and its tokenizer. */
 export interface ServedModel {
@@ -101,13 +101,10 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
   const chatMaxTokens = options.defaultChatMaxTokens ?? 1024;
 
   const modelNotFound = (name: string, served: string) =>
-    new OpenAIApiError(
-      404,
-      `The model \`${name}\` does not exist.${served}`,
-      "invalid_request_error",
-      "model",
-      "model_not_found",
-    );
+    new ProtocolError(404, "model_not_found", `The model \`${name}\` does not exist.${served}`, {
+      openaiType: "invalid_request_error",
+      param: "model",
+    });
 
   const generatorFor = async ({ model: name }: { model: string }): Promise<OpenAIGenerator> => {
     const model = Object.hasOwn(models, name) ? models[name] : await options.resolveModel?.(name);

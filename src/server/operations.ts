@@ -1,3 +1,4 @@
+import { NexrlError, ProtocolError } from "../errors.js";
 /**
  * Operations of one served model and the order they run in: requests carrying a `seq_id` run
  * strictly in `seq_id` order (a request that arrives early waits for its predecessors), and a
@@ -5,10 +6,8 @@
  *
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-import { ProtocolError } from "./io.js";
 
-/** Who is to blame for a failed operation (Tinker's `RequestErrorCategory`). */
+/** Who is to blame for a failed operation (Tinker's `RemoteErrorCategory`). */
 export type FailureCategory = "user" | "server" | "unknown";
 
 /** How an operation ended. */

@@ -1,13 +1,10 @@
+import { ConfigError } from "../errors.js";
 /**
  * The `client/config` flags a Tinker server may answer (the fields of the SDK's
  * `ClientConfigResponse`, 0.18 to 0.25), for `nexrl serve --tinker-flag KEY=VALUE`.
  *
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-
-/** Thrown for a flag `nexrl serve` cannot answer, or a value of the wrong type. */
-export class TinkerFlagError extends NexrlError {}
 
 /** Each flag and the type of its value. */
 export const TINKER_FLAG_TYPES: Readonly<Record<string, "boolean" | "integer" | "string">> = Object.freeze({
@@ -37,26 +34,26 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 /**
  * Parses `KEY=VALUE` into a flag and its typed value (`true`/`false`, an integer, or text).
- * @throws {@link TinkerFlagError} for an unknown or unsupported flag or a value of the wrong type.
+ * @throws {@link ConfigError} for an unknown or unsupported flag or a value of the wrong type.
  */
 export function parseTinkerFlag(spec: string): [string, boolean | number | string] {
   const at = spec.indexOf("=");
   const key = at < 0 ? spec : spec.slice(0, at);
   const text = at < 0 ? "" : spec.slice(at + 1);
-  if (UNSUPPORTED[key]) throw new TinkerFlagError(`${key}: ${UNSUPPORTED[key]}`);
+  if (UNSUPPORTED[key]) throw new ConfigError(`${key}: ${UNSUPPORTED[key]}`);
   const type = TINKER_FLAG_TYPES[key];
   if (at < 0 || !type)
-    throw new TinkerFlagError(
+    throw new ConfigError(
       `bad Tinker flag "${spec}"; write KEY=VALUE with KEY one of ${Object.keys(TINKER_FLAG_TYPES).join(", ")}`,
     );
   if (type === "boolean") {
-    if (text !== "true" && text !== "false") throw new TinkerFlagError(`${key} takes true or false, got "${text}"`);
+    if (text !== "true" && text !== "false") throw new ConfigError(`${key} takes true or false, got "${text}"`);
     return [key, text === "true"];
   }
   if (type === "integer") {
     const value = Number(text);
     if (text.trim() === "" || !Number.isSafeInteger(value) || value < 0)
-      throw new TinkerFlagError(`${key} takes a non-negative integer, got "${text}"`);
+      throw new ConfigError(`${key} takes a non-negative integer, got "${text}"`);
     return [key, value];
   }
   return [key, text];

@@ -28,7 +28,8 @@ import {
   type Tensor,
 } from "../types/tinker-proto/tinker_public_pb.js";
 import { zstdDecompress } from "../types/tinker-proto/zstd.js";
-import { MAX_BODY_BYTES, ProtocolError } from "./io.js";
+import { MAX_BODY_BYTES } from "./io.js";
+import { ProtocolError } from "../errors.js";
 
 /** The content type of protobuf bodies and answers. */
 export const PROTOBUF = "application/x-protobuf";

@@ -14,7 +14,7 @@ import type { ForwardBackwardOutput } from "../types/results.js";
 import { modelInputTokens, type Datum, type ModelInput } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
-import { parseBody, parseJsonBody, ProtocolError, readBody, requestPath, sendJson } from "./io.js";
+import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
 import { injectedFailure, OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
@@ -31,6 +31,7 @@ import {
   type ResultDtype,
 } from "./tinker-proto.js";
 import { tinkerRequests, type TinkerEndpoint, type TinkerRequest } from "./tinker-schema.js";
+import { ProtocolError } from "../errors.js";
 
 /** Options of {@link createTinkerHandler}. */
 export interface TinkerHandlerOptions {

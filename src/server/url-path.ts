@@ -1,3 +1,4 @@
+import { InputError } from "../errors.js";
 /**
  * Reading ids out of request paths. A path segment is percent-decoded (`%2F` → `/`); a segment
  * that is not valid percent-encoding (`%E0%A4%A`) is the client's mistake, answered with 400 by
@@ -5,22 +6,18 @@
  *
  * @module
  */
-import { NexrlError } from "../types/errors.js";
-
-/** A request path segment that is not valid percent-encoding. */
-export class MalformedPathError extends NexrlError {}
 
 /**
  * `segment` percent-decoded.
  * @param segment the raw segment, as it appears in the request URL.
  * @param what what the segment names (`model id`, `rollout id`), for the message.
- * @throws {@link MalformedPathError} when it is not valid percent-encoding.
+ * @throws {@link InputError} when it is not valid percent-encoding.
  */
 export function decodePathSegment(segment: string, what: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    throw new MalformedPathError(
+    throw new InputError(
       `the ${what} in the URL path, "${segment.slice(0, 200)}", is not valid percent-encoding; encode ids with encodeURIComponent`,
     );
   }

@@ -6,8 +6,8 @@
  */
 import { z } from "zod";
 import type { Datum, TensorData } from "../types/wire.js";
-import { ProtocolError } from "./io.js";
 import { adamParams, metadata } from "./tinker-schema.js";
+import { ProtocolError } from "../errors.js";
 
 const int = z.int();
 const tensorData = z.strictObject({

@@ -17,13 +17,14 @@ import { validateLossInputs } from "../types/losses.js";
 import { modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
-import { parseBody, ProtocolError, readJson, requestPath, sendJson } from "./io.js";
+import { parseBody, readJson, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
 import { injectedFailure, runOperation, type Operation } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import { decodePathSegment } from "./url-path.js";
 import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
+import { ProtocolError } from "../errors.js";
 
 /** Options of {@link createWeaverHandler}. */
 export interface WeaverHandlerOptions {

@@ -1,4 +1,3 @@
-export * from "./errors.js";
 export * from "./wire.js";
 export * from "./trajectory.js";
 export * from "./losses.js";

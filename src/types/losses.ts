@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { NexrlError } from "./errors.js";
 import { modelInputLength, tensorSize, tensorValues, type Datum, type TensorDtype } from "./wire.js";
+import { InputError } from "../errors.js";
 
 /** The losses with a documented formula, implemented by Tinker and by the local engine. */
 export type BuiltinLossName = "cross_entropy" | "importance_sampling" | "ppo" | "cispo" | "dro";
@@ -89,9 +89,6 @@ export interface ServerDefinedLossContract {
 /** The contract of any loss. */
 export type LossFunctionContract = BuiltinLossContract | ServerDefinedLossContract;
 
-/** Thrown when loss inputs or configuration do not satisfy a loss contract. */
-export class LossInputError extends NexrlError {}
-
 const TARGET_TOKENS: LossInputSpec = {
   dtype: "int64",
   description: "the token to predict at each position (the input shifted by one)",
@@ -115,7 +112,7 @@ function resolveConfig(
   for (const key of Object.keys(config)) {
     if (!(key in defaults)) {
       const known = Object.keys(defaults);
-      throw new LossInputError(
+      throw new InputError(
         `loss_fn_config key "${key}" is not used by ${name}; ${known.length ? `known keys: ${known.join(", ")}` : "it takes no configuration"}`,
       );
     }
@@ -123,7 +120,7 @@ function resolveConfig(
   const out = { ...defaults, ...config };
   for (const [key, value] of Object.entries(out)) {
     if (!Number.isFinite(value))
-      throw new LossInputError(`loss_fn_config.${key} of ${name} must be a finite number, got ${value}`);
+      throw new InputError(`loss_fn_config.${key} of ${name} must be a finite number, got ${value}`);
   }
   return out;
 }
@@ -136,9 +133,9 @@ function readInputs(
 ): Record<string, ArrayLike<number>> {
   for (const key of Object.keys(spec)) {
     const values = inputs[key];
-    if (values === undefined) throw new LossInputError(`${name} needs loss input "${key}" (${spec[key]!.description})`);
+    if (values === undefined) throw new InputError(`${name} needs loss input "${key}" (${spec[key]!.description})`);
     if (values.length !== lp.length) {
-      throw new LossInputError(
+      throw new InputError(
         `${name}: loss input "${key}" has length ${values.length} but the datum has ${lp.length} positions`,
       );
     }
@@ -338,10 +335,10 @@ export const lossFunctions = {
 /** Names of all known losses. */
 export const LOSS_FUNCTION_NAMES = Object.keys(lossFunctions) as LossFunctionName[];
 
-/** Looks up a loss contract by name. @throws {@link LossInputError} for an unknown name. */
+/** Looks up a loss contract by name. @throws {@link InputError} for an unknown name. */
 export function getLossFunction(name: string): LossFunctionContract {
   if (!Object.hasOwn(lossFunctions, name)) {
-    throw new LossInputError(`unknown loss function "${name}"; known: ${LOSS_FUNCTION_NAMES.join(", ")}`);
+    throw new InputError(`unknown loss function "${name}"; known: ${LOSS_FUNCTION_NAMES.join(", ")}`);
   }
   return lossFunctions[name as LossFunctionName];
 }
@@ -366,14 +363,14 @@ export interface ValidateLossInputsOptions {
  * target tokens are valid ids, and no key is present that the backend rejects (Tinker and the
  * local engine reject any key outside the contract, `mask` and `loss_mask` included; Weaver's
  * `importance_sampling` requires `loss_mask`).
- * @throws {@link LossInputError} with a message naming the loss, the backend and the key.
+ * @throws {@link InputError} with a message naming the loss, the backend and the key.
  */
 export function validateLossInputs(lossFn: string, datum: Datum, options: ValidateLossInputsOptions): void {
   const { backend } = options;
   const contract = getLossFunction(lossFn);
   const where = `${lossFn} on ${backend}`;
   if (!contract.backends.includes(backend)) {
-    throw new LossInputError(
+    throw new InputError(
       `${where}: this backend does not offer ${lossFn}; it is offered by ${contract.backends.join(", ")}`,
     );
   }
@@ -381,29 +378,27 @@ export function validateLossInputs(lossFn: string, datum: Datum, options: Valida
   const n = modelInputLength(datum.model_input);
   for (const [key, spec] of Object.entries(required)) {
     const tensor = datum.loss_fn_inputs[key];
-    if (!tensor) throw new LossInputError(`${where}: missing loss input "${key}" (${spec.dtype}: ${spec.description})`);
+    if (!tensor) throw new InputError(`${where}: missing loss input "${key}" (${spec.dtype}: ${spec.description})`);
     if (tensor.dtype !== spec.dtype)
-      throw new LossInputError(`${where}: loss input "${key}" has dtype ${tensor.dtype}, expected ${spec.dtype}`);
+      throw new InputError(`${where}: loss input "${key}" has dtype ${tensor.dtype}, expected ${spec.dtype}`);
   }
   for (const [key, tensor] of Object.entries(datum.loss_fn_inputs)) {
     if (!(key in required) && !contract.serverDefined && backend !== "weaver") {
       const hint = key === "mask" || key === "loss_mask" ? "; mask through zero advantages or weights instead" : "";
-      throw new LossInputError(
+      throw new InputError(
         `${where}: loss input "${key}" is rejected by ${backend}, which accepts only ${Object.keys(required).join(", ")}${hint}`,
       );
     }
     const size = tensorSize(tensor);
     if (size !== n)
-      throw new LossInputError(
-        `${where}: loss input "${key}" has ${size} values but the model input has ${n} positions`,
-      );
+      throw new InputError(`${where}: loss input "${key}" has ${size} values but the model input has ${n} positions`);
     const values = tensorValues(tensor);
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
       if (!Number.isFinite(v))
-        throw new LossInputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
+        throw new InputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
       if (key === "target_tokens" && !(Number.isInteger(v) && (v >= 0 || (backend === "weaver" && v === -100)))) {
-        throw new LossInputError(
+        throw new InputError(
           `${where}: target_tokens[${i}] is ${v}; expected a non-negative token id${backend === "weaver" ? " or -100 (ignored)" : ""}`,
         );
       }

@@ -73,7 +73,7 @@ export interface EncodeOptions {
  * `vocabSize` (real models have more embedding rows than their tokenizer has ids — Qwen3 has
  * 151,936 rows for 151,669 ids — and a sampler can return one), a hole in the vocabulary, or a
  * value that is not an id at all.
- * - `throw` (the default): strict decoding, a `TokenIdError`;
+ * - `throw` (the default): strict decoding, a `InputError`;
  * - `skip`: the id decodes to nothing;
  * - `placeholder`: the id decodes to {@link unknownTokenPlaceholder} (`<unk:ID>`), visible in text.
  */

@@ -1,4 +1,4 @@
-import { NexrlError } from "./errors.js";
+import { InputError } from "../errors.js";
 
 /** The plain object a {@link Trajectory} is built from. */
 export interface TrajectoryInit {
@@ -24,17 +24,6 @@ export interface TrajectoryInit {
   policyVersion?: number;
   /** Anything else the worker wants to carry (scores, the response text, …). */
   extraFields?: Record<string, unknown>;
-}
-
-/** Thrown by {@link Trajectory.validate}; `field` names the offending field. */
-export class TrajectoryError extends NexrlError {
-  /** @param field the field that is wrong, e.g. `"lossMask"`. */
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /**
@@ -95,7 +84,7 @@ export class Trajectory {
 
   /**
    * Checks the invariants every consumer relies on.
-   * @throws {@link TrajectoryError} naming the first bad field: empty or invalid `tokens`,
+   * @throws {@link InputError} naming the first bad field: empty or invalid `tokens`,
    *   `lossMask` / `logprobs` / `advantages` of the wrong length, mask values other than 0/1,
    *   non-finite `reward`, `logprobs`, `advantage` or `advantages`.
    */
@@ -141,7 +130,7 @@ export class Trajectory {
   }
 
   private fail(field: string, what: string): never {
-    throw new TrajectoryError(field, `Trajectory${this.describe()}: ${field} ${what}`);
+    throw new InputError(`Trajectory${this.describe()}: ${field} ${what}`, { field: field });
   }
 
   private describe(): string {

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { NexrlError } from "./errors.js";
 import { appendAll } from "./arrays.js";
+import { InputError } from "../errors.js";
 
 /** Element type of a {@link TensorData}. The Tinker public wire knows only these two. */
 export type TensorDtype = "int64" | "float32";
@@ -90,9 +90,6 @@ export interface AdamParams {
   grad_clip_norm: number;
 }
 
-/** Thrown when a wire object is built from values that cannot be sent. */
-export class WireFormatError extends NexrlError {}
-
 /** Tinker's defaults for {@link AdamParams}. */
 export const DEFAULT_ADAM_PARAMS: Readonly<AdamParams> = Object.freeze({
   learning_rate: 1e-4,
@@ -105,27 +102,23 @@ export const DEFAULT_ADAM_PARAMS: Readonly<AdamParams> = Object.freeze({
 
 /**
  * Builds {@link AdamParams} from a partial object, filling Tinker's defaults.
- * @throws {@link WireFormatError} when a value is not a finite number or out of range.
+ * @throws {@link InputError} when a value is not a finite number or out of range.
  */
 export function adamParams(params: Partial<AdamParams> = {}): AdamParams {
   const out: AdamParams = { ...DEFAULT_ADAM_PARAMS, ...params };
   for (const [key, value] of Object.entries(out)) {
     if (typeof value !== "number" || !Number.isFinite(value)) {
-      throw new WireFormatError(`AdamParams.${key} must be a finite number, got ${String(value)}`);
+      throw new InputError(`AdamParams.${key} must be a finite number, got ${String(value)}`);
     }
   }
-  if (out.learning_rate < 0)
-    throw new WireFormatError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
+  if (out.learning_rate < 0) throw new InputError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
   for (const key of ["beta1", "beta2"] as const) {
-    if (out[key] < 0 || out[key] >= 1)
-      throw new WireFormatError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
+    if (out[key] < 0 || out[key] >= 1) throw new InputError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
   }
-  if (out.eps <= 0) throw new WireFormatError(`AdamParams.eps must be > 0, got ${out.eps}`);
-  if (out.weight_decay < 0) throw new WireFormatError(`AdamParams.weight_decay must be >= 0, got ${out.weight_decay}`);
+  if (out.eps <= 0) throw new InputError(`AdamParams.eps must be > 0, got ${out.eps}`);
+  if (out.weight_decay < 0) throw new InputError(`AdamParams.weight_decay must be >= 0, got ${out.weight_decay}`);
   if (out.grad_clip_norm < 0)
-    throw new WireFormatError(
-      `AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`,
-    );
+    throw new InputError(`AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`);
   return out;
 }
 
@@ -139,16 +132,16 @@ export function dtypeForKey(key: string): TensorDtype {
 
 /**
  * Builds a 1-D {@link TensorData} from a plain array.
- * @throws {@link WireFormatError} on non-finite values, or non-integers for `int64`.
+ * @throws {@link InputError} on non-finite values, or non-integers for `int64`.
  */
 export function tensorData(values: ArrayLike<number>, dtype: TensorDtype): TensorData {
   const data = Array.from(values);
   for (let i = 0; i < data.length; i++) {
     const v = data[i]!;
     if (!Number.isFinite(v))
-      throw new WireFormatError(`tensor value at index ${i} is ${v}; only finite numbers can be sent`);
+      throw new InputError(`tensor value at index ${i} is ${v}; only finite numbers can be sent`);
     if (dtype === "int64" && !Number.isInteger(v)) {
-      throw new WireFormatError(`int64 tensor value at index ${i} is ${v}; expected an integer`);
+      throw new InputError(`int64 tensor value at index ${i} is ${v}; expected an integer`);
     }
   }
   return { data, dtype };
@@ -164,7 +157,7 @@ export function tensorValues(tensor: TensorData): number[] {
   if (!tensor.sparse_crow_indices || !tensor.sparse_col_indices) return tensor.data;
   const [rows, cols] = tensor.shape ?? [];
   if (rows === undefined || cols === undefined) {
-    throw new WireFormatError("a sparse (CSR) tensor needs a 2-D shape");
+    throw new InputError("a sparse (CSR) tensor needs a 2-D shape");
   }
   const dense = new Array<number>(rows * cols).fill(0);
   for (let r = 0; r < rows; r++) {
@@ -186,7 +179,7 @@ export function modelInputLength(input: ModelInput): number {
   for (const chunk of input.chunks) {
     if (chunk.type === "encoded_text") n += chunk.tokens.length;
     else if (chunk.expected_tokens !== undefined) n += chunk.expected_tokens;
-    else throw new WireFormatError(`an ${chunk.type} chunk without expected_tokens has no known length`);
+    else throw new InputError(`an ${chunk.type} chunk without expected_tokens has no known length`);
   }
   return n;
 }
@@ -195,7 +188,7 @@ export function modelInputLength(input: ModelInput): number {
 export function modelInputTokens(input: ModelInput): number[] {
   const tokens: number[] = [];
   for (const chunk of input.chunks) {
-    if (chunk.type !== "encoded_text") throw new WireFormatError(`a ${chunk.type} chunk has no token ids`);
+    if (chunk.type !== "encoded_text") throw new InputError(`a ${chunk.type} chunk has no token ids`);
     appendAll(tokens, chunk.tokens);
   }
   return tokens;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AgentSetupError, createAgentWorkerClass } from "../../src/agent/index.js";
+import { createAgentWorkerClass } from "../../src/agent/index.js";
 import { RolloutRunner } from "../../src/pipeline/index.js";
 import type { InferenceClient } from "../../src/services/inference/index.js";
 import type { Trajectory } from "../../src/types/trajectory.js";
@@ -16,6 +16,7 @@ import {
   writeFiles,
   writeRecipe,
 } from "./helpers.js";
+import { ConfigError } from "../../src/errors.js";
 
 /** The rollout_worker section of a recipe for an agent worker. */
 function recipeYaml(worker: string, maxResponseLength: number): string {
@@ -236,7 +237,7 @@ describe("agent worker: limits and failures", () => {
     await expect(agentRunner(agent("scripted-agents.ts", "nope"), await tinyInference())).rejects.toThrow(
       /has no export `nope` \(its exports: Insatiable, broken, selfScoring, slow, unscored\)/,
     );
-    await expect(agentRunner(agent("scripted-agents.ts"), await tinyInference())).rejects.toThrow(AgentSetupError);
+    await expect(agentRunner(agent("scripted-agents.ts"), await tinyInference())).rejects.toThrow(ConfigError);
   });
 });
 

@@ -3,12 +3,13 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { UsageError, helpText, parseCommandLine } from "../../src/cli/args.js";
+import { helpText, parseCommandLine } from "../../src/cli/args.js";
 import { runReport } from "../../src/cli/report.js";
 import { runCli, type CliIO } from "../../src/cli/run.js";
 import { runServe } from "../../src/cli/serve.js";
 import { LocalEngine } from "../../src/engine/index.js";
 import { pigLatinRun, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { UsageError } from "../../src/errors.js";
 
 describe("the command lines of report, sample and serve --model", () => {
   it("parse with their defaults", () => {

@@ -3,8 +3,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseCommandLine, UsageError } from "../../src/cli/args.js";
+import { parseCommandLine } from "../../src/cli/args.js";
 import { ModelStore } from "../../src/server/models.js";
+import { UsageError } from "../../src/errors.js";
 
 describe("nexrl serve --threads", () => {
   it("parses the thread count and refuses other values", () => {

@@ -4,9 +4,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { UsageError, helpText, parseCommandLine } from "../../src/cli/args.js";
+import { helpText, parseCommandLine } from "../../src/cli/args.js";
 import { runCli, type CliIO } from "../../src/cli/run.js";
 import { runServe } from "../../src/cli/serve.js";
+import { UsageError } from "../../src/errors.js";
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -1,15 +1,10 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointNameError,
-  LocalEngine,
-  SnapshotExistsError,
-  StateFileError,
-  type LocalEngine as Engine,
-} from "../../src/engine/index.js";
+import { LocalEngine, type LocalEngine as Engine } from "../../src/engine/index.js";
 import { adamParams } from "../../src/types/wire.js";
 import { engineFor, lmDatum, tempDir } from "./helpers.js";
+import { EngineError, InputError, type StateFileProblem } from "../../src/errors.js";
 
 const SHAPE = { dModel: 16, nLayers: 2, nHeads: 2, contextLength: 32 };
 const adam = adamParams({ learning_rate: 1e-2, weight_decay: 0.01, grad_clip_norm: 1 });
@@ -23,12 +18,13 @@ function train(engine: Engine, steps: number): void {
 }
 
 /** Expects `path` to be refused by loadState with `problem`. */
-async function expectRefused(path: string, problem: StateFileError["problem"], message: RegExp): Promise<void> {
+async function expectRefused(path: string, problem: StateFileProblem, message: RegExp): Promise<void> {
   const engine = await engineFor(SHAPE);
   const err = await engine.loadState(path, { optimizer: true }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(StateFileError);
-  expect((err as StateFileError).problem).toBe(problem);
-  expect((err as StateFileError).message).toMatch(message);
+  expect(err).toBeInstanceOf(EngineError);
+  expect((err as EngineError).problem).toBe("state_file");
+  expect((err as EngineError).stateFileProblem).toBe(problem);
+  expect((err as EngineError).message).toMatch(message);
 }
 
 describe("saveState / loadState", () => {
@@ -113,8 +109,8 @@ describe("saveState / loadState", () => {
   it("validates checkpoint names", async () => {
     const a = await engineFor(SHAPE);
     for (const name of ["../escape", "a/b", "", ".hidden", "-dash", "x".repeat(201), "a\\b"]) {
-      await expect(a.saveState(name, { optimizer: false })).rejects.toThrow(CheckpointNameError);
-      await expect(a.saveWeightsForSampler(name)).rejects.toThrow(CheckpointNameError);
+      await expect(a.saveState(name, { optimizer: false })).rejects.toThrow(InputError);
+      await expect(a.saveWeightsForSampler(name)).rejects.toThrow(InputError);
     }
     await expect(a.saveState("step_000001.v2-final", { optimizer: false })).resolves.toMatch(
       /step_000001\.v2-final\.nxs$/,
@@ -139,7 +135,7 @@ describe("sampler snapshots", () => {
     expect(engine.computeLogprobs(tokens)).not.toEqual(before);
     expect(sampler.computeLogprobs(tokens)).toEqual(before);
     expect(sampler.sample(tokens, opts)).toEqual(sampled);
-    await expect(engine.saveWeightsForSampler("step_000002")).rejects.toThrow(SnapshotExistsError);
+    await expect(engine.saveWeightsForSampler("step_000002")).rejects.toThrow(EngineError);
     expect((await LocalEngine.samplerFromSnapshot(path)).computeLogprobs(tokens)).toEqual(before);
   });
 
@@ -159,6 +155,6 @@ describe("sampler snapshots", () => {
     const bytes = await readFile(path);
     bytes[40]! ^= 0xff;
     await writeFile(path, bytes);
-    await expect(LocalEngine.samplerFromSnapshot(path)).rejects.toThrow(StateFileError);
+    await expect(LocalEngine.samplerFromSnapshot(path)).rejects.toThrow(EngineError);
   });
 });

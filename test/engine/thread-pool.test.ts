@@ -10,11 +10,12 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
-import { EngineThreadError, LocalEngine } from "../../src/engine/index.js";
+import { LocalEngine } from "../../src/engine/index.js";
 import { EngineRuntime } from "../../src/engine/runtime.js";
 import type { SampleJob } from "../../src/engine/sample-lanes.js";
 import { threadPool } from "../../src/engine/thread-pool.js";
 import { lmDatum } from "./helpers.js";
+import { EngineError } from "../../src/errors.js";
 
 const run = promisify(execFile);
 const config = resolveModelConfig({ dModel: 16, nLayers: 1, nHeads: 2, contextLength: 16 }, 259);
@@ -29,9 +30,9 @@ describe("the engine thread pool", () => {
     } catch (err) {
       error = err;
     }
-    expect(error).toBeInstanceOf(EngineThreadError);
-    expect((error as EngineThreadError).message).toMatch(/^engine worker thread: /);
-    expect((error as EngineThreadError).workerStack).toMatch(/sample-lanes/);
+    expect(error).toBeInstanceOf(EngineError);
+    expect((error as EngineError).message).toMatch(/^engine worker thread: /);
+    expect((error as EngineError).workerStack).toMatch(/sample-lanes/);
     const engine = LocalEngine.create({ model: config, outputDir: "unused", threads: 2 });
     expect(engine.sample([256, 1], { maxTokens: 3, seed: 1 }, 4).sequences).toHaveLength(4);
     await runtime.close();

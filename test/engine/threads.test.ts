@@ -7,12 +7,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
 import { crc32 } from "../../src/engine/crc32.js";
-import { EngineOptionError, LocalEngine } from "../../src/engine/index.js";
+import { LocalEngine } from "../../src/engine/index.js";
 import type { KernelKind } from "../../src/engine/matrix.js";
 import { threadPool } from "../../src/engine/thread-pool.js";
 import { TrainingCore, splitBatch } from "../../src/engine/training.js";
 import { adamParams, datum, type Datum } from "../../src/types/wire.js";
 import { engineFor, lmDatum } from "./helpers.js";
+import { ConfigError } from "../../src/errors.js";
 
 const SHAPE = { dModel: 32, nLayers: 2, nHeads: 2, contextLength: 64 };
 const config = resolveModelConfig(SHAPE, 259);
@@ -206,7 +207,7 @@ describe("engine options", () => {
     const create = (compute: object): LocalEngine =>
       LocalEngine.create({ model: "tiny", outputDir: "unused", ...compute });
     for (const threads of [0, 1.5, -1, 257, Number.NaN]) {
-      expect(() => create({ threads })).toThrow(EngineOptionError);
+      expect(() => create({ threads })).toThrow(ConfigError);
     }
     expect(() => create({ threads: 0 })).toThrow(/threads must be an integer from 1 to 256, got 0/);
     expect(() => create({ kernels: "gpu" })).toThrow(/kernels must be "wasm" or "js", got "gpu"/);

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MissingApiKeyError, resolveEndpoint } from "../../src/http/endpoint.js";
+import { resolveEndpoint } from "../../src/http/endpoint.js";
 import { Heartbeat } from "../../src/http/heartbeat.js";
-import { SubmitOrder, SubmitOrderError } from "../../src/http/submit-order.js";
+import { SubmitOrder } from "../../src/http/submit-order.js";
+import { ConfigError, NexrlError } from "../../src/errors.js";
 
 const SPEC = {
   service: "Tinker",
@@ -26,7 +27,7 @@ describe("resolveEndpoint", () => {
       apiKey: "b",
       baseUrl: "https://example.invalid",
     });
-    expect(() => resolveEndpoint({ env: {} }, SPEC)).toThrow(MissingApiKeyError);
+    expect(() => resolveEndpoint({ env: {} }, SPEC)).toThrow(ConfigError);
     expect(() => resolveEndpoint({ apiKey: "", env: {} }, SPEC)).toThrow(/set TINKER_API_KEY or pass apiKey/);
   });
 });
@@ -100,7 +101,7 @@ describe("SubmitOrder", () => {
       sent = true;
     });
     await expect(lost).rejects.toThrow("connection refused");
-    await expect(next).rejects.toThrow(SubmitOrderError);
+    await expect(next).rejects.toThrow(NexrlError);
     await expect(next).rejects.toThrow(
       /cannot submit optim_step \(seq_id 5\): the earlier forward_backward \(seq_id 4\) could not be submitted \(connection refused\)/,
     );

@@ -1,24 +1,21 @@
 import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
+import { HttpTransport, backoffDelayMs, retryAfterMs, type HttpTransportOptions } from "../../src/http/index.js";
+import { failure, json, testServer } from "./helpers.js";
 import {
-  ApiConnectionError,
-  ApiStatusError,
-  ApiTimeoutError,
+  APIConnectionError,
+  APIError,
+  APITimeoutError,
+  APIUserAbortError,
   AuthenticationError,
   BadRequestError,
   ConflictError,
-  HttpTransport,
   InternalServerError,
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
-  RequestAbortedError,
   UnprocessableEntityError,
-  backoffDelayMs,
-  retryAfterMs,
-  type HttpTransportOptions,
-} from "../../src/http/index.js";
-import { failure, json, testServer } from "./helpers.js";
+} from "../../src/errors.js";
 
 const KEY = "tml-secret-key-0123456789";
 const cleanups: Array<() => Promise<void>> = [];
@@ -103,12 +100,12 @@ describe("HttpTransport", () => {
     [429, RateLimitError, true],
     [500, InternalServerError, true],
     [503, InternalServerError, true],
-    [418, ApiStatusError, false],
+    [418, APIError, false],
   ] as const)("maps HTTP %i to its typed error", async (status, Class, retryable) => {
     const server = await serve((_req, res) => json(res, status, { message: `status ${status}`, request_id: "rid-7" }));
     const error = (await failure(
       transport(server.url, { maxRetries: 0 }).request({ method: "GET", path: "/a" }),
-    )) as ApiStatusError;
+    )) as APIError;
     expect(error).toBeInstanceOf(Class);
     expect(error.constructor).toBe(Class);
     expect(error).toMatchObject({
@@ -189,8 +186,8 @@ describe("HttpTransport", () => {
     const lines: string[] = [];
     const error = (await failure(
       transport(url, { maxRetries: 2, log: (l) => lines.push(l) }).request({ method: "POST", path: "/op", body: {} }),
-    )) as ApiConnectionError;
-    expect(error).toBeInstanceOf(ApiConnectionError);
+    )) as APIConnectionError;
+    expect(error).toBeInstanceOf(APIConnectionError);
     expect(error).toMatchObject({ connected: false, isRetryable: true, status: undefined });
     expect(lines).toHaveLength(2);
   });
@@ -204,7 +201,7 @@ describe("HttpTransport", () => {
     const afterAnswer: string[] = [];
     const restart = (await failure(
       transport(url, { maxRetries: 6, log: (l) => afterAnswer.push(l) }).request({ method: "GET", path: "/op" }),
-    )) as ApiConnectionError;
+    )) as APIConnectionError;
     // The origin answered before (through the same pool): a restart is plausible, so every retry is made.
     expect(afterAnswer).toHaveLength(6);
     expect(restart.message).toMatch(/could not connect \(connection refused: nothing listens on 127\.0\.0\.1:\d+\)/);
@@ -213,7 +210,7 @@ describe("HttpTransport", () => {
     const firstContact: string[] = [];
     const error = (await failure(
       transport(fresh.url, { maxRetries: 6, log: (l) => firstContact.push(l) }).request({ method: "GET", path: "/op" }),
-    )) as ApiConnectionError;
+    )) as APIConnectionError;
     expect(error).toMatchObject({ connected: false });
     expect(firstContact.map((l) => /retry (\d+\/\d+)/.exec(l)![1])).toEqual(["1/3", "2/3", "3/3"]);
   });
@@ -223,7 +220,7 @@ describe("HttpTransport", () => {
     const server = await serve((req, res) => (n++ === 0 ? req.socket.destroy() : json(res, 200, { ok: n })));
     const error = (await failure(
       transport(server.url).request({ method: "POST", path: "/op", body: {} }),
-    )) as ApiConnectionError;
+    )) as APIConnectionError;
     expect(error).toMatchObject({ connected: true });
     expect(error.message).toMatch(/may or may not have handled/);
     const response = await transport(server.url).request({ method: "POST", path: "/op", body: {}, retry: "all" });
@@ -234,13 +231,13 @@ describe("HttpTransport", () => {
     const server = await serve(() => undefined);
     const http = transport(server.url, { maxRetries: 0 });
     const timeout = await failure(http.request({ method: "GET", path: "/hang", timeoutMs: 50 }));
-    expect(timeout).toBeInstanceOf(ApiTimeoutError);
+    expect(timeout).toBeInstanceOf(APITimeoutError);
     expect(timeout).toMatchObject({ isRetryable: true, timeoutMs: 50 });
     const controller = new AbortController();
     const pending = http.request({ method: "GET", path: "/hang", signal: controller.signal });
     controller.abort(new Error("user stopped"));
     const aborted = await failure(pending);
-    expect(aborted).toBeInstanceOf(RequestAbortedError);
+    expect(aborted).toBeInstanceOf(APIUserAbortError);
     expect((aborted as Error).message).toMatch(/user stopped/);
   });
 
@@ -267,11 +264,11 @@ describe("HttpTransport", () => {
       expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
       controller.abort(new Error("run stopped"));
       const errors = await Promise.all(pending);
-      expect(errors.every((e) => e instanceof RequestAbortedError && /run stopped/.test(e.message))).toBe(true);
+      expect(errors.every((e) => e instanceof APIUserAbortError && /run stopped/.test(e.message))).toBe(true);
       expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
       // An aborted signal fails new calls at once, without sending them.
       expect(await failure(http.request({ method: "GET", path: "/late", signal: controller.signal }))).toBeInstanceOf(
-        RequestAbortedError,
+        APIUserAbortError,
       );
       expect(server.seen.filter((s) => s.url === "/late")).toHaveLength(0);
       await new Promise((r) => setImmediate(r));
@@ -287,7 +284,7 @@ describe("HttpTransport", () => {
     const outcome = failure(http.request({ method: "GET", path: "/hang" }));
     await new Promise((r) => setTimeout(r, 20));
     await http.close();
-    expect(await outcome).toBeInstanceOf(RequestAbortedError);
+    expect(await outcome).toBeInstanceOf(APIUserAbortError);
   });
 
   it("keeps connections alive and shares one pool per origin", async () => {
@@ -308,7 +305,7 @@ describe("HttpTransport", () => {
     const lines: string[] = [];
     const error = (await failure(
       transport(server.url, { maxRetries: 1, log: (l) => lines.push(l) }).request({ method: "GET", path: "/a" }),
-    )) as ApiStatusError;
+    )) as APIError;
     const everything = [
       error.message,
       error.stack ?? "",

@@ -2,15 +2,9 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parquetWriteFile } from "hyparquet-writer";
 import { describe, expect, it } from "vitest";
-import {
-  DataLoader,
-  DataLoaderError,
-  readDataFile,
-  readRowTable,
-  RowTable,
-  type TaskGroup,
-} from "../../src/pipeline/index.js";
+import { DataLoader, readDataFile, readRowTable, RowTable, type TaskGroup } from "../../src/pipeline/index.js";
 import { tempDir, writeJsonl } from "./helpers.js";
+import { InputError } from "../../src/errors.js";
 
 const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `p${i}`, answer: String(i) }));
 const indices = (groups: TaskGroup[] | undefined) => groups?.map((g) => g.index);
@@ -53,7 +47,7 @@ describe("readDataFile", () => {
     await expect(readDataFile(join(dir, "data.csv"))).rejects.toThrow(
       /unsupported extension ".csv"; use one of .jsonl, .json, .parquet/,
     );
-    await expect(readDataFile(join(dir, "missing.jsonl"))).rejects.toBeInstanceOf(DataLoaderError);
+    await expect(readDataFile(join(dir, "missing.jsonl"))).rejects.toBeInstanceOf(InputError);
   });
 });
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { lossKind, TrainerError, trajectoryToDatum } from "../../src/pipeline/index.js";
+import { lossKind, trajectoryToDatum } from "../../src/pipeline/index.js";
 import { validateLossInputs } from "../../src/types/losses.js";
 import { Trajectory } from "../../src/types/trajectory.js";
 import { datum, modelInputTokens, tensorValues, type Datum } from "../../src/types/wire.js";
+import { InputError } from "../../src/errors.js";
 
 const inputs = (d: Datum) => Object.fromEntries(Object.entries(d.loss_fn_inputs).map(([k, v]) => [k, tensorValues(v)]));
 
@@ -76,7 +77,7 @@ describe("trajectoryToDatum", () => {
       runId: 3,
     });
     expect(() => trajectoryToDatum(noAdvantage, { lossFn: "importance_sampling", backend: "local" })).toThrow(
-      new TrainerError(
+      new InputError(
         "trajectory (group g, run 3) has neither advantage nor advantages; prepareTrajectories must set one for importance_sampling",
       ),
     );
@@ -125,7 +126,7 @@ describe("trajectoryToDatum", () => {
     const short = rl();
     short.logprobs = [0, 0, -0.1];
     expect(() => trajectoryToDatum(short, { lossFn: "importance_sampling", backend: "tinker" })).toThrow(
-      new TrainerError("trajectory (group ?, run ?) has 3 logprobs values for 5 tokens; there must be one per token"),
+      new InputError("trajectory (group ?, run ?) has 3 logprobs values for 5 tokens; there must be one per token"),
     );
     const mask = sft();
     mask.lossMask = [0, 1];
@@ -144,6 +145,6 @@ describe("trajectoryToDatum", () => {
     expect(
       ["importance_sampling", "ppo", "cispo", "dro", "truncated_importance_sampling"].map((l) => lossKind(l as "ppo")),
     ).toEqual(["policy", "policy", "policy", "policy", "policy"]);
-    expect(() => lossKind("surrogate")).toThrow(TrainerError);
+    expect(() => lossKind("surrogate")).toThrow(InputError);
   });
 });

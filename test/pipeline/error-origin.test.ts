@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RolloutTimeoutError } from "../../src/pipeline/errors.js";
+import { UserCodeError } from "../../src/errors.js";
 import { markSamplingError, retryCouldHelp, userFrames } from "../../src/pipeline/rollout/error-origin.js";
 
 describe("where a rollout's error came from", () => {
@@ -28,7 +28,8 @@ describe("where a rollout's error came from", () => {
     const undici = Object.assign(new Error("body timeout"), { code: "UND_ERR_BODY_TIMEOUT" });
     const final = Object.assign(new Error("HTTP 503 but final"), { isRetryable: false, status: 503 });
     for (const [error, could] of [
-      [new RolloutTimeoutError("took too long"), true],
+      [new UserCodeError("timeout", "took too long"), true],
+      [new UserCodeError("hung", "never finishes"), true],
       [sampling, true],
       [new Error("fetch failed", { cause: reset }), true],
       [undici, true],

@@ -5,8 +5,8 @@
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { RunSetupError, runRecipe, type RunEvent } from "../../src/pipeline/index.js";
-import { RecipeError } from "../../src/recipe/index.js";
+import { RecipeError, RunError } from "../../src/errors.js";
+import { runRecipe, type RunEvent } from "../../src/pipeline/index.js";
 import { pigLatinRows, tempDir, writeJsonl } from "./helpers.js";
 
 /** An SFT recipe of `steps` steps on `data`; `extra` lines are appended. */
@@ -107,7 +107,8 @@ describe("init.from_recipe", () => {
 
     await writeFile(join(dir, "warm.yaml"), sft(4, "warm.jsonl", "init: {from_recipe: main.yaml}\n"));
     await expect(runMain(dir, env, "cycle")).rejects.toThrow(
-      new RunSetupError(
+      new RunError(
+        "setup",
         "init.from_recipe forms a cycle: main.yaml → warm.yaml → main.yaml; a warm-start recipe cannot start from itself",
       ),
     );
@@ -131,6 +132,6 @@ describe("init.from_checkpoint", () => {
     expect(result.init).toEqual({ checkpoint: warm.lastCheckpoint });
     expect(events.find((e) => e.type === "start")).toMatchObject({ start: "warm_start", from: warm.lastCheckpoint });
     await writeFile(join(dir, "main.yaml"), sft(2, "train.jsonl", "init: {from_checkpoint: nowhere}\n"));
-    await expect(runMain(dir, env, "b")).rejects.toThrow(RunSetupError);
+    await expect(runMain(dir, env, "b")).rejects.toThrow(RunError);
   });
 });

@@ -1,10 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   BaseRolloutWorker,
-  RolloutError,
   RolloutRunner,
-  RolloutTimeoutError,
-  UncaughtUserError,
   type FailurePolicy,
   type RolloutFailure,
   type RolloutTask,
@@ -19,8 +16,9 @@ import { LocalTrainingService } from "../../src/services/training/local/index.js
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
 import { runGuarded } from "../../src/pipeline/run-guard.js";
-import { Trajectory, TrajectoryError } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/types/trajectory.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+import { InputError, RolloutError, UserCodeError } from "../../src/errors.js";
 
 async function recipeConfig(): Promise<RecipeConfig> {
   const dir = await tempDir();
@@ -265,7 +263,7 @@ describe("RolloutRunner", () => {
       { timeoutMs: 20 },
     );
     const error = (await slow.run(task({ index: 2 })).catch((e: unknown) => e)) as RolloutError;
-    expect(error.cause).toBeInstanceOf(RolloutTimeoutError);
+    expect(error.cause).toBeInstanceOf(UserCodeError);
     expect(error.message).toContain("took longer than rollout_worker.rollout_timeout_seconds (0.02 s)");
   });
 
@@ -274,8 +272,8 @@ describe("RolloutRunner", () => {
       mode: "fail_fast",
     });
     const error = (await bad.run(task({ groupId: "0-1", runId: 0 })).catch((e: unknown) => e)) as RolloutError;
-    expect(error.cause).toBeInstanceOf(TrajectoryError);
-    expect((error.cause as TrajectoryError).field).toBe("lossMask");
+    expect(error.cause).toBeInstanceOf(InputError);
+    expect((error.cause as InputError).field).toBe("lossMask");
     expect(error.message).toContain("Trajectory (group 0-1, run 0): lossMask has length 1 but tokens has length 2");
     const long = await runner(
       scripted(() => ({ tokens: Array(41).fill(1), lossMask: Array(41).fill(1), reward: 0 })).Scripted,
@@ -423,7 +421,7 @@ describe("RolloutRunner under the run guard", () => {
     });
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     const stopped = (outcomes[1] as PromiseRejectedResult).reason as RolloutError;
-    expect(stopped.cause).toBeInstanceOf(UncaughtUserError);
+    expect(stopped.cause).toBeInstanceOf(UserCodeError);
     expect(stopped.message).toContain("an uncaught Error: from a timer in the rollout of row 1 (group 0-0, run 1)");
     expect(failures.map((f) => [f.task.runId, f.action])).toEqual([[1, "stop"]]);
     expect(crashes).toEqual([expect.objectContaining({ message: "after the end" })]);

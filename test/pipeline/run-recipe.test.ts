@@ -2,16 +2,9 @@ import { spawn } from "node:child_process";
 import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  BackendNotAvailableError,
-  DataLoaderError,
-  runRecipe,
-  RunSetupError,
-  type MetricsRow,
-  type RunEvent,
-} from "../../src/pipeline/index.js";
-import { RecipeError, UserModuleError } from "../../src/recipe/index.js";
+import { runRecipe, type MetricsRow, type RunEvent } from "../../src/pipeline/index.js";
 import { additionRows, fixture, grpoRecipeYaml, pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+import { InputError, RecipeError, RunError } from "../../src/errors.js";
 
 const readJsonl = async (path: string) =>
   (await readFile(path, "utf8"))
@@ -306,7 +299,8 @@ ${extra}`;
     expect(warm.metrics[0]!["train/loss"]!).toBeLessThan(sft.metrics[0]!["train/loss"]! - 0.5);
     const missing = await writeRecipe(dir, yaml(`resume: {mode: from_path, resume_path: nowhere}\n`));
     await expect(runRecipe(missing, { outputDir: join(dir, "x") })).rejects.toThrow(
-      new RunSetupError(
+      new RunError(
+        "setup",
         `resume.resume_path ${join(process.cwd(), "nowhere")} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`,
       ),
     );
@@ -316,14 +310,15 @@ ${extra}`;
     const { dir } = await grpoRun();
     const out = join(dir, "out");
     const wrongClass = await writeRecipe(dir, grpoRecipeYaml({ className: "LetterWorkr" }));
-    const error = (await runRecipe(wrongClass, { outputDir: out }).catch((e: unknown) => e)) as UserModuleError;
-    expect(error).toBeInstanceOf(UserModuleError);
+    const error = (await runRecipe(wrongClass, { outputDir: out }).catch((e: unknown) => e)) as RecipeError;
+    expect(error).toBeInstanceOf(RecipeError);
     expect(error.message).toContain("has no export `LetterWorkr`");
     expect(error.message).toContain("did you mean `LetterWorker`?");
     await expect(writeRecipe(dir, grpoRecipeYaml({ worker: "missing.ts" }))).rejects.toBeInstanceOf(RecipeError);
     const tooLong = await writeRecipe(dir, grpoRecipeYaml(), ["rollout_worker.max_sequence_length=500"]);
     await expect(runRecipe(tooLong, { outputDir: out })).rejects.toThrow(
-      new RunSetupError(
+      new RunError(
+        "setup",
         "rollout_worker.max_sequence_length (500) is longer than the context of model tiny (128 tokens); lower it, with max_response_length and max_prompt_length to fit",
       ),
     );
@@ -333,7 +328,7 @@ ${extra}`;
       "rollout_worker.max_sequence_length=20",
     ]);
     const noTask = await runRecipe(filtered, { outputDir: out }).catch((e: unknown) => e);
-    expect(noTask).toBeInstanceOf(DataLoaderError);
+    expect(noTask).toBeInstanceOf(InputError);
     expect((noTask as Error).message).toMatch(
       /^no task left in .*train\.jsonl: all 6 rows have prompts longer than 5 tokens \(data\.max_prompt_length\)$/,
     );
@@ -342,7 +337,8 @@ ${extra}`;
       "+service.inference_service.base_url=http://127.0.0.1:1",
     ]);
     await expect(runRecipe(openai, { outputDir: out })).rejects.toThrow(
-      new BackendNotAvailableError(
+      new RunError(
+        "backend",
         "rollouts through an vllm inference server are not available yet: weight sync cannot push new weights to it. Leave service.inference_service.backend unset to sample through the training service",
       ),
     );

@@ -4,7 +4,6 @@ import {
   RemoteApiGrpoTrainer,
   RemoteApiOpdTrainer,
   RemoteApiTrainer,
-  TrainerError,
   type TrainerContext,
 } from "../../src/pipeline/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
@@ -13,6 +12,7 @@ import type { TrainingClient } from "../../src/services/training/types.js";
 import type { AdamParams } from "../../src/types/wire.js";
 import { Trajectory } from "../../src/types/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+import { InputError } from "../../src/errors.js";
 
 const tokenizer = new ByteTokenizer();
 
@@ -215,7 +215,7 @@ describe("trainers on the local engine", () => {
       }
     }
     await expect(new Forgetful(ctx).train([sampled("q", "a", 1, "g", 4)], {})).rejects.toThrow(
-      new TrainerError(
+      new InputError(
         "trajectory (group g, run 4) has neither advantage nor advantages; prepareTrajectories must set one for importance_sampling",
       ),
     );

@@ -1,11 +1,12 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ByteTokenizer, TokenIdError } from "../../src/engine/index.js";
+import { ByteTokenizer } from "../../src/engine/index.js";
 import { runRecipe } from "../../src/pipeline/index.js";
 import { HfTokenizer } from "../../src/services/inference/index.js";
 import { decodeTolerantly } from "../../src/types/tokenizer.js";
 import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+import { InputError } from "../../src/errors.js";
 
 /**
  * A tokenizer with fewer ids than the tiny model has embedding rows (259), as Qwen3's 151,669 ids
@@ -56,7 +57,7 @@ describe("token ids beyond the tokenizer", () => {
     const tok = await HfTokenizer.fromFolder(await smallTokenizer(join(await tempDir(), "tok")));
     expect(tok.vocabSize).toBe(201);
     const ids = [104, 105, 250, 32, 150, 120];
-    expect(() => tok.decode(ids)).toThrow(TokenIdError);
+    expect(() => tok.decode(ids)).toThrow(InputError);
     const seen: Array<[number, number]> = [];
     expect(tok.decode(ids, { unknownIds: "skip", onUnknownId: (id, at) => seen.push([id, at]) })).toBe("hi x");
     expect(seen).toEqual([
@@ -66,7 +67,7 @@ describe("token ids beyond the tokenizer", () => {
     expect(tok.decode(ids, { unknownIds: "placeholder" })).toBe("hi<unk:250> <unk:150>x");
     expect(decodeTolerantly(tok, ids)).toEqual({ text: "hi x", unknownIds: 2 });
     const bytes = new ByteTokenizer();
-    expect(() => bytes.decode([104, 300])).toThrow(TokenIdError);
+    expect(() => bytes.decode([104, 300])).toThrow(InputError);
     expect(decodeTolerantly(bytes, [104, 300, -1, 105], "placeholder")).toEqual({
       text: "h<unk:300><unk:-1>i",
       unknownIds: 2,

@@ -1,12 +1,15 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { RemoteApiTrainer } from "../../src/pipeline/index.js";
 import {
   answersMatch,
+  BaseRolloutWorker,
   extractFinalAnswer,
   PigLatinRolloutWorker,
   wordAccuracy,
   RolloutRunner,
   SingleTurnMathRolloutWorker,
   type RolloutTask,
+  type Trainer,
 } from "../../src/pipeline/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
@@ -114,5 +117,26 @@ describe("math answers", () => {
     expect(answersMatch("\\frac{1}{2}", "\\frac{1}{ 2}")).toBe(true);
     expect(answersMatch("Paris", "paris")).toBe(true);
     expect(answersMatch(undefined, "1")).toBe(false);
+  });
+});
+
+describe("the worker and trainer contracts", () => {
+  it("types task.data by the worker's Row, and RemoteApiTrainer is a Trainer", () => {
+    interface QaRow {
+      question: string;
+      answer: number;
+    }
+    class QaWorker extends BaseRolloutWorker<QaRow> {
+      rollout(t: RolloutTask<QaRow>) {
+        expectTypeOf(t.data.answer).toEqualTypeOf<number>();
+        // @ts-expect-error -- a field the row type does not declare
+        void t.data.missing;
+        return undefined;
+      }
+    }
+    expectTypeOf<QaWorker>().toMatchTypeOf<BaseRolloutWorker>();
+    expectTypeOf<RemoteApiTrainer>().toMatchTypeOf<Trainer>();
+    expectTypeOf<RolloutTask["data"]>().toEqualTypeOf<Readonly<Record<string, unknown>>>();
+    expect(Object.getPrototypeOf(QaWorker)).toBe(BaseRolloutWorker);
   });
 });

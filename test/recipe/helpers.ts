@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { expect } from "vitest";
-import { RecipeError } from "../../src/recipe/index.js";
+import { RecipeError } from "../../src/errors.js";
 
 const created: string[] = [];
 

@@ -4,16 +4,10 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  brandOf,
-  isDerivedFrom,
-  loadUserClass,
-  NEXRL_BRAND,
-  UserModuleError,
-  type UserModuleFailure,
-} from "../../src/recipe/index.js";
+import { brandOf, isDerivedFrom, loadUserClass, NEXRL_BRAND } from "../../src/recipe/index.js";
 import { FixtureBaseWorker } from "./fixtures/base-worker.js";
 import { removeTempDirs, tempDir } from "./helpers.js";
+import { RecipeError, type UserModuleFailure } from "../../src/errors.js";
 
 afterAll(removeTempDirs);
 
@@ -44,11 +38,11 @@ async function failure(promise: Promise<unknown>, reason: UserModuleFailure): Pr
     () => undefined,
     (caught: unknown) => caught,
   );
-  expect(error).toBeInstanceOf(UserModuleError);
-  expect((error as UserModuleError).reason).toBe(reason);
-  expect((error as UserModuleError).issues).toHaveLength(1);
-  expect((error as UserModuleError).issues[0]?.keyPath).toBe(KEY);
-  return (error as UserModuleError).issues[0]!.message;
+  expect(error).toBeInstanceOf(RecipeError);
+  expect((error as RecipeError).moduleFailure).toBe(reason);
+  expect((error as RecipeError).issues).toHaveLength(1);
+  expect((error as RecipeError).issues[0]?.keyPath).toBe(KEY);
+  return (error as RecipeError).issues[0]!.message;
 }
 
 describe("loadUserClass", () => {
@@ -122,7 +116,7 @@ describe("loadUserClass", () => {
       `import { loadUserClass } from ${JSON.stringify(fileURLToPath(new URL("../../src/recipe/user-module.ts", import.meta.url)))};\n` +
         `import { FixtureBaseWorker } from ${JSON.stringify(BASE)};\n` +
         `await loadUserClass({ modulePath: "worker.ts", exportName: "MyWorker", expectedBase: FixtureBaseWorker, recipeDir: ${JSON.stringify(dir)}, keyPath: "k" })\n` +
-        "  .catch((error) => console.log(JSON.stringify({ reason: error.reason, message: error.issues[0].message })));\n",
+        "  .catch((error) => console.log(JSON.stringify({ reason: error.moduleFailure, message: error.issues[0].message })));\n",
     );
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script]);
     expect(JSON.parse(stdout)).toEqual({

@@ -23,7 +23,7 @@ describe("policy continue", () => {
     expect(run.code).toBe(EXIT_CODES.noRolloutSucceeded);
     const warnings = run.stdout.split("\n").filter((line) => line.includes("failed (skipped)"));
     expect(warnings).toEqual([
-      'warning: rollout of row 1 (group 0-0, run 0), attempt 1 failed (skipped): TrajectoryError: Trajectory (group 0-0, run 0): reward is the string "1"; it must be a finite number [the first failure like this; every failure is in failures.jsonl]',
+      'warning: rollout of row 1 (group 0-0, run 0), attempt 1 failed (skipped): InputError: Trajectory (group 0-0, run 0): reward is the string "1"; it must be a finite number [the first failure like this; every failure is in failures.jsonl]',
       expect.stringMatching(
         /^warning: rollout of row [34] \(group 0-[23], run [01]\), attempt 1 failed \(skipped\): Error: no luck on data row [34] at \/.*\/worker\.ts:\d+:\d+ \(W\.rollout\) \[the first failure like this; every failure is in failures\.jsonl\]$/,
       ),

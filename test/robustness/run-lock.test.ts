@@ -5,9 +5,9 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { RunFolderLockedError } from "../../src/pipeline/errors.js";
 import { RUN_LOCK_FILE, RunLock } from "../../src/pipeline/run-lock.js";
 import { readJsonl, runCliChild, startCli, tempDir, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { RunError } from "../../src/errors.js";
 
 /** The pid of a process that has exited (so not alive on this host, barring reuse). */
 function deadPid(): number {
@@ -81,8 +81,8 @@ describe("RunLock", () => {
     const dir = await tempDir();
     const lock = await RunLock.acquire(dir, "first");
     const refused = await RunLock.acquire(dir, "second").catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(RunFolderLockedError);
-    expect((refused as RunFolderLockedError).holder).toMatchObject({
+    expect(refused).toBeInstanceOf(RunError);
+    expect((refused as RunError).holder).toMatchObject({
       pid: process.pid,
       host: hostname(),
       command: "first",
@@ -99,7 +99,7 @@ describe("RunLock", () => {
     const path = join(dir, RUN_LOCK_FILE);
     const other = { pid: process.pid, host: `not-${hostname()}`, startedAt: "2020-01-01T00:00:00.000Z", command: "x" };
     await writeFile(path, JSON.stringify(other));
-    expect(await RunLock.acquire(dir).catch((e: unknown) => e)).toBeInstanceOf(RunFolderLockedError);
+    expect(await RunLock.acquire(dir).catch((e: unknown) => e)).toBeInstanceOf(RunError);
     if (process.platform === "linux") {
       // pid 1 is alive, but it started at another time than the lock says (read from /proc): the pid was reused.
       await writeFile(path, JSON.stringify({ ...other, host: hostname(), pid: 1, startTicks: -5 }));
@@ -139,6 +139,6 @@ describe("RunLock", () => {
     );
     for (const child of children) child.kill("SIGKILL");
     expect(runs.filter((r) => r === "took")).toHaveLength(1);
-    expect(runs.filter((r) => r === "RunFolderLockedError")).toHaveLength(3);
+    expect(runs.filter((r) => r === "RunError")).toHaveLength(3);
   });
 });

@@ -3,11 +3,11 @@
  * any protocol's clients; a non-loopback host needs a key or `--insecure`, with a warning.
  */
 import { describe, expect, it } from "vitest";
-import { AuthenticationError } from "../../src/http/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { OpenAIInferenceClient } from "../../src/services/inference/index.js";
 import { createTrainingService } from "../../src/services/training/index.js";
 import { call, server, startCli, tempDir, tinkerDatum } from "./serve-helpers.js";
+import { AuthenticationError } from "../../src/errors.js";
 
 const KEY = "nexrl-serve-test-key-4f9c2a";
 

@@ -2,18 +2,13 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
-import {
-  openRunModel,
-  parseRunModelRef,
-  readRunFolder,
-  readRunWeights,
-  RunFolderError,
-} from "../../src/run-folder/index.js";
+import { openRunModel, parseRunModelRef, readRunFolder, readRunWeights } from "../../src/run-folder/index.js";
 import { resolveRecordedPath } from "../../src/run-folder/weights.js";
 import { runRecipe } from "../../src/pipeline/index.js";
 import { startServer } from "../../src/server/index.js";
 import { modelInputFromTokens } from "../../src/types/wire.js";
 import { pigLatinOverrides, pigLatinRecipe, pigLatinRun, root, tempDir } from "./helpers.js";
+import { RunError } from "../../src/errors.js";
 
 describe("RUN_DIR[:step]", () => {
   it("parses a trailing step, with or without step_, and keeps other colons in the folder", () => {
@@ -21,7 +16,7 @@ describe("RUN_DIR[:step]", () => {
     expect(parseRunModelRef("runs/pig:12")).toEqual({ dir: "runs/pig", step: 12 });
     expect(parseRunModelRef("runs/pig:step_000012")).toEqual({ dir: "runs/pig", step: 12 });
     expect(parseRunModelRef("C:/runs/a:b")).toEqual({ dir: "C:/runs/a:b" });
-    expect(() => parseRunModelRef(":3")).toThrow(RunFolderError);
+    expect(() => parseRunModelRef(":3")).toThrow(RunError);
   });
 });
 

@@ -7,14 +7,11 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { createOpenAIHandler, type ServedModel } from "../../src/server/openai.js";
-import {
-  OpenAIInferenceClient,
-  TokenIdsUnavailableError,
-  type VllmTokenIdFields,
-} from "../../src/services/inference/index.js";
+import { OpenAIInferenceClient, type VllmTokenIdFields } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { SampleOutput, SamplingClient, SamplingParams } from "../../src/services/training/types.js";
 import { adamParams, datum, modelInputTokens } from "../../src/types/wire.js";
+import { UnexpectedResponseError } from "../../src/errors.js";
 
 /** What a served sampler was asked and answered. */
 interface Call {
@@ -477,7 +474,7 @@ describe("OpenAIInferenceClient against nexrl serve", () => {
     expect(await oldServer.completion("ab", { seed: 1, maxTokens: 6 })).toEqual(exact);
     // A chat's prompt ids only come with return_token_ids: without them the client refuses to guess…
     await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(
-      TokenIdsUnavailableError,
+      UnexpectedResponseError,
     );
     await expect(oldServer.chat([{ role: "user", content: "hi" }], { seed: 1, maxTokens: 4 })).rejects.toThrow(
       /no prompt_token_ids .*vLLM >= 0\.10\.2.*chatVia: "completions".*allowRetokenize/,

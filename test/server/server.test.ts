@@ -2,10 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { FaultInjector, parseFaults, type FaultKind } from "../../src/server/faults.js";
 import { composeHandlers, type RequestHandler } from "../../src/server/handler.js";
-import { FaultSpecError } from "../../src/server/index.js";
-import { ProtocolError, sendJson } from "../../src/server/io.js";
-import { NexrlError } from "../../src/types/errors.js";
+import { sendJson } from "../../src/server/io.js";
 import { call, server } from "./helpers.js";
+import { ConfigError, NexrlError, ProtocolError } from "../../src/errors.js";
 
 describe("nexrl serve", () => {
   it("binds 127.0.0.1 on a free port and answers /healthz and /health", async () => {
@@ -41,7 +40,7 @@ describe("nexrl serve", () => {
         handler("skip", () => false),
         handler("answer", (req, res) => {
           if (req.url === "/bad") throw new NexrlError("bad input");
-          if (req.url === "/gone") throw new ProtocolError(410, "gone", "it went", { "retry-after": "3" });
+          if (req.url === "/gone") throw new ProtocolError(410, "gone", "it went", { headers: { "retry-after": "3" } });
           if (req.url === "/bug") throw new TypeError("a bug");
           sendJson(res, 200, { ok: true });
           return true;
@@ -88,7 +87,7 @@ describe("fault injection", () => {
     });
     expect(parseFaults("")).toEqual({});
     expect(() => parseFaults("503:0.1")).toThrow(/bad fault "503:0.1"; write KIND:RATE/);
-    expect(() => parseFaults("429:2")).toThrow(FaultSpecError);
+    expect(() => parseFaults("429:2")).toThrow(ConfigError);
     expect(() => parseFaults("429:0.6,500:0.6")).toThrow(/add up to 1.2/);
   });
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
   LOSS_FUNCTION_NAMES,
-  LossInputError,
   datum,
   getLossFunction,
   lossFunctions,
@@ -10,6 +9,7 @@ import {
   type BuiltinLossName,
   type LossInputValues,
 } from "../../src/types/index.js";
+import { InputError } from "../../src/errors.js";
 
 const lp = [-0.5, -1.2, -2.0, -0.1];
 const q = [-0.7, -1.0, -2.0, -0.4];
@@ -182,7 +182,7 @@ describe("loss contracts", () => {
     expect(() => lossFunctions.cross_entropy.evaluate(lp, { target_tokens: [1, 2, 3, 4], weights: [1] })).toThrow(
       /"weights" has length 1 but the datum has 4 positions/,
     );
-    expect(() => getLossFunction("kl")).toThrow(LossInputError);
+    expect(() => getLossFunction("kl")).toThrow(InputError);
   });
 });
 

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../src/types/index.js";
+import { Trajectory, type TrajectoryInit } from "../../src/types/index.js";
+import { InputError } from "../../src/errors.js";
 
 const good: TrajectoryInit = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5 };
 
-function errorOf(init: Partial<TrajectoryInit> & Record<string, unknown>): TrajectoryError {
+function errorOf(init: Partial<TrajectoryInit> & Record<string, unknown>): InputError {
   try {
     new Trajectory({ ...good, ...init } as TrajectoryInit).validate();
   } catch (e) {
-    if (e instanceof TrajectoryError) return e;
+    if (e instanceof InputError) return e;
     throw e;
   }
   throw new Error("validate() accepted a bad trajectory");
@@ -41,7 +42,7 @@ describe("Trajectory", () => {
     const err = errorOf(init);
     expect(err.field).toBe(field);
     expect(err.message).toContain(message);
-    expect(err.name).toBe("TrajectoryError");
+    expect(err.name).toBe("InputError");
   });
 
   it("names the group and run in the message", () => {

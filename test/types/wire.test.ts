@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  WireFormatError,
   adamParams,
   datum,
   modelInputFromTokens,
@@ -9,6 +8,7 @@ import {
   tensorData,
   tensorValues,
 } from "../../src/types/index.js";
+import { InputError } from "../../src/errors.js";
 
 describe("wire builders", () => {
   it("builds a datum in Tinker's JSON shape with SDK dtypes", () => {
@@ -25,7 +25,7 @@ describe("wire builders", () => {
   it("accepts typed arrays and rejects values that cannot be sent", () => {
     expect(tensorData(new Float32Array([0.5, 1]), "float32")).toEqual({ data: [0.5, 1], dtype: "float32" });
     expect(() => tensorData([1, Number.NaN], "float32")).toThrow("tensor value at index 1 is NaN");
-    expect(() => tensorData([1, 1.5], "int64")).toThrow(WireFormatError);
+    expect(() => tensorData([1, 1.5], "int64")).toThrow(InputError);
   });
 
   it("measures model inputs, images by expected_tokens", () => {

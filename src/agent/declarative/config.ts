@@ -14,7 +14,7 @@ import { importFile } from "../../recipe/import-module.js";
 import { parseModuleReference } from "../../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../../recipe/paths.js";
 import type { ToolDefinition } from "../../types/tokenizer.js";
-import { AgentSetupError } from "../errors.js";
+import { ConfigError } from "../../errors.js";
 
 /** What a tool function receives besides its arguments. */
 export interface ToolContext {
@@ -92,14 +92,14 @@ async function readYaml(file: string, what: string): Promise<unknown> {
   try {
     return parse(await readFile(file, "utf8")) as unknown;
   } catch (error) {
-    throw new AgentSetupError(`${what} ${file} cannot be read: ${(error as Error).message}`, { cause: error });
+    throw new ConfigError(`${what} ${file} cannot be read: ${(error as Error).message}`, { cause: error });
   }
 }
 
 /** Looks a path up in the workspace, then beside the agent config. */
 function locate(value: string, workspace: string, configDir: string, what: string): string {
   const first = findRecipeFile(value, { recipeDir: workspace, cwd: configDir });
-  if (first.found === undefined) throw new AgentSetupError(`${what}: ${notFoundMessage(value, first.tried)}`);
+  if (first.found === undefined) throw new ConfigError(`${what}: ${notFoundMessage(value, first.tried)}`);
   return first.found;
 }
 
@@ -112,21 +112,21 @@ async function loadTool(
   const yamlFile = locate(entry.yaml_path, workspace, configDir, `${at}.yaml_path`);
   const parsed = toolYamlSchema.safeParse(await readYaml(yamlFile, "tool definition"));
   if (!parsed.success)
-    throw new AgentSetupError(`${at}.yaml_path: ${yamlFile} is not a tool definition: ${issueText(parsed.error)}`);
+    throw new ConfigError(`${at}.yaml_path: ${yamlFile} is not a tool definition: ${issueText(parsed.error)}`);
   const schema = parsed.data.input_schema ?? parsed.data.parameters ?? { type: "object", properties: {} };
   const { modulePath, exportName } = parseModuleReference(entry.binding);
   if (exportName === "default" || !/\.[cm]?[jt]sx?$/.test(modulePath)) {
-    throw new AgentSetupError(
+    throw new ConfigError(
       `${at}.binding: "${entry.binding}" is not a TypeScript binding; write it as path/to/file.ts:functionName (relative to the agent workspace)`,
     );
   }
   const file = locate(modulePath, workspace, configDir, `${at}.binding`);
   const imported = await importFile(file);
   if (!imported.ok)
-    throw new AgentSetupError(`${at}.binding: cannot import ${file}: ${imported.message}`, { cause: imported.cause });
+    throw new ConfigError(`${at}.binding: cannot import ${file}: ${imported.message}`, { cause: imported.cause });
   const run = imported.namespace[exportName];
   if (typeof run !== "function") {
-    throw new AgentSetupError(
+    throw new ConfigError(
       `${at}.binding: ${file} exports no function \`${exportName}\` (its exports: ${Object.keys(imported.namespace).join(", ") || "none"})`,
     );
   }
@@ -143,14 +143,14 @@ async function loadTool(
  * Loads `agent_config.yaml` and its tools. Tool YAML paths and bindings are looked up in
  * `workspace` first, then beside the config. NexAU keys this runner does not use (`tracers`,
  * `tool_call_mode`, `max_context_tokens`, `llm_config.api_type`, …) are accepted and ignored.
- * @throws {@link AgentSetupError} naming the file and key at fault.
+ * @throws {@link ConfigError} naming the file and key at fault.
  */
 export async function loadAgentConfig(
   configPath: string,
   workspace: string = dirname(configPath),
 ): Promise<DeclarativeAgentConfig> {
   const parsed = agentConfigSchema.safeParse(await readYaml(configPath, "agent config"));
-  if (!parsed.success) throw new AgentSetupError(`agent config ${configPath} is invalid: ${issueText(parsed.error)}`);
+  if (!parsed.success) throw new ConfigError(`agent config ${configPath} is invalid: ${issueText(parsed.error)}`);
   const config = parsed.data;
   const configDir = dirname(configPath);
   const tools: AgentTool[] = [];
@@ -161,10 +161,9 @@ export async function loadAgentConfig(
     try {
       systemPrompt = new Template(systemPrompt);
     } catch (error) {
-      throw new AgentSetupError(
-        `${configPath}: system_prompt is not a valid Jinja template: ${(error as Error).message}`,
-        { cause: error },
-      );
+      throw new ConfigError(`${configPath}: system_prompt is not a valid Jinja template: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
   const { temperature, max_tokens, top_p, stop } = config.llm_config;

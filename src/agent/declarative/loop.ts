@@ -4,10 +4,9 @@
  */
 import type OpenAI from "openai";
 import { rowNumber, type RolloutTask } from "../../pipeline/task.js";
-import { NexrlError } from "../../types/errors.js";
 import type { AgentFunction } from "../agent-module.js";
-import { AgentSetupError } from "../errors.js";
 import type { AgentTool, DeclarativeAgentConfig, ToolContext } from "./config.js";
+import { ConfigError, NexrlError } from "../../errors.js";
 
 type Message = OpenAI.ChatCompletionMessageParam;
 
@@ -33,7 +32,7 @@ function openingMessages(task: RolloutTask): Message[] {
   if (Array.isArray(prompt)) return prompt as Message[];
   const query = task.data.query ?? task.data.question;
   if (typeof query === "string") return [{ role: "user", content: query }];
-  throw new AgentSetupError(
+  throw new ConfigError(
     `row ${rowNumber(task)} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`,
   );
 }

@@ -3,11 +3,11 @@
  * with an exact resume cursor.
  * @module
  */
-import { DataLoaderError } from "../errors.js";
 import { deriveSeed, shuffleInPlace } from "../seed.js";
 import type { RolloutTask, TaskGroup } from "../task.js";
 import { readRowTable, type DataRow } from "./files.js";
 import { RowTable } from "./row-table.js";
+import { InputError } from "../../errors.js";
 
 /** How prompts too long for the model are dropped. */
 export interface PromptFilter {
@@ -90,7 +90,7 @@ export class DataLoader {
    * @param rows the task rows (each must have the prompt key): objects, or a table read from files.
    * @param options batching, order and filtering.
    * @param source describes where array rows came from, for errors (a table names its files).
-   * @throws {@link DataLoaderError} when a row is not an object or lacks the prompt key, or no row
+   * @throws {@link InputError} when a row is not an object or lacks the prompt key, or no row
    * is left after filtering.
    */
   constructor(rows: readonly DataRow[] | RowTable, options: DataLoaderOptions, source = "the data") {
@@ -99,7 +99,7 @@ export class DataLoader {
       ["rolloutRepeatN", options.rolloutRepeatN ?? 1],
     ] as const) {
       if (!Number.isInteger(value) || value < 1)
-        throw new DataLoaderError(`DataLoader ${key} must be a positive integer, got ${value}`);
+        throw new InputError(`DataLoader ${key} must be a positive integer, got ${value}`);
     }
     this.rows = rows;
     this.options = {
@@ -121,7 +121,7 @@ export class DataLoader {
       if (!Object.hasOwn(row, promptKey)) {
         const where = rows instanceof RowTable ? rows.origin(i).label : `row ${i + 1} of ${source}`;
         const fields = Object.keys(row).join(", ") || "none";
-        throw new DataLoaderError(
+        throw new InputError(
           `${where} has no field "${promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
         );
       }
@@ -134,11 +134,11 @@ export class DataLoader {
         this.filtered > 0
           ? `all ${rows.length} rows have prompts longer than ${filter!.maxPromptLength} tokens (data.max_prompt_length)`
           : "it has no rows";
-      throw new DataLoaderError(`no task left in ${source}: ${why}`);
+      throw new InputError(`no task left in ${source}: ${why}`);
     }
     if (this.options.dropLast && count < this.options.batchSize) {
       const section = this.options.isVal ? "validate.data" : "data";
-      throw new DataLoaderError(
+      throw new InputError(
         `${source} has ${count} task rows${this.filtered > 0 ? " left after the prompt filter" : ""}, fewer than ${section}.batch_size (${this.options.batchSize}), and ${section}.drop_last leaves out every batch shorter than that: lower batch_size or set drop_last: false`,
       );
     }
@@ -147,11 +147,11 @@ export class DataLoader {
   /**
    * Reads `files` (see {@link readRowTable}) and builds a loader over their rows, in file order.
    * The rows are held as their JSON text, so millions of rows fit in about the files' size.
-   * @throws {@link DataLoaderError} for unreadable files, rows that are not JSON objects, or rows
+   * @throws {@link InputError} for unreadable files, rows that are not JSON objects, or rows
    * without the prompt key.
    */
   static async fromFiles(files: readonly string[], options: DataLoaderOptions): Promise<DataLoader> {
-    if (files.length === 0) throw new DataLoaderError("no data files given; list them in data.data_files");
+    if (files.length === 0) throw new InputError("no data files given; list them in data.data_files");
     return new DataLoader(await readRowTable(files), options, files.join(", "));
   }
 
@@ -247,7 +247,7 @@ export class DataLoader {
 
   /**
    * Continues from a cursor taken with {@link DataLoader.cursor}.
-   * @throws {@link DataLoaderError} when the cursor does not fit this data (another dataset).
+   * @throws {@link InputError} when the cursor does not fit this data (another dataset).
    */
   restore(cursor: DataCursor): void {
     const ok =
@@ -256,7 +256,7 @@ export class DataLoader {
       Array.isArray(cursor.requeued) &&
       cursor.requeued.every((r) => Number.isInteger(r.index) && r.index >= 0 && r.index < this.rows.length);
     if (!ok)
-      throw new DataLoaderError(
+      throw new InputError(
         `the saved data cursor ${JSON.stringify(cursor)} does not fit this dataset of ${this.size} rows; resume with the data files the run started with`,
       );
     this.state = structuredClone(cursor);

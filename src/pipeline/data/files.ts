@@ -8,8 +8,8 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, toJson } from "hyparquet";
-import { DataLoaderError } from "../errors.js";
 import { RowTableBuilder, type RowTable } from "./row-table.js";
+import { InputError } from "../../errors.js";
 
 /** One task row: the fields of a data file's record. */
 export type DataRow = Record<string, unknown>;
@@ -70,12 +70,12 @@ async function readJsonArray(file: string, table: RowTableBuilder): Promise<void
   try {
     value = JSON.parse(await readFile(file, "utf8"));
   } catch (error) {
-    throw new DataLoaderError(
+    throw new InputError(
       `${file} is not valid JSON (${(error as Error).message}); a .json data file holds an array of task objects`,
     );
   }
   if (!Array.isArray(value))
-    throw new DataLoaderError(
+    throw new InputError(
       `${file} holds a JSON ${typeof value}, not an array; a .json data file holds an array of task objects (use .jsonl for one object per line)`,
     );
   table.beginFile(file, "item");
@@ -96,7 +96,7 @@ async function readParquet(file: string, table: RowTableBuilder): Promise<void> 
       rowStart = rowEnd;
     }
   } catch (error) {
-    throw new DataLoaderError(
+    throw new InputError(
       `cannot read parquet file ${file}: ${(error as Error).message} (nexrl reads uncompressed and snappy-compressed parquet)`,
       { cause: error },
     );
@@ -115,10 +115,10 @@ async function readInto(file: string, table: RowTableBuilder): Promise<void> {
         return await readParquet(file, table);
     }
   } catch (error) {
-    if (error instanceof DataLoaderError) throw error;
-    throw new DataLoaderError(`cannot read data file ${file}: ${(error as Error).message}`, { cause: error });
+    if (error instanceof InputError) throw error;
+    throw new InputError(`cannot read data file ${file}: ${(error as Error).message}`, { cause: error });
   }
-  throw new DataLoaderError(
+  throw new InputError(
     `data file ${file} has an unsupported extension "${ext}"; use one of ${DATA_FILE_EXTENSIONS.join(", ")}`,
   );
 }
@@ -128,7 +128,7 @@ async function readInto(file: string, table: RowTableBuilder): Promise<void> {
  * line, blank lines skipped; streamed), `.json` (an array of objects) or `.parquet` (each row an
  * object, read one row group at a time; 64-bit integers become numbers). Rows are checked when
  * parsed ({@link RowTable.row}), naming the file and line of bad content.
- * @throws {@link DataLoaderError} naming the file for an unknown extension or a file that cannot
+ * @throws {@link InputError} naming the file for an unknown extension or a file that cannot
  * be read, or that is not a JSON array (`.json`) or Parquet.
  */
 export async function readRowTable(files: readonly string[]): Promise<RowTable> {
@@ -139,7 +139,7 @@ export async function readRowTable(files: readonly string[]): Promise<RowTable> 
 
 /**
  * The rows of one data file, chosen by extension (see {@link readRowTable}), parsed into objects.
- * @throws {@link DataLoaderError} naming the file (and line) for an unknown extension, a file that
+ * @throws {@link InputError} naming the file (and line) for an unknown extension, a file that
  * cannot be read or parsed, or a record that is not an object.
  */
 export async function readDataFile(file: string): Promise<DataRow[]> {

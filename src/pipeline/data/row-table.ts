@@ -4,8 +4,8 @@
  * in memory, less than its rows as parsed objects (figures in bench/README.md).
  * @module
  */
-import { DataLoaderError } from "../errors.js";
 import type { DataRow } from "./files.js";
+import { InputError } from "../../errors.js";
 
 /** Bytes of one text segment; a longer row gets a segment of its own. */
 const SEGMENT_BYTES = 8 * 1024 * 1024;
@@ -89,7 +89,7 @@ export class RowTable {
 
   /**
    * Row `index`, parsed afresh (a new object on each call).
-   * @throws {@link DataLoaderError} naming the file and line when the text is not JSON or not an object.
+   * @throws {@link InputError} naming the file and line when the text is not JSON or not an object.
    */
   row(index: number): DataRow {
     const text = this.text(index);
@@ -98,7 +98,7 @@ export class RowTable {
       value = JSON.parse(text);
     } catch (error) {
       const { label } = this.origin(index);
-      throw new DataLoaderError(
+      throw new InputError(
         `${label} is not valid JSON (${(error as Error).message}); a .jsonl file holds one JSON object per line`,
       );
     }
@@ -136,9 +136,9 @@ function isRow(value: unknown): value is DataRow {
 }
 
 /** The error for a record that is not a JSON object, found at `where`. */
-function notAnObject(value: unknown, where: string): DataLoaderError {
+function notAnObject(value: unknown, where: string): InputError {
   const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
-  return new DataLoaderError(
+  return new InputError(
     `${where} is ${kind}; every task must be a JSON object such as {"prompt": "...", "ground_truth": "..."}`,
   );
 }

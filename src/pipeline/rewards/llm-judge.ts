@@ -7,22 +7,7 @@
  */
 import OpenAI from "openai";
 import pLimit, { type LimitFunction } from "p-limit";
-import { NexrlError } from "../../types/errors.js";
-
-/**
- * The judge failed: every attempt timed out, failed over HTTP or answered no usable score.
- * `reply` is the judge's last answer, when it gave one.
- */
-export class JudgeError extends NexrlError {
-  /** The judge's last reply, if any (it is also quoted in the message). */
-  readonly reply: string | undefined;
-
-  /** @param message what failed; @param reply the judge's last reply. */
-  constructor(message: string, reply?: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.reply = reply;
-  }
-}
+import { JudgeError } from "../../errors.js";
 
 /** Options of {@link LlmJudge}. */
 export interface LlmJudgeOptions {

@@ -7,10 +7,10 @@
  */
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { DEFAULT_GROUP_RUBRIC, DEFAULT_SCORE_RUBRIC, type JudgeConfig } from "../../recipe/schema/judge.js";
-import { NexrlError } from "../../types/errors.js";
+import { JudgeError, NexrlError } from "../../errors.js";
 import type { ChatMessage } from "../../types/tokenizer.js";
 import type { RolloutTask } from "../task.js";
-import { JudgeError, LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
+import { LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
 
 /** What a judged rollout records in `extraFields.judge` (and `samples.jsonl` shows). */
 export interface JudgeRecord {

@@ -5,7 +5,7 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { RolloutTimeoutError } from "../errors.js";
+import { UserCodeError } from "../../errors.js";
 
 /** The folders of nexrl's own code: frames in them are not the user's. */
 const NEXRL_FOLDERS = ["src", "dist"].map((folder) => fileURLToPath(new URL(`../../../${folder}/`, import.meta.url)));
@@ -57,6 +57,10 @@ const NETWORK_CODES = new Set([
 /** Error names of timeouts (`AbortSignal.timeout`) and of the openai package's connection failures. */
 const RETRYABLE_NAMES = new Set(["TimeoutError", "APIConnectionError", "APIConnectionTimeoutError"]);
 
+/** A rollout that took too long or could never finish (a hang may be a slow service as well as a bug). */
+const isTimeout = (e: object): boolean =>
+  e instanceof UserCodeError && (e.problem === "timeout" || e.problem === "hung");
+
 /** The status codes a request may succeed on when sent again. */
 const RETRYABLE_STATUS = (status: number): boolean => status === 408 || status === 429 || status >= 500;
 
@@ -67,7 +71,7 @@ const RETRYABLE_STATUS = (status: number): boolean => status === 408 || status =
  */
 export function retryCouldHelp(error: unknown): boolean {
   for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; depth++) {
-    if (e instanceof RolloutTimeoutError || samplingErrors.has(e)) return true;
+    if (isTimeout(e) || samplingErrors.has(e)) return true;
     const fields = e as { isRetryable?: unknown; status?: unknown; code?: unknown; name?: unknown; cause?: unknown };
     // nexrl's HTTP errors know (a service may say a 5xx is final).
     if (typeof fields.isRetryable === "boolean") return fields.isRetryable;

@@ -5,8 +5,7 @@
  */
 import Queue from "yocto-queue";
 import type { InferenceClient } from "../../services/inference/types.js";
-import { Trajectory, TrajectoryError, type TrajectoryInit } from "../../types/trajectory.js";
-import { RolloutError, RolloutHungError, RolloutTimeoutError, UncaughtUserError } from "../errors.js";
+import { Trajectory, type TrajectoryInit } from "../../types/trajectory.js";
 import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
 import { describeTask, type RolloutTask } from "../task.js";
@@ -14,7 +13,7 @@ import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type Rollout
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import { retryCouldHelp, userFrames } from "./error-origin.js";
-import { NexrlError } from "../../types/errors.js";
+import { InputError, NexrlError, RolloutError, UserCodeError } from "../../errors.js";
 
 /** Options of {@link RolloutRunner}. */
 export interface RolloutRunnerOptions {
@@ -46,7 +45,7 @@ export interface RolloutFailure {
   task: RolloutTask;
   /** The attempt that failed, 1 for the first. */
   attempt: number;
-  /** What went wrong: the worker's error, a `TrajectoryError`, a `RolloutTimeoutError`, a `RolloutHungError` or an `UncaughtUserError`. */
+  /** What went wrong: the worker's error, an `InputError` or a `UserCodeError` (uncaught, timeout or hung). */
   error: unknown;
   /**
    * What the failure policy did: `retry` the task, `skip` it, `stop` the run, or nothing
@@ -239,7 +238,8 @@ export class RolloutRunner {
         } catch (error) {
           if (signal?.aborted) return aborted(attempt + 1);
           this.tally.failed++;
-          if (error instanceof RolloutTimeoutError) this.tally.timedOut++;
+          if (error instanceof UserCodeError && (error.problem === "timeout" || error.problem === "hung"))
+            this.tally.timedOut++;
           const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
           const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
           this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
@@ -264,7 +264,7 @@ export class RolloutRunner {
   }
 
   /**
-   * Ends every attempt in flight with a {@link RolloutHungError}: the run's guard calls this when
+   * Ends every attempt in flight with a {@link UserCodeError}: the run's guard calls this when
    * the process has nothing left to do, so none of them can ever finish.
    */
   endHung(): void {
@@ -272,7 +272,8 @@ export class RolloutRunner {
       const scope = slot.scope;
       if (!scope?.open) continue;
       scope.abandon(
-        new RolloutHungError(
+        new UserCodeError(
+          "hung",
           `the rollout of ${describeTask(scope.task)} can never finish: its promise was still pending when the process had nothing left to wait for (no timer, socket or file operation); look for a promise in the worker that is never resolved`,
         ),
       );
@@ -286,7 +287,8 @@ export class RolloutRunner {
    * @internal
    */
   uncaught(scope: AttemptScope, error: unknown): boolean {
-    const failure = new UncaughtUserError(
+    const failure = new UserCodeError(
+      "uncaught",
       `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
       { cause: error },
     );
@@ -358,7 +360,8 @@ export class RolloutRunner {
         timer = setTimeout(
           () =>
             scope.abandon(
-              new RolloutTimeoutError(
+              new UserCodeError(
+                "timeout",
                 `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${seconds} s)`,
               ),
             ),
@@ -406,9 +409,9 @@ export class RolloutRunner {
       t.isVal = task.isVal;
       t.validate();
       if (max !== undefined && t.tokens.length > max) {
-        throw new TrajectoryError(
-          "tokens",
+        throw new InputError(
           `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
+          { field: "tokens" },
         );
       }
       return t;
@@ -431,7 +434,7 @@ export class RolloutRunner {
       return new RolloutError(origin, attempts, `${failed}: ${cause}. To keep going, ${hint}`, error);
     }
     // A bug of the worker fails the same way every time: say where it is, not how to retry.
-    const frames = userFrames(error instanceof UncaughtUserError ? error.cause : error);
+    const frames = userFrames(error instanceof UserCodeError && error.problem === "uncaught" ? error.cause : error);
     const at = frames.length === 0 ? "" : `\n${frames.map((frame) => `    at ${frame}`).join("\n")}`;
     return new RolloutError(
       origin,

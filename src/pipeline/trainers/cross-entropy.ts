@@ -3,7 +3,8 @@
  * @module
  */
 import type { Trajectory } from "../../types/trajectory.js";
-import { RemoteApiTrainer, type TrainerContext } from "./remote-api-trainer.js";
+import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import type { TrainerContext } from "./trainer.js";
 
 /** Options of {@link RemoteApiCrossEntropyTrainer}. */
 export interface CrossEntropyTrainerOptions {

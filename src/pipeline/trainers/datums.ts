@@ -5,7 +5,7 @@
 import { getLossFunction, type LossBackend, type LossFunctionName } from "../../types/losses.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { dtypeForKey, type Datum } from "../../types/wire.js";
-import { TrainerError } from "../errors.js";
+import { InputError } from "../../errors.js";
 
 /** What a loss reads from a trajectory: target weights (`supervised`) or logprobs and advantages (`policy`). */
 export type LossKind = "supervised" | "policy";
@@ -14,13 +14,13 @@ export type LossKind = "supervised" | "policy";
  * The kind of `lossFn`: `supervised` for losses with `weights` (`cross_entropy`), `policy` for
  * losses with `advantages` (`importance_sampling`, `ppo`, `cispo`, `dro`, Weaver's
  * `truncated_importance_sampling`).
- * @throws {@link TrainerError} for losses a trainer cannot use (`forward_logprob`, `surrogate`).
+ * @throws {@link InputError} for losses a trainer cannot use (`forward_logprob`, `surrogate`).
  */
 export function lossKind(lossFn: LossFunctionName): LossKind {
   const inputs = getLossFunction(lossFn).inputs;
   if ("weights" in inputs) return "supervised";
   if ("advantages" in inputs) return "policy";
-  throw new TrainerError(
+  throw new InputError(
     `loss ${lossFn} is one half of a client-side custom loss and cannot be a trainer's loss_fn; use cross_entropy or a policy loss (importance_sampling, ppo, cispo, dro)`,
   );
 }
@@ -28,13 +28,13 @@ export function lossKind(lossFn: LossFunctionName): LossKind {
 /**
  * A trajectory's share of the loss: `extraFields.loss_weight` (an agent episode splits its weight
  * over its trajectories), else 1.
- * @throws {@link TrainerError} for a weight that is not a finite number ≥ 0.
+ * @throws {@link InputError} for a weight that is not a finite number ≥ 0.
  */
 function lossWeight(t: Trajectory, where: string): number {
   const weight = t.extraFields.loss_weight;
   if (weight === undefined) return 1;
   if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0) {
-    throw new TrainerError(
+    throw new InputError(
       `${where} has extraFields.loss_weight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`,
     );
   }
@@ -63,7 +63,7 @@ export interface DatumOptions {
  * the trajectory has one.
  *
  * The datum's arrays are new arrays: changing the trajectory afterwards does not change the datum.
- * @throws {@link TrainerError} naming the trajectory when a policy loss lacks logprobs or
+ * @throws {@link InputError} naming the trajectory when a policy loss lacks logprobs or
  *   advantages, or when `lossMask`, `logprobs` or `advantages` is not an array with one value per token.
  */
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
@@ -81,9 +81,9 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
   }
   const { logprobs, advantages, advantage } = t;
   if (logprobs === undefined)
-    throw new TrainerError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
+    throw new InputError(`${where} has no logprobs, which ${options.lossFn} needs; fill them before building datums`);
   if (advantages === undefined && advantage === undefined) {
-    throw new TrainerError(
+    throw new InputError(
       `${where} has neither advantage nor advantages; prepareTrajectories must set one for ${options.lossFn}`,
     );
   }
@@ -103,15 +103,15 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
 
 /**
  * Checks that each of `arrays` is an array with one value per token.
- * @throws {@link TrainerError} naming the trajectory and the field.
+ * @throws {@link InputError} naming the trajectory and the field.
  */
 function perToken(where: string, arrays: { tokens: readonly number[] } & Record<string, readonly number[]>): void {
   const length = arrays.tokens.length;
   for (const [field, values] of Object.entries(arrays)) {
     if (!Array.isArray(values))
-      throw new TrainerError(`${where}: ${field} must be an array, got ${Object.prototype.toString.call(values)}`);
+      throw new InputError(`${where}: ${field} must be an array, got ${Object.prototype.toString.call(values)}`);
     if (values.length !== length)
-      throw new TrainerError(
+      throw new InputError(
         `${where} has ${values.length} ${field} values for ${length} tokens; there must be one per token`,
       );
   }

@@ -4,9 +4,9 @@
  */
 import type { SamplingClient } from "../../services/training/types.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import { BackendNotAvailableError, TrainerError } from "../errors.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { distillationAdvantages } from "./token-advantages.js";
+import { InputError, RunError } from "../../errors.js";
 
 /**
  * On-policy distillation: the student samples, the teacher (`trainer.teachers[0]`, its
@@ -47,11 +47,12 @@ export class RemoteApiOpdTrainer extends RemoteApiTrainer {
   private teacherSampler(): Promise<SamplingClient> {
     const teacher = this.context.recipe.trainer.teachers?.[0];
     if (!teacher)
-      throw new TrainerError(
+      throw new InputError(
         "remote_api_opd needs a teacher: set trainer.teachers: [{base_model: ..., checkpoint: ...}]",
       );
     if ((teacher.backend !== undefined && teacher.backend !== this.context.service.backend) || teacher.base_url) {
-      throw new BackendNotAvailableError(
+      throw new RunError(
+        "backend",
         "a teacher on another training service (trainer.teachers[0].backend or base_url) is not supported yet; serve the teacher from the student's service",
       );
     }

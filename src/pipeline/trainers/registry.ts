@@ -7,7 +7,8 @@ import { loadUserClass } from "../../recipe/user-module.js";
 import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
 import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
-import { RemoteApiTrainer, type TrainerContext } from "./remote-api-trainer.js";
+import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import type { TrainerContext } from "./trainer.js";
 
 /** A concrete trainer class. */
 export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
@@ -16,7 +17,7 @@ export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
  * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
  * or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
  * a subclass of {@link RemoteApiTrainer}).
- * @throws UserModuleError for a custom class that cannot be loaded.
+ * @throws RecipeError for a custom class that cannot be loaded.
  */
 export async function resolveTrainerClass(
   config: RecipeConfig,

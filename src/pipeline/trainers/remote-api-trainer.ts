@@ -3,43 +3,13 @@
  * @module
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { AlgorithmConfig } from "../../recipe/schema/trainer.js";
-import type { TrainingClient, TrainingService } from "../../services/training/types.js";
-import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { adamParams, datum, type Datum } from "../../types/wire.js";
-import { TrainerError } from "../errors.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
-
-/** What a trainer is constructed with. */
-export interface TrainerContext {
-  /** The whole parsed recipe; hyper-parameters are in `recipe.trainer.algorithm`. */
-  readonly recipe: RecipeConfig;
-  /** The training service (for samplers of reference or teacher models). */
-  readonly service: TrainingService;
-  /** The model being trained. */
-  readonly trainingClient: TrainingClient;
-  /** The tokenizer of the trained model. */
-  readonly tokenizer: Tokenizer;
-  /** Sampler path of the weights training started from (the reference policy of a KL penalty). */
-  readonly initialSamplerPath: string;
-  /** Reports a warning to the run's log and event stream. */
-  warn(message: string): void;
-}
-
-/** What one call of {@link RemoteApiTrainer.train} did. */
-export interface TrainStepResult {
-  /** The trajectories after `prepareTrajectories` (with their advantages). */
-  trajectories: Trajectory[];
-  /** Datums sent to the service (0 when the step was skipped). */
-  datums: number;
-  /** Whether `forwardBackward` and `optimStep` ran. */
-  stepped: boolean;
-  /** Why the step trained nothing, when it did not step (see {@link RemoteApiTrainer.describeSkippedStep}). */
-  skipReason?: string;
-}
+import { InputError } from "../../errors.js";
+import type { Trainer, TrainerContext, TrainStepResult } from "./trainer.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
@@ -64,7 +34,7 @@ export interface TrainStepResult {
  * }
  * ```
  */
-export abstract class RemoteApiTrainer {
+export abstract class RemoteApiTrainer implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND] = "nexrl.RemoteApiTrainer";
   /** Services, recipe and tokenizer. */
@@ -106,14 +76,14 @@ export abstract class RemoteApiTrainer {
   /**
    * One training step on `trajectories`; adds `rollout/*`, `train/*` and `optim/*` metrics (and
    * those of `prepareTrajectories`) to `metrics`.
-   * @throws {@link TrainerError} when prepared trajectories are invalid or miss a loss input.
+   * @throws {@link InputError} when prepared trajectories are invalid or miss a loss input.
    */
   async train(trajectories: Trajectory[], metrics: Record<string, number>): Promise<TrainStepResult> {
     Object.assign(metrics, rolloutMetrics(trajectories));
     if (this.needsSamplerLogprobs()) await this.fillMissingLogprobs(trajectories);
     const prepared = await this.prepareTrajectories(trajectories, metrics);
     if (!Array.isArray(prepared))
-      throw new TrainerError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
+      throw new InputError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
     const lossFn = this.algorithm.loss_fn;
     const backend = this.context.service.backend;
     const built: Array<{ datum: Datum; mask: number[]; trajectory: Trajectory }> = [];

@@ -5,10 +5,11 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
-import { NexrlError } from "../../types/errors.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
+import type { DataRow } from "../data/files.js";
 import type { RolloutTask } from "../task.js";
+import { NexrlError } from "../../errors.js";
 
 /** The `rollout_worker:` section of a parsed recipe. */
 export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
@@ -55,7 +56,8 @@ export interface RolloutScope {
 export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
 
 /**
- * Turns one task into trajectories. Subclass it and implement {@link BaseRolloutWorker.rollout}:
+ * Turns one task into trajectories. Subclass it and implement {@link BaseRolloutWorker.rollout}
+ * (give `Row`, the shape of the data file's rows, to type `task.data`):
  * sample with `this.inferenceClient`, score the answer, and hand over trajectories with
  * `this.putTrajectory(t)` or by returning them. The pipeline runs `rollout_worker.num_workers`
  * instances, each one rollout at a time; it fills in `groupId`, `runId`, `isVal` and
@@ -65,8 +67,8 @@ export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
  * ```ts
  * import { BaseRolloutWorker, Trajectory, type RolloutTask } from "nexrl";
  *
- * export class MyTaskWorker extends BaseRolloutWorker {
- *   async rollout(task: RolloutTask) {
+ * export class MyTaskWorker extends BaseRolloutWorker<{ prompt: string; answer: string }> {
+ *   async rollout(task: RolloutTask<{ prompt: string; answer: string }>) {
  *     const completion = await this.inferenceClient.completion(String(task.prompt));
  *     const reward = completion.response.trim() === task.data.answer ? 1 : 0;
  *     return this.putTrajectory(new Trajectory({
@@ -78,7 +80,7 @@ export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
  * }
  * ```
  */
-export abstract class BaseRolloutWorker {
+export abstract class BaseRolloutWorker<Row extends object = DataRow> {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND] = "nexrl.BaseRolloutWorker";
   /** The worker's name. */
@@ -107,7 +109,7 @@ export abstract class BaseRolloutWorker {
    * returning nothing and putting nothing gives the task no trajectory. Throwing (or timing out)
    * counts as a failed rollout, handled by the recipe's failure policy.
    */
-  abstract rollout(task: RolloutTask): Promise<RolloutResult> | RolloutResult;
+  abstract rollout(task: RolloutTask<Row>): Promise<RolloutResult> | RolloutResult;
 
   /**
    * The inference client of the current rollout: the policy being trained, with the recipe's

@@ -2,8 +2,8 @@
  * Prompt fields as chat messages.
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import type { ChatMessage } from "../../types/tokenizer.js";
+import { NexrlError } from "../../errors.js";
 
 /**
  * A prompt field as chat messages: text becomes one user message; an array of `{role, content}`

@@ -2,11 +2,11 @@
  * The `pig_latin` rollout worker: supervised examples from labelled rows.
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import { Trajectory } from "../../types/trajectory.js";
 import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
+import { NexrlError } from "../../errors.js";
 
 /** Fraction of the words of `expected` that `answer` has at the same place. */
 export function wordAccuracy(answer: string, expected: string): number {

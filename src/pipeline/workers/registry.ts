@@ -27,7 +27,7 @@ function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
  * gateway), or `custom` (the recipe's `custom_rollout_worker_class_name` exported by
  * `custom_rollout_worker_module_path`).
  * @param signal ends the run: the agent gateway closes when it aborts.
- * @throws UserModuleError for a custom class or evaluator that cannot be loaded, AgentSetupError
+ * @throws RecipeError for a custom class or evaluator that cannot be loaded, ConfigError
  * for an agent that cannot be loaded.
  */
 export async function resolveRolloutWorkerClass(
@@ -71,7 +71,7 @@ function isAgentServiceWorker(worker: RecipeConfig["rollout_worker"]): boolean {
 /**
  * What only the rollouts of the recipe's worker can show, said up front: for an agent without an
  * evaluator, that its reward must come from the agent.
- * @throws AgentSetupError for an agent whose episodes nothing could score.
+ * @throws ConfigError for an agent whose episodes nothing could score.
  */
 export async function rolloutWorkerNotes(config: RecipeConfig): Promise<string[]> {
   if (!isAgentServiceWorker(config.rollout_worker)) return [];

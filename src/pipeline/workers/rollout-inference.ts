@@ -8,9 +8,13 @@ import { markSamplingError } from "../rollout/error-origin.js";
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
 import { deriveSeed } from "../seed.js";
+import { NexrlError } from "../../errors.js";
 
-/** Why the calls of a rollout attempt fail once it is over. */
-export const ATTEMPT_OVER = new Error("the rollout attempt is over");
+/**
+ * Why the calls of a rollout attempt fail once it is over. One shared reason: `abort()` without
+ * one builds a DOMException, stack trace included, for every rollout.
+ */
+export const ATTEMPT_OVER = new NexrlError("the rollout attempt is over");
 
 /** Defaults applied to every call unless the worker passes its own value. */
 export interface RolloutSamplingDefaults {

@@ -2,12 +2,12 @@
  * The `simple` rollout worker: a text completion scored by its `<answer>` tag.
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { groundTruthOf } from "./math-answer.js";
+import { NexrlError } from "../../errors.js";
 
 /**
  * NexRL's `simple` worker: completes the text prompt and rewards 1 when the text inside the last

@@ -2,7 +2,6 @@
  * The `single_turn_math` rollout worker: one sampled answer per task, scored by rule.
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
@@ -11,6 +10,7 @@ import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";
 import { promptMessages } from "./messages.js";
+import { NexrlError } from "../../errors.js";
 
 /**
  * Samples one answer to the row's prompt (text or chat messages, formatted with the model's chat

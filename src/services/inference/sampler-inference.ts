@@ -1,8 +1,8 @@
 import { decodeTolerantly, type ChatMessage, type Tokenizer } from "../../types/tokenizer.js";
-import { NexrlError } from "../../types/errors.js";
 import { modelInputFromTokens } from "../../types/wire.js";
 import type { SamplingClient } from "../training/types.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "./types.js";
+import { NexrlError } from "../../errors.js";
 
 /** Options of {@link SamplerInferenceClient}. */
 export interface SamplerInferenceClientOptions {

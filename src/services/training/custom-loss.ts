@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { LossInputError } from "../../types/losses.js";
+import { InputError } from "../../errors.js";
 import type { ForwardBackwardOutput, LossFnOutput } from "../../types/results.js";
 import { tensorSize, type Datum, type TensorData } from "../../types/wire.js";
 import type { ApiFuture, TrainingClient } from "./types.js";
@@ -78,7 +78,7 @@ function crossEntropyDatum(d: Datum, targets: TensorData, weights: ArrayLike<num
 function targetsOf(d: Datum, i: number): TensorData {
   const targets = d.loss_fn_inputs.target_tokens;
   if (targets === undefined)
-    throw new LossInputError(
+    throw new InputError(
       `forwardBackwardCustom: datum ${i} has no loss input "target_tokens"; every datum needs the tokens whose logprobs the loss reads`,
     );
   return targets;
@@ -87,33 +87,31 @@ function targetsOf(d: Datum, i: number): TensorData {
 /** Checks what the loss function answered against the logprobs it was given. */
 function checkResult(result: CustomLossResult, logprobs: readonly number[][]): void {
   if (typeof result !== "object" || result === null)
-    throw new LossInputError("the custom loss function must return { loss, gradLogprobs }");
+    throw new InputError("the custom loss function must return { loss, gradLogprobs }");
   if (!Number.isFinite(result.loss))
-    throw new LossInputError(
-      `the custom loss function returned loss ${String(result.loss)}; it must be a finite number`,
-    );
+    throw new InputError(`the custom loss function returned loss ${String(result.loss)}; it must be a finite number`);
   const grads = result.gradLogprobs;
   if (!Array.isArray(grads) || grads.length !== logprobs.length) {
-    throw new LossInputError(
+    throw new InputError(
       `the custom loss function returned gradLogprobs for ${Array.isArray(grads) ? grads.length : 0} datums; it must return one array per datum (${logprobs.length})`,
     );
   }
   grads.forEach((g: ArrayLike<number>, i) => {
     if (g?.length !== logprobs[i]!.length) {
-      throw new LossInputError(
+      throw new InputError(
         `the custom loss function returned gradLogprobs[${i}] of length ${g?.length ?? 0}; datum ${i} has ${logprobs[i]!.length} logprobs`,
       );
     }
     for (let t = 0; t < g.length; t++) {
       if (!Number.isFinite(g[t]))
-        throw new LossInputError(
+        throw new InputError(
           `the custom loss function returned gradLogprobs[${i}][${t}] = ${g[t]}; gradients must be finite`,
         );
     }
   });
   for (const [key, value] of Object.entries(result.metrics ?? {})) {
     if (typeof value !== "number")
-      throw new LossInputError(
+      throw new InputError(
         `the custom loss function returned metric "${key}" = ${JSON.stringify(value)}; metrics must be numbers`,
       );
   }
@@ -131,7 +129,7 @@ function checkResult(result: CustomLossResult, logprobs: readonly number[][]): v
  * `logprobs` per datum, the service's metrics of the gradient pass, the loss function's metrics,
  * and `loss:sum` = the custom loss.
  *
- * @throws LossInputError for a datum without `target_tokens`, or a loss function that answers a
+ * @throws InputError for a datum without `target_tokens`, or a loss function that answers a
  * non-finite loss or gradients of the wrong shape (nothing is sent to the gradient pass then).
  */
 export async function forwardBackwardCustom(
@@ -139,7 +137,7 @@ export async function forwardBackwardCustom(
   data: readonly Datum[],
   lossFn: CustomLossFn,
 ): Promise<ApiFuture<ForwardBackwardOutput>> {
-  if (data.length === 0) throw new LossInputError("forwardBackwardCustom needs at least one datum");
+  if (data.length === 0) throw new InputError("forwardBackwardCustom needs at least one datum");
   const targets = data.map(targetsOf);
   const forwardData = data.map((d, i) => crossEntropyDatum(d, targets[i]!, new Float32Array(tensorSize(targets[i]!))));
   const forward = await (await client.forward(forwardData, "cross_entropy")).result();

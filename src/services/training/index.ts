@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { NexrlError } from "../../types/errors.js";
 import { LocalTrainingService, type LocalTrainingServiceOptions } from "./local/index.js";
 import { TinkerTrainingService, type TinkerServiceOptions } from "./tinker/index.js";
 import type { TrainingBackend, TrainingService } from "./types.js";
 import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index.js";
+import { ConfigError } from "../../errors.js";
 
 /**
  * Options of {@link createTrainingService}. Each backend reads the ones that concern it: `local`
@@ -18,9 +18,6 @@ import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index
 export interface TrainingServiceOptions
   extends Partial<LocalTrainingServiceOptions>, TinkerServiceOptions, WeaverServiceOptions {}
 
-/** Thrown for an unknown backend name or options a backend cannot work with. */
-export class TrainingServiceConfigError extends NexrlError {}
-
 /**
  * Creates the training service of `backend`.
  *
@@ -29,14 +26,14 @@ export class TrainingServiceConfigError extends NexrlError {}
  * const service = createTrainingService("tinker", { baseUrl: "http://127.0.0.1:8000" }); // key from TINKER_API_KEY
  * const local = createTrainingService("local", { outputDir: "outputs/run" });
  * ```
- * @throws {@link TrainingServiceConfigError} for an unknown backend or `local` without
- * `outputDir`; MissingApiKeyError for a remote backend without a key.
+ * @throws {@link ConfigError} for an unknown backend or `local` without
+ * `outputDir`; ConfigError for a remote backend without a key.
  */
 export function createTrainingService(backend: TrainingBackend, options: TrainingServiceOptions = {}): TrainingService {
   switch (backend) {
     case "local":
       if (!options.outputDir)
-        throw new TrainingServiceConfigError(
+        throw new ConfigError(
           "the local backend needs outputDir: the folder for its checkpoints and sampler snapshots",
         );
       return new LocalTrainingService({
@@ -50,9 +47,7 @@ export function createTrainingService(backend: TrainingBackend, options: Trainin
     case "weaver":
       return new WeaverTrainingService(options);
     default:
-      throw new TrainingServiceConfigError(
-        `unknown training backend "${String(backend)}"; use local, tinker or weaver`,
-      );
+      throw new ConfigError(`unknown training backend "${String(backend)}"; use local, tinker or weaver`);
   }
 }
 

@@ -5,15 +5,12 @@
  *
  * @module
  */
-import { NexrlError } from "../errors.js";
 import { DType } from "./tinker_public_pb.js";
-
-/** Thrown when the bytes of a protobuf array field cannot be read as the array they claim to be. */
-export class ProtoArrayError extends NexrlError {}
+import { InputError } from "../../errors.js";
 
 // Typed arrays use the host's byte order; the wire is little-endian, like every host Node supports.
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1)
-  throw new ProtoArrayError("the Tinker protobuf codec needs a little-endian host");
+  throw new InputError("the Tinker protobuf codec needs a little-endian host");
 
 /** Bytes per element of each dtype. */
 export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
@@ -65,7 +62,7 @@ function view<T>(
   what: string,
 ): T {
   if (bytes.byteLength % size !== 0)
-    throw new ProtoArrayError(`${what}: ${bytes.byteLength} bytes is not a whole number of ${size}-byte values`);
+    throw new InputError(`${what}: ${bytes.byteLength} bytes is not a whole number of ${size}-byte values`);
   // A copy (not `slice`, which on a Buffer is a view) starts at offset 0 of a buffer of its own.
   const aligned = bytes.byteOffset % size === 0 ? bytes : new Uint8Array(bytes);
   return new Type(aligned.buffer, aligned.byteOffset, aligned.byteLength / size);
@@ -81,14 +78,14 @@ export function readFloat32(bytes: Uint8Array, what = "float32 array"): number[]
   return Array.from(view(bytes, 4, Float32Array, what));
 }
 
-/** Little-endian int64 values. @throws {@link ProtoArrayError} for a value beyond ±2^53. */
+/** Little-endian int64 values. @throws {@link InputError} for a value beyond ±2^53. */
 export function readInt64(bytes: Uint8Array, what = "int64 array"): number[] {
   const values = view(bytes, 8, BigInt64Array, what);
   const out = new Array<number>(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;
     if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER))
-      throw new ProtoArrayError(`${what}[${i}] is ${v}, beyond the integers a JavaScript number holds exactly`);
+      throw new InputError(`${what}[${i}] is ${v}, beyond the integers a JavaScript number holds exactly`);
     out[i] = Number(v);
   }
   return out;
@@ -105,7 +102,7 @@ export function readBfloat16(bytes: Uint8Array, what = "bfloat16 array"): number
   return out;
 }
 
-/** The values of `bytes` in `dtype`. @throws {@link ProtoArrayError} for `DTYPE_UNSPECIFIED` or an unknown dtype. */
+/** The values of `bytes` in `dtype`. @throws {@link InputError} for `DTYPE_UNSPECIFIED` or an unknown dtype. */
 export function readDtype(bytes: Uint8Array, dtype: DType, what: string): number[] {
   switch (dtype) {
     case DType.DTYPE_FLOAT32:
@@ -117,8 +114,6 @@ export function readDtype(bytes: Uint8Array, dtype: DType, what: string): number
     case DType.DTYPE_BFLOAT16:
       return readBfloat16(bytes, what);
     default:
-      throw new ProtoArrayError(
-        `${what}: unsupported dtype ${String(dtype)}; expected float32, int64, int32 or bfloat16`,
-      );
+      throw new InputError(`${what}: unsupported dtype ${String(dtype)}; expected float32, int64, int32 or bfloat16`);
   }
 }

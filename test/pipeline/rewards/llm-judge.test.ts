@@ -1,7 +1,7 @@
 /** {@link LlmJudge} against a loopback OpenAI-compatible judge. */
 import { describe, expect, it } from "vitest";
+import { JudgeError } from "../../../src/errors.js";
 import {
-  JudgeError,
   LlmJudge,
   parseRanking,
   parseScore,

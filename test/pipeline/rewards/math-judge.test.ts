@@ -1,6 +1,7 @@
 /** The math worker's judge: group meetings for `group_rank`, and how the rule and cuts combine with verdicts. */
 import { describe, expect, it } from "vitest";
-import { JudgeError, LlmJudge } from "../../../src/pipeline/rewards/llm-judge.js";
+import { JudgeError } from "../../../src/errors.js";
+import { LlmJudge } from "../../../src/pipeline/rewards/llm-judge.js";
 import { judgeMathAnswer, MathJudge } from "../../../src/pipeline/rewards/math-judge.js";
 import { DEFAULT_GROUP_RUBRIC, DEFAULT_SCORE_RUBRIC } from "../../../src/recipe/schema/judge.js";
 import { task } from "../helpers.js";

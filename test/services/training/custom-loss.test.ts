@@ -18,7 +18,7 @@ import {
 } from "../../../src/services/training/custom-loss.js";
 import { createTrainingService } from "../../../src/services/training/index.js";
 import type { TrainingBackend, TrainingClient } from "../../../src/services/training/types.js";
-import { LossInputError } from "../../../src/types/losses.js";
+import { InputError } from "../../../src/errors.js";
 import { adamParams, datum, type Datum } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, service, tokens } from "./helpers.js";
 
@@ -261,7 +261,7 @@ describe("forwardBackwardCustom on the engine: the parameter gradient is the los
     await expect(forwardBackwardCustom(client, noTargets, dpoLoss(0.5))).rejects.toThrow(
       /datum 0 has no loss input "target_tokens"/,
     );
-    await expect(forwardBackwardCustom(client, [], dpoLoss(0.5))).rejects.toThrow(LossInputError);
+    await expect(forwardBackwardCustom(client, [], dpoLoss(0.5))).rejects.toThrow(InputError);
     const short: CustomLossFn = (_d, lp) => ({ loss: 1, gradLogprobs: lp.map((x) => x.slice(1)) });
     await expect(forwardBackwardCustom(client, data, short)).rejects.toThrow(
       /gradLogprobs\[0\] of length 7; datum 0 has 8 logprobs/,

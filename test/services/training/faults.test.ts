@@ -4,11 +4,7 @@
  * API key never appears in any log line or error.
  */
 import { describe, expect, it, vi } from "vitest";
-import { ApiConnectionError, ApiStatusError, AuthenticationError, NotFoundError } from "../../../src/http/index.js";
-import { SubmitOrderError } from "../../../src/http/submit-order.js";
 import {
-  OperationFailedError,
-  RequestFailedError,
   createTrainingService,
   type TrainingBackend,
   type TrainingClient,
@@ -16,6 +12,14 @@ import {
 } from "../../../src/services/training/index.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tokens } from "./helpers.js";
+import {
+  APIConnectionError,
+  APIError,
+  AuthenticationError,
+  NexrlError,
+  NotFoundError,
+  RemoteOperationError,
+} from "../../../src/errors.js";
 
 const SFT = [sftDatum("igpay atinlay"), sftDatum("ellohay orldway")];
 const ADAM = adamParams({ learning_rate: 1e-2 });
@@ -104,7 +108,7 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const svc = client(backend, server.url, []);
     if (backend === "tinker") {
       const error = await svc.createTrainingClient({ baseModel: "tiny" }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(RequestFailedError);
+      expect(error).toBeInstanceOf(RemoteOperationError);
       expect(error).toMatchObject({ category: "server" });
       expect((error as Error).message).toMatch(
         /create_model .*failed on the Tinker service \(server error\): fault injected/,
@@ -112,7 +116,7 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     } else {
       const model = await svc.createTrainingClient({ baseModel: "tiny" });
       const error = await (await model.forwardBackward(SFT, "cross_entropy")).result().catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(OperationFailedError);
+      expect(error).toBeInstanceOf(RemoteOperationError);
       expect((error as Error).message).toMatch(
         /forward_backward \(seq_id 1\) failed on the Weaver service \(internal_error\): fault injected/,
       );
@@ -124,9 +128,10 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const model = await client(backend, server.url, []).createTrainingClient({ baseModel: "tiny" });
     const outOfVocab = datum([1, 2, 999], { target_tokens: [2, 3, 4], weights: [1, 1, 1] });
     const error = await (await model.forward([outOfVocab], "cross_entropy")).result().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(backend === "tinker" ? RequestFailedError : OperationFailedError);
+    expect(error).toBeInstanceOf(RemoteOperationError);
     expect((error as Error).message).toMatch(/999, outside the model's vocabulary/);
-    if (error instanceof RequestFailedError) expect(error.category).toBe("user");
+    expect((error as RemoteOperationError).category).toBe("user");
+    expect((error as RemoteOperationError).service).toBe(backend);
     expect((await (await model.forward(SFT, "cross_entropy")).result()).lossFnOutputs).toHaveLength(2);
   });
 
@@ -160,10 +165,10 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const model = await svc.createTrainingClient({ baseModel: "tiny" });
     await server.close();
     expect(await model.forwardBackward(SFT, "cross_entropy").catch((e: unknown) => e)).toBeInstanceOf(
-      ApiConnectionError,
+      APIConnectionError,
     );
     const next = await model.optimStep(ADAM).catch((e: unknown) => e);
-    expect(next).toBeInstanceOf(SubmitOrderError);
+    expect(next).toBeInstanceOf(NexrlError);
     expect((next as Error).message).toMatch(/earlier forward_backward \(seq_id 1\) could not be submitted/);
   });
 });
@@ -174,7 +179,7 @@ describe("expired promises on tinker", () => {
     const error = await client("tinker", server.url, [], { maxRetries: 2 })
       .createTrainingClient({ baseModel: "tiny" })
       .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(error).toBeInstanceOf(APIError);
     expect(error).toMatchObject({ status: 410 });
     const submits = server.requests
       .filter((r) => r.path === "/api/v1/create_model")

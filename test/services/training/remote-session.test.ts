@@ -1,6 +1,4 @@
 import { describe, expect, it, vi } from "vitest";
-import { MissingApiKeyError } from "../../../src/http/endpoint.js";
-import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../src/http/errors.js";
 import {
   isTransient,
   RemoteSession,
@@ -9,6 +7,7 @@ import {
 } from "../../../src/services/training/remote/session.js";
 import { json, testServer } from "../../http/helpers.js";
 import { onCleanup } from "./helpers.js";
+import { APIConnectionError, APIError, APITimeoutError, APIUserAbortError, ConfigError } from "../../../src/errors.js";
 
 const KEY = "remote-session-key-3b9d7c";
 const SPEC = { service: "Acme", keyHeader: "X-Acme-Key", defaultUrl: "http://127.0.0.1:9", heartbeatIntervalMs: 5 };
@@ -53,7 +52,7 @@ describe("RemoteSession", () => {
     onCleanup(() => remote.close("test over"));
     expect((await remote.context()).sessionId).toBe("s1");
     expect(server.seen[0]!.headers["x-acme-key"]).toBe(KEY);
-    expect(() => session(server.url, [], {})).toThrow(MissingApiKeyError);
+    expect(() => session(server.url, [], {})).toThrow(ConfigError);
     expect(() => session(server.url, [], {})).toThrow(/ACME_API_KEY/);
   });
 
@@ -78,7 +77,7 @@ describe("RemoteSession", () => {
       released.push(server.seen.length);
     });
     const error = await waiting;
-    expect(error).toBeInstanceOf(RequestAbortedError);
+    expect(error).toBeInstanceOf(APIUserAbortError);
     expect((error as Error).message).toContain(`${server.url}/operations/7`);
     expect(ctx.closed.aborted).toBe(true);
     expect(released).toHaveLength(1);
@@ -90,7 +89,7 @@ describe("RemoteSession", () => {
 
   it("counts retryable statuses, broken connections and timeouts as transient, and honours x-should-retry", () => {
     const status = (code: number, headers: Record<string, string> = {}) =>
-      new ApiStatusError({ method: "GET", url: "u", status: code, body: {}, headers, hint: "" });
+      APIError.fromStatus({ method: "GET", url: "u", status: code, body: {}, headers, hint: "" });
     expect([429, 500, 503, 400, 404].map((code) => isTransient(status(code)))).toEqual([
       true,
       true,
@@ -100,9 +99,9 @@ describe("RemoteSession", () => {
     ]);
     expect(isTransient(status(500, { "x-should-retry": "false" }))).toBe(false);
     const request = { method: "GET", url: "u" };
-    expect(isTransient(new ApiConnectionError(request, true, new Error("reset")))).toBe(true);
-    expect(isTransient(new ApiTimeoutError(request, 10))).toBe(true);
-    expect(isTransient(new RequestAbortedError(request, "closed"))).toBe(false);
+    expect(isTransient(new APIConnectionError(request, true, new Error("reset")))).toBe(true);
+    expect(isTransient(new APITimeoutError(request, 10))).toBe(true);
+    expect(isTransient(new APIUserAbortError(request, "closed"))).toBe(false);
     expect(isTransient(new Error("other"))).toBe(false);
   });
 });

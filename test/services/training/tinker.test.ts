@@ -1,14 +1,11 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { MissingApiKeyError } from "../../../src/http/endpoint.js";
 import { HttpTransport, type HttpRequest } from "../../../src/http/transport.js";
 import { trajectoryToDatum } from "../../../src/pipeline/index.js";
 import {
   LocalTrainingService,
   TinkerTrainingService,
-  TrainingServiceConfigError,
-  UnsupportedTrainingModeError,
   chunkDatums,
   createTrainingService,
   reduceMetrics,
@@ -16,10 +13,10 @@ import {
 import { DEFAULT_CHUNK_LIMITS, estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
 import { negotiate } from "../../../src/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
-import { LossInputError } from "../../../src/types/losses.js";
 import { Trajectory } from "../../../src/types/trajectory.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir, tokens } from "./helpers.js";
+import { ConfigError, InputError } from "../../../src/errors.js";
 
 const DATUMS = ["a", "bb", "ccc", "dddd", "eeeee"].map((t) => sftDatum(`word ${t}`));
 
@@ -139,7 +136,7 @@ describe("tinker client", () => {
     const client = await svc.createTrainingClient({ baseModel: "tiny" });
     const t = tokens("abc");
     const missingWeights = datum(t.slice(0, -1), { target_tokens: t.slice(1) });
-    await expect(client.forwardBackward([missingWeights], "cross_entropy")).rejects.toThrow(LossInputError);
+    await expect(client.forwardBackward([missingWeights], "cross_entropy")).rejects.toThrow(InputError);
     await expect(client.forwardBackward([], "cross_entropy")).rejects.toThrow(/no datums/);
     await expect(client.forwardBackward([sftDatum("x")], "cross_entropy", { beta: 1 })).rejects.toThrow(
       /loss_fn_config key "beta"/,
@@ -165,9 +162,7 @@ describe("tinker client", () => {
 
   it("refuses full fine-tuning, which Tinker does not offer", async () => {
     const { svc } = await tinker();
-    await expect(svc.createTrainingClient({ baseModel: "tiny", trainingMode: "full_ft" })).rejects.toThrow(
-      UnsupportedTrainingModeError,
-    );
+    await expect(svc.createTrainingClient({ baseModel: "tiny", trainingMode: "full_ft" })).rejects.toThrow(ConfigError);
   });
 
   it("scores a sequence that fills the whole context", async () => {
@@ -212,13 +207,13 @@ describe("createTrainingService", () => {
     });
     onCleanup(() => svc.close());
     expect((await svc.createTrainingClient({ baseModel: "tiny" })).modelId).toMatch(/:train:0$/);
-    expect(() => createTrainingService("tinker", { env: {} })).toThrow(MissingApiKeyError);
+    expect(() => createTrainingService("tinker", { env: {} })).toThrow(ConfigError);
     expect(() => createTrainingService("weaver", { env: {} })).toThrow(/set WEAVER_API_KEY or pass apiKey/);
   });
 
   it("builds the local backend from an output folder and rejects unknown backends", () => {
     expect(createTrainingService("local", { outputDir: "out" })).toBeInstanceOf(LocalTrainingService);
-    expect(() => createTrainingService("local")).toThrow(TrainingServiceConfigError);
+    expect(() => createTrainingService("local")).toThrow(ConfigError);
     expect(() => createTrainingService("cloud" as "local", {})).toThrow(/unknown training backend "cloud"/);
   });
 });

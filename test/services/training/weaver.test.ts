@@ -1,16 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { HttpTransport, NotFoundError } from "../../../src/http/index.js";
-import {
-  OperationFailedError,
-  PauseNotSupportedError,
-  WeaverTrainingService,
-  type WeaverSamplingClient,
-} from "../../../src/services/training/index.js";
+import { HttpTransport } from "../../../src/http/index.js";
+import { WeaverTrainingService, type WeaverSamplingClient } from "../../../src/services/training/index.js";
 import { field } from "../../../src/services/training/weaver/fields.js";
 import { readLossPass, weaverDatums, weaverSamplingParams } from "../../../src/services/training/weaver/wire.js";
-import { SamplingParamsError } from "../../../src/engine/index.js";
 import { adamParams, datum, modelInputFromTokens, type Datum } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tokens } from "./helpers.js";
+import { ConfigError, InputError, NotFoundError, RemoteOperationError } from "../../../src/errors.js";
 
 const SFT = [sftDatum("igpay atinlay")];
 
@@ -49,7 +44,7 @@ describe("weaver pause and continue", () => {
     const model = await svc.createTrainingClient({ baseModel: "tiny" });
     const { path } = await (await model.saveWeightsForSampler("s")).result();
     const sampler = (await svc.createSamplingClient(path)) as WeaverSamplingClient;
-    await expect(sampler.pauseGeneration()).rejects.toThrow(PauseNotSupportedError);
+    await expect(sampler.pauseGeneration()).rejects.toThrow(ConfigError);
     await expect(sampler.continueGeneration()).rejects.toThrow(/applies only to full_ft models/);
     expect(server.requests.some((r) => r.path.endsWith("-generation"))).toBe(false);
     // A client that does not know the model's mode asks the server, which refuses.
@@ -77,7 +72,7 @@ describe("weaver checkpoints and exports", () => {
     await (await model.loadState(full.path, { optimizer: true })).result();
     await (await model.loadState(weights.path, { optimizer: false })).result();
     const error = await (await model.loadState(weights.path, { optimizer: true })).result().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OperationFailedError);
+    expect(error).toBeInstanceOf(RemoteOperationError);
     expect((error as Error).message).toMatch(/holds weights only/);
     // A sampling checkpoint serves a sampler.
     const sampler = await svc.createSamplingClient(sampling.path);
@@ -155,7 +150,7 @@ describe("weaver wire", () => {
       max_tokens: 2,
       stop: ["\n"],
     });
-    expect(() => weaverSamplingParams({ maxTokens: 2, stop: [10] })).toThrow(SamplingParamsError);
+    expect(() => weaverSamplingParams({ maxTokens: 2, stop: [10] })).toThrow(InputError);
   });
 
   it("reads fields in any casing and aggregates task metrics", () => {

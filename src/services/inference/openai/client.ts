@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { HttpError, RequestAbortedError } from "../../../http/errors.js";
+import type { ErrorHints } from "../../../http/errors.js";
 import { HttpTransport } from "../../../http/transport.js";
 import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
-import { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
 import { parseTokenIdStrings, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";
+import { UnexpectedResponseError } from "../../../errors.js";
 
 /** Sampling parameters a client applies when a call does not give them. */
 export type SamplingDefaults = Pick<InferenceOptions, "maxTokens" | "temperature" | "topP" | "topK" | "stop" | "seed">;
@@ -34,7 +34,7 @@ export interface OpenAIInferenceClientOptions {
   maxRetries?: number;
   /**
    * Re-tokenise locally when the server reports no token ids (default false: such a call fails
-   * with {@link TokenIdsUnavailableError}). Re-tokenised ids may differ from the ones the model
+   * with {@link UnexpectedResponseError}). Re-tokenised ids may differ from the ones the model
    * saw; results list what was re-tokenised in `retokenized`.
    */
   allowRetokenize?: boolean;
@@ -57,6 +57,15 @@ export interface OpenAIInferenceClientOptions {
 }
 
 const DEFAULT_MAX_TOKENS = 256;
+
+/** What to do about a failure of an OpenAI-compatible server, in the words of this client's options. */
+const INFERENCE_HINTS: ErrorHints = {
+  status: {
+    404: "Check baseURL (it usually ends in /v1) and the model name the server serves (GET /v1/models).",
+    429: "The server is overloaded; lower the number of concurrent rollouts or raise maxRetries.",
+  },
+  timeout: "raise timeoutMs or lower maxTokens",
+};
 
 /** The logprobs of a `/v1/completions` choice. */
 interface CompletionLogprobs {
@@ -106,7 +115,7 @@ function reportedIds(
  * for vLLM's `return_token_ids` (prompt and completion ids in the response) and, as a fallback for
  * older servers, `return_tokens_as_token_ids` (logprob tokens written `token_id:<n>`), plus
  * `logprobs` and `include_stop_str_in_output` (so the text matches the ids). When a server
- * reports neither, the call fails with {@link TokenIdsUnavailableError} naming the missing option,
+ * reports neither, the call fails with {@link UnexpectedResponseError} naming the missing option,
  * unless `allowRetokenize` is set.
  *
  * `response` is the text the server returned (a stop string included; for a chat answer that
@@ -132,6 +141,7 @@ export class OpenAIInferenceClient implements InferenceClient {
       apiKeyHeader: "authorization",
       apiKeyScheme: "Bearer",
       apiKeySource: "apiKey (or OPENAI_API_KEY)",
+      hints: INFERENCE_HINTS,
       timeoutMs: options.timeoutMs ?? 600_000,
       maxRetries: options.maxRetries ?? 2,
       ...(options.connections !== undefined && { connections: options.connections }),
@@ -183,7 +193,7 @@ export class OpenAIInferenceClient implements InferenceClient {
     const response = await this.post<CompletionAnswer>("/completions", body, options);
     const choice = response.choices?.[0];
     if (!choice)
-      throw new InferenceResponseError(
+      throw new UnexpectedResponseError(
         `POST ${this.baseURL}/completions returned no choice; check that the server is OpenAI-compatible`,
       );
     let responseTokens = reportedIds(choice.token_ids, choice.logprobs?.tokens);
@@ -217,7 +227,7 @@ export class OpenAIInferenceClient implements InferenceClient {
     const response = await this.post<ChatCompletionAnswer>("/chat/completions", params, options);
     const choice = response.choices?.[0];
     if (!choice)
-      throw new InferenceResponseError(
+      throw new UnexpectedResponseError(
         `POST ${this.baseURL}/chat/completions returned no choice; check that the server is OpenAI-compatible`,
       );
     const text = choice.message?.content ?? "";
@@ -303,26 +313,22 @@ export class OpenAIInferenceClient implements InferenceClient {
 
   /**
    * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
-   * returns the parsed answer; failures become {@link InferenceRequestError}, aborts pass through.
+   * returns the parsed answer; failures are the transport's {@link APIError}s, with this client's hints.
    */
-  private post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
-    const request = { method: "POST", path, body, retry: "all", signal: options.signal } as const;
-    return this.http.request<A | undefined>(request).then(
-      (response) => {
-        if (response.body === null || typeof response.body !== "object") {
-          throw new InferenceResponseError(
-            `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
-          );
-        }
-        return response.body;
-      },
-      (error: unknown) => {
-        // Aborts pass through as they are: the caller asked for them.
-        throw error instanceof HttpError && !(error instanceof RequestAbortedError)
-          ? new InferenceRequestError(`POST ${this.baseURL}${path}`, error)
-          : error;
-      },
-    );
+  private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
+    const response = await this.http.request<A | undefined>({
+      method: "POST",
+      path,
+      body,
+      retry: "all",
+      signal: options.signal,
+    });
+    if (response.body === null || typeof response.body !== "object") {
+      throw new UnexpectedResponseError(
+        `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
+      );
+    }
+    return response.body;
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
@@ -334,7 +340,7 @@ export class OpenAIInferenceClient implements InferenceClient {
           `set chatVia: "completions" to apply the chat template here and send token ids, or set allowRetokenize: true to apply it locally after the fact`
         : `the server at ${this.baseURL} reported no response token ids: neither token_ids (vLLM's return_token_ids) nor logprob tokens written token_id:<n> ` +
           `(return_tokens_as_token_ids); serve the model with vLLM >= 0.10.2 or a server that honours one of them, or set allowRetokenize: true to re-encode the text locally`;
-    throw new TokenIdsUnavailableError(message);
+    throw new UnexpectedResponseError(message);
   }
 
   private checkLogprobs(
@@ -345,7 +351,7 @@ export class OpenAIInferenceClient implements InferenceClient {
     let valid = logprobs !== null && logprobs !== undefined && logprobs.length === count;
     for (let i = 0; valid && i < count; i++) valid = typeof logprobs![i] === "number";
     if (!valid) {
-      throw new InferenceResponseError(
+      throw new UnexpectedResponseError(
         `POST ${this.baseURL}${path} returned ${logprobs ? `${logprobs.length} logprobs` : "no logprobs"} for ${count} response tokens; the server must honour logprobs${path === "/completions" ? ": 1" : ": true"} (with re-tokenised ids the counts can differ: use a server that reports token ids)`,
       );
     }

@@ -4,5 +4,4 @@
  * @module
  */
 export { OpenAIInferenceClient, type OpenAIInferenceClientOptions, type SamplingDefaults } from "./client.js";
-export { InferenceRequestError, InferenceResponseError, TokenIdsUnavailableError } from "./errors.js";
 export { parseTokenIdStrings, tokenIdString, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";

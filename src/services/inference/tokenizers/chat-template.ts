@@ -6,7 +6,7 @@
  */
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage, ChatTemplateOptions } from "../../../types/tokenizer.js";
-import { ChatTemplateError } from "./errors.js";
+import { InputError } from "../../../errors.js";
 
 /** `chat_template` as `tokenizer_config.json` stores it: one template, or several by name. */
 export type ChatTemplateSource = string | ReadonlyArray<{ name: string; template: string }>;
@@ -21,7 +21,7 @@ export class ChatTemplate {
   /**
    * @param source the template text, or the named templates.
    * @param specialTokens variables every render sees, such as `bos_token` and `eos_token`.
-   * @throws {@link ChatTemplateError} when a template does not parse.
+   * @throws {@link InputError} when a template does not parse.
    */
   constructor(
     source: ChatTemplateSource,
@@ -32,14 +32,14 @@ export class ChatTemplate {
       try {
         this.templates.set(name, new Template(template));
       } catch (error) {
-        throw new ChatTemplateError(
+        throw new InputError(
           `the chat template "${name}" does not parse (${(error as Error).message}); fix chat_template in tokenizer_config.json`,
           { cause: error },
         );
       }
     }
     if (!this.templates.has("default")) {
-      throw new ChatTemplateError(
+      throw new InputError(
         `tokenizer_config.json names chat templates [${[...this.templates.keys()].join(", ")}] but none is "default"; add a "default" template`,
       );
     }
@@ -48,7 +48,7 @@ export class ChatTemplate {
   /**
    * Text of `messages` in the chat format. `chatTemplateKwargs` may override the special-token
    * variables but not `messages`, `tools` or `add_generation_prompt`.
-   * @throws {@link ChatTemplateError} when the template raises or fails on the conversation.
+   * @throws {@link InputError} when the template raises or fails on the conversation.
    */
   render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     const hasTools = (options.tools?.length ?? 0) > 0;
@@ -62,7 +62,7 @@ export class ChatTemplate {
         add_generation_prompt: options.addGenerationPrompt ?? false,
       });
     } catch (error) {
-      throw new ChatTemplateError(`the chat template failed on this conversation: ${(error as Error).message}`, {
+      throw new InputError(`the chat template failed on this conversation: ${(error as Error).message}`, {
         cause: error,
       });
     }

@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { TokenizerLoadError } from "./errors.js";
+import { ConfigError } from "../../../errors.js";
 
 /** The parsed files a Hugging Face tokenizer is built from. */
 export interface HfTokenizerFiles {
@@ -28,7 +28,7 @@ async function readOptional(path: string): Promise<string | undefined> {
     return await readFile(path, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new TokenizerLoadError(`cannot read ${path}: ${(error as Error).message}`, { cause: error });
+    throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`, { cause: error });
   }
 }
 
@@ -36,7 +36,7 @@ async function readJson(dir: string, name: string): Promise<Record<string, unkno
   const path = join(dir, name);
   const text = await readOptional(path);
   if (text === undefined) {
-    throw new TokenizerLoadError(
+    throw new ConfigError(
       `${dir} has no ${name}; a Hugging Face tokenizer folder needs ${REQUIRED_TOKENIZER_FILES.join(" and ")} (download them from the model's page on the Hub)`,
     );
   }
@@ -44,12 +44,12 @@ async function readJson(dir: string, name: string): Promise<Record<string, unkno
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new TokenizerLoadError(`${path} is not valid JSON (${(error as Error).message}); download it again`, {
+    throw new ConfigError(`${path} is not valid JSON (${(error as Error).message}); download it again`, {
       cause: error,
     });
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new TokenizerLoadError(`${path} must hold a JSON object; download it again`);
+    throw new ConfigError(`${path} must hold a JSON object; download it again`);
   }
   return value as Record<string, unknown>;
 }
@@ -57,7 +57,7 @@ async function readJson(dir: string, name: string): Promise<Record<string, unkno
 /**
  * Reads `tokenizer.json`, `tokenizer_config.json` and, when present, `chat_template.jinja` from
  * `dir`.
- * @throws {@link TokenizerLoadError} when a required file is missing or malformed.
+ * @throws {@link ConfigError} when a required file is missing or malformed.
  */
 export async function readTokenizerFolder(dir: string): Promise<HfTokenizerFiles> {
   const [tokenizerJson, tokenizerConfig, chatTemplate] = await Promise.all([

@@ -4,7 +4,6 @@
  * @module
  */
 import { Tokenizer as CoreTokenizer } from "@huggingface/tokenizers";
-import { TokenIdError } from "../../../engine/errors.js";
 import {
   decodeAround,
   type ChatMessage,
@@ -14,8 +13,8 @@ import {
   type Tokenizer,
 } from "../../../types/tokenizer.js";
 import { ChatTemplate, type ChatTemplateSource } from "./chat-template.js";
-import { ChatTemplateError, TokenizerLoadError } from "./errors.js";
 import { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
+import { ConfigError, InputError } from "../../../errors.js";
 
 /** A special token as `tokenizer_config.json` gives it: its text, an AddedToken object, or null. */
 function tokenText(value: unknown): string | undefined {
@@ -36,7 +35,7 @@ function templateOf(config: Record<string, unknown>, source: string): ChatTempla
     typeof (t as { name?: unknown }).name === "string" &&
     typeof (t as { template?: unknown }).template === "string";
   if (typeof value === "string" || (Array.isArray(value) && value.every(isNamed))) return value as ChatTemplateSource;
-  throw new TokenizerLoadError(
+  throw new ConfigError(
     `chat_template in tokenizer_config.json of ${source} must be a template text or a list of { name, template }`,
   );
 }
@@ -69,14 +68,14 @@ export class HfTokenizer implements Tokenizer {
   /**
    * @param files the parsed tokenizer files.
    * @param source where they came from, for error messages (a folder or a Hub id).
-   * @throws {@link TokenizerLoadError} for files the tokenizer cannot be built from;
-   *   {@link ChatTemplateError} for a chat template that does not parse.
+   * @throws {@link ConfigError} for files the tokenizer cannot be built from;
+   *   {@link InputError} for a chat template that does not parse.
    */
   constructor(files: HfTokenizerFiles, source = "the tokenizer") {
     try {
       this.core = new CoreTokenizer(files.tokenizerJson, files.tokenizerConfig);
     } catch (error) {
-      throw new TokenizerLoadError(
+      throw new ConfigError(
         `cannot build a tokenizer from ${source}: ${(error as Error).message}; check that tokenizer.json is complete`,
         { cause: error },
       );
@@ -88,14 +87,14 @@ export class HfTokenizer implements Tokenizer {
     const idOf = (key: string, text: string): number => {
       const id = this.core.token_to_id(text);
       if (id === undefined)
-        throw new TokenizerLoadError(
+        throw new ConfigError(
           `${key} "${text}" of ${source} is not in its vocabulary; fix ${key} in tokenizer_config.json`,
         );
       return id;
     };
     const eos = tokenText(config.eos_token);
     if (eos === undefined)
-      throw new TokenizerLoadError(
+      throw new ConfigError(
         `tokenizer_config.json of ${source} has no eos_token; add the token that ends a turn (for example "<|im_end|>")`,
       );
     this.eosToken = eos;
@@ -112,7 +111,7 @@ export class HfTokenizer implements Tokenizer {
   /**
    * Loads the tokenizer in `dir` (`tokenizer.json`, `tokenizer_config.json` and an optional
    * `chat_template.jinja`).
-   * @throws {@link TokenizerLoadError} when a file is missing or malformed.
+   * @throws {@link ConfigError} when a file is missing or malformed.
    */
   static async fromFolder(dir: string): Promise<HfTokenizer> {
     return new HfTokenizer(await readTokenizerFolder(dir), dir);
@@ -138,7 +137,7 @@ export class HfTokenizer implements Tokenizer {
     const list = Array.from(ids);
     list.forEach((id, i) => {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.core.id_to_token(id) === undefined) {
-        throw new TokenIdError(
+        throw new InputError(
           `cannot decode token id ${id} at index ${i}: the tokenizer has ids 0..${this.vocabSize - 1}`,
         );
       }
@@ -148,11 +147,11 @@ export class HfTokenizer implements Tokenizer {
 
   /**
    * Text of a conversation in the model's chat format (`tokenize=False` in `transformers`).
-   * @throws {@link ChatTemplateError} when the tokenizer has no chat template or it fails.
+   * @throws {@link InputError} when the tokenizer has no chat template or it fails.
    */
   renderChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     if (!this.template) {
-      throw new ChatTemplateError(
+      throw new InputError(
         "this tokenizer has no chat template (no chat_template in tokenizer_config.json and no chat_template.jinja); format the prompt yourself and use completion()",
       );
     }

@@ -7,8 +7,8 @@ import { mkdir, rename, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { networkReason } from "../network-reason.js";
-import { TokenizerLoadError } from "./errors.js";
 import { CHAT_TEMPLATE_FILE, REQUIRED_TOKENIZER_FILES } from "./files.js";
+import { ConfigError } from "../../../errors.js";
 
 /** Options of {@link downloadTokenizer}. */
 export interface HubDownloadOptions {
@@ -51,17 +51,15 @@ export interface HubTokenizerCache {
 /**
  * Where {@link downloadTokenizer} keeps the tokenizer of Hub model `id`, and whether it is there
  * already; makes no request.
- * @throws {@link TokenizerLoadError} for an invalid id or revision.
+ * @throws {@link ConfigError} for an invalid id or revision.
  */
 export async function hubTokenizerCache(id: string, options: HubDownloadOptions = {}): Promise<HubTokenizerCache> {
   const revision = options.revision ?? "main";
   if (!HUB_ID.test(id) || id.includes("..")) {
-    throw new TokenizerLoadError(
-      `"${id}" is neither a tokenizer folder nor a Hugging Face model id like "Qwen/Qwen3-0.6B"`,
-    );
+    throw new ConfigError(`"${id}" is neither a tokenizer folder nor a Hugging Face model id like "Qwen/Qwen3-0.6B"`);
   }
   if (!REVISION.test(revision))
-    throw new TokenizerLoadError(
+    throw new ConfigError(
       `revision "${revision}" must be a branch, tag or commit name (letters, digits, "_", "-", ".")`,
     );
   // join() splits the id at "/" into the owner and repository folders (and normalises it on Windows).
@@ -75,7 +73,7 @@ export async function hubTokenizerCache(id: string, options: HubDownloadOptions 
  * Downloads `tokenizer.json`, `tokenizer_config.json` and, when the model has one,
  * `chat_template.jinja` of Hub model `id` into `<cacheDir>/<id>/<revision>/`, and returns that
  * folder. A folder that already holds the required files is used as it is, without a request.
- * @throws {@link TokenizerLoadError} for an invalid id, an unreachable Hub (offline), a model
+ * @throws {@link ConfigError} for an invalid id, an unreachable Hub (offline), a model
  *   that does not exist or needs a token, and files that cannot be written.
  */
 export async function downloadTokenizer(id: string, options: HubDownloadOptions = {}): Promise<string> {
@@ -92,7 +90,7 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
         signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
       });
     } catch (error) {
-      throw new TokenizerLoadError(
+      throw new ConfigError(
         `cannot download ${url} (${networkReason(error)}); this machine may be offline: copy ${REQUIRED_TOKENIZER_FILES.join(" and ")} of ${id} into ${folder} or into a folder whose path you pass instead of the id`,
         { cause: error },
       );
@@ -106,7 +104,7 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
         : response.status === 404
           ? `check the model id and revision "${revision}"`
           : "try again later";
-    throw new TokenizerLoadError(`downloading ${url} failed with HTTP ${response.status}; ${hint}`);
+    throw new ConfigError(`downloading ${url} failed with HTTP ${response.status}; ${hint}`);
   };
   const [tokenizerJson, tokenizerConfig, chatTemplate] = await Promise.all([
     fetchFile("tokenizer.json", true),
@@ -128,7 +126,7 @@ export async function downloadTokenizer(id: string, options: HubDownloadOptions 
       await rename(partial, join(folder, name));
     }
   } catch (error) {
-    throw new TokenizerLoadError(
+    throw new ConfigError(
       `cannot write the downloaded tokenizer into ${folder}: ${(error as Error).message}; set cacheDir to a writable folder`,
       { cause: error },
     );

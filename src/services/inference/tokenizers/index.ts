@@ -4,7 +4,6 @@
  *
  * @module
  */
-export { ChatTemplateError, TokenizerLoadError } from "./errors.js";
 export { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
 export { HfTokenizer } from "./hf-tokenizer.js";
 export { defaultTokenizerCacheDir, downloadTokenizer, type HubDownloadOptions } from "./hub.js";

@@ -7,9 +7,9 @@
 import { stat } from "node:fs/promises";
 import { ByteTokenizer, MODEL_PRESETS } from "../../../engine/index.js";
 import type { Tokenizer } from "../../../types/tokenizer.js";
-import { TokenizerLoadError } from "./errors.js";
 import { HfTokenizer } from "./hf-tokenizer.js";
 import { downloadTokenizer, hubTokenizerCache, type HubDownloadOptions, type HubTokenizerCache } from "./hub.js";
+import { ConfigError } from "../../../errors.js";
 
 /** Options of {@link loadTokenizer}: where and how Hub tokenizers are downloaded. */
 export type LoadTokenizerOptions = HubDownloadOptions;
@@ -28,7 +28,7 @@ export type TokenizerSource =
 /**
  * Where the tokenizer of `nameOrPath` comes from (see {@link loadTokenizer}), without loading or
  * downloading it: a Hub id says where it is cached and whether it is already.
- * @throws {@link TokenizerLoadError} for a file, a missing folder path or an invalid Hub id.
+ * @throws {@link ConfigError} for a file, a missing folder path or an invalid Hub id.
  */
 export async function locateTokenizer(
   nameOrPath: string,
@@ -38,11 +38,10 @@ export async function locateTokenizer(
   const info = await stat(nameOrPath).catch(() => undefined);
   if (info?.isDirectory()) return { kind: "folder", folder: nameOrPath };
   if (info)
-    throw new TokenizerLoadError(
+    throw new ConfigError(
       `${nameOrPath} is a file; pass the folder that holds tokenizer.json and tokenizer_config.json`,
     );
-  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath))
-    throw new TokenizerLoadError(`there is no tokenizer folder at ${nameOrPath}`);
+  if (/^(\.{1,2}|~)?[\\/]/.test(nameOrPath)) throw new ConfigError(`there is no tokenizer folder at ${nameOrPath}`);
   return { kind: "hub", id: nameOrPath, cache: await hubTokenizerCache(nameOrPath, options) };
 }
 
@@ -52,7 +51,7 @@ export async function locateTokenizer(
  * - an existing folder: the Hugging Face tokenizer in it;
  * - otherwise a Hub model id such as `Qwen/Qwen3-0.6B`: its tokenizer, downloaded once into
  *   `options.cacheDir` and read from there afterwards.
- * @throws {@link TokenizerLoadError} when the folder lacks the files or the download fails.
+ * @throws {@link ConfigError} when the folder lacks the files or the download fails.
  */
 export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   const source = await locateTokenizer(nameOrPath, options);

@@ -9,9 +9,9 @@
  */
 import { sleep, type BackoffOptions } from "../../../http/backoff.js";
 import { resolveEndpoint, type EndpointOptions, type EndpointSpec } from "../../../http/endpoint.js";
-import { ApiConnectionError, ApiStatusError, ApiTimeoutError, RequestAbortedError } from "../../../http/errors.js";
 import { Heartbeat } from "../../../http/heartbeat.js";
 import { HttpTransport } from "../../../http/transport.js";
+import { APIConnectionError, APIError, APITimeoutError, APIUserAbortError } from "../../../errors.js";
 
 /** Options every remote training service takes; the key and base URL fall back to the environment. */
 export interface RemoteServiceOptions extends EndpointOptions {
@@ -80,7 +80,7 @@ export class RemoteSession<C extends RemoteContext> {
    * @param spec how the service names its settings.
    * @param options the key, base URL, timeouts, retries, heartbeat interval and log.
    * @param open creates the session on the service (with this session's transport and close signal).
-   * @throws MissingApiKeyError when neither the options nor the environment hold a key.
+   * @throws ConfigError when neither the options nor the environment hold a key.
    */
   constructor(
     private readonly spec: RemoteServiceSpec,
@@ -147,15 +147,15 @@ export class RemoteSession<C extends RemoteContext> {
  */
 export function isTransient(error: unknown): boolean {
   return (
-    (error instanceof ApiStatusError && error.isRetryable) ||
-    error instanceof ApiConnectionError ||
-    error instanceof ApiTimeoutError
+    (error instanceof APIError && error.isRetryable) ||
+    error instanceof APIConnectionError ||
+    error instanceof APITimeoutError
   );
 }
 
 /**
  * Waits `ms` before sending `method path` (again), unless the service is closed first.
- * @throws RequestAbortedError naming the request when the service is closed.
+ * @throws APIUserAbortError naming the request when the service is closed.
  */
 export async function waitBefore(
   ctx: Pick<RemoteContext, "http" | "closed">,
@@ -166,6 +166,6 @@ export async function waitBefore(
   try {
     await sleep(ms, ctx.closed);
   } catch {
-    throw new RequestAbortedError({ method, url: `${ctx.http.baseUrl}${path}` }, "the service was closed");
+    throw new APIUserAbortError({ method, url: `${ctx.http.baseUrl}${path}` }, "the service was closed");
   }
 }

@@ -5,18 +5,13 @@
  * @module
  */
 import type { BackoffOptions } from "../../../http/backoff.js";
-import { ApiStatusError } from "../../../http/errors.js";
 import type { HttpRequest, HttpResponse, HttpTransport } from "../../../http/transport.js";
-import { NexrlError } from "../../../types/errors.js";
 import { waitBefore, type RemoteContext } from "../remote/session.js";
 import type { BillingPause } from "./billing.js";
 import type { ChunkLimits } from "./chunks.js";
 import type { TinkerNegotiation } from "./generation.js";
 import type { JwtCredential } from "./jwt.js";
-import { TinkerResponseError } from "./wire.js";
-
-/** Thrown when a Tinker service kept answering 402 for longer than its `billing_exception_max_pause_duration_sec`. */
-export class BillingPauseExceededError extends NexrlError {}
+import { APIError, RemoteOperationError, UnexpectedResponseError } from "../../../errors.js";
 
 /** Options of one {@link TinkerContext.request}. */
 export interface TinkerRequestOptions {
@@ -71,11 +66,11 @@ export function tinkerRequester(options: TinkerRequesterOptions): TinkerContext[
           credential ? { ...request, headers: { ...request.headers, "X-API-Key": credential } } : request,
         );
       } catch (error) {
-        if (!(error instanceof ApiStatusError) || error.status !== 402 || callOptions.billingPause === false)
-          throw error;
+        if (!(error instanceof APIError) || error.status !== 402 || callOptions.billingPause === false) throw error;
         if (!billing.shouldPause(error.message, options.log)) {
-          throw new BillingPauseExceededError(
+          throw new RemoteOperationError(
             `${error.message} The service has answered 402 for ${Math.round(billing.pausedMs / 1000)} s, longer than the ${Math.round(billing.maxPauseSeconds)} s it allows to wait (billing_exception_max_pause_duration_sec); sort out the account's billing and run again`,
+            { service: "tinker", category: "user", serviceMessage: error.message },
             { cause: error },
           );
         }
@@ -109,7 +104,7 @@ export async function submitRequest(
     headers: { "X-Tinker-Request-Type": requestType, ...headers },
   });
   if (typeof answer?.request_id !== "string") {
-    throw new TinkerResponseError(
+    throw new UnexpectedResponseError(
       `POST /api/v1/${endpoint} answered without a request_id: ${ctx.http.redact(JSON.stringify(answer)).slice(0, 200)}`,
     );
   }

@@ -5,16 +5,15 @@
  * @module
  */
 import { backoffDelayMs } from "../../../http/backoff.js";
-import { ApiStatusError } from "../../../http/errors.js";
 import { isTransient, waitBefore } from "../remote/session.js";
 import type { ApiFuture } from "../types.js";
 import type { TinkerContext } from "./context.js";
-import { RequestFailedError, type RequestErrorCategory } from "./errors.js";
+import { APIError, type RemoteErrorCategory, RemoteOperationError } from "../../../errors.js";
 
 /** Bare 400s (which a proxy may inject) tolerated per poll loop before one is final. */
 const MAX_BAD_REQUESTS = 3;
 
-const CATEGORIES = new Set<RequestErrorCategory>(["user", "server", "unknown"]);
+const CATEGORIES = new Set<RemoteErrorCategory>(["user", "server", "unknown"]);
 
 /**
  * A submitted request's future. `result()` polls `retrieve_future` until the answer is there:
@@ -22,7 +21,7 @@ const CATEGORIES = new Set<RequestErrorCategory>(["user", "server", "unknown"]);
  * request, which the service deduplicates by `seq_id`, and polls the new request id; 429, 5xx
  * (unless the service says not to retry), broken connections and timeouts back off (honouring
  * `retry-after`). 410s and those failures end the wait after `maxRetries` in a row;
- * `{error, category}` rejects with {@link RequestFailedError}; any other error status rejects
+ * `{error, category}` rejects with {@link RemoteOperationError}; any other error status rejects
  * with its typed error.
  */
 export class TinkerFuture<T> implements ApiFuture<T> {
@@ -70,20 +69,19 @@ export class TinkerFuture<T> implements ApiFuture<T> {
           },
         }));
       } catch (error) {
-        if (error instanceof ApiStatusError && error.status === 408) {
+        if (error instanceof APIError && error.status === 408) {
           failures = 0;
           continue;
         }
-        if (error instanceof ApiStatusError && error.status === 410) {
+        if (error instanceof APIError && error.status === 410) {
           if (++failures > this.ctx.maxRetries) throw error;
           this.requestId = await this.resubmit();
           continue;
         }
-        if (error instanceof ApiStatusError && error.status === 400 && ++badRequests <= MAX_BAD_REQUESTS) continue;
+        if (error instanceof APIError && error.status === 400 && ++badRequests <= MAX_BAD_REQUESTS) continue;
         if (!isTransient(error) || ++failures > this.ctx.maxRetries) throw error;
         const wait =
-          (error instanceof ApiStatusError ? error.retryAfterMs : undefined) ??
-          backoffDelayMs(failures, this.ctx.backoff);
+          (error instanceof APIError ? error.retryAfterMs : undefined) ?? backoffDelayMs(failures, this.ctx.backoff);
         this.ctx.log?.(
           this.ctx.http.redact(
             `nexrl tinker: polling ${this.what} failed (${(error as Error).message}); retry ${failures}/${this.ctx.maxRetries} in ${Math.round(wait)} ms`,
@@ -98,10 +96,18 @@ export class TinkerFuture<T> implements ApiFuture<T> {
       const answer = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
       if (answer.type === "try_again") continue;
       if (typeof answer.error === "string" && typeof answer.category === "string") {
-        const category = CATEGORIES.has(answer.category as RequestErrorCategory)
-          ? (answer.category as RequestErrorCategory)
+        const category = CATEGORIES.has(answer.category as RemoteErrorCategory)
+          ? (answer.category as RemoteErrorCategory)
           : "unknown";
-        throw new RequestFailedError(this.what, this.ctx.http.redact(answer.error), category);
+        const serviceMessage = this.ctx.http.redact(answer.error);
+        throw new RemoteOperationError(
+          `${this.what} failed on the Tinker service (${category} error): ${serviceMessage}${
+            category === "user"
+              ? "; fix the request (inputs, names, paths) and submit it again"
+              : "; retry later, or report it if it persists"
+          }`,
+          { service: "tinker", category, serviceMessage },
+        );
       }
       return this.read(body);
     }

@@ -1,3 +1,4 @@
+import { ConfigError } from "../../../errors.js";
 /**
  * Which generation of the Tinker protocol the client speaks with a server, chosen as the
  * official SDK chooses it: the client announces an `sdk_version` in `client/config`, the server
@@ -22,7 +23,6 @@
  *
  * @module
  */
-import { NexrlError } from "../../../types/errors.js";
 
 /** Which generation to speak: `auto` (the server decides through its flags), `json` or `protobuf`. */
 export type TinkerWire = "auto" | "json" | "protobuf";
@@ -33,9 +33,6 @@ export const TINKER_WIRES: readonly TinkerWire[] = ["auto", "json", "protobuf"];
 /** The environment variable that chooses the wire when the options do not. */
 export const TINKER_WIRE_ENV = "NEXRL_TINKER_WIRE";
 
-/** Thrown for an unknown wire name. */
-export class TinkerWireError extends NexrlError {}
-
 /** The SDK release each wire follows (see the module comment for why these three). */
 const SDK_VERSIONS: Readonly<Record<TinkerWire, string>> = {
   json: "0.18.2",
@@ -45,12 +42,12 @@ const SDK_VERSIONS: Readonly<Record<TinkerWire, string>> = {
 
 /**
  * The wire to speak: `option` when given, else `NEXRL_TINKER_WIRE`, else `auto`.
- * @throws {@link TinkerWireError} for a value that is none of `auto`, `json`, `protobuf`.
+ * @throws {@link ConfigError} for a value that is none of `auto`, `json`, `protobuf`.
  */
 export function resolveWire(option: string | undefined, env: Readonly<Record<string, string | undefined>>): TinkerWire {
   const [value, source] = option !== undefined ? [option, "wire"] : [env[TINKER_WIRE_ENV] || "auto", TINKER_WIRE_ENV];
   if (!(TINKER_WIRES as readonly string[]).includes(value))
-    throw new TinkerWireError(`${source} is "${value}"; use one of ${TINKER_WIRES.join(", ")}`);
+    throw new ConfigError(`${source} is "${value}"; use one of ${TINKER_WIRES.join(", ")}`);
   return value as TinkerWire;
 }
 

@@ -8,16 +8,11 @@
 export { TINKER_DEFAULT_BASE_URL, TinkerTrainingService, type TinkerServiceOptions } from "./service.js";
 export { TinkerTrainingClient } from "./training-client.js";
 export { TinkerSamplingClient } from "./sampling-client.js";
-export { RequestFailedError, UnsupportedTrainingModeError, type RequestErrorCategory } from "./errors.js";
-export { TinkerResponseError } from "./wire.js";
 export { DEFAULT_CHUNK_LIMITS, chunkDatums, estimateDatumBytes, reduceMetrics, type ChunkLimits } from "./chunks.js";
 export {
   TINKER_WIRES,
   TINKER_WIRE_ENV,
-  TinkerWireError,
   type TinkerFlags,
   type TinkerNegotiation,
   type TinkerWire,
 } from "./generation.js";
-export { BillingPauseExceededError } from "./context.js";
-export { JwtExchangeError } from "./jwt.js";

@@ -1,3 +1,4 @@
+import { UnexpectedResponseError } from "../../../errors.js";
 /**
  * {@link JwtCredential}: the JWT a Tinker server hands out for the API key when its
  * `client/config` sets `pjwt_auth_enabled`, as the SDK's `JwtAuthProvider` keeps it: traded at
@@ -7,7 +8,6 @@
  *
  * @module
  */
-import { NexrlError } from "../../../types/errors.js";
 
 /** The background refresh runs this long before expiry. */
 const REFRESH_BEFORE_EXPIRY_MS = 300_000;
@@ -15,9 +15,6 @@ const REFRESH_BEFORE_EXPIRY_MS = 300_000;
 const REFRESH_ON_DEMAND_MS = 60_000;
 /** Wait after a failed background refresh. */
 const RETRY_DELAY_MS = 60_000;
-
-/** Thrown when the server's `/api/v1/auth/token` answer holds no JWT. */
-export class JwtExchangeError extends NexrlError {}
 
 /** When `jwt` expires (its `exp` claim, milliseconds since the epoch), or undefined when it cannot be read. */
 export function jwtExpiry(jwt: string): number | undefined {
@@ -89,7 +86,7 @@ export class JwtCredential {
       .exchange()
       .then((jwt) => {
         if (typeof jwt !== "string" || jwt === "")
-          throw new JwtExchangeError("the Tinker server answered /api/v1/auth/token without a jwt");
+          throw new UnexpectedResponseError("the Tinker server answered /api/v1/auth/token without a jwt");
         this.exchanges++;
         this.jwt = jwt;
         this.schedule(this.nextRefreshMs());

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { InputError } from "../../../errors.js";
 import type { Datum } from "../../../types/wire.js";
 import { estimateDatumBytes, estimateDatumProtoBytes } from "./chunks.js";
 
@@ -26,14 +27,14 @@ export interface CheckedDatum {
 /**
  * Checks every datum of a `forward` / `forward_backward` call against the contract of `lossFn`
  * on Tinker, as Tinker receives it.
- * @throws LossInputError for the first datum that breaks the contract, or when there is none.
+ * @throws InputError for the first datum that breaks the contract, or when there is none.
  */
 export function checkDatums(
   data: readonly Datum[],
   lossFn: LossFunctionName,
   config: Record<string, number> | undefined,
 ): CheckedDatum[] {
-  if (data.length === 0) throw new LossInputError(`${lossFn} on tinker: no datums were given; pass at least one`);
+  if (data.length === 0) throw new InputError(`${lossFn} on tinker: no datums were given; pass at least one`);
   return data.map((d) => {
     const datum: Datum = { model_input: d.model_input, loss_fn_inputs: {} };
     for (const [key, tensor] of Object.entries(d.loss_fn_inputs)) {

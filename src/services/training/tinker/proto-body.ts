@@ -8,7 +8,7 @@
  * @module
  */
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { LossInputError } from "../../../types/losses.js";
+import { InputError } from "../../../errors.js";
 import { float32Bytes, int32Bytes, int64Bytes } from "../../../types/tinker-proto/arrays.js";
 import {
   DType,
@@ -26,12 +26,12 @@ type DatumInit = MessageInitShape<typeof DatumSchema>;
 
 const INT32_MAX = 2 ** 31 - 1;
 
-/** `tokens` as int32 bytes. @throws {@link LossInputError} for ids that are not int32 integers. */
+/** `tokens` as int32 bytes. @throws {@link InputError} for ids that are not int32 integers. */
 function tokenBytes(tokens: ArrayLike<number>, datumIndex: number): Uint8Array {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     if (!Number.isInteger(t) || t < 0 || t > INT32_MAX)
-      throw new LossInputError(
+      throw new InputError(
         `datum ${datumIndex}: model_input token ${i} is ${t}; token ids must be integers from 0 to 2^31-1`,
       );
   }
@@ -53,7 +53,7 @@ function chunkOf(chunk: ModelInputChunk, datumIndex: number): ChunkInit {
         },
       };
     case "image_asset_pointer":
-      throw new LossInputError(
+      throw new InputError(
         `datum ${datumIndex}: an image_asset_pointer chunk cannot be sent in the protobuf generation of the Tinker protocol (it has no such chunk); send the image's bytes as an image chunk, or speak the JSON generation (wire: json)`,
       );
   }

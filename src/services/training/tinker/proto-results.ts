@@ -8,14 +8,7 @@
  * @module
  */
 import { fromBinary } from "@bufbuild/protobuf";
-import {
-  ProtoArrayError,
-  DTYPE_BYTES,
-  readDtype,
-  readFloat32,
-  readInt32,
-  readInt64,
-} from "../../../types/tinker-proto/arrays.js";
+import { DTYPE_BYTES, readDtype, readFloat32, readInt32, readInt64 } from "../../../types/tinker-proto/arrays.js";
 import {
   ForwardBackwardOutputSchema,
   SampleResponseSchema,
@@ -23,15 +16,16 @@ import {
   type BatchedTensor,
 } from "../../../types/tinker-proto/tinker_public_pb.js";
 import type { ForwardBackwardOutput, LossFnOutput, SampleOutput, SampledSequence } from "../types.js";
-import { readForwardBackward, readSample, TinkerResponseError } from "./wire.js";
+import { readForwardBackward, readSample } from "./wire.js";
+import { InputError, UnexpectedResponseError } from "../../../errors.js";
 
-/** Runs `read`, reporting a malformed message as a {@link TinkerResponseError}. */
+/** Runs `read`, reporting a malformed message as an {@link UnexpectedResponseError}. */
 function decoding<T>(what: string, read: () => T): T {
   try {
     return read();
   } catch (error) {
-    if (error instanceof TinkerResponseError) throw error;
-    throw new TinkerResponseError(
+    if (error instanceof UnexpectedResponseError) throw error;
+    throw new UnexpectedResponseError(
       `${what}: the protobuf answer of the Tinker service could not be read (${(error as Error).message})`,
       { cause: error },
     );
@@ -41,14 +35,14 @@ function decoding<T>(what: string, read: () => T): T {
 /** The per-datum value arrays of one batched field. */
 function datumSlices(tensor: BatchedTensor, what: string): number[][] {
   const size = DTYPE_BYTES[tensor.dtype];
-  if (!size) throw new ProtoArrayError(`${what}: unsupported dtype ${tensor.dtype}`);
+  if (!size) throw new InputError(`${what}: unsupported dtype ${tensor.dtype}`);
   const offsets = readInt64(tensor.offsets, `${what}.offsets`);
   const values = readDtype(tensor.data, tensor.dtype, `${what}.data`);
   const slices: number[][] = [];
   for (let i = 0; i + 1 < offsets.length; i++) {
     const [start, end] = [offsets[i]!, offsets[i + 1]!];
     if (start % size !== 0 || end % size !== 0 || start > end || end > tensor.data.byteLength)
-      throw new ProtoArrayError(
+      throw new InputError(
         `${what}: datum ${i} spans bytes ${start}..${end}, not whole values within the ${tensor.data.byteLength} bytes of data`,
       );
     slices.push(values.slice(start / size, end / size));
@@ -73,12 +67,12 @@ export function readForwardBackwardProto(bytes: Uint8Array): ForwardBackwardOutp
       for (const [name, slices] of fields) {
         const slice = slices[i];
         if (!slice)
-          throw new TinkerResponseError(
+          throw new UnexpectedResponseError(
             `forward_backward result: field ${name} has ${slices.length} datums, the result ${count}`,
           );
         output[name] = slice;
       }
-      if (!output.logprobs) throw new TinkerResponseError(`forward_backward result: datum ${i} has no logprobs`);
+      if (!output.logprobs) throw new UnexpectedResponseError(`forward_backward result: datum ${i} has no logprobs`);
       lossFnOutputs.push(output as LossFnOutput);
     }
     return { lossFnOutputs, metrics: { ...message.metrics } };
@@ -91,7 +85,7 @@ export function readSampleProto(bytes: Uint8Array): SampleOutput & { promptLogpr
     const message = fromBinary(SampleResponseSchema, bytes);
     const sequences = message.sequences.map((s, i): SampledSequence => {
       if (s.stopReason !== StopReason.STOP && s.stopReason !== StopReason.LENGTH)
-        throw new TinkerResponseError(`sample result: sequences[${i}] has the unknown stop_reason ${s.stopReason}`);
+        throw new UnexpectedResponseError(`sample result: sequences[${i}] has the unknown stop_reason ${s.stopReason}`);
       const tokens = readInt32(s.tokens, `sequences[${i}].tokens`);
       const logprobs = s.logprobs === undefined ? [] : readFloat32(s.logprobs, `sequences[${i}].logprobs`);
       return { tokens, logprobs, stopReason: s.stopReason === StopReason.STOP ? "stop" : "length" };

@@ -9,7 +9,8 @@ import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
 import { sampleResult } from "./proto-results.js";
 import { Slots } from "./slots.js";
-import { sampleBody, TinkerResponseError } from "./wire.js";
+import { sampleBody } from "./wire.js";
+import { UnexpectedResponseError } from "../../../errors.js";
 
 /**
  * Samples from one Tinker sampling session (a sampler snapshot or a base model). At most the
@@ -51,7 +52,7 @@ export class TinkerSamplingClient implements SamplingClient {
     const future = await this.submit(body, (answer) => {
       const { promptLogprobs } = sampleResult(answer);
       if (!promptLogprobs)
-        throw new TinkerResponseError("the Tinker service answered compute_logprobs without prompt_logprobs");
+        throw new UnexpectedResponseError("the Tinker service answered compute_logprobs without prompt_logprobs");
       return promptLogprobs;
     });
     return future.result();

@@ -9,13 +9,12 @@ import { RemoteSession, type OpenedSession, type RemoteServiceOptions } from "..
 import type { CreateTrainingClientOptions, SamplingClient, TrainingClient, TrainingService } from "../types.js";
 import { BillingPause } from "./billing.js";
 import { submitRequest, tinkerRequester, type TinkerContext } from "./context.js";
-import { UnsupportedTrainingModeError } from "./errors.js";
 import { TinkerFuture } from "./future.js";
 import { announcedSdkVersion, negotiate, resolveWire, type TinkerNegotiation, type TinkerWire } from "./generation.js";
 import { JwtCredential } from "./jwt.js";
 import { TinkerSamplingClient } from "./sampling-client.js";
 import { TinkerTrainingClient } from "./training-client.js";
-import { TinkerResponseError } from "./wire.js";
+import { ConfigError, UnexpectedResponseError } from "../../../errors.js";
 
 /** Thinking Machines' production endpoint. */
 export const TINKER_DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod";
@@ -65,8 +64,8 @@ export class TinkerTrainingService implements TrainingService {
 
   /**
    * @param options key, base URL, timeouts and retries.
-   * @throws MissingApiKeyError when neither `apiKey` nor `TINKER_API_KEY` is set;
-   * TinkerWireError for an unknown `wire` / `NEXRL_TINKER_WIRE`.
+   * @throws ConfigError when neither `apiKey` nor `TINKER_API_KEY` is set;
+   * ConfigError for an unknown `wire` / `NEXRL_TINKER_WIRE`.
    */
   constructor(private readonly options: TinkerServiceOptions = {}) {
     this.wire = resolveWire(options.wire, options.env ?? process.env);
@@ -90,7 +89,7 @@ export class TinkerTrainingService implements TrainingService {
   /** Creates a LoRA model (`create_model`, a future) and returns its training client. */
   async createTrainingClient(options: CreateTrainingClientOptions): Promise<TrainingClient> {
     if (options.trainingMode === "full_ft") {
-      throw new UnsupportedTrainingModeError(
+      throw new ConfigError(
         'Tinker trains LoRA adapters only; use trainingMode "lora", or the weaver or local backend for full fine-tuning',
       );
     }
@@ -117,7 +116,7 @@ export class TinkerTrainingService implements TrainingService {
       `create_model (${options.baseModel})`,
     );
     const modelId = await future.result();
-    if (typeof modelId !== "string") throw new TinkerResponseError("create_model answered without a model_id");
+    if (typeof modelId !== "string") throw new UnexpectedResponseError("create_model answered without a model_id");
     return new TinkerTrainingClient(ctx, modelId, options.baseModel);
   }
 
@@ -137,7 +136,7 @@ export class TinkerTrainingService implements TrainingService {
       idempotencyKey: true,
     });
     if (typeof body.sampling_session_id !== "string")
-      throw new TinkerResponseError("create_sampling_session answered without a sampling_session_id");
+      throw new UnexpectedResponseError("create_sampling_session answered without a sampling_session_id");
     return new TinkerSamplingClient(ctx, path, body.sampling_session_id);
   }
 
@@ -167,7 +166,7 @@ export class TinkerTrainingService implements TrainingService {
             retry: "all",
           });
           if (typeof body?.jwt !== "string")
-            throw new TinkerResponseError("POST /api/v1/auth/token answered without a jwt");
+            throw new UnexpectedResponseError("POST /api/v1/auth/token answered without a jwt");
           return body.jwt;
         },
         log: this.options.log,
@@ -204,7 +203,7 @@ export class TinkerTrainingService implements TrainingService {
     }
     if (typeof session.session_id !== "string") {
       jwt?.stop();
-      throw new TinkerResponseError("create_session answered without a session_id");
+      throw new UnexpectedResponseError("create_session answered without a session_id");
     }
     const context: TinkerContext = {
       http,

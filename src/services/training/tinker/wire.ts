@@ -5,8 +5,6 @@
  *
  * @module
  */
-import { SamplingParamsError } from "../../../engine/errors.js";
-import { NexrlError } from "../../../types/errors.js";
 import { tensorValues, type ModelInput, type TensorData } from "../../../types/wire.js";
 import type {
   ForwardBackwardOutput,
@@ -16,13 +14,11 @@ import type {
   SampledSequence,
   SamplingParams,
 } from "../types.js";
-
-/** Thrown when a Tinker answer does not have the documented shape. */
-export class TinkerResponseError extends NexrlError {}
+import { InputError, UnexpectedResponseError } from "../../../errors.js";
 
 function record(value: unknown, what: string): Record<string, unknown> {
   if (!value || typeof value !== "object" || Array.isArray(value))
-    throw new TinkerResponseError(
+    throw new UnexpectedResponseError(
       `${what}: expected a JSON object from the Tinker service, got ${JSON.stringify(value)?.slice(0, 200)}`,
     );
   return value as Record<string, unknown>;
@@ -30,17 +26,17 @@ function record(value: unknown, what: string): Record<string, unknown> {
 
 function numbers(value: unknown, what: string): number[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === "number"))
-    throw new TinkerResponseError(`${what}: expected a list of numbers from the Tinker service`);
+    throw new UnexpectedResponseError(`${what}: expected a list of numbers from the Tinker service`);
   return value as number[];
 }
 
 /**
  * `sampling_params` of `asample`, Tinker's defaults filled in (temperature 1, top_k −1, top_p 1).
- * @throws SamplingParamsError for stop strings and stop token ids in one list (Tinker takes one kind).
+ * @throws InputError for stop strings and stop token ids in one list (Tinker takes one kind).
  */
 export function samplingParams(params: SamplingParams): Record<string, unknown> {
   if (params.stop !== undefined && new Set(params.stop.map((s) => typeof s)).size > 1)
-    throw new SamplingParamsError(
+    throw new InputError(
       "a Tinker service takes stop strings or stop token ids, not both in one request; give one kind (decode the token ids with the tokenizer to stop on text)",
     );
   return {
@@ -78,7 +74,7 @@ export function sampleBody(
 export function readForwardBackward(body: unknown): ForwardBackwardOutput {
   const out = record(body, "forward_backward result");
   const outputs = out.loss_fn_outputs;
-  if (!Array.isArray(outputs)) throw new TinkerResponseError("forward_backward result: loss_fn_outputs is missing");
+  if (!Array.isArray(outputs)) throw new UnexpectedResponseError("forward_backward result: loss_fn_outputs is missing");
   const lossFnOutputs = outputs.map((item, i) => {
     const fields: Record<string, number[]> = {};
     for (const [name, tensor] of Object.entries(record(item, `loss_fn_outputs[${i}]`))) {
@@ -89,7 +85,7 @@ export function readForwardBackward(body: unknown): ForwardBackwardOutput {
       });
     }
     if (!fields.logprobs)
-      throw new TinkerResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
+      throw new UnexpectedResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
     return fields as LossFnOutput;
   });
   return { lossFnOutputs, metrics: readMetrics(out.metrics) };
@@ -110,19 +106,19 @@ export function readOptimStep(body: unknown): OptimStepOutput {
 /** Reads the `path` of a save answer. */
 export function readPath(body: unknown, what: string): { path: string } {
   const path = record(body, what).path;
-  if (typeof path !== "string") throw new TinkerResponseError(`${what}: the answer has no path`);
+  if (typeof path !== "string") throw new UnexpectedResponseError(`${what}: the answer has no path`);
   return { path };
 }
 
 /** Reads a `SampleResponse`. */
 export function readSample(body: unknown): SampleOutput & { promptLogprobs?: Array<number | null> } {
   const out = record(body, "sample result");
-  if (!Array.isArray(out.sequences)) throw new TinkerResponseError("sample result: sequences is missing");
+  if (!Array.isArray(out.sequences)) throw new UnexpectedResponseError("sample result: sequences is missing");
   const sequences = out.sequences.map((s, i): SampledSequence => {
     const seq = record(s, `sequences[${i}]`);
     const stopReason = seq.stop_reason;
     if (stopReason !== "stop" && stopReason !== "length")
-      throw new TinkerResponseError(
+      throw new UnexpectedResponseError(
         `sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected "stop" or "length"`,
       );
     return {
@@ -134,6 +130,6 @@ export function readSample(body: unknown): SampleOutput & { promptLogprobs?: Arr
   const prompt = out.prompt_logprobs;
   if (prompt === undefined || prompt === null) return { sequences };
   if (!Array.isArray(prompt) || !prompt.every((v) => v === null || typeof v === "number"))
-    throw new TinkerResponseError("sample result: prompt_logprobs must be numbers or null");
+    throw new UnexpectedResponseError("sample result: prompt_logprobs must be numbers or null");
   return { sequences, promptLogprobs: prompt as Array<number | null> };
 }

@@ -7,4 +7,3 @@ export { WEAVER_DEFAULT_BASE_URL, WeaverTrainingService, type WeaverServiceOptio
 export { DEFAULT_SAMPLER_TTL_SECONDS, WeaverTrainingClient, type WeaverCheckpointType } from "./training-client.js";
 export { WeaverSamplingClient, type PauseMode } from "./sampling-client.js";
 export { DEFAULT_POLL, type PollOptions } from "./operation.js";
-export { OperationFailedError, PauseNotSupportedError, WeaverResponseError } from "./errors.js";

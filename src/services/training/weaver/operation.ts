@@ -4,12 +4,16 @@
  *
  * @module
  */
-import { ApiStatusError } from "../../../http/errors.js";
 import { isTransient, waitBefore } from "../remote/session.js";
 import type { ApiFuture } from "../types.js";
 import type { WeaverContext } from "./context.js";
-import { OperationFailedError } from "./errors.js";
 import { field, stringField } from "./fields.js";
+import { APIError, RemoteOperationError, type RemoteErrorCategory } from "../../../errors.js";
+
+/** Who a Weaver `error_code` blames: `invalid_request` the caller, `internal_error` the service; others are unknown. */
+function categoryOf(code: string): RemoteErrorCategory {
+  return code === "invalid_request" ? "user" : code === "internal_error" ? "server" : "unknown";
+}
 
 /** How operations are polled. */
 export interface PollOptions {
@@ -30,7 +34,7 @@ export const DEFAULT_POLL: Readonly<PollOptions> = Object.freeze({
 
 /**
  * A Weaver operation's future. `result()` polls (0.5 s doubling to 10 s by default) until the
- * operation is `done` and returns its `response`, or rejects with {@link OperationFailedError}
+ * operation is `done` and returns its `response`, or rejects with {@link RemoteOperationError}
  * when it ends in `error`. Transient poll failures are tolerated up to `transientRetries` in a
  * row, the poll delay doubling as backoff (and at least any `retry-after`).
  */
@@ -67,11 +71,16 @@ export class WeaverOperation<T> implements ApiFuture<T> {
       if (status === "error") {
         const code = field(operation, "error_code") ?? field(operation, "error") ?? "error";
         const message = field(operation, "error_message") ?? "no message";
-        throw new OperationFailedError(
-          this.what,
-          String(code),
-          this.ctx.http.redact(String(message)),
-          field(operation, "error_details"),
+        const serviceMessage = this.ctx.http.redact(String(message));
+        throw new RemoteOperationError(
+          `${this.what} failed on the Weaver service (${String(code)}): ${serviceMessage}; check the request's inputs, or retry if the service was at fault`,
+          {
+            service: "weaver",
+            category: categoryOf(String(code)),
+            serviceMessage,
+            code: String(code),
+            details: field(operation, "error_details"),
+          },
         );
       }
       await waitBefore(this.ctx, delay, "GET", path);
@@ -91,8 +100,7 @@ export class WeaverOperation<T> implements ApiFuture<T> {
           ),
         );
         // The doubling delay is the backoff; a retry-after asks for at least that long.
-        if (error instanceof ApiStatusError && error.retryAfterMs !== undefined)
-          delay = Math.max(delay, error.retryAfterMs);
+        if (error instanceof APIError && error.retryAfterMs !== undefined) delay = Math.max(delay, error.retryAfterMs);
       }
     }
   }

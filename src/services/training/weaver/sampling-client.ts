@@ -7,8 +7,8 @@
 import { modelInputFromTokens, type ModelInput } from "../../../types/wire.js";
 import type { ApiFuture, SampleOutput, SamplingClient, SamplingParams } from "../types.js";
 import { submitOperation, type WeaverContext } from "./context.js";
-import { PauseNotSupportedError } from "./errors.js";
 import { readPromptLogprobs, readSample, weaverSamplingParams } from "./wire.js";
+import { ConfigError } from "../../../errors.js";
 
 /** How a pause treats requests in flight; `abort` ends them with stop reason `abort`. */
 export type PauseMode = "abort" | "retract" | "in_place";
@@ -59,7 +59,7 @@ export class WeaverSamplingClient implements SamplingClient {
    * requests in flight end with stop reason `abort`. Always resume with
    * {@link WeaverSamplingClient.continueGeneration} (in a `finally`): the service never resumes
    * by itself.
-   * @throws {@link PauseNotSupportedError} for a sampler of a LoRA model.
+   * @throws {@link ConfigError} for a sampler of a LoRA model.
    */
   async pauseGeneration(mode: PauseMode = "abort"): Promise<void> {
     this.checkPausable("pauseGeneration");
@@ -71,7 +71,7 @@ export class WeaverSamplingClient implements SamplingClient {
     });
   }
 
-  /** Resumes generation after {@link WeaverSamplingClient.pauseGeneration}. @throws {@link PauseNotSupportedError} for a LoRA model. */
+  /** Resumes generation after {@link WeaverSamplingClient.pauseGeneration}. @throws {@link ConfigError} for a LoRA model. */
   async continueGeneration(): Promise<void> {
     this.checkPausable("continueGeneration");
     await this.ctx.http.request({ method: "POST", path: this.path("continue-generation"), retry: "unsent" });
@@ -79,7 +79,7 @@ export class WeaverSamplingClient implements SamplingClient {
 
   private checkPausable(what: string): void {
     if (this.trainingMode === "lora") {
-      throw new PauseNotSupportedError(
+      throw new ConfigError(
         `${what} applies only to full_ft models: a LoRA model shares its inference engine with other adapters, so Weaver cannot pause it; create the model with trainingMode "full_ft" to pause generation during weight swaps`,
       );
     }

@@ -43,7 +43,7 @@ export class WeaverTrainingService implements TrainingService {
 
   /**
    * @param options key, base URL, timeouts, retries and polling.
-   * @throws MissingApiKeyError when neither `apiKey` nor `WEAVER_API_KEY` is set.
+   * @throws ConfigError when neither `apiKey` nor `WEAVER_API_KEY` is set.
    */
   constructor(private readonly options: WeaverServiceOptions = {}) {
     this.remote = new RemoteSession(

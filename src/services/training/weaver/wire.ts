@@ -4,12 +4,11 @@
  *
  * @module
  */
-import { SamplingParamsError } from "../../../engine/errors.js";
-import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
 import { tensorValues, type Datum, type TensorData } from "../../../types/wire.js";
 import type { ForwardBackwardOutput, SampleOutput, SampledSequence, SamplingParams } from "../types.js";
-import { WeaverResponseError } from "./errors.js";
 import { field, numberList, object } from "./fields.js";
+import { InputError, UnexpectedResponseError } from "../../../errors.js";
 
 /**
  * A tensor as Weaver receives it: `data` as (nested) lists shaped like the tensor, no `shape`
@@ -26,13 +25,13 @@ export interface WeaverTensor {
  * The datums as Weaver receives them: `loss_mask` added for `importance_sampling` when missing
  * (1 where the advantage is not 0), each checked against the loss contract for Weaver, tensors
  * as lists without `shape` (sparse ones densified).
- * @throws LossInputError when a datum breaks the contract, or there is no datum.
+ * @throws InputError when a datum breaks the contract, or there is no datum.
  */
 export function weaverDatums(
   data: readonly Datum[],
   lossFn: LossFunctionName,
 ): Array<{ model_input: Datum["model_input"]; loss_fn_inputs: Record<string, WeaverTensor> }> {
-  if (data.length === 0) throw new LossInputError(`${lossFn} on weaver: no datums were given; pass at least one`);
+  if (data.length === 0) throw new InputError(`${lossFn} on weaver: no datums were given; pass at least one`);
   return data.map((d) => {
     const inputs = { ...d.loss_fn_inputs };
     const advantages = inputs.advantages;
@@ -55,12 +54,12 @@ export function weaverDatums(
 
 /**
  * Weaver's `sampling_params`.
- * @throws SamplingParamsError for stop token ids (Weaver takes stop strings only).
+ * @throws InputError for stop token ids (Weaver takes stop strings only).
  */
 export function weaverSamplingParams(params: SamplingParams): Record<string, unknown> {
   const { stop } = params;
   if (stop?.some((s) => typeof s !== "string")) {
-    throw new SamplingParamsError(
+    throw new InputError(
       "Weaver takes stop strings only, not token ids; pass the stop sequences as text (decode the token ids with the tokenizer)",
     );
   }
@@ -108,7 +107,7 @@ function lossMetrics(res: Record<string, unknown>): Record<string, number> {
 export function readLossPass(response: unknown): ForwardBackwardOutput {
   const res = result(response, "forward_backward result");
   const outputs = field(res, "loss_fn_outputs");
-  if (!Array.isArray(outputs)) throw new WeaverResponseError("forward_backward result: loss_fn_outputs is missing");
+  if (!Array.isArray(outputs)) throw new UnexpectedResponseError("forward_backward result: loss_fn_outputs is missing");
   return {
     lossFnOutputs: outputs.map((o, i) => {
       const fields = Object.fromEntries(
@@ -118,7 +117,7 @@ export function readLossPass(response: unknown): ForwardBackwardOutput {
         ]),
       );
       if (!fields.logprobs)
-        throw new WeaverResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
+        throw new UnexpectedResponseError(`forward_backward result: loss_fn_outputs[${i}] has no logprobs`);
       return fields as ForwardBackwardOutput["lossFnOutputs"][number];
     }),
     metrics: lossMetrics(res),
@@ -135,12 +134,12 @@ const STOP_REASONS = new Set(["stop", "length", "abort"]);
 /** Reads the response of a sample operation. */
 export function readSample(response: unknown): SampleOutput {
   const sequences = field(result(response, "sample result"), "sequences");
-  if (!Array.isArray(sequences)) throw new WeaverResponseError("sample result: sequences is missing");
+  if (!Array.isArray(sequences)) throw new UnexpectedResponseError("sample result: sequences is missing");
   return {
     sequences: sequences.map((s, i): SampledSequence => {
       const stopReason = field(s, "stop_reason");
       if (typeof stopReason !== "string" || !STOP_REASONS.has(stopReason)) {
-        throw new WeaverResponseError(
+        throw new UnexpectedResponseError(
           `sample result: sequences[${i}].stop_reason is ${JSON.stringify(stopReason)}, expected stop, length or abort`,
         );
       }
@@ -157,6 +156,6 @@ export function readSample(response: unknown): SampleOutput {
 export function readPromptLogprobs(response: unknown): Array<number | null> {
   const values = field(result(response, "logprobs result"), "prompt_logprobs");
   if (!Array.isArray(values) || !values.every((v) => v === null || typeof v === "number"))
-    throw new WeaverResponseError("logprobs result: prompt_logprobs must be numbers or null");
+    throw new UnexpectedResponseError("logprobs result: prompt_logprobs must be numbers or null");
   return values as Array<number | null>;
 }

@@ -1,15 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { JwtIssuer } from "../../../../src/server/tinker-jwt.js";
-import {
-  BillingPauseExceededError,
-  TinkerTrainingService,
-  type TinkerServiceOptions,
-} from "../../../../src/services/training/index.js";
+import { TinkerTrainingService, type TinkerServiceOptions } from "../../../../src/services/training/index.js";
 import { JwtCredential, jwtExpiry } from "../../../../src/services/training/tinker/jwt.js";
 import { adamParams, modelInputFromTokens } from "../../../../src/types/wire.js";
 import { call } from "../../../server/helpers.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum } from "../helpers.js";
 import { proxy, type ProxiedRequest } from "./proxy.js";
+import { RemoteOperationError } from "../../../../src/errors.js";
 
 function service(baseUrl: string, options: Partial<TinkerServiceOptions> = {}) {
   const svc = new TinkerTrainingService({ baseUrl, apiKey: API_KEY, ...FAST, env: {}, ...options });
@@ -177,7 +174,7 @@ describe("tinker billing pauses (402)", () => {
     const svc = service(url, { wire: "json", billingRetryMs: 1, now: () => clock });
     const training = await svc.createTrainingClient({ baseModel: "tiny" });
     const failure = training.forwardBackward([sftDatum("abc")], "cross_entropy");
-    await expect(failure).rejects.toThrow(BillingPauseExceededError);
+    await expect(failure).rejects.toThrow(RemoteOperationError);
     await expect(failure).rejects.toThrow(
       /balance of org acme is exhausted[\s\S]*answered 402 for 3 s, longer than the 2 s/,
     );

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { CapturedRequest, ServerOptions } from "../../../../src/server/index.js";
-import { TinkerTrainingService, TinkerWireError, type TinkerWire } from "../../../../src/services/training/index.js";
+import { TinkerTrainingService, type TinkerWire } from "../../../../src/services/training/index.js";
 import { negotiate, resolveWire } from "../../../../src/services/training/tinker/generation.js";
 import { zstdDecompress } from "../../../../src/types/tinker-proto/zstd.js";
-import { LossInputError } from "../../../../src/types/losses.js";
 import { adamParams, datum, modelInputFromTokens, type Datum } from "../../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tokens } from "../helpers.js";
 import { proxy } from "./proxy.js";
 import { all, double, leArray, mapEntries, one, packedVarints, readFields, text, toBf16 } from "./protowire.js";
+import { ConfigError, InputError } from "../../../../src/errors.js";
 
 const DATUMS = [sftDatum("the cat"), sftDatum("sat on the mat")];
 
@@ -289,7 +289,7 @@ describe("tinker wire generations", () => {
       },
       loss_fn_inputs: { target_tokens: { data: [1], dtype: "int64" }, weights: { data: [1], dtype: "float32" } },
     };
-    await expect(training.forwardBackward([pointer], "cross_entropy")).rejects.toThrow(LossInputError);
+    await expect(training.forwardBackward([pointer], "cross_entropy")).rejects.toThrow(InputError);
     await expect(training.forwardBackward([pointer], "cross_entropy")).rejects.toThrow(/wire: json/);
     expect(server.requests.filter((r) => r.path === "/api/v1/forward_backward")).toHaveLength(0);
   });
@@ -303,7 +303,7 @@ describe("choosing the wire", () => {
     expect(() => resolveWire(undefined, { NEXRL_TINKER_WIRE: "grpc" })).toThrow(
       /NEXRL_TINKER_WIRE is "grpc"; use one of auto, json, protobuf/,
     );
-    expect(() => new TinkerTrainingService({ apiKey: API_KEY, wire: "xml" as TinkerWire })).toThrow(TinkerWireError);
+    expect(() => new TinkerTrainingService({ apiKey: API_KEY, wire: "xml" as TinkerWire })).toThrow(ConfigError);
   });
 
   it("follows the rules of the SDK release each wire announces", () => {

@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { trajectoryToDatum } from "../../../../src/pipeline/index.js";
 import { estimateDatumBytes } from "../../../../src/services/training/tinker/chunks.js";
 import { checkDatums, lossBody } from "../../../../src/services/training/tinker/loss-body.js";
-import { LossInputError, validateLossInputs, type LossFunctionName } from "../../../../src/types/losses.js";
+import { validateLossInputs, type LossFunctionName } from "../../../../src/types/losses.js";
 import { Trajectory } from "../../../../src/types/trajectory.js";
 import { datum, type Datum } from "../../../../src/types/wire.js";
+import { InputError } from "../../../../src/errors.js";
 
 const MODEL = "sess:train:0";
 
@@ -179,11 +180,11 @@ describe("tinker loss bodies", () => {
       } catch (error) {
         expected = error;
       }
-      expect(expected, name).toBeInstanceOf(LossInputError);
+      expect(expected, name).toBeInstanceOf(InputError);
       expect(() => checkDatums([d], "importance_sampling", config), name).toThrow(expected as Error);
     }
     expect(() => checkDatums([], "ppo", undefined)).toThrow(
-      new LossInputError("ppo on tinker: no datums were given; pass at least one"),
+      new InputError("ppo on tinker: no datums were given; pass at least one"),
     );
   });
 

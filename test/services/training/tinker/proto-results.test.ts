@@ -5,8 +5,8 @@ import {
   readSampleProto,
   sampleResult,
 } from "../../../../src/services/training/tinker/proto-results.js";
-import { TinkerResponseError } from "../../../../src/services/training/index.js";
 import { le, Writer } from "./protowire.js";
+import { UnexpectedResponseError } from "../../../../src/errors.js";
 
 // Messages written by the test's own writer, field numbers from the SDK's tinker_public.proto.
 const DTYPE = { float32: 1, int64: 2, int32: 3, bfloat16: 4 } as const;
@@ -93,7 +93,7 @@ describe("protobuf results", () => {
     expect(() => readForwardBackwardProto(badOffsets)).toThrow(/datum 0 spans bytes 0\.\.6, not whole values/);
     const noLogprobs = new Writer().bytes(2, record({ other: batched([[1]], "float32") }, 1)).finish();
     expect(() => readForwardBackwardProto(noLogprobs)).toThrow(/datum 0 has no logprobs/);
-    expect(() => readForwardBackwardProto(Uint8Array.from([0xff, 0xff]))).toThrow(TinkerResponseError);
+    expect(() => readForwardBackwardProto(Uint8Array.from([0xff, 0xff]))).toThrow(UnexpectedResponseError);
     const unspecified = new Writer()
       .bytes(
         2,
