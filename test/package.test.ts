@@ -26,9 +26,15 @@ describe("package", () => {
       bin: { nexrl: "dist/cli/main.js" },
     });
     expect(pkg.exports["."]).toEqual({
-      types: "./dist/index.d.ts",
-      require: "./dist/index.cjs",
-      default: "./dist/index.js",
+      import: { types: "./dist/index.d.ts", default: "./dist/index.js" },
+      require: { types: "./dist/index.d.cts", default: "./dist/index.cjs" },
     });
+    // The advanced entry points are ES modules with their own types; nothing else is reachable.
+    for (const subpath of ["engine", "server", "testing"])
+      expect(pkg.exports[`./${subpath}`]).toEqual({
+        types: `./dist/${subpath}/index.d.ts`,
+        default: `./dist/${subpath}/index.js`,
+      });
+    expect(Object.keys(pkg.exports)).toEqual([".", "./engine", "./server", "./testing", "./package.json"]);
   });
 });

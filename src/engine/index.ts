@@ -2,7 +2,7 @@
  * The embedded local engine: a small decoder-only transformer trained and sampled on the CPU in
  * TypeScript, playing both the training and the sampling service for `backend: local`.
  *
- * @module
+ * @module nexrl/engine
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
 export { LocalSampler } from "./sampler.js";

@@ -3,7 +3,7 @@
  * OpenAI-compatible inference endpoints, on one loopback HTTP server, with seeded fault
  * injection for testing clients.
  *
- * @module
+ * @module nexrl/server
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -187,3 +187,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 export { parseFaults, type FaultKind, type FaultRates } from "./faults.js";
 export { API_KEY_HEADERS } from "./auth.js";
 export type { CapturedRequest, RequestHandler } from "./handler.js";
+export {
+  createOpenAIHandler,
+  type ServedModel,
+  type OpenAIHandlerOptions,
+  type OpenAIRequestHandler,
+} from "./openai.js";

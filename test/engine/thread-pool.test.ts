@@ -55,7 +55,7 @@ describe("the engine thread pool", () => {
   it("lets a process that never closes its engine exit, running workers from dist/", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "nexrl-threads-"));
     try {
-      const dist = path.resolve("dist/index.js");
+      const dist = path.resolve("dist/engine/index.js");
       const code = `import { LocalEngine } from ${JSON.stringify(dist)};
 const engine = LocalEngine.create({ model: "tiny", outputDir: ${JSON.stringify(dir)}, threads: 2 });
 const { sequences } = engine.sample([256, 104, 105], { maxTokens: 5, seed: 3 }, 6);

@@ -16,7 +16,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { seededRandom } from "nexrl";
+import { seededRandom } from "nexrl/testing";
 
 /** One tool-use question. */
 export interface ToolRow {

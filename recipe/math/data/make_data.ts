@@ -15,7 +15,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { seededRandom } from "nexrl";
+import { seededRandom } from "nexrl/testing";
 
 /** One arithmetic question. */
 export interface MathRow {

@@ -13,7 +13,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { seededRandom } from "nexrl";
+import { seededRandom } from "nexrl/testing";
 
 /** One example: an English phrase and its Pig Latin. */
 export interface PigLatinRow {

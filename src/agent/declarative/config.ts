@@ -35,12 +35,22 @@ export interface AgentTool {
   run: ToolFunction;
 }
 
+/**
+ * A compiled system prompt template: renders the prompt of one episode from its variables. (A
+ * structural type rather than the Jinja library's class, so that the public types do not depend
+ * on that library's declarations.)
+ */
+export interface SystemPromptTemplate {
+  /** The prompt for these variables (the row's fields, `date`, `task_name`). */
+  render(variables: Record<string, unknown>): string;
+}
+
 /** A loaded declarative agent. */
 export interface DeclarativeAgentConfig {
   /** The agent's name. */
   name: string;
   /** The system prompt template (Jinja, or plain text), rendered per episode; undefined for none. */
-  systemPrompt: Template | string | undefined;
+  systemPrompt: SystemPromptTemplate | string | undefined;
   /** Most model calls of the loop. */
   maxTurns: number;
   /** Sampling fields sent with every call (from `llm_config`). */
@@ -156,7 +166,7 @@ export async function loadAgentConfig(
   const tools: AgentTool[] = [];
   for (const [i, entry] of config.tools.entries())
     tools.push(await loadTool(entry, workspace, configDir, `${configPath}: tools[${i}]`));
-  let systemPrompt: Template | string | undefined = config.system_prompt;
+  let systemPrompt: SystemPromptTemplate | string | undefined = config.system_prompt;
   if (systemPrompt !== undefined && config.system_prompt_type === "jinja") {
     try {
       systemPrompt = new Template(systemPrompt);

@@ -1,0 +1,93 @@
+/**
+ * `nexrl/testing`: helpers for the tests of your own workers and data generators. Run one
+ * rollout of a worker outside a training run, with the inference client you choose (a
+ * `SamplerInferenceClient` over the local engine, or your own fake), and draw reproducible
+ * numbers for synthetic data.
+ *
+ * @example
+ * ```ts
+ * import { loadRecipe, LocalTrainingService, SamplerInferenceClient } from "nexrl";
+ * import { ByteTokenizer } from "nexrl/engine";
+ * import { rolloutTask, runRollout } from "nexrl/testing";
+ * import { MyWorker } from "./worker.js";
+ *
+ * const { config } = await loadRecipe("recipe.yaml");
+ * const tokenizer = new ByteTokenizer();
+ * const worker = new MyWorker({ name: "test", recipe: config, tokenizer });
+ * const service = new LocalTrainingService({ outputDir: "/tmp/test-run" });
+ * const samplingClient = await service.createSamplingClient("tiny"); // the base model of a preset
+ * const inferenceClient = new SamplerInferenceClient({ samplingClient, tokenizer });
+ * const trajectories = await runRollout(worker, rolloutTask({ prompt: "abc" }), { inferenceClient });
+ * ```
+ * @module nexrl/testing
+ */
+import type { DataRow } from "../pipeline/data/files.js";
+import { seededRandom } from "../pipeline/seed.js";
+import type { RolloutTask } from "../pipeline/task.js";
+import { ROLLOUT_SCOPE, type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import type { InferenceClient } from "../services/inference/types.js";
+import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
+
+export { seededRandom };
+
+/** Options of {@link runRollout}. */
+export interface RunRolloutOptions {
+  /** What `this.inferenceClient` answers with during the rollout (default: none, which a worker that samples reports). */
+  inferenceClient?: InferenceClient;
+}
+
+/**
+ * Runs `worker.rollout(task)` once, as a training run would, and returns the trajectories it put
+ * (with `putTrajectory`) followed by those it returned, each validated. Errors of the worker
+ * propagate; `putTrajectory` after the rollout has ended throws, as in a run.
+ *
+ * @throws `TrajectoryError` for a trajectory that does not validate.
+ */
+export async function runRollout(
+  worker: BaseRolloutWorker,
+  task: RolloutTask,
+  options: RunRolloutOptions = {},
+): Promise<Trajectory[]> {
+  const put: Trajectory[] = [];
+  worker[ROLLOUT_SCOPE] = {
+    inference: options.inferenceClient,
+    put: (trajectory) => put.push(asTrajectory(trajectory)),
+  };
+  let result;
+  try {
+    result = await worker.rollout(task);
+  } finally {
+    // As in a run: the worker's putTrajectory and inferenceClient throw once the rollout is over.
+    worker[ROLLOUT_SCOPE] = undefined;
+  }
+  const returned = result === undefined ? [] : Array.isArray(result) ? result : [result];
+  return [...put, ...returned.map((value: Trajectory | TrajectoryInit) => asTrajectory(value))].map((t) =>
+    t.validate(),
+  );
+}
+
+/** A trajectory of this copy of nexrl from what a worker produced. */
+function asTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
+  return value instanceof Trajectory ? value : new Trajectory({ ...value, extraFields: { ...value.extraFields } });
+}
+
+/**
+ * A task for a test: the row `data` (its `prompt` field is the task's prompt unless `prompt` is
+ * given), the first copy of a group of one, training (not validation), seed 0, unless `fields`
+ * say otherwise.
+ */
+export function rolloutTask(data: DataRow, fields: Partial<Omit<RolloutTask, "data">> = {}): RolloutTask {
+  return {
+    data,
+    prompt: data["prompt"],
+    index: 0,
+    epoch: 0,
+    batchIndex: 0,
+    groupId: "test-group",
+    runId: 0,
+    groupSize: 1,
+    isVal: false,
+    seed: 0,
+    ...fields,
+  };
+}
