@@ -50,8 +50,8 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
 
 /**
  * Validates `datums` for `lossFn` on the local backend and packs them.
- * @throws InputError for inputs that break the loss contract, {@link ContextLengthError} for a
- * datum longer than the context, {@link InputError} for ids outside the vocabulary.
+ * @throws InputError for inputs that break the loss contract, {@link "nexrl".ContextLengthError | ContextLengthError} for a
+ * datum longer than the context, {@link "nexrl".InputError | InputError} for ids outside the vocabulary.
  */
 export function prepareBatch(
   datums: readonly Datum[],

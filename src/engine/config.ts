@@ -41,7 +41,7 @@ export const MODEL_PRESETS: Readonly<Record<ModelPresetName, Readonly<ModelConfi
 /**
  * Resolves a preset name or a config into a validated {@link ResolvedModelConfig}.
  * @param tokenizerVocabSize the tokenizer's vocabulary size (the default and minimum `vocabSize`).
- * @throws {@link ConfigError} for an unknown preset or invalid sizes.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset or invalid sizes.
  */
 export function resolveModelConfig(
   model: ModelPresetName | ModelConfig,

@@ -81,8 +81,8 @@ export class LocalEngine {
 
   /**
    * Builds an engine with freshly initialised weights.
-   * @throws {@link ConfigError} for an unknown preset or an invalid shape,
-   * {@link ConfigError} for invalid `threads` or unavailable `kernels`.
+   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset or an invalid shape,
+   * {@link "nexrl".ConfigError | ConfigError} for invalid `threads` or unavailable `kernels`.
    */
   static create(options: LocalEngineOptions): LocalEngine {
     const tokenizer = new ByteTokenizer();
@@ -161,8 +161,8 @@ export class LocalEngine {
    * Target logprobs and loss of each datum; touches no gradients.
    * @param lossFn a loss of `lossFunctions` that the local backend offers.
    * @param lossFnConfig overrides of the loss's config defaults.
-   * @throws InputError for inputs that break the loss contract, {@link ContextLengthError}
-   * for a datum longer than the context, {@link InputError} for ids outside the vocabulary.
+   * @throws InputError for inputs that break the loss contract, {@link "nexrl".ContextLengthError | ContextLengthError}
+   * for a datum longer than the context, {@link "nexrl".InputError | InputError} for ids outside the vocabulary.
    */
   forward(
     datums: readonly Datum[],
@@ -186,7 +186,7 @@ export class LocalEngine {
    * accumulated gradients and clears them. Its metrics: `grad_norm:mean`, the global gradient
    * norm before clipping; `step:max`, the optimizer steps taken so far (this one included);
    * `learning_rate:mean`, the learning rate used.
-   * @throws InputError for invalid `adam` values, {@link EngineError} when the
+   * @throws InputError for invalid `adam` values, {@link "nexrl".EngineError | EngineError} when the
    * gradient is not finite (the step is skipped).
    */
   optimStep(adam: AdamParams): OptimStepOutput {
@@ -215,7 +215,7 @@ export class LocalEngine {
    * Writes the weights (and with `optimizer`, the Adam moments and step count) to
    * `outputDir/checkpoints/<name>.nxs`, replacing an older file of that name atomically.
    * Accumulated gradients are not saved. Returns the absolute path.
-   * @throws {@link InputError} for a name that is not a plain file-name stem.
+   * @throws {@link "nexrl".InputError | InputError} for a name that is not a plain file-name stem.
    */
   async saveState(name: string, options: StateOptions): Promise<string> {
     const path = filePath(this.outputDir, "checkpoints", name, ".nxs");
@@ -267,7 +267,7 @@ export class LocalEngine {
    * Writes an immutable snapshot of the current weights to
    * `outputDir/sampler_weights/<name>.nxw` for {@link LocalEngine.samplerFromSnapshot}, and
    * returns its absolute path.
-   * @throws {@link EngineError} when the name is taken, {@link InputError} for
+   * @throws {@link "nexrl".EngineError | EngineError} when the name is taken, {@link "nexrl".InputError | InputError} for
    * an invalid name.
    */
   async saveWeightsForSampler(name: string): Promise<string> {

@@ -50,7 +50,7 @@ export class AdamState {
 
   /**
    * Applies one AdamW step to `params` with `grads`, then zeroes `grads`.
-   * @throws {@link EngineError} when the gradient norm is not finite; then nothing
+   * @throws {@link "nexrl".EngineError | EngineError} when the gradient norm is not finite; then nothing
    * is changed except that the gradients are zeroed.
    */
   apply(params: Float32Array, grads: Float32Array, adam: AdamParams): AdamStepReport {

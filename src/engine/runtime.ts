@@ -96,7 +96,7 @@ export class EngineRuntime {
 
   /**
    * @param chunkRows rows of one training pass (0 for a sampler, which has no training state).
-   * @throws {@link ConfigError} for invalid options.
+   * @throws {@link "nexrl".ConfigError | ConfigError} for invalid options.
    */
   constructor(config: ResolvedModelConfig, options: ComputeOptions, chunkRows: number) {
     this.spec = layoutSpec(config, threadCount(options), chunkRows);

@@ -78,7 +78,7 @@ export function encodeStateFile(contents: StateFileContents): Uint8Array {
 }
 
 /**
- * The {@link EngineError} for a state or sampler-weights file that cannot be loaded.
+ * The {@link "nexrl".EngineError | EngineError} for a state or sampler-weights file that cannot be loaded.
  * @param path the file.
  * @param problem the kind of problem.
  * @param detail what exactly was found and what to do.
@@ -89,7 +89,7 @@ export function stateFileError(path: string, problem: StateFileProblem, detail: 
 
 /**
  * Parses and verifies the bytes of a file read from `path` (used in error messages).
- * @throws {@link EngineError} for a foreign, truncated, corrupt or unsupported file.
+ * @throws {@link "nexrl".EngineError | EngineError} for a foreign, truncated, corrupt or unsupported file.
  */
 export function decodeStateFile(bytes: Uint8Array, path: string): StateFileContents {
   const fail = (problem: StateFileProblem, detail: string): never => {

@@ -33,7 +33,7 @@ export function filePath(
 /**
  * Writes `bytes` to `path` through a temporary file in the same folder. With `exclusive`, an
  * existing file is never replaced.
- * @throws {@link EngineError} when `exclusive` and `path` exists.
+ * @throws {@link "nexrl".EngineError | EngineError} when `exclusive` and `path` exists.
  */
 export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive: boolean): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
@@ -60,7 +60,7 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
 
 /**
  * Reads and verifies a state or snapshot file.
- * @throws {@link EngineError} when it is missing, foreign, truncated or corrupt.
+ * @throws {@link "nexrl".EngineError | EngineError} when it is missing, foreign, truncated or corrupt.
  */
 export async function readStateFile(path: string): Promise<StateFileContents> {
   let bytes: Uint8Array;

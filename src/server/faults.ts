@@ -28,7 +28,7 @@ const KINDS: readonly FaultKind[] = ["408", "410", "429", "500", "error", "drop"
 
 /**
  * Parses `408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05` into {@link FaultRates}.
- * @throws {@link ConfigError} for an unknown kind, a rate outside [0, 1], or rates summing over 1.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown kind, a rate outside [0, 1], or rates summing over 1.
  */
 export function parseFaults(spec: string): FaultRates {
   const rates: FaultRates = {};

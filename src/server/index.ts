@@ -106,8 +106,8 @@ export interface RunningServer {
  * key (in `X-API-Key`, `X-WEAVER-API-KEY` or `Authorization: Bearer`). A `host` other machines
  * can reach is refused without a key unless `insecure`, and logs a warning either way.
  *
- * @throws {@link ConfigError} for an empty key or an unprotected non-loopback host;
- * {@link ListenError} when the port is taken or privileged, or the host is not this machine's.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an empty key or an unprotected non-loopback host;
+ * {@link "nexrl".ListenError | ListenError} when the port is taken or privileged, or the host is not this machine's.
  *
  * @example
  * ```ts

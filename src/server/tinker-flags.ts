@@ -34,7 +34,7 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 /**
  * Parses `KEY=VALUE` into a flag and its typed value (`true`/`false`, an integer, or text).
- * @throws {@link ConfigError} for an unknown or unsupported flag or a value of the wrong type.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown or unsupported flag or a value of the wrong type.
  */
 export function parseTinkerFlag(spec: string): [string, boolean | number | string] {
   const at = spec.indexOf("=");

@@ -11,7 +11,7 @@ import { InputError } from "../errors.js";
  * `segment` percent-decoded.
  * @param segment the raw segment, as it appears in the request URL.
  * @param what what the segment names (`model id`, `rollout id`), for the message.
- * @throws {@link InputError} when it is not valid percent-encoding.
+ * @throws {@link "nexrl".InputError | InputError} when it is not valid percent-encoding.
  */
 export function decodePathSegment(segment: string, what: string): string {
   try {
