@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
+import { promisify, stripVTControlCharacters } from "node:util";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 import project from "../../vitest.config.js";
@@ -47,4 +47,23 @@ describe("the project's guards fail on deliberately broken code", () => {
       await rm(reports, { recursive: true, force: true });
     }
   });
+
+  it("knip names an export nothing imports", async () => {
+    const knip = path.join(root, "node_modules/knip/bin/knip.js");
+    const fixture = path.join(root, "test/tooling/fixtures/unused-export");
+    const outcome = await run(process.execPath, [knip, "--no-progress", "--no-config-hints", "--directory", fixture], {
+      cwd: fixture,
+      env: { ...process.env, FORCE_COLOR: "0" },
+    }).then(
+      () => ({ code: 0, output: "" }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        output: error.stdout + error.stderr,
+      }),
+    );
+    expect(outcome.code).toBe(1);
+    // Without colours (knip colours even under FORCE_COLOR=0).
+    const text = stripVTControlCharacters(outcome.output);
+    expect(text).toMatch(/Unused exports \(1\)\s+forgotten\s+function\s+src\/helpers\.ts:7:17/);
+  }, 60_000);
 });
