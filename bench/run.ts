@@ -65,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
           (row.ratio === null ? " (reported, no target)" : `, ratio ${row.ratio.toFixed(3)} (target ${row.target})`),
       );
     }
-    const file = await writeResult(resultsDir, result);
+    const file = await writeResult(resultsDir, result, suite.resultName?.());
     console.log(`\n${name} (${path.relative(process.cwd(), file)})\n${formatTable(result.rows)}`);
     met += result.rows.filter((r: Row) => r.met === true).length;
     total += result.rows.filter((r: Row) => r.met !== null).length;

@@ -15,10 +15,10 @@ export interface SuiteResult {
   rows: Row[];
 }
 
-/** Writes `<dir>/<suite>.json` through a temporary file, so an interrupted run never leaves half a file. */
-export async function writeResult(dir: string, result: SuiteResult): Promise<string> {
+/** Writes `<dir>/<name>.json` (`name`: the suite by default) through a temporary file, so an interrupted run never leaves half a file. */
+export async function writeResult(dir: string, result: SuiteResult, name = result.suite): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const file = path.join(dir, `${result.suite}.json`);
+  const file = path.join(dir, `${name}.json`);
   await writeFile(`${file}.tmp`, `${JSON.stringify(result, null, 2)}\n`);
   await rename(`${file}.tmp`, file);
   return file;

@@ -40,6 +40,11 @@ export interface Suite {
   /** One line shown before the suite runs. */
   description: string;
   run(ctx: SuiteContext): AsyncIterable<Row>;
+  /**
+   * The result file's name (without `.json`) when it is not the suite's own, e.g. for a run of
+   * part of the suite, so that it does not replace the whole suite's results.
+   */
+  resultName?(): string;
 }
 
 /** A bound on a ratio or value: `<=` for costs (time, memory), `>=` for throughputs. */

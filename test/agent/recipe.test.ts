@@ -85,6 +85,35 @@ describe("recipe/agent_tools data and tools", () => {
   });
 });
 
+describe("recipe/agent_tools warm start (sft_worker.ts)", () => {
+  it("demonstrates the right tool call one time in four and a wrong guess of the answer's length otherwise, training the assistant turns only", async () => {
+    const { ToolsSftWorker } = await import("../../recipe/agent_tools/sft_worker.js");
+    const worker = new ToolsSftWorker({ name: "w", recipe: {} as never, tokenizer });
+    const train = rows("train.jsonl").slice(0, 12);
+    train.forEach((row, n) => {
+      const t = worker.rollout(task(row as unknown as Record<string, unknown>));
+      const trained = tokenizer.decode(t.tokens.filter((_, i) => t.lossMask[i] === 1));
+      if (n % 4 === 0) {
+        expect(t.tokens).toEqual(tokenizer.applyChatTemplate(episode(row)));
+        expect(trained).toBe(
+          `<tool_call>${JSON.stringify({ name: row.tool, arguments: row.arguments })}</tool_call>${row.answer}`,
+        );
+        return;
+      }
+      const guess = trained;
+      expect(guess).toMatch(/^[1-9][0-9]*$/);
+      expect(guess).toHaveLength(row.answer.length);
+      expect(guess).not.toBe(row.answer);
+      expect(t.tokens).toEqual(
+        tokenizer.applyChatTemplate([
+          { role: "user", content: row.question },
+          { role: "assistant", content: guess },
+        ]),
+      );
+    });
+  });
+});
+
 describe("recipe/agent_tools through the gateway", () => {
   it("agent.ts, the tools and the evaluator score a model that answers right with reward 1, in one trajectory per episode", async () => {
     const { config, dir } = await loadRecipe(join(RECIPE, "local.yaml"), { env: {} });
@@ -141,6 +170,6 @@ describe("recipe/agent_tools through the gateway", () => {
     });
     expect([result.steps, result.stopReason]).toEqual([2, "completed"]);
     for (const row of result.metrics)
-      expect(row).toMatchObject({ "agent/episodes": 8, "agent/prefix_breaks": 0, "rollout/num_trajectories": 8 });
+      expect(row).toMatchObject({ "agent/episodes": 16, "agent/prefix_breaks": 0, "rollout/num_trajectories": 16 });
   });
 });
