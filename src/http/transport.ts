@@ -1,5 +1,5 @@
 /**
- * {@link HttpTransport}: JSON over HTTP on a shared keep-alive undici pool, with the API key
+ * {@link HttpTransport}: JSON over HTTP on a shared keep-alive connection pool, with the API key
  * header, per-call timeouts and `AbortSignal`s, typed errors, idempotency keys, and retries with
  * jittered exponential backoff that honour `retry-after`.
  *
@@ -187,7 +187,7 @@ function bodyRequestId(body: unknown): string | undefined {
 }
 
 /**
- * JSON over HTTP to one service. Connections come from a keep-alive undici `Pool` per origin
+ * JSON over HTTP to one service. Connections come from a keep-alive connection pool per origin
  * (at most {@link HttpTransportOptions.connections} of them), shared with other transports to
  * the same origin.
  *
