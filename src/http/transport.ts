@@ -158,7 +158,8 @@ function errorCode(error: unknown): string | undefined {
 /** Response headers with lower-cased names, repeated headers joined. */
 function flatHeaders(headers: Answer["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
   }
   return out;
