@@ -1,12 +1,13 @@
 /**
- * {@link Exchange}: one HTTP request through undici's `dispatch` API, its answer collected whole,
- * with a timeout. Answers are small JSON bodies read at once, so no stream is needed (see
- * bench/README.md).
+ * {@link Exchange}: one HTTP request on a connection of a {@link ConnectionPool}, through undici's
+ * `dispatch` API, its answer collected whole, with a timeout. Answers are small JSON bodies read
+ * at once, so no stream is needed (see bench/README.md).
  *
  * @module
  */
-import type { Dispatcher } from "undici";
+import type { Client, Dispatcher } from "undici";
 import { NexrlError } from "../errors.js";
+import type { ConnectionPool } from "./pools.js";
 
 /** A complete answer: status, headers as undici parses them (lower-cased names) and the body's bytes. */
 export interface Answer {
@@ -32,6 +33,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
   readonly answer: Promise<Answer>;
   private resolve!: (answer: Answer) => void;
   private reject!: (error: Error) => void;
+  /** Whether the answer has resolved or rejected. */
+  private settled = false;
+  /** The connection carrying the request, once it has one. */
+  private client: Client | undefined;
   private controller: Dispatcher.DispatchController | undefined;
   private abortReason: Error | undefined;
   private status = 0;
@@ -40,25 +45,47 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
 
   /**
-   * Sends `options` through `dispatcher`. undici reports every failure to the handler, a closed
-   * dispatcher's at once, so the answer rejects rather than the constructor throwing.
+   * Sends `options` on a connection of `pool`, at once or when one is free. Every failure, a
+   * closed pool's too, rejects the answer rather than the constructor throwing.
    * @param timeoutMs milliseconds until the exchange is given up on, waiting for a connection included.
    */
-  constructor(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, timeoutMs: number) {
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly options: Dispatcher.DispatchOptions,
+    timeoutMs: number,
+  ) {
     this.answer = new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
     this.timer = setTimeout(timeOut, timeoutMs, this);
-    dispatcher.dispatch(options, this);
+    pool.send(this);
   }
 
-  /** Fails the answer with `reason` at once, and stops the request wherever it is (queued, sent or answering). */
+  /**
+   * Sends the request on `client`, lent by the pool; returns false, and leaves `client` to the
+   * pool, when the exchange was given up on while it waited.
+   */
+  start(client: Client): boolean {
+    if (this.settled) return false;
+    this.client = client;
+    client.dispatch(this.options, this);
+    return true;
+  }
+
+  /** Fails the answer with `reason` at once, and stops the request wherever it is (waiting, sent or answering). */
   abort(reason: Error): void {
-    clearTimeout(this.timer);
-    this.reject(reason);
+    this.fail(reason);
     if (this.controller) this.controller.abort(reason);
     else this.abortReason = reason;
+  }
+
+  /** Fails the answer with `error` (once); the request itself goes on, if it started. */
+  fail(error: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.reject(error);
   }
 
   /** @internal */
@@ -82,6 +109,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   /** @internal */
   onResponseEnd(): void {
+    this.pool.giveBack(this.client!);
+    if (this.settled) return;
+    this.settled = true;
     clearTimeout(this.timer);
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     this.resolve({ status: this.status, headers: this.headers, body });
@@ -89,7 +119,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   /** @internal */
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    clearTimeout(this.timer);
-    this.reject(error);
+    this.pool.giveBack(this.client!);
+    this.fail(error);
   }
 }

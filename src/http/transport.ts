@@ -1,5 +1,5 @@
 /**
- * {@link HttpTransport}: JSON over HTTP on a shared keep-alive undici pool, with the API key
+ * {@link HttpTransport}: JSON over HTTP on a shared keep-alive connection pool, with the API key
  * header, per-call timeouts and `AbortSignal`s, typed errors, idempotency keys, and retries with
  * jittered exponential backoff that honour `retry-after`.
  *
@@ -160,7 +160,8 @@ function errorCode(error: unknown): string | undefined {
 /** Response headers with lower-cased names, repeated headers joined. */
 function flatHeaders(headers: Answer["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
   }
   return out;
@@ -189,7 +190,7 @@ function bodyRequestId(body: unknown): string | undefined {
 }
 
 /**
- * JSON over HTTP to one service. Connections come from a keep-alive undici `Pool` per origin
+ * JSON over HTTP to one service. Connections come from a keep-alive connection pool per origin
  * (at most {@link HttpTransportOptions.connections} of them), shared with other transports to
  * the same origin.
  *

@@ -1,6 +1,6 @@
-import { Pool } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { Exchange, TIMED_OUT } from "../../src/http/exchange.js";
+import { ConnectionPool } from "../../src/http/pools.js";
 import { failure, testServer } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -8,11 +8,11 @@ afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c()));
 });
 
-async function pool(handler: Parameters<typeof testServer>[0]): Promise<Pool> {
+async function pool(handler: Parameters<typeof testServer>[0]): Promise<ConnectionPool> {
   const server = await testServer(handler);
-  const p = new Pool(server.url, { connections: 1 });
+  const p = new ConnectionPool(server.url, 1);
   cleanups.push(async () => {
-    await p.destroy();
+    await p.close();
     await server.close();
   });
   return p;
@@ -34,7 +34,7 @@ describe("Exchange", () => {
   });
 
   it("rejects at once through a closed pool, and with TIMED_OUT when its timeout passes first", async () => {
-    const closed = new Pool("http://127.0.0.1:9");
+    const closed = new ConnectionPool("http://127.0.0.1:9", 1);
     await closed.close();
     const error = await failure(new Exchange(closed, { path: "/", method: "GET" }, 60_000).answer);
     expect((error as { code?: string }).code).toBe("UND_ERR_DESTROYED");

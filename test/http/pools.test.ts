@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { APITimeoutError, APIUserAbortError } from "../../src/errors.js";
 import { HttpTransport } from "../../src/http/index.js";
 import { acquirePool } from "../../src/http/pools.js";
-import { testServer } from "./helpers.js";
+import { failure, testServer } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -35,6 +36,28 @@ describe("connection pools", () => {
     }
     expect((await Promise.all(calls)).map((r) => r.body)).toEqual(["/0", "/1", "/2", "/3", "/4"]);
     expect(server.sockets()).toBe(2);
+  });
+
+  it("give a connection freed to the next waiting call, skipping calls given up on while they waited", async () => {
+    const { server, until, release } = await heldServer();
+    const http = new HttpTransport({ baseUrl: server.url, connections: 1, maxRetries: 0 });
+    cleanups.push(() => http.close());
+    const first = http.request({ method: "GET", path: "/first" });
+    await until(1);
+    const stop = new AbortController();
+    const late = failure(http.request({ method: "GET", path: "/late", timeoutMs: 30 }));
+    const aborted = failure(http.request({ method: "GET", path: "/aborted", signal: stop.signal }));
+    const next = http.request({ method: "GET", path: "/next" });
+    stop.abort(new Error("not needed"));
+    expect(await late).toBeInstanceOf(APITimeoutError);
+    expect(await aborted).toBeInstanceOf(APIUserAbortError);
+    release();
+    expect((await first).body).toBe("/first");
+    await until(1);
+    release();
+    expect((await next).body).toBe("/next");
+    expect(server.seen.map((s) => s.url)).toEqual(["/first", "/next"]);
+    expect(server.sockets()).toBe(1);
   });
 
   it("are shared per origin and connection limit, and closed when the last user lets go", async () => {
