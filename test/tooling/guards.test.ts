@@ -10,6 +10,22 @@ import project from "../../vitest.config.js";
 const root = path.resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
 
+/** Runs a Node script of a tool to its end: its exit code, and its output when it failed. */
+function runScript(
+  script: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; output: string }> {
+  return run(process.execPath, [script, ...args], { cwd, env: { ...process.env, ...env, FORCE_COLOR: "0" } }).then(
+    () => ({ code: 0, output: "" }),
+    (error: { code: number; stdout: string; stderr: string }) => ({
+      code: error.code,
+      output: error.stdout + error.stderr,
+    }),
+  );
+}
+
 describe("the project's guards fail on deliberately broken code", () => {
   it("lint reports a floating promise, a misused promise and a non-exhaustive switch", async () => {
     // The fixture is in the lint ignores (it must not break `npm run lint`); lint it on purpose here.
@@ -28,16 +44,9 @@ describe("the project's guards fail on deliberately broken code", () => {
     try {
       const vitest = path.join(root, "node_modules/vitest/vitest.mjs");
       const config = path.join(root, "test/tooling/fixtures/coverage-drop/vitest.config.ts");
-      const outcome = await run(process.execPath, [vitest, "run", "--coverage", "--config", config], {
-        cwd: root,
-        env: { ...process.env, COVERAGE_PROBE_DIR: reports, FORCE_COLOR: "0" },
-      }).then(
-        () => ({ code: 0, output: "" }),
-        (error: { code: number; stdout: string; stderr: string }) => ({
-          code: error.code,
-          output: error.stdout + error.stderr,
-        }),
-      );
+      const outcome = await runScript(vitest, ["run", "--coverage", "--config", config], root, {
+        COVERAGE_PROBE_DIR: reports,
+      });
       expect(outcome.code).toBe(1);
       const lines = (project.test!.coverage as { thresholds: { lines: number } }).thresholds.lines;
       expect(outcome.output).toMatch(
@@ -51,16 +60,7 @@ describe("the project's guards fail on deliberately broken code", () => {
   it("knip names an export nothing imports", async () => {
     const knip = path.join(root, "node_modules/knip/bin/knip.js");
     const fixture = path.join(root, "test/tooling/fixtures/unused-export");
-    const outcome = await run(process.execPath, [knip, "--no-progress", "--no-config-hints", "--directory", fixture], {
-      cwd: fixture,
-      env: { ...process.env, FORCE_COLOR: "0" },
-    }).then(
-      () => ({ code: 0, output: "" }),
-      (error: { code: number; stdout: string; stderr: string }) => ({
-        code: error.code,
-        output: error.stdout + error.stderr,
-      }),
-    );
+    const outcome = await runScript(knip, ["--no-progress", "--no-config-hints", "--directory", fixture], fixture);
     expect(outcome.code).toBe(1);
     // Without colours (knip colours even under FORCE_COLOR=0).
     const text = stripVTControlCharacters(outcome.output);
