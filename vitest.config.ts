@@ -9,9 +9,10 @@ export default defineConfig({
       include: ["src/**/*.ts"],
       reporter: ["text-summary", "json-summary", "html"],
       reportsDirectory: "coverage",
-      // Just under the figures measured on main on 2026-12-01 after the hardening, Tinker, report and engine merges
-      // (lines 95.3 %, branches 88.8 %, statements 94.6 %, functions 94.4 %): a change that lowers them fails CI.
-      thresholds: { lines: 95, branches: 88.5, statements: 94.3, functions: 94.2 },
+      // Just under the figures measured on a clean clone of main on 2026-12-01 after the day's merges (lines 95.12 %,
+      // branches 88.53 %, statements 94.44 %, functions 94.58 %), with room for the few branches that depend on timing
+      // (a retry taken or not): a change that lowers them fails CI.
+      thresholds: { lines: 94.9, branches: 88.3, statements: 94.2, functions: 94.3 },
     },
   },
 });
