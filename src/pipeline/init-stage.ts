@@ -79,6 +79,25 @@ export interface InitContext {
   chain: readonly string[];
 }
 
+/** The run state a checkpoint path of `recipe` names: beside the recipe first, then from `cwd`. */
+export async function locateRecipeCheckpoint(recipe: LoadedRecipe, path: string, cwd: string): Promise<string> {
+  const beside = resolve(recipe.dir, path);
+  return locateRunState((await stat(beside).catch(() => undefined)) ? beside : resolve(cwd, path));
+}
+
+/**
+ * Refuses an `init.from_recipe` chain that comes back to a recipe already in it.
+ * @param chain the recipes that led here, outer first, the one naming `file` last.
+ * @throws {@link RunError} naming the cycle.
+ */
+export function refuseInitCycle(chain: readonly string[], file: string, cwd: string): void {
+  if (chain.includes(file))
+    throw new RunError(
+      "setup",
+      `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
+    );
+}
+
 /** The warm start a fresh run makes from `init:`, or the warm-start recipe's own result when that run was stopped. */
 export type InitOutcome =
   | { readonly kind: "start"; readonly plan: Extract<StartPlan, { kind: "warm_start" }>; readonly init: RunInit }
@@ -96,10 +115,7 @@ export type InitOutcome =
 export async function prepareInit(recipe: LoadedRecipe, context: InitContext): Promise<InitOutcome> {
   const init = recipe.config.init!;
   if (init.from_checkpoint !== undefined) {
-    const beside = resolve(recipe.dir, init.from_checkpoint);
-    const path = await locateRunState(
-      (await stat(beside).catch(() => undefined)) ? beside : resolve(context.cwd, init.from_checkpoint),
-    );
+    const path = await locateRecipeCheckpoint(recipe, init.from_checkpoint, context.cwd);
     return {
       kind: "start",
       plan: { kind: "warm_start", state: await readRunState(path), path },
@@ -107,12 +123,7 @@ export async function prepareInit(recipe: LoadedRecipe, context: InitContext): P
     };
   }
   const file = init.from_recipe!;
-  const chain = [...context.chain, recipe.path];
-  if (chain.includes(file))
-    throw new RunError(
-      "setup",
-      `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(context.cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
-    );
+  refuseInitCycle([...context.chain, recipe.path], file, context.cwd);
   const child = await loadRecipe(file, { env: context.env, cwd: context.cwd });
   const fingerprint = await recipeFingerprint(child);
   const runDir = join(storageRoot(context), "init", `${stem(file)}-${fingerprint.slice(0, SHORT)}`);

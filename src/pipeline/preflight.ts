@@ -4,8 +4,7 @@
  * recipe `validate` accepts does not fail at start-up for a reason it could see.
  * @module
  */
-import { relative, resolve } from "node:path";
-import { stat } from "node:fs/promises";
+import { relative } from "node:path";
 import { MODEL_PRESETS } from "../engine/config.js";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
@@ -14,7 +13,8 @@ import { RecipeError } from "../errors.js";
 import { REQUIRED_TOKENIZER_FILES } from "../services/inference/tokenizers/files.js";
 import { loadTokenizer, locateTokenizer } from "../services/inference/tokenizers/load.js";
 import type { Tokenizer } from "../types/tokenizer.js";
-import { locateRunState, readRunState, type RunState } from "./checkpoint.js";
+import { readRunState, type RunState } from "./checkpoint.js";
+import { locateRecipeCheckpoint, refuseInitCycle } from "./init-stage.js";
 import type { DataLoader } from "./data/data-loader.js";
 import { RunError } from "../errors.js";
 import { checkInferenceBackend } from "./services.js";
@@ -90,13 +90,8 @@ function knownContextLength(config: RecipeConfig): number | undefined {
 }
 
 /** The run state `resume.resume_path` names (beside the recipe first, then from `cwd`). */
-export async function locateResumeState(recipe: LoadedRecipe, cwd: string): Promise<string> {
-  const besideRecipe = resolve(recipe.dir, recipe.config.resume.resume_path);
-  const found = await stat(besideRecipe).then(
-    () => true,
-    () => false,
-  );
-  return locateRunState(found ? besideRecipe : resolve(cwd, recipe.config.resume.resume_path));
+export function locateResumeState(recipe: LoadedRecipe, cwd: string): Promise<string> {
+  return locateRecipeCheckpoint(recipe, recipe.config.resume.resume_path, cwd);
 }
 
 /**
@@ -238,21 +233,12 @@ async function checkInit(
   const init = recipe.config.init;
   if (init === undefined || init === null) return [];
   if (init.from_checkpoint !== undefined) {
-    const beside = resolve(recipe.dir, init.from_checkpoint);
-    const found = await stat(beside).then(
-      () => true,
-      () => false,
-    );
-    const path = await locateRunState(found ? beside : resolve(cwd, init.from_checkpoint));
+    const path = await locateRecipeCheckpoint(recipe, init.from_checkpoint, cwd);
     checkCheckpointModel(recipe.config, await readRunState(path), path);
     return [];
   }
   const file = init.from_recipe!;
-  if (chain.includes(file))
-    throw new RunError(
-      "setup",
-      `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
-    );
+  refuseInitCycle(chain, file, cwd);
   const child = await loadRecipe(file, { env, cwd });
   const [outer, inner] = [recipe.config.service.train_service, child.config.service.train_service];
   if (outer.backend !== inner.backend || outer.model !== inner.model)
