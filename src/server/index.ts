@@ -13,6 +13,7 @@ import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
 import { healthHandler } from "./health.js";
 import { ModelStore } from "./models.js";
+import { InFlightOperations } from "./operations.js";
 import { createOpenAIModelsHandler } from "./openai-models.js";
 import type { ServedModel as OpenAIServedModel } from "./openai.js";
 import { createTinkerHandler } from "./tinker.js";
@@ -89,7 +90,10 @@ function defaultListenHint(problem: ListenProblem): string {
 export interface RunningServer {
   /** Its base URL, e.g. `http://127.0.0.1:8000`. */
   readonly url: string;
-  /** Stops accepting requests and closes every connection (idempotent). */
+  /**
+   * Stops accepting requests, closes every connection, and resolves once the operations already
+   * received have run, so the files they write are complete (idempotent).
+   */
   close(): Promise<void>;
 }
 
@@ -138,7 +142,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,
   );
-  const shared = { store, faults, capture: options.onRequest };
+  const inFlight = new InFlightOperations();
+  const shared = { store, faults, capture: options.onRequest, inFlight };
   const tinker = protocol === "tinker" || protocol === "all";
   // Tinker clients trade the key for JWTs when the flag is on; the gate accepts those JWTs too.
   const jwt =
@@ -180,7 +185,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       (closed ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      })),
+      }).then(() => inFlight.settled())),
   };
 }
 

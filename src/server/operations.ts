@@ -84,6 +84,31 @@ export function runOperation(kind: string, run: () => unknown): Operation {
   return op;
 }
 
+/**
+ * The operations a server received and has not finished: closing the server waits for them, so
+ * that a checkpoint or sampler it was writing is complete before its folder is read or removed.
+ */
+export class InFlightOperations {
+  private readonly pending = new Set<Promise<Outcome>>();
+
+  /** Counts `op` until it has run. */
+  add(op: Operation): void {
+    const done = op.done;
+    this.pending.add(done);
+    void done.then(() => this.pending.delete(done));
+  }
+
+  /** How many operations have not finished. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once every operation received so far (and any they led to) has run. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all(this.pending);
+  }
+}
+
 /** How many recent `seq_id`s are remembered for deduplication. */
 const DEDUP_WINDOW = 1024;
 

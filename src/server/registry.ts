@@ -6,7 +6,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { Operation } from "./operations.js";
+import type { InFlightOperations, Operation } from "./operations.js";
 
 /** How many ids are remembered; older ones count as forgotten. */
 const CAPACITY = 10_000;
@@ -15,10 +15,14 @@ const CAPACITY = 10_000;
 export class OperationRegistry {
   private readonly byId = new Map<string, Operation>();
 
+  /** @param inFlight where every registered operation is counted until it has run. */
+  constructor(private readonly inFlight?: InFlightOperations) {}
+
   /** Hands out a new id for `op` (an operation resubmitted gets a new id for the same op). */
   register(op: Operation): string {
     const id = randomUUID();
     this.byId.set(id, op);
+    this.inFlight?.add(op);
     if (this.byId.size > CAPACITY) this.byId.delete(this.byId.keys().next().value!);
     return id;
   }

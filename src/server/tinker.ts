@@ -17,7 +17,14 @@ import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
-import { injectedFailure, OperationFailure, runOperation, type Operation, type Outcome } from "./operations.js";
+import {
+  injectedFailure,
+  type InFlightOperations,
+  OperationFailure,
+  runOperation,
+  type Operation,
+  type Outcome,
+} from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import { tinkerCredential, type JwtIssuer } from "./tinker-jwt.js";
 import {
@@ -45,6 +52,8 @@ export interface TinkerHandlerOptions {
   clientConfig?: Record<string, unknown> | undefined;
   /** Sees every request body the protocol parses. */
   capture?: ((request: CapturedRequest) => void) | undefined;
+  /** Counts the operations received until they have run (the server's close waits for them). */
+  inFlight?: InFlightOperations | undefined;
   /** Element type of logprobs in protobuf results (default float32). */
   resultDtype?: ResultDtype | undefined;
   /**
@@ -135,7 +144,7 @@ async function sample(session: SamplingSession, body: TinkerRequest<"asample">):
  */
 export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandler {
   const { store, faults } = options;
-  const promises = new OperationRegistry();
+  const promises = new OperationRegistry(options.inFlight);
   const sessions = new Set<string>();
   const createdModels = new Map<string, Operation>();
   const samplingSessions = new Map<string, string>();

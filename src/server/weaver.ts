@@ -20,7 +20,7 @@ import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, readJson, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
-import { injectedFailure, runOperation, type Operation } from "./operations.js";
+import { injectedFailure, type InFlightOperations, runOperation, type Operation } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import { decodePathSegment } from "./url-path.js";
 import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
@@ -34,6 +34,8 @@ export interface WeaverHandlerOptions {
   faults: FaultInjector;
   /** Sees every request body the protocol parses. */
   capture?: ((request: CapturedRequest) => void) | undefined;
+  /** Counts the operations received until they have run (the server's close waits for them). */
+  inFlight?: InFlightOperations | undefined;
 }
 
 /** Default TTL of sampler exports, in seconds (Weaver's `DEFAULT_SAMPLER_TTL_SECONDS`). */
@@ -181,7 +183,7 @@ async function sample(
  */
 export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandler {
   const { store, faults } = options;
-  const operations = new OperationRegistry();
+  const operations = new OperationRegistry(options.inFlight);
   const sessions = new Set<string>();
 
   const operationJson = (id: string, op: Operation): unknown => {

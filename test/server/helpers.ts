@@ -13,9 +13,7 @@ afterEach(async () => {
 /** A server on 127.0.0.1 in a temporary folder, closed (and the folder removed) after the test. */
 export async function server(options: Partial<ServerOptions> = {}): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "nexrl-server-"));
-  // close() does not wait for operations still running in the background (an export a test did not
-  // wait for may still be writing its files): retry the removal of a folder they are filling.
-  cleanups.push(() => rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const running = await startServer({ outputDir: dir, longPollTimeoutMs: 50, log: () => undefined, ...options });
   cleanups.push(() => running.close());
   return running;
