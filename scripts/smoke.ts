@@ -116,7 +116,7 @@ async function smoke(backend: Backend, env: NodeJS.ProcessEnv): Promise<number> 
       "one SFT step (forward_backward + optim_step)",
       async () => {
         const fb = await training.forwardBackward([sft], "cross_entropy");
-        const optim = await training.optimStep(adamParams({ learning_rate: 1e-4 }));
+        const optim = await training.optimStep(adamParams({ learningRate: 1e-4 }));
         return { fb: await fb.result(), optim: await optim.result() };
       },
       ({ fb, optim }) =>

@@ -114,7 +114,7 @@ export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./recipe/
 /** @category Recipes */
 export type { RecipeConfig } from "./recipe/schema/recipe.js";
 /** @category Recipes */
-export type { AlgorithmConfig } from "./recipe/schema/trainer.js";
+export type { AlgorithmConfig } from "./pipeline/settings.js";
 /** @category Recipes */
 export type { AgentOptions } from "./recipe/schema/rollout-worker.js";
 /** @category Recipes */

@@ -26,7 +26,7 @@ export const MAX_TOKENS = 56;
  */
 export const MEDIUM = { preset: "medium", batch: 8, seqLen: 256, maxTokens: 248 } as const;
 
-export const ADAM: AdamParams = adamParams({ learning_rate: 1e-3 });
+export const ADAM: AdamParams = adamParams({ learningRate: 1e-3 });
 
 const TEXT =
   "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age " +

@@ -53,7 +53,7 @@ class TfjsSide {
     this.model = new TfjsTransformer(
       tf,
       { vocabSize: VOCAB_SIZE, dModel, ...SHAPE },
-      { learningRate: ADAM.learning_rate, beta1: ADAM.beta1, beta2: ADAM.beta2, eps: ADAM.eps },
+      { learningRate: ADAM.learningRate, beta1: ADAM.beta1, beta2: ADAM.beta2, eps: ADAM.eps },
       SEED,
     );
     const batch = trainingBatch();

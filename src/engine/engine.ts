@@ -55,7 +55,7 @@ export interface StateOptions {
  * const engine = LocalEngine.create({ model: "tiny", outputDir: "out" });
  * const tokens = engine.tokenizer.encode("hello", { addBos: true });
  * engine.forwardBackward([datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), weights: [1, 1, 1, 1, 1] })], "cross_entropy");
- * engine.optimStep(adamParams({ learning_rate: 1e-3 }));
+ * engine.optimStep(adamParams({ learningRate: 1e-3 }));
  * const path = await engine.saveWeightsForSampler("step_000001");
  * ```
  */

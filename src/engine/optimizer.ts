@@ -3,7 +3,7 @@
  * form of PyTorch's `torch.optim.AdamW` (which Tinker uses):
  *
  * ```
- * g   ← g · min(1, clip / (‖g‖ + 1e-6))          (when grad_clip_norm > 0)
+ * g   ← g · min(1, clip / (‖g‖ + 1e-6))          (when gradClipNorm > 0)
  * p   ← p · (1 − lr·wd)
  * m   ← β1·m + (1 − β1)·g
  * v   ← β2·v + (1 − β2)·g²
@@ -64,9 +64,9 @@ export class AdamState {
         `the accumulated gradient has norm ${gradNorm}, so the optimizer step was skipped and the gradients discarded; look for extreme advantages or sampler logprobs far from the model's (importance ratios overflow), or lower the learning rate`,
       );
     }
-    const clipScale = adam.grad_clip_norm > 0 ? Math.min(1, adam.grad_clip_norm / (gradNorm + 1e-6)) : 1;
+    const clipScale = adam.gradClipNorm > 0 ? Math.min(1, adam.gradClipNorm / (gradNorm + 1e-6)) : 1;
     this.step += 1;
-    const { learning_rate: lr, beta1: b1, beta2: b2, eps, weight_decay: wd } = adam;
+    const { learningRate: lr, beta1: b1, beta2: b2, eps, weightDecay: wd } = adam;
     const stepSize = lr / (1 - b1 ** this.step);
     const bc2Sqrt = Math.sqrt(1 - b2 ** this.step);
     const decay = 1 - lr * wd;

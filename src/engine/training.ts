@@ -127,7 +127,7 @@ export class TrainingCore {
       metrics: {
         "grad_norm:mean": report.gradNorm,
         "step:max": this.adam.step,
-        "learning_rate:mean": params.learning_rate,
+        "learning_rate:mean": params.learningRate,
       },
     };
   }

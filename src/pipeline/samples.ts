@@ -6,7 +6,7 @@ import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "../types/trajectory.js";
 import type { StepRow } from "./jsonl-log.js";
 
-/** One line of `samples.jsonl`. */
+/** One line of `samples.jsonl`; its keys are the file's (snake_case), as other tools read them. */
 export interface SampleRow extends StepRow {
   /** Group id. */
   group: string | null;
@@ -36,7 +36,7 @@ export interface SampleRow extends StepRow {
   extra_fields?: Record<string, unknown>;
 }
 
-/** The response of a {@link SampleRow} token by token, as parallel arrays. */
+/** The response of a {@link SampleRow} token by token, as parallel arrays (keys as in the file). */
 export interface ResponseTokens {
   /** Token ids. */
   ids: number[];

@@ -17,5 +17,4 @@ export {
 export { REDACTED, isSecretKey, redactSecrets, redactText } from "./redact.js";
 export type { RecipeConfig } from "./schema/recipe.js";
 export { DEFAULT_LOCAL_MODEL } from "./schema/service.js";
-export type { AlgorithmConfig } from "./schema/trainer.js";
 export { loadUserClass, type ConcreteClass, type LoadUserClassOptions } from "./user-module.js";

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
 import type { ForwardBackwardOutput } from "../types/results.js";
-import { modelInputTokens, type Datum, type ModelInput } from "../types/wire.js";
+import { adamParamsFromWire, modelInputTokens, type Datum, type ModelInput } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
@@ -260,7 +260,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "optim_step": {
         const body = parse(endpoint, raw);
         return seqOp(body.model_id, body.seq_id, "optim_step", failed, (m) => ({
-          metrics: m.engine.optimStep(body.adam_params).metrics,
+          metrics: m.engine.optimStep(adamParamsFromWire(body.adam_params)).metrics,
         }));
       }
       case "save_weights": {

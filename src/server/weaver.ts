@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
 import { validateLossInputs } from "../types/losses.js";
-import { modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
+import { adamParamsFromWire, modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, readJson, requestPath, sendJson } from "./io.js";
@@ -277,7 +277,9 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
             model.queue.submit(
               payload.seq_id,
               "optim_step",
-              guard(() => ({ result: { metrics: model.engine.optimStep(payload.adam_params).metrics } })),
+              guard(() => ({
+                result: { metrics: model.engine.optimStep(adamParamsFromWire(payload.adam_params)).metrics },
+              })),
             ),
           ),
         ];

@@ -35,7 +35,10 @@ export interface ToolDefinition {
   };
 }
 
-/** One chat message, as given to {@link Tokenizer.applyChatTemplate}. */
+/**
+ * One chat message, as given to {@link Tokenizer.applyChatTemplate}. `tool_calls` and
+ * `tool_call_id` keep OpenAI's message shape (snake_case), which chat templates and agents read as is.
+ */
 export interface ChatMessage {
   /** Speaker: `system`, `user`, `assistant`, `tool`, … */
   role: string;

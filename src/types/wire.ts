@@ -11,7 +11,10 @@ import { InputError } from "../errors.js";
 /** Element type of a {@link TensorData}. The Tinker public wire knows only these two. */
 export type TensorDtype = "int64" | "float32";
 
-/** A tensor on the wire: `data` is flattened row-major; `shape` omitted means 1-D. */
+/**
+ * A tensor on the wire: `data` is flattened row-major; `shape` omitted means 1-D. Tinker's wire
+ * type, spelled as the protocol does (snake_case).
+ */
 export interface TensorData {
   /** The values, flattened row-major. */
   data: number[];
@@ -33,7 +36,7 @@ export interface EncodedTextChunk {
   tokens: number[];
 }
 
-/** An inline image inside a {@link ModelInput}. */
+/** An inline image inside a {@link ModelInput} (Tinker's wire type, spelled as on the wire). */
 export interface ImageChunk {
   /** Discriminator. */
   type: "image";
@@ -45,7 +48,7 @@ export interface ImageChunk {
   expected_tokens?: number;
 }
 
-/** An image referenced by location inside a {@link ModelInput}. */
+/** An image referenced by location inside a {@link ModelInput} (Tinker's wire type, spelled as on the wire). */
 export interface ImageAssetPointerChunk {
   /** Discriminator. */
   type: "image_asset_pointer";
@@ -60,13 +63,16 @@ export interface ImageAssetPointerChunk {
 /** One chunk of a {@link ModelInput}. */
 export type ModelInputChunk = EncodedTextChunk | ImageChunk | ImageAssetPointerChunk;
 
-/** The input sequence of a datum or a sampling request, as a list of chunks. */
+/** The input sequence of a datum or a sampling request, as a list of chunks (Tinker's wire type). */
 export interface ModelInput {
   /** The chunks, in order. */
   chunks: ModelInputChunk[];
 }
 
-/** One training example: the input sequence and the named tensors its loss function reads. */
+/**
+ * One training example: the input sequence and the named tensors its loss function reads.
+ * Tinker's wire type: it goes on the wire as it is, so its keys are the protocol's (snake_case).
+ */
 export interface Datum {
   /** The input positions. */
   model_input: ModelInput;
@@ -74,10 +80,14 @@ export interface Datum {
   loss_fn_inputs: Record<string, TensorData>;
 }
 
-/** Optimizer hyper-parameters of one `optim_step` (AdamW with decoupled weight decay). */
+/**
+ * Optimizer hyper-parameters of one `optim_step` (AdamW with decoupled weight decay). camelCase
+ * like the rest of the TypeScript surface: the clients send it as the protocols' snake_case
+ * `adam_params` (`learning_rate`, `weight_decay`, `grad_clip_norm`).
+ */
 export interface AdamParams {
   /** Step size. */
-  learning_rate: number;
+  learningRate: number;
   /** First-moment decay. */
   beta1: number;
   /** Second-moment decay. */
@@ -85,19 +95,35 @@ export interface AdamParams {
   /** Denominator epsilon. */
   eps: number;
   /** Decoupled weight decay (AdamW). */
-  weight_decay: number;
+  weightDecay: number;
   /** Global-norm gradient clipping; 0 disables it. */
+  gradClipNorm: number;
+}
+
+/** `adam_params` as the Tinker and Weaver protocols spell it (snake_case, as on the wire). */
+export interface AdamParamsWire {
+  /** {@link AdamParams.learningRate}. */
+  learning_rate: number;
+  /** {@link AdamParams.beta1}. */
+  beta1: number;
+  /** {@link AdamParams.beta2}. */
+  beta2: number;
+  /** {@link AdamParams.eps}. */
+  eps: number;
+  /** {@link AdamParams.weightDecay}. */
+  weight_decay: number;
+  /** {@link AdamParams.gradClipNorm}. */
   grad_clip_norm: number;
 }
 
 /** Tinker's defaults for {@link AdamParams}. */
 export const DEFAULT_ADAM_PARAMS: Readonly<AdamParams> = Object.freeze({
-  learning_rate: 1e-4,
+  learningRate: 1e-4,
   beta1: 0.9,
   beta2: 0.95,
   eps: 1e-12,
-  weight_decay: 0,
-  grad_clip_norm: 0,
+  weightDecay: 0,
+  gradClipNorm: 0,
 });
 
 /**
@@ -111,15 +137,39 @@ export function adamParams(params: Partial<AdamParams> = {}): AdamParams {
       throw new InputError(`AdamParams.${key} must be a finite number, got ${String(value)}`);
     }
   }
-  if (out.learning_rate < 0) throw new InputError(`AdamParams.learning_rate must be >= 0, got ${out.learning_rate}`);
+  if (out.learningRate < 0) throw new InputError(`AdamParams.learningRate must be >= 0, got ${out.learningRate}`);
   for (const key of ["beta1", "beta2"] as const) {
     if (out[key] < 0 || out[key] >= 1) throw new InputError(`AdamParams.${key} must be in [0, 1), got ${out[key]}`);
   }
   if (out.eps <= 0) throw new InputError(`AdamParams.eps must be > 0, got ${out.eps}`);
-  if (out.weight_decay < 0) throw new InputError(`AdamParams.weight_decay must be >= 0, got ${out.weight_decay}`);
-  if (out.grad_clip_norm < 0)
-    throw new InputError(`AdamParams.grad_clip_norm must be >= 0 (0 disables clipping), got ${out.grad_clip_norm}`);
+  if (out.weightDecay < 0) throw new InputError(`AdamParams.weightDecay must be >= 0, got ${out.weightDecay}`);
+  if (out.gradClipNorm < 0)
+    throw new InputError(`AdamParams.gradClipNorm must be >= 0 (0 disables clipping), got ${out.gradClipNorm}`);
   return out;
+}
+
+/** {@link AdamParams} as sent in `adam_params` (Tinker and Weaver). */
+export function adamParamsToWire(params: AdamParams): AdamParamsWire {
+  return {
+    learning_rate: params.learningRate,
+    beta1: params.beta1,
+    beta2: params.beta2,
+    eps: params.eps,
+    weight_decay: params.weightDecay,
+    grad_clip_norm: params.gradClipNorm,
+  };
+}
+
+/** {@link AdamParams} from a received `adam_params` (`nexrl serve`). */
+export function adamParamsFromWire(wire: AdamParamsWire): AdamParams {
+  return {
+    learningRate: wire.learning_rate,
+    beta1: wire.beta1,
+    beta2: wire.beta2,
+    eps: wire.eps,
+    weightDecay: wire.weight_decay,
+    gradClipNorm: wire.grad_clip_norm,
+  };
 }
 
 /** Loss-input names that the Tinker SDK coerces to int64; every other name is float32. */

@@ -68,7 +68,7 @@ export async function memorisingInference(
   });
   for (let i = 0; i < steps; i++) {
     await trainer.forwardBackward(data, "cross_entropy");
-    await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
+    await trainer.optimStep(adamParams({ learningRate: 3e-2 }));
   }
   const path = (await (await trainer.saveWeightsForSampler("memorised")).result()).path;
   return new SamplerInferenceClient({

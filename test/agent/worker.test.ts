@@ -288,7 +288,7 @@ describe("agent worker: declarative agents (agent_config.yaml)", () => {
 
   it("renders the system prompt with the date and the task's fields, and explains bad tool bindings", async () => {
     const config =
-      "system_prompt: |\n  Date: {{date}}. Task {{task_name}}: {{question}}\nmax_turns: 1\nllm_config: {max_tokens: 4}\n";
+      "system_prompt: |\n  Date: {{date}}. Task {{task_name}}: {{question}}\nmax_turns: 1\nllm_config: {max_tokens: 4, top_p: 0.5}\n";
     const inference = recording(await tinyInference());
     const worker =
       'type: nexau, nexau_agent_config_path: workspace/agent_config.yaml, evaluator_module_path: "workspace/evaluator.ts:Evaluator", task_name: demo';
@@ -298,6 +298,8 @@ describe("agent worker: declarative agents (agent_config.yaml)", () => {
     expect(tokenizer.decode(inference.calls[0]!.result.promptTokens)).toBe(
       `<|system|>\nDate: ${today}. Task demo: what now?<|user|>\nwhat now?<|assistant|>\n`,
     );
+    // llm_config reaches the model call: the loop sends DeclarativeAgentConfig.llm as max_tokens and top_p.
+    expect(inference.calls[0]!.options).toMatchObject({ maxTokens: 4, topP: 0.5 });
     expect(trajectories[0]!.extraFields).toMatchObject({
       is_truncated: false,
       response: tokenizer.decode(inference.calls[0]!.result.responseTokens),

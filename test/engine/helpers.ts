@@ -72,7 +72,7 @@ export const OVERFIT_TEXT = "the cat sat on the mat. ";
 export async function overfitEngine(): Promise<LocalEngine> {
   const engine = await engineFor({ dModel: 32, nLayers: 1, nHeads: 2, contextLength: 64 }, 1);
   const tokens = engine.tokenizer.encode(OVERFIT_TEXT.repeat(3).slice(0, 63), { addBos: true });
-  const adam = adamParams({ learning_rate: 1e-2 });
+  const adam = adamParams({ learningRate: 1e-2 });
   for (let i = 0; i < 80; i++) {
     engine.forwardBackward([lmDatum(tokens)], "cross_entropy");
     engine.optimStep(adam);

@@ -184,12 +184,12 @@ describe("stopping", () => {
         "cross_entropy",
       );
       eosEngine.optimStep({
-        learning_rate: 3e-2,
+        learningRate: 3e-2,
         beta1: 0.9,
         beta2: 0.95,
         eps: 1e-8,
-        weight_decay: 0,
-        grad_clip_norm: 0,
+        weightDecay: 0,
+        gradClipNorm: 0,
       });
     }
     const s = eosEngine.sample(p, { maxTokens: 10, temperature: 0 }).sequences[0]!;

@@ -7,7 +7,7 @@ import { engineFor, lmDatum, tempDir } from "./helpers.js";
 import { EngineError, InputError, type StateFileProblem } from "../../src/errors.js";
 
 const SHAPE = { dModel: 16, nLayers: 2, nHeads: 2, contextLength: 32 };
-const adam = adamParams({ learning_rate: 1e-2, weight_decay: 0.01, grad_clip_norm: 1 });
+const adam = adamParams({ learningRate: 1e-2, weightDecay: 0.01, gradClipNorm: 1 });
 
 function train(engine: Engine, steps: number): void {
   const tokens = engine.tokenizer.encode("checkpoints must restore exactly", { addBos: true });

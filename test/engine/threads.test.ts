@@ -38,7 +38,7 @@ function datums(): Datum[] {
   });
 }
 
-const adam = adamParams({ learning_rate: 1e-2, weight_decay: 0.01, grad_clip_norm: 1 });
+const adam = adamParams({ learningRate: 1e-2, weightDecay: 0.01, gradClipNorm: 1 });
 
 // Keep the workers between tests (the last engine to close would terminate them; starting one
 // through tsx's loader takes a while on a busy machine).

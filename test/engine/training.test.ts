@@ -132,7 +132,7 @@ describe("optimStep", () => {
     const g = Float64Array.from(core.grads.flat);
     const norm = Math.hypot(...g);
     const before = core.weights.flat.slice();
-    const { metrics } = core.optimStep(adamParams({ learning_rate: 0.1, grad_clip_norm: norm / 4 }));
+    const { metrics } = core.optimStep(adamParams({ learningRate: 0.1, gradClipNorm: norm / 4 }));
     expect(metrics["grad_norm:mean"]).toBeCloseTo(norm, 4);
     expect(metrics["step:max"]).toBe(1);
     expect(metrics["learning_rate:mean"]).toBe(0.1);
@@ -150,7 +150,7 @@ describe("optimStep", () => {
     core.run(d, "cross_entropy", undefined, true);
     const g = Float64Array.from(core.grads.flat);
     const p0 = Float64Array.from(core.weights.flat);
-    const adam = adamParams({ learning_rate: 0.01, weight_decay: 0.1, eps: 1e-8 });
+    const adam = adamParams({ learningRate: 0.01, weightDecay: 0.1, eps: 1e-8 });
     core.optimStep(adam);
     for (const i of [0, 5000, p0.length - 1]) {
       const m = 0.1 * g[i]!;
@@ -185,7 +185,7 @@ describe("SFT smoke test", () => {
     const weight = datums.reduce((n, d) => n + d.loss_fn_inputs.weights!.data.reduce((a, b) => a + b, 0), 0);
     const perToken = (): number => engine.forward(datums, "cross_entropy").metrics["loss:sum"]! / weight;
     const initial = perToken();
-    const adam = adamParams({ learning_rate: 3e-3 });
+    const adam = adamParams({ learningRate: 3e-3 });
     for (let step = 0; step < 40; step++) {
       engine.forwardBackward(datums, "cross_entropy");
       engine.optimStep(adam);

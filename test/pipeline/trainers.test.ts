@@ -93,12 +93,12 @@ describe("trainers on the local engine", () => {
     });
     expect(metrics["train/loss"]).toBeCloseTo(metrics["train/loss_sum"]! / tokens, 9);
     expect(optimSteps[0]).toEqual({
-      learning_rate: 0.01,
+      learningRate: 0.01,
       beta1: 0.9,
       beta2: 0.99,
       eps: 1e-8,
-      weight_decay: 0.05,
-      grad_clip_norm: 0.5,
+      weightDecay: 0.05,
+      gradClipNorm: 0.5,
     });
   });
 

@@ -142,19 +142,19 @@ const READ: Record<string, string> = {
   "runtime_monitor.exception_handling.policy": "src/pipeline/rollout/failure-policy.ts",
 };
 
-/** The hyper-parameters: merged into `trainer.algorithm` from either place, read by the trainers. */
+/** The hyper-parameters: merged into `trainer.algorithm` from either place, read into the trainers' camelCase `AlgorithmConfig`. */
 const HYPER_PARAMETERS: Record<string, string> = {
-  loss_fn: "src/pipeline/trainers/remote-api-trainer.ts",
-  loss_fn_config: "src/pipeline/trainers/remote-api-trainer.ts",
-  learning_rate: "src/pipeline/trainers/remote-api-trainer.ts",
-  beta1: "src/pipeline/trainers/remote-api-trainer.ts",
-  beta2: "src/pipeline/trainers/remote-api-trainer.ts",
-  eps: "src/pipeline/trainers/remote-api-trainer.ts",
-  weight_decay: "src/pipeline/trainers/remote-api-trainer.ts",
-  grad_clip_norm: "src/pipeline/trainers/remote-api-trainer.ts",
-  entropy_coeff: "src/pipeline/trainers/remote-api-trainer.ts",
-  kl_penalty_coef: "src/pipeline/trainers/opd.ts",
-  kl_discount_factor: "src/pipeline/trainers/opd.ts",
+  loss_fn: "src/pipeline/settings.ts",
+  loss_fn_config: "src/pipeline/settings.ts",
+  learning_rate: "src/pipeline/settings.ts",
+  beta1: "src/pipeline/settings.ts",
+  beta2: "src/pipeline/settings.ts",
+  eps: "src/pipeline/settings.ts",
+  weight_decay: "src/pipeline/settings.ts",
+  grad_clip_norm: "src/pipeline/settings.ts",
+  entropy_coeff: "src/pipeline/settings.ts",
+  kl_penalty_coef: "src/pipeline/settings.ts",
+  kl_discount_factor: "src/pipeline/settings.ts",
 };
 for (const [key, file] of Object.entries(HYPER_PARAMETERS)) {
   READ[`trainer.algorithm.${key}`] = file;

@@ -13,7 +13,7 @@ describe("nexrl serve --protocol all: OpenAI-compatible endpoints", () => {
     onCleanup(() => svc.close());
     const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 2 });
     await client.forwardBackward([sftDatum("abab")], "cross_entropy");
-    await client.optimStep(adamParams({ learning_rate: 1e-2 }));
+    await client.optimStep(adamParams({ learningRate: 1e-2 }));
     const { path } = await (await client.saveWeightsForSampler("step_1")).result();
     const completion = await call(url, "POST", "/v1/completions", {
       model: path,

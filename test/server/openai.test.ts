@@ -64,7 +64,7 @@ beforeAll(async () => {
       [datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })],
       "cross_entropy",
     );
-    await trainer.optimStep(adamParams({ learning_rate: 1e-2 }));
+    await trainer.optimStep(adamParams({ learningRate: 1e-2 }));
   }
   catPath = (await (await trainer.saveWeightsForSampler("cat")).result()).path;
   tiny = recording(await service.createSamplingClient("tiny"));

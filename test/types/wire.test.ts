@@ -8,6 +8,7 @@ import {
   tensorData,
   tensorValues,
 } from "../../src/types/index.js";
+import { adamParamsFromWire, adamParamsToWire } from "../../src/types/wire.js";
 import { InputError } from "../../src/errors.js";
 
 describe("wire builders", () => {
@@ -50,16 +51,30 @@ describe("wire builders", () => {
   });
 
   it("fills AdamParams with Tinker's defaults and checks ranges", () => {
-    expect(adamParams({ learning_rate: 3e-4 })).toEqual({
-      learning_rate: 3e-4,
+    expect(adamParams({ learningRate: 3e-4 })).toEqual({
+      learningRate: 3e-4,
       beta1: 0.9,
       beta2: 0.95,
       eps: 1e-12,
-      weight_decay: 0,
-      grad_clip_norm: 0,
+      weightDecay: 0,
+      gradClipNorm: 0,
     });
     expect(() => adamParams({ beta2: 1 })).toThrow("AdamParams.beta2 must be in [0, 1), got 1");
-    expect(() => adamParams({ grad_clip_norm: -1 })).toThrow("0 disables clipping");
-    expect(() => adamParams({ learning_rate: Number.NaN })).toThrow("AdamParams.learning_rate must be a finite number");
+    expect(() => adamParams({ gradClipNorm: -1 })).toThrow("0 disables clipping");
+    expect(() => adamParams({ learningRate: Number.NaN })).toThrow("AdamParams.learningRate must be a finite number");
+  });
+
+  it("spells AdamParams in snake_case on the wire and back", () => {
+    const params = adamParams({ learningRate: 3e-4, weightDecay: 0.01, gradClipNorm: 1, beta2: 0.99 });
+    const wire = adamParamsToWire(params);
+    expect(wire).toEqual({
+      learning_rate: 3e-4,
+      beta1: 0.9,
+      beta2: 0.99,
+      eps: 1e-12,
+      weight_decay: 0.01,
+      grad_clip_norm: 1,
+    });
+    expect(adamParamsFromWire(wire)).toEqual(params);
   });
 });

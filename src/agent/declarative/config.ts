@@ -53,14 +53,14 @@ export interface DeclarativeAgentConfig {
   systemPrompt: SystemPromptTemplate | string | undefined;
   /** Most model calls of the loop. */
   maxTurns: number;
-  /** Sampling fields sent with every call (from `llm_config`). */
+  /** Sampling fields sent with every call (from `llm_config`; sent as `max_tokens` and `top_p`). */
   llm: {
     /** Sampling temperature. */
     temperature?: number;
     /** Most tokens per call. */
-    max_tokens?: number;
+    maxTokens?: number;
     /** Nucleus sampling mass. */
-    top_p?: number;
+    topP?: number;
     /** Stop strings. */
     stop?: string | string[];
   };
@@ -183,8 +183,8 @@ export async function loadAgentConfig(
     maxTurns: config.max_turns,
     llm: {
       ...(temperature !== undefined && { temperature }),
-      ...(max_tokens !== undefined && { max_tokens }),
-      ...(top_p !== undefined && { top_p }),
+      ...(max_tokens !== undefined && { maxTokens: max_tokens }),
+      ...(top_p !== undefined && { topP: top_p }),
       ...(stop !== undefined && { stop }),
     },
     tools,

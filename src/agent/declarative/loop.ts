@@ -37,6 +37,16 @@ function openingMessages(task: RolloutTask): Message[] {
   );
 }
 
+/** The sampling fields of a chat call, as OpenAI's request body spells them. */
+function samplingFields({ temperature, maxTokens, topP, stop }: DeclarativeAgentConfig["llm"]) {
+  return {
+    ...(temperature !== undefined && { temperature }),
+    ...(maxTokens !== undefined && { max_tokens: maxTokens }),
+    ...(topP !== undefined && { top_p: topP }),
+    ...(stop !== undefined && { stop }),
+  };
+}
+
 /** Runs one tool call; problems become the tool's answer so that the model can see them. */
 async function runTool(
   tools: readonly AgentTool[],
@@ -70,6 +80,7 @@ async function runTool(
  */
 export function declarativeAgent(config: DeclarativeAgentConfig, taskName?: string): AgentFunction {
   const tools = config.tools.map((t) => t.definition) as OpenAI.ChatCompletionTool[];
+  const sampling = samplingFields(config.llm);
   return async (task, { openai, model, signal }) => {
     const system = systemPrompt(config, task, taskName);
     const history: Message[] = [
@@ -78,7 +89,7 @@ export function declarativeAgent(config: DeclarativeAgentConfig, taskName?: stri
     ];
     for (let turn = 0; turn < config.maxTurns; turn++) {
       const response = await openai.chat.completions.create(
-        { model, messages: history, ...(tools.length > 0 && { tools }), ...config.llm },
+        { model, messages: history, ...(tools.length > 0 && { tools }), ...sampling },
         { signal },
       );
       const message = response.choices[0]?.message;

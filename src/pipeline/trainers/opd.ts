@@ -30,7 +30,7 @@ export class RemoteApiOpdTrainer extends RemoteApiTrainer {
   ): Promise<Trajectory[]> {
     const teacher = await this.teacherSampler();
     const teacherLogprobs = await Promise.all(trajectories.map((t) => teacher.computeLogprobs(t.tokens)));
-    const { kl_penalty_coef: coef, kl_discount_factor: discount } = this.algorithm;
+    const { klPenaltyCoef: coef, klDiscountFactor: discount } = this.algorithm;
     let klSum = 0;
     let tokens = 0;
     trajectories.forEach((t, i) => {

@@ -3,7 +3,7 @@
  * @module
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
-import type { AlgorithmConfig } from "../../recipe/schema/trainer.js";
+import { algorithmConfig, type AlgorithmConfig } from "../settings.js";
 import type { Trajectory } from "../../types/trajectory.js";
 import { adamParams, datum, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
@@ -42,6 +42,7 @@ export abstract class RemoteApiTrainer implements Trainer {
   /** Seconds the service keeps each sampler snapshot (default one day). */
   protected readonly samplerTtlSeconds: number = 24 * 3600;
   private readonly warned = new Set<string>();
+  private algorithmCache: AlgorithmConfig | undefined;
 
   /** @param context services, recipe and tokenizer, given by the pipeline. */
   constructor(context: TrainerContext) {
@@ -50,7 +51,7 @@ export abstract class RemoteApiTrainer implements Trainer {
 
   /** The hyper-parameters (`trainer.algorithm` merged with `service.train_service.config`). */
   get algorithm(): AlgorithmConfig {
-    return this.context.recipe.trainer.algorithm;
+    return (this.algorithmCache ??= algorithmConfig(this.context.recipe));
   }
 
   /**
@@ -65,7 +66,7 @@ export abstract class RemoteApiTrainer implements Trainer {
 
   /** Whether trajectories need sampler logprobs (true for policy losses). */
   protected needsSamplerLogprobs(): boolean {
-    return lossKind(this.algorithm.loss_fn) === "policy";
+    return lossKind(this.algorithm.lossFn) === "policy";
   }
 
   /** How supervised losses weight a datum's tokens: `sum` (default) or `mean` per datum. */
@@ -84,7 +85,7 @@ export abstract class RemoteApiTrainer implements Trainer {
     const prepared = await this.prepareTrajectories(trajectories, metrics);
     if (!Array.isArray(prepared))
       throw new InputError(`${this.constructor.name}.prepareTrajectories must return an array of trajectories`);
-    const lossFn = this.algorithm.loss_fn;
+    const lossFn = this.algorithm.lossFn;
     const backend = this.context.service.backend;
     const built: Array<{ datum: Datum; mask: number[]; trajectory: Trajectory }> = [];
     for (const t of prepared) {
@@ -108,17 +109,10 @@ export abstract class RemoteApiTrainer implements Trainer {
     // Every training client checks its datums against the loss contract (validateLossInputs)
     // before sending: no second check here.
     const client = this.context.trainingClient;
-    const a = this.algorithm;
     const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
+    const { learningRate, beta1, beta2, eps, weightDecay, gradClipNorm } = this.algorithm;
     const optimStep = await client.optimStep(
-      adamParams({
-        learning_rate: a.learning_rate,
-        beta1: a.beta1,
-        beta2: a.beta2,
-        eps: a.eps,
-        weight_decay: a.weight_decay,
-        grad_clip_norm: a.grad_clip_norm,
-      }),
+      adamParams({ learningRate, beta1, beta2, eps, weightDecay, gradClipNorm }),
     );
     const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
     this.putLossMetrics(
@@ -175,7 +169,7 @@ export abstract class RemoteApiTrainer implements Trainer {
     if (missing.length === 0) return;
     this.warnOnce(
       "logprobs",
-      `${missing.length} trajectories have no sampler logprobs, which ${this.algorithm.loss_fn} needs; nexrl computes them with a forward pass on the trainer's weights. ` +
+      `${missing.length} trajectories have no sampler logprobs, which ${this.algorithm.lossFn} needs; nexrl computes them with a forward pass on the trainer's weights. ` +
         "Set logprobs in the rollout worker (completionTrajectory does) to save that pass and train on the exact sampling distribution.",
     );
     const datums = missing.map((t) =>
@@ -188,8 +182,8 @@ export abstract class RemoteApiTrainer implements Trainer {
   }
 
   private lossFnConfig(): Record<string, number> {
-    const config = { ...this.algorithm.loss_fn_config };
-    const entropy = this.algorithm.entropy_coeff;
+    const config = { ...this.algorithm.lossFnConfig };
+    const entropy = this.algorithm.entropyCoeff;
     if (entropy !== 0) {
       if (this.context.service.backend === "weaver") config.entropy_coeff = entropy;
       else
@@ -210,7 +204,7 @@ export abstract class RemoteApiTrainer implements Trainer {
     let tokens = 0;
     let nll = 0;
     let kl = 0;
-    const policy = lossKind(this.algorithm.loss_fn) === "policy";
+    const policy = lossKind(this.algorithm.lossFn) === "policy";
     built.forEach(({ mask, trajectory }, i) => {
       // The datum's sampler logprob at position j is the trajectory's at j + 1.
       const sampler = policy ? trajectory.logprobs : undefined;

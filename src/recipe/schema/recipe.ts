@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from "zod";
-import { lossFunctions } from "../../types/losses.js";
+import { lossFunctions, type LossFunctionName } from "../../types/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
 import {
@@ -26,7 +26,7 @@ import {
   weaverServiceSchema,
   weightSchema,
 } from "./service.js";
-import { ALGORITHM_DEFAULTS, trainerSchema, type AlgorithmConfig, type HyperParametersInput } from "./trainer.js";
+import { ALGORITHM_DEFAULTS, trainerSchema, type HyperParametersInput, type RecipeAlgorithm } from "./trainer.js";
 
 /** Shape of `service:`. */
 export const serviceSchema = z
@@ -125,7 +125,7 @@ export const serviceSchema = z
   });
 
 /** Hyper-parameter keys, for merging. */
-const HYPER_KEYS = ["loss_fn", ...Object.keys(ALGORITHM_DEFAULTS)] as (keyof AlgorithmConfig)[];
+const HYPER_KEYS = ["loss_fn", ...Object.keys(ALGORITHM_DEFAULTS)] as (keyof RecipeAlgorithm)[];
 
 /** The recipe schema: parses what a user writes ({@link RecipeInput}) into {@link RecipeConfig}. */
 export const recipeSchema = z
@@ -293,7 +293,12 @@ export const recipeSchema = z
   .transform(({ service, ...recipe }) => {
     const { config, ...train } = service.train_service;
     const defaultLoss = recipe.trainer.type === "remote_api_cross_entropy" ? "cross_entropy" : "importance_sampling";
-    const algorithm: AlgorithmConfig = { loss_fn: defaultLoss, ...ALGORITHM_DEFAULTS };
+    // Spread into an anonymous type: the parsed recipe documents its keys inline, as YAML spells them.
+    const algorithm = {
+      /** Loss sent as `loss_fn`. */
+      loss_fn: defaultLoss as LossFunctionName,
+      ...ALGORITHM_DEFAULTS,
+    };
     for (const source of [config ?? {}, recipe.trainer.algorithm ?? {}]) {
       for (const [key, value] of Object.entries(source))
         if (value !== undefined) Object.assign(algorithm, { [key]: value });

@@ -6,7 +6,6 @@
  */
 import { z } from "zod";
 import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.js";
-import type { AdamParams } from "../../types/wire.js";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
@@ -42,14 +41,27 @@ export const hyperParametersSchema = z.strictObject({
 export type HyperParametersInput = z.input<typeof hyperParametersSchema>;
 
 /**
- * The hyper-parameters every trainer receives, with defaults filled (`trainer.algorithm` of a
- * parsed recipe): the {@link AdamParams} of each optimizer step plus the loss and its extras.
+ * The hyper-parameters of a parsed recipe, with defaults filled (`trainer.algorithm` of
+ * `RecipeConfig`), spelled as in the recipe; trainers receive them in camelCase as
+ * `AlgorithmConfig` (see `pipeline/settings.ts`).
  */
-export interface AlgorithmConfig extends AdamParams {
+export interface RecipeAlgorithm {
   /** Loss sent as `loss_fn`. */
   loss_fn: LossFunctionName;
   /** Extra `loss_fn_config` entries. */
   loss_fn_config: Record<string, number>;
+  /** AdamW step size. */
+  learning_rate: number;
+  /** AdamW first-moment decay. */
+  beta1: number;
+  /** AdamW second-moment decay. */
+  beta2: number;
+  /** AdamW epsilon. */
+  eps: number;
+  /** Decoupled weight decay. */
+  weight_decay: number;
+  /** Global-norm gradient clipping; 0 disables it. */
+  grad_clip_norm: number;
   /** Entropy bonus. */
   entropy_coeff: number;
   /** On-policy distillation: weight of the reverse KL. */
@@ -58,8 +70,8 @@ export interface AlgorithmConfig extends AdamParams {
   kl_discount_factor: number;
 }
 
-/** Defaults of {@link AlgorithmConfig} except `loss_fn`, which depends on the trainer type. */
-export const ALGORITHM_DEFAULTS: Readonly<Omit<AlgorithmConfig, "loss_fn">> = Object.freeze({
+/** Defaults of {@link RecipeAlgorithm} except `loss_fn`, which depends on the trainer type. */
+export const ALGORITHM_DEFAULTS: Readonly<Omit<RecipeAlgorithm, "loss_fn">> = Object.freeze({
   loss_fn_config: {},
   learning_rate: 1e-4,
   beta1: 0.9,

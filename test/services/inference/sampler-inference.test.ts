@@ -55,7 +55,7 @@ describe("SamplerInferenceClient", () => {
         [datum(text.slice(0, -1), { target_tokens: text.slice(1), weights: text.slice(1).map(() => 1) })],
         "cross_entropy",
       );
-      await trainer.optimStep(adamParams({ learning_rate: 3e-2 }));
+      await trainer.optimStep(adamParams({ learningRate: 3e-2 }));
     }
     const { path } = await (await trainer.saveWeightsForSampler("step_000030")).result();
     client.setSampler(await service.createSamplingClient(path), 30);

@@ -8,7 +8,7 @@ import { adamParams, modelInputFromTokens } from "../../../src/types/wire.js";
 import { service, sftDatum, tokens } from "./helpers.js";
 
 const SFT = [sftDatum("igpay atinlay"), sftDatum("ellohay orldway")];
-const ADAM = adamParams({ learning_rate: 1e-2 });
+const ADAM = adamParams({ learningRate: 1e-2 });
 
 async function step(client: TrainingClient): Promise<number> {
   const fb = await client.forwardBackward(SFT, "cross_entropy");

@@ -306,7 +306,7 @@ function servicePairs(): Datum[] {
 
 // Adam with eps = 1 moves each weight by about lr·g for small g: a smooth function of the
 // gradient, so equal gradients give equal weights and different ones do not.
-const SMOOTH_ADAM = adamParams({ learning_rate: 0.05, eps: 1 });
+const SMOOTH_ADAM = adamParams({ learningRate: 0.05, eps: 1 });
 
 async function logprobsOf(client: TrainingClient, data: Datum[]): Promise<number[]> {
   const masked = data.map((d) => ({

@@ -22,7 +22,7 @@ import {
 } from "../../../src/errors.js";
 
 const SFT = [sftDatum("igpay atinlay"), sftDatum("ellohay orldway")];
-const ADAM = adamParams({ learning_rate: 1e-2 });
+const ADAM = adamParams({ learningRate: 1e-2 });
 const RETRYABLE = "408:0.1,410:0.1,429:0.1,500:0.1,drop:0.1";
 
 function client(

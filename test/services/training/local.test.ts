@@ -29,7 +29,7 @@ describe("LocalTrainingService", () => {
     for (let i = 0; i < 3; i++) {
       futures.push(
         await client.forwardBackward([sft], "cross_entropy"),
-        await client.optimStep(adamParams({ learning_rate: 1e-2 })),
+        await client.optimStep(adamParams({ learningRate: 1e-2 })),
       );
     }
     const after = await client.forward([sft], "cross_entropy");
@@ -47,12 +47,12 @@ describe("LocalTrainingService", () => {
     const svc = await service();
     const client = await svc.createTrainingClient({ baseModel: "tiny" });
     await (await client.forwardBackward([sft], "cross_entropy")).result();
-    await (await client.optimStep(adamParams({ learning_rate: 1e-2 }))).result();
+    await (await client.optimStep(adamParams({ learningRate: 1e-2 }))).result();
     const { path } = await (await client.saveWeightsForSampler("step_000001")).result();
     const sampler = await svc.createSamplingClient(path);
     const forward = await (await client.forward([sft], "cross_entropy")).result();
     await (await client.forwardBackward([sft], "cross_entropy")).result();
-    await (await client.optimStep(adamParams({ learning_rate: 1e-2 }))).result();
+    await (await client.optimStep(adamParams({ learningRate: 1e-2 }))).result();
     const logprobs = await sampler.computeLogprobs(text);
     expect(logprobs[0]).toBeNull();
     logprobs.slice(1).forEach((lp, i) => expect(lp).toBeCloseTo(forward.lossFnOutputs[0]!.logprobs[i]!, 4));
@@ -70,13 +70,13 @@ describe("LocalTrainingService", () => {
     const svc = await service();
     const a = await svc.createTrainingClient({ baseModel: "tiny" });
     await (await a.forwardBackward([sft], "cross_entropy")).result();
-    await (await a.optimStep(adamParams({ learning_rate: 1e-2 }))).result();
+    await (await a.optimStep(adamParams({ learningRate: 1e-2 }))).result();
     const { path } = await (await a.saveState("ckpt", { kind: "weights_and_optimizer" })).result();
     const b = await svc.createTrainingClient({ baseModel: "tiny", seed: 99 });
     await (await b.loadState(path, { optimizer: true })).result();
     for (const c of [a, b]) {
       await c.forwardBackward([sft], "cross_entropy");
-      await c.optimStep(adamParams({ learning_rate: 1e-2 }));
+      await c.optimStep(adamParams({ learningRate: 1e-2 }));
     }
     const [la, lb] = await Promise.all(
       [a, b].map(async (c) => (await (await c.forward([sft], "cross_entropy")).result()).metrics["loss:sum"]),

@@ -33,7 +33,7 @@ describe("tinker chunking", () => {
     const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
     const whole = await (await client.forward(DATUMS.slice(0, 1), "cross_entropy")).result();
     const chunked = await (await client.forwardBackward(DATUMS, "cross_entropy")).result();
-    const step = await (await client.optimStep(adamParams({ learning_rate: 1e-3 }))).result();
+    const step = await (await client.optimStep(adamParams({ learningRate: 1e-3 }))).result();
     const submits = server.requests
       .filter((r) => r.path === "/api/v1/forward_backward")
       .map((r) => r.body as { seq_id: number; forward_backward_input: { data: unknown[] } });

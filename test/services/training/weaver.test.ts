@@ -62,7 +62,7 @@ describe("weaver checkpoints and exports", () => {
     const { svc } = await weaver();
     const model = await svc.createTrainingClient({ baseModel: "tiny", seed: 3 });
     await (await model.forwardBackward(SFT, "cross_entropy")).result();
-    await (await model.optimStep(adamParams({ learning_rate: 1e-2 }))).result();
+    await (await model.optimStep(adamParams({ learningRate: 1e-2 }))).result();
     const weights = await (await model.saveState("w", { kind: "weights" })).result();
     const full = await (await model.saveState("wo", { kind: "weights_and_optimizer" })).result();
     const sampling = await (await model.saveCheckpoint("samp", { type: "sampling" })).result();

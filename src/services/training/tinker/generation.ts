@@ -56,7 +56,10 @@ export function announcedSdkVersion(wire: TinkerWire): string {
   return SDK_VERSIONS[wire];
 }
 
-/** The `client/config` flags the client acts on, with the defaults of the announced release. */
+/**
+ * The `client/config` flags the client acts on, with the defaults of the announced release.
+ * Named as the server sends them (snake_case), so that a flag reads the same here and in its answer.
+ */
 export interface TinkerFlags {
   /** Trade the API key for a JWT at `/api/v1/auth/token` and send that (default false). */
   pjwt_auth_enabled: boolean;

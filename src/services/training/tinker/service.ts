@@ -49,7 +49,7 @@ export interface TinkerServiceOptions extends RemoteServiceOptions {
  * const service = new TinkerTrainingService({ baseUrl: "http://127.0.0.1:8000", apiKey: "tml-local" });
  * const client = await service.createTrainingClient({ baseModel: "tiny", loraRank: 8 });
  * const fb = await client.forwardBackward(datums, "cross_entropy");
- * const step = await client.optimStep(adamParams({ learning_rate: 1e-3 }));
+ * const step = await client.optimStep(adamParams({ learningRate: 1e-3 }));
  * console.log((await fb.result()).metrics["loss:sum"], await step.result());
  * await service.close();
  * ```

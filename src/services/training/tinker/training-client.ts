@@ -6,7 +6,7 @@
  */
 import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/results.js";
 import { zstdCompress } from "../../../types/tinker-proto/zstd.js";
-import { adamParams, type AdamParams } from "../../../types/wire.js";
+import { adamParams, adamParamsToWire, type AdamParams } from "../../../types/wire.js";
 import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
 import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
 import { chunkBySize, combineChunks } from "./chunks.js";
@@ -30,7 +30,7 @@ import { readOptimStep, readPath } from "./wire.js";
 export class TinkerTrainingClient extends SequencedTrainingClient<TinkerContext> implements TrainingClient {
   /** Applies the accumulated gradients (`POST /api/v1/optim_step`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
-    const adam_params = adamParams(params);
+    const adam_params = adamParamsToWire(adamParams(params));
     return this.sequenced(
       "optim_step",
       (seq) => ({ adam_params, model_id: this.modelId, seq_id: seq, type: "optim_step" }),

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/results.js";
-import { adamParams, type AdamParams } from "../../../types/wire.js";
+import { adamParams, adamParamsToWire, type AdamParams } from "../../../types/wire.js";
 import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
 import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
 import { submitOperation, type WeaverContext } from "./context.js";
@@ -49,7 +49,7 @@ export class WeaverTrainingClient extends SequencedTrainingClient<WeaverContext>
 
   /** Applies the accumulated gradients (`POST /models/{id}/optimizer-steps`). */
   async optimStep(params: AdamParams): Promise<ApiFuture<OptimStepOutput>> {
-    const adam_params = adamParams(params);
+    const adam_params = adamParamsToWire(adamParams(params));
     return this.sequenced(
       "optim_step",
       (seq) => ({ payload: { model_id: this.modelId, seq_id: seq, adam_params } }),

@@ -18,7 +18,7 @@ function service(baseUrl: string, options: Partial<TinkerServiceOptions> = {}) {
 async function oneStep(svc: TinkerTrainingService) {
   const training = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
   const fb = await (await training.forwardBackward([sftDatum("abc")], "cross_entropy")).result();
-  await (await training.optimStep(adamParams({ learning_rate: 0.01 }))).result();
+  await (await training.optimStep(adamParams({ learningRate: 0.01 }))).result();
   const sampler = await svc.createSamplingClient((await (await training.saveWeightsForSampler("s")).result()).path);
   await (await sampler.sample(modelInputFromTokens([256, 97]), 1, { maxTokens: 2, seed: 1 })).result();
   return { training, fb };

@@ -40,7 +40,7 @@ async function exercise(svc: TinkerTrainingService) {
   const training = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
   const forward = await (await training.forward(DATUMS, "cross_entropy")).result();
   const trained = await (await training.forwardBackward(DATUMS, "cross_entropy")).result();
-  const step = await (await training.optimStep(adamParams({ learning_rate: 0.01 }))).result();
+  const step = await (await training.optimStep(adamParams({ learningRate: 0.01 }))).result();
   const ppo = await (await training.forwardBackward([ppoDatum("abc")], "ppo", { clip_low_threshold: 0.7 })).result();
   const checkpoint = await (await training.saveState("c1", { kind: "weights_and_optimizer" })).result();
   const snapshot = await (await training.saveWeightsForSampler("s1")).result();
