@@ -24,9 +24,11 @@ const NON_SAMPLING_WORKERS: readonly string[] = ["pig_latin", "preference"];
 /** Shape of `rollout_worker.reward_model:`, the trained reward model of `agent.math.judge_mode: reward_model`. */
 export const rewardModelSchema = z.strictObject({
   /**
-   * Sampler path of the reward model's weights on the run's training service (a
-   * `remote_api_reward_model` run's final sampler snapshot, e.g. from its `run.json`); the
-   * reward of an answer is the model's score r(x, y) (see `RewardModelScorer`).
+   * Sampler path of the reward model's weights on the run's training service: a
+   * `remote_api_reward_model` run's last sampler snapshot (the `sampler.path` of its checkpoint;
+   * on the local backend a file such as `runs/rm/sampler_weights/step_000200.nxw`, relative to
+   * the current folder). The reward of an answer is the model's score r(x, y) (see
+   * `RewardModelScorer`).
    */
   sampler_path: nonEmpty,
 });
@@ -38,7 +40,7 @@ export const agentOptionsSchema = z.strictObject({
     .strictObject({
       /**
        * How answers are judged: `rule` (the extracted answer equals the ground truth), `llm_judge`
-       * (the judge of `rollout_worker.judge` scores every answer), or `rule+llm_judge` (a rule
+       * (the judge of `rollout_worker.judge` scores every answer), `rule+llm_judge` (a rule
        * match scores 1, any other answer gets the judge's score), or `reward_model` (the trained
        * reward model of `rollout_worker.reward_model` scores every answer; no ground truth needed).
        */

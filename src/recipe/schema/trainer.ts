@@ -107,9 +107,6 @@ const dpoSchema = z.strictObject({
   reference: nonEmpty.nullable().default(null),
 });
 
-/** `trainer.dpo` of a parsed recipe. */
-export type DpoConfig = z.output<typeof dpoSchema>;
-
 /** Shape of `trainer:`. */
 export const trainerSchema = z
   .strictObject({
