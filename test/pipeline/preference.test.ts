@@ -17,6 +17,8 @@ import type { TrainerContext } from "../../src/pipeline/trainers/trainer.js";
 import { PreferenceRolloutWorker } from "../../src/pipeline/workers/preference.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
+import { SamplerInferenceClient } from "../../src/services/inference/sampler-inference.js";
+import { runRollout } from "../../src/testing/index.js";
 import { Trajectory } from "../../src/types/trajectory.js";
 import { datum } from "../../src/types/wire.js";
 import { recipeError } from "../recipe/helpers.js";
@@ -128,6 +130,34 @@ describe("the preference worker and pairs", () => {
     );
   });
 
+  it("validates by answering greedily: reward 1 when the answer is the row's chosen one", async () => {
+    const { config } = await loadRecipe(join(RECIPE, "local.yaml"), { env: {} });
+    const service = new LocalTrainingService({ outputDir: await tempDir(), seed: 0 });
+    const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
+    const path = (await (await client.saveWeightsForSampler("v")).result()).path;
+    const inferenceClient = new SamplerInferenceClient({
+      tokenizer,
+      samplingClient: await service.createSamplingClient(path),
+      defaultMaxTokens: 8,
+    });
+    const worker = new PreferenceRolloutWorker({ name: "v", recipe: config, tokenizer });
+    const prompt = "lowercase: Red cAt";
+    const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0 })).response;
+    const validate = async (chosen: string, rejected: string) => {
+      const [t] = await runRollout(worker, task({ data: { prompt, chosen, rejected }, isVal: true }), {
+        inferenceClient,
+      });
+      return t!;
+    };
+    const right = await validate(` ${greedy} `, "other");
+    expect(right.reward).toBe(1);
+    expect(right.extraFields).toMatchObject({ chosen: ` ${greedy} `, matches_rejected: false, response: greedy });
+    expect(right.lossMask.filter((m) => m === 1).length).toBeGreaterThan(0);
+    const wrong = await validate("red cat", greedy);
+    expect(wrong.reward).toBe(greedy.trim() === "red cat" ? 1 : 0);
+    expect(wrong.extraFields.matches_rejected).toBe(true);
+  });
+
   it("orders trajectories as [chosen, rejected] pairs by rollout, and refuses what is not a pair", async () => {
     const t = (side: unknown, groupId: string): Trajectory =>
       new Trajectory({
@@ -207,6 +237,11 @@ describe("remote_api_dpo on the local engine", () => {
     }
     expect(result.metrics[0]!["dpo/accuracy"]).toBe(0.5);
     expect(result.metrics.at(-1)!["dpo/loss"]).toBeLessThan(Math.log(2));
+    // The run's summary follows the pair accuracy first → last.
+    expect(result.summary.trends.find((t) => t.key === "dpo/accuracy")).toMatchObject({
+      first: { step: 1, value: 0.5 },
+      last: { step: 6, value: result.metrics.at(-1)!["dpo/accuracy"] },
+    });
   });
 });
 
