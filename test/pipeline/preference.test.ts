@@ -22,6 +22,7 @@ import { runRollout } from "../../src/testing/index.js";
 import { Trajectory } from "../../src/types/trajectory.js";
 import { datum } from "../../src/types/wire.js";
 import { recipeError } from "../recipe/helpers.js";
+import { service } from "../services/training/helpers.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 const tokenizer = new ByteTokenizer();
@@ -219,6 +220,34 @@ describe("remote_api_dpo on the local engine", () => {
     }
     expect(Math.abs(margins[0]!)).toBeGreaterThan(1e-3);
     expect(margins[1]! / margins[0]!).toBeCloseTo(3, 4);
+  });
+
+  it("gives the same first two steps through the Tinker and Weaver protocols (nexrl serve) as on the local engine", async () => {
+    const { config } = await loadRecipe(join(RECIPE, "local.yaml"), { env: {} });
+    const pairs = async () => pairsOf((await preferenceRows("train.jsonl")).slice(0, 4), config);
+    const figures: Record<string, number[]> = {};
+    for (const backend of ["local", "tinker", "weaver"] as const) {
+      const svc = await service(backend);
+      const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
+      const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
+      const trainer = new RemoteApiDpoTrainer({
+        recipe: config,
+        service: svc,
+        trainingClient: client,
+        tokenizer,
+        initialSamplerPath,
+        warn: () => undefined,
+      });
+      figures[backend] = [];
+      for (let step = 0; step < 2; step++) {
+        const metrics: Record<string, number> = {};
+        await trainer.train(await pairs(), metrics);
+        figures[backend].push(metrics["dpo/margin"]!, metrics["dpo/loss"]!);
+      }
+    }
+    expect(Math.abs(figures.local![2]!)).toBeGreaterThan(1e-4); // the first step moved the policy
+    for (const backend of ["tinker", "weaver"])
+      figures[backend]!.forEach((x, i) => expect(x, `${backend} figure ${i}`).toBeCloseTo(figures.local![i]!, 5));
   });
 
   it("runs recipe/preference/local.yaml: dpo/* metrics every step, accuracy 0.5 at the first and the loss below log 2 at the last", async () => {
