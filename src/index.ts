@@ -96,6 +96,8 @@ export {
   type LossPassClient,
 } from "./services/training/custom-loss.js";
 /** @category Losses */
+export { pairwiseLogisticLoss, type PairwiseLossOptions } from "./pipeline/trainers/pairwise-loss.js";
+/** @category Losses */
 export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } from "./pipeline/trainers/advantages.js";
 /** @category Losses */
 export {
@@ -159,6 +161,27 @@ export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } 
 export { RemoteApiOpdTrainer } from "./pipeline/trainers/opd.js";
 /** @category Built-in workers and trainers */
 export { LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./pipeline/rewards/llm-judge.js";
+/** @category Built-in workers and trainers */
+export { PreferenceRolloutWorker } from "./pipeline/workers/preference.js";
+/** @category Built-in workers and trainers */
+export {
+  RemoteApiPreferenceTrainer,
+  preferencePairs,
+  type PreferenceSide,
+  type ScoredSequence,
+} from "./pipeline/trainers/preference.js";
+/** @category Built-in workers and trainers */
+export { RemoteApiDpoTrainer } from "./pipeline/trainers/dpo.js";
+/** @category Built-in workers and trainers */
+export { RemoteApiRewardModelTrainer } from "./pipeline/trainers/reward-model.js";
+/** @category Built-in workers and trainers */
+export {
+  RewardModelScorer,
+  rewardModelSequence,
+  REWARD_MODEL_QUESTION,
+  REWARD_MODEL_JUDGEMENT,
+  type RewardModelSequence,
+} from "./pipeline/rewards/reward-model.js";
 
 /** @category Services */
 export {

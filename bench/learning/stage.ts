@@ -88,11 +88,15 @@ export function meanOf(rows: readonly MetricsRow[], key: string): number {
   return values.reduce((a, b) => a + b, 0) / values.length;
 }
 
-/** `rollout/reward_mean` over the first and the last `n` training steps, and the gain between them. */
-export function rewardGain(rows: readonly MetricsRow[], n = 5): { first: number; last: number; gain: number } {
-  const steps = rows.filter((row) => row.step! > 0 && typeof row["rollout/reward_mean"] === "number");
-  const first = meanOf(steps.slice(0, n), "rollout/reward_mean");
-  const last = meanOf(steps.slice(-n), "rollout/reward_mean");
+/** `key` (default `rollout/reward_mean`) over the first and the last `n` training steps, and the gain between them. */
+export function rewardGain(
+  rows: readonly MetricsRow[],
+  n = 5,
+  key = "rollout/reward_mean",
+): { first: number; last: number; gain: number } {
+  const steps = rows.filter((row) => row.step! > 0 && typeof row[key] === "number");
+  const first = meanOf(steps.slice(0, n), key);
+  const last = meanOf(steps.slice(-n), key);
   return { first, last, gain: last - first };
 }
 

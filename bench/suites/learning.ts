@@ -1,10 +1,11 @@
 /**
- * Whether the shipped demos learn on the embedded engine, and how long they take: the three
+ * Whether the shipped demos learn on the embedded engine, and how long they take: the four
  * local recipes run from a clean temporary folder with the one command their READMEs give, each a
  * fresh `nexrl` process timed from spawn to exit. The folder is new, so the warm starts of math
  * and agent_tools (`init.from_recipe`) run inside that command and count in its time.
  *
- * `NEXRL_BENCH_LEARNING=agent_tools` (a comma-separated list of pig_latin, math, agent_tools)
+ * `NEXRL_BENCH_LEARNING=agent_tools` (a comma-separated list of pig_latin, math, agent_tools,
+ * preference)
  * runs only those stages; their rows then go to `learning-<stages>.json` (e.g.
  * `learning-agent_tools.json`), leaving the whole suite's `learning.json` as it was.
  */
@@ -19,7 +20,7 @@ import { curve, rewardGain, runStage, warmStartOf, type StageResult } from "../l
 const GAIN_STEPS = 5;
 
 /** The stages of the suite, in the order they run. */
-const STAGES = ["pig_latin", "math", "agent_tools"] as const;
+const STAGES = ["pig_latin", "math", "agent_tools", "preference"] as const;
 
 /** The stages `NEXRL_BENCH_LEARNING` selects (all when unset). */
 function selectedStages(): Set<string> {
@@ -54,7 +55,7 @@ async function runJob(name: string, cwd: string, recipe: string, tag: string, ct
 }
 export const suite: Suite = {
   description:
-    "the local demos learn: pig_latin validation word accuracy, math and agent_tools reward gains (last 5 vs first 5 steps), wall times with warm starts",
+    "the local demos learn: pig_latin validation word accuracy, math and agent_tools reward gains and the preference recipe's dpo/accuracy gain (last 5 vs first 5 steps), wall times with warm starts",
   async *run(ctx): AsyncIterable<Row> {
     const stages = selectedStages();
     const cwd = await mkdtemp(path.join(os.tmpdir(), "nexrl-bench-learning-"));
@@ -65,6 +66,7 @@ export const suite: Suite = {
       if (stages.has("pig_latin")) yield* pigLatin(cwd, ctx);
       if (stages.has("math")) yield* math(cwd, ctx);
       if (stages.has("agent_tools")) yield* agentTools(cwd, ctx);
+      if (stages.has("preference")) yield* preference(cwd, ctx);
     } finally {
       await rm(cwd, { recursive: true, force: true });
     }
@@ -105,4 +107,17 @@ async function* agentTools(cwd: string, ctx: SuiteContext): AsyncIterable<Row> {
   ctx.setup("agent_tools_tool_call_example", calls.example);
   yield reportRow("agent_tools_samples_with_tool_calls", "fraction", calls.fraction);
   yield targetRow("agent_tools_wall_s", "s", agent.seconds, { op: "<=", bound: 600 });
+}
+
+/** The preference recipe (DPO): its `dpo/accuracy` and `dpo/margin` gains and its wall time. */
+async function* preference(cwd: string, ctx: SuiteContext): AsyncIterable<Row> {
+  const run = await runJob("preference", cwd, "recipe/preference/local.yaml", "dpo", ctx);
+  const accuracy = rewardGain(run.metrics, GAIN_STEPS, "dpo/accuracy");
+  const margin = rewardGain(run.metrics, GAIN_STEPS, "dpo/margin");
+  yield targetRow("preference_dpo_accuracy_gain", "accuracy", accuracy.gain, { op: ">=", bound: 0.2 });
+  yield reportRow("preference_dpo_accuracy_first5", "accuracy", accuracy.first);
+  yield reportRow("preference_dpo_accuracy_last5", "accuracy", accuracy.last);
+  yield reportRow("preference_dpo_margin_first5", "margin", margin.first);
+  yield reportRow("preference_dpo_margin_last5", "margin", margin.last);
+  yield targetRow("preference_wall_s", "s", run.seconds, { op: "<=", bound: 300 });
 }

@@ -55,10 +55,18 @@ export {
 } from "./workers/base.js";
 export { completionTrajectory } from "./workers/completion-trajectory.js";
 export { PigLatinRolloutWorker, wordAccuracy } from "./workers/pig-latin.js";
+export { PreferenceRolloutWorker } from "./workers/preference.js";
 export { SingleTurnMathRolloutWorker } from "./workers/single-turn-math.js";
 export { SimpleRolloutWorker } from "./workers/simple.js";
 export { answersMatch, extractFinalAnswer } from "./workers/math-answer.js";
 export { LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./rewards/llm-judge.js";
+export {
+  RewardModelScorer,
+  rewardModelSequence,
+  REWARD_MODEL_QUESTION,
+  REWARD_MODEL_JUDGEMENT,
+  type RewardModelSequence,
+} from "./rewards/reward-model.js";
 export { RolloutInferenceClient, type RolloutSamplingDefaults } from "./workers/rollout-inference.js";
 export { failurePolicyFromRecipe, type FailurePolicy } from "./rollout/failure-policy.js";
 export {
@@ -85,6 +93,15 @@ export type { Trainer, TrainerContext, TrainStepResult } from "./trainers/traine
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";
 export { RemoteApiOpdTrainer } from "./trainers/opd.js";
+export { RemoteApiDpoTrainer } from "./trainers/dpo.js";
+export { RemoteApiRewardModelTrainer } from "./trainers/reward-model.js";
+export {
+  RemoteApiPreferenceTrainer,
+  preferencePairs,
+  type PreferenceSide,
+  type ScoredSequence,
+} from "./trainers/preference.js";
+export { pairwiseLogisticLoss, type PairwiseLossOptions } from "./trainers/pairwise-loss.js";
 export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } from "./trainers/advantages.js";
 export {
   discountedFutureSum,

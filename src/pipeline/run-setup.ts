@@ -181,6 +181,7 @@ export async function setUpRun(
   const runnerParts = {
     workerClass,
     tokenizer,
+    service,
     policy,
     maxSequenceLength,
     currentVersion: () => versions.released,

@@ -67,12 +67,20 @@ export interface RunSummary {
 }
 
 /** The metrics the summary follows first → last, in this order. */
-export const HEADLINE_METRICS: readonly string[] = ["rollout/reward_mean", "train/loss", "val/reward_mean"];
+export const HEADLINE_METRICS: readonly string[] = [
+  "rollout/reward_mean",
+  "train/loss",
+  "dpo/accuracy",
+  "rm/accuracy",
+  "val/reward_mean",
+];
 
 /** How the summary names the headline metrics. */
 const HEADLINE_NAMES: Readonly<Record<string, string>> = {
   "rollout/reward_mean": "reward",
   "train/loss": "loss",
+  "dpo/accuracy": "DPO pair accuracy",
+  "rm/accuracy": "reward-model pair accuracy",
   "val/reward_mean": "validation",
 };
 

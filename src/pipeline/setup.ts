@@ -4,6 +4,7 @@
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import type { InferenceClient } from "../services/inference/types.js";
+import type { TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
@@ -55,6 +56,8 @@ export interface RunnerParts {
   namePrefix: string;
   /** The tokenizer. */
   tokenizer: Tokenizer;
+  /** The run's training service, given to workers (for a reward model's sampler). */
+  service?: TrainingService;
   /** Inference for the rollouts, if they may sample. */
   inference: InferenceClient | undefined;
   /** The failure policy. */
@@ -74,7 +77,12 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
   const worker = config.rollout_worker;
   return new RolloutRunner({
     createWorker: (slot) =>
-      new parts.workerClass({ name: `${parts.namePrefix}-${slot}`, recipe: config, tokenizer: parts.tokenizer }),
+      new parts.workerClass({
+        name: `${parts.namePrefix}-${slot}`,
+        recipe: config,
+        tokenizer: parts.tokenizer,
+        ...(parts.service && { service: parts.service }),
+      }),
     numWorkers: worker.num_workers,
     timeoutMs: worker.rollout_timeout_seconds * 1000,
     policy: parts.policy,

@@ -102,7 +102,7 @@ describe("recipe schema", () => {
     expect(await problems(MINIMAL_YAML, ["+trainer.zzz=1", "+rollout_worker.agent_config_path=a.yaml"])).toEqual([
       "rollout_worker.agent_config_path: unknown key; did you mean `nexau_agent_config_path`?",
       "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, save_final, checkpoint_path, sync_weight_path, " +
-        "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, teachers, algorithm",
+        "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, teachers, dpo, algorithm",
     ]);
   });
 
@@ -127,7 +127,7 @@ describe("recipe schema", () => {
       'data.prompt_key: expected a non-empty string, got ""',
       'data.shuffle: expected true or false, got "maybe"',
       "rollout_worker.temperature: expected a number >= 0, got -1",
-      'trainer.type: expected one of "remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "custom", got "remote_api_grp"; did you mean "remote_api_grpo"?',
+      'trainer.type: expected one of "remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "remote_api_dpo", "remote_api_reward_model", "custom", got "remote_api_grp"; did you mean "remote_api_grpo"?',
       'weight: expected a map, got "sync"',
     ]);
   });

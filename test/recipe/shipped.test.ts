@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { renderFiles as renderMath } from "../../recipe/math/data/make_data.js";
 import { pigLatin, pigLatinWord, renderFiles as renderPigLatin } from "../../recipe/pig_latin/data/make_data.js";
+import { makeRows as preferenceRows, renderFiles as renderPreference } from "../../recipe/preference/data/make_data.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { recipeError } from "./helpers.js";
 
@@ -20,7 +21,7 @@ const shipped = readdirSync(RECIPES, { withFileTypes: true })
   );
 
 describe("shipped recipes", () => {
-  it("include local, tinker and weaver variants of agent_tools, pig_latin and math", () => {
+  it("include local, tinker and weaver variants of agent_tools, pig_latin and math, and the local preference recipes", () => {
     expect(shipped.sort()).toEqual([
       "agent_tools/local.yaml",
       "agent_tools/tinker.yaml",
@@ -32,6 +33,8 @@ describe("shipped recipes", () => {
       "pig_latin/local.yaml",
       "pig_latin/tinker.yaml",
       "pig_latin/weaver.yaml",
+      "preference/local.yaml",
+      "preference/local_reward_model.yaml",
     ]);
   });
 
@@ -82,6 +85,26 @@ describe("shipped data", () => {
     for (const [name, content] of Object.entries(renderPigLatin()))
       expect(committed("pig_latin", name), name).toBe(content);
     for (const [name, content] of Object.entries(renderMath())) expect(committed("math", name), name).toBe(content);
+    for (const [name, content] of Object.entries(renderPreference()))
+      expect(committed("preference", name), name).toBe(content);
+  });
+
+  it("has preference pairs whose chosen answer follows the instruction and whose rejected one does not", () => {
+    const { train, val } = preferenceRows();
+    expect([train.length, val.length]).toEqual([1200, 40]);
+    for (const row of [...train, ...val]) {
+      const [instruction, phrase] = row.prompt.split(": ") as [string, string];
+      const [follow, other] =
+        instruction === "lowercase" ? ["toLowerCase", "toUpperCase"] : ["toUpperCase", "toLowerCase"];
+      expect(["lowercase", "uppercase"]).toContain(instruction);
+      expect(row.chosen).toBe(phrase[follow as "toLowerCase"]());
+      expect(row.rejected).toBe(phrase[other as "toLowerCase"]());
+    }
+    const lower = train.filter((row) => row.prompt.startsWith("lowercase")).length;
+    expect(lower / train.length).toBeGreaterThan(0.4);
+    expect(lower / train.length).toBeLessThan(0.6);
+    const prompts = new Set(train.map((row) => row.prompt));
+    for (const row of val) expect(prompts.has(row.prompt)).toBe(false);
   });
 
   it("has correct Pig Latin", () => {

@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 describe("validate on every shipped recipe", () => {
-  it("finds the YAML and TS recipes of agent_tools, math and pig_latin", () => {
+  it("finds the YAML and TS recipes of agent_tools, math, pig_latin and preference", () => {
     expect(shipped).toEqual([
       "agent_tools/local.yaml",
       "agent_tools/sft_local.ts",
@@ -58,6 +58,8 @@ describe("validate on every shipped recipe", () => {
       "pig_latin/local.yaml",
       "pig_latin/tinker.yaml",
       "pig_latin/weaver.yaml",
+      "preference/local.yaml",
+      "preference/local_reward_model.yaml",
     ]);
   });
 

@@ -115,7 +115,7 @@ export function mathJudgeOf(recipe: RecipeConfig): MathJudge | undefined {
   if (known !== undefined) return known ?? undefined;
   const judgeMode = recipe.rollout_worker.agent?.math.judge_mode ?? "rule";
   const config = recipe.rollout_worker.judge;
-  if (judgeMode === "rule" || config === undefined) {
+  if ((judgeMode !== "llm_judge" && judgeMode !== "rule+llm_judge") || config === undefined) {
     judges.set(recipe, null);
     return undefined;
   }

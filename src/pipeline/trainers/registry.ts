@@ -5,9 +5,11 @@
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { loadUserClass } from "../../recipe/user-module.js";
 import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
+import { RemoteApiDpoTrainer } from "./dpo.js";
 import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { RemoteApiRewardModelTrainer } from "./reward-model.js";
 import type { TrainerContext } from "./trainer.js";
 
 /** A concrete trainer class. */
@@ -15,7 +17,7 @@ export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
 
 /**
  * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
- * or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
+ * `remote_api_dpo`, `remote_api_reward_model`, or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
  * a subclass of {@link RemoteApiTrainer}).
  * @throws RecipeError for a custom class that cannot be loaded.
  */
@@ -32,6 +34,10 @@ export async function resolveTrainerClass(
       return RemoteApiGrpoTrainer;
     case "remote_api_opd":
       return RemoteApiOpdTrainer;
+    case "remote_api_dpo":
+      return RemoteApiDpoTrainer;
+    case "remote_api_reward_model":
+      return RemoteApiRewardModelTrainer;
     case "custom":
       return (await loadUserClass({
         modulePath: trainer.custom_trainer_module_path!,

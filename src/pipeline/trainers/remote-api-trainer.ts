@@ -5,7 +5,7 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import { algorithmConfig, type AlgorithmConfig } from "../settings.js";
 import type { Trajectory } from "../../types/trajectory.js";
-import { adamParams, datum, type Datum } from "../../types/wire.js";
+import { adamParams, datum, type AdamParams, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
@@ -110,10 +110,7 @@ export abstract class RemoteApiTrainer implements Trainer {
     // before sending: no second check here.
     const client = this.context.trainingClient;
     const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
-    const { learningRate, beta1, beta2, eps, weightDecay, gradClipNorm } = this.algorithm;
-    const optimStep = await client.optimStep(
-      adamParams({ learningRate, beta1, beta2, eps, weightDecay, gradClipNorm }),
-    );
+    const optimStep = await client.optimStep(this.optimizerParams());
     const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
     this.putLossMetrics(
       metrics,
@@ -124,6 +121,12 @@ export abstract class RemoteApiTrainer implements Trainer {
     for (const [key, value] of Object.entries(fb.metrics)) if (key !== "loss:sum") metrics[`train/${key}`] = value;
     for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
     return { trajectories: prepared, datums: datums.length, stepped: true };
+  }
+
+  /** The Adam settings of every `optimStep`, from the recipe's algorithm. */
+  protected optimizerParams(): AdamParams {
+    const { learningRate, beta1, beta2, eps, weightDecay, gradClipNorm } = this.algorithm;
+    return adamParams({ learningRate, beta1, beta2, eps, weightDecay, gradClipNorm });
   }
 
   /**

@@ -5,6 +5,7 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
+import type { TrainingService } from "../../services/training/types.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
 import type { DataRow } from "../data/files.js";
@@ -22,6 +23,8 @@ export interface RolloutWorkerContext {
   readonly recipe: RecipeConfig;
   /** The tokenizer of the trained model. */
   readonly tokenizer: Tokenizer;
+  /** The run's training service, for samplers of other models (a reward model); absent outside a run. */
+  readonly service?: TrainingService;
 }
 
 /** A sequence cut by {@link BaseRolloutWorker.truncate}. */

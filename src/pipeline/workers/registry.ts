@@ -6,6 +6,7 @@ import { loadUserClass } from "../../recipe/user-module.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
 import { PigLatinRolloutWorker } from "./pig-latin.js";
+import { PreferenceRolloutWorker } from "./preference.js";
 import { SimpleRolloutWorker } from "./simple.js";
 import { SingleTurnMathRolloutWorker } from "./single-turn-math.js";
 
@@ -21,7 +22,7 @@ function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
 }
 
 /**
- * The class for `rollout_worker.type`: `pig_latin`, `single_turn_math` (also `agent` with
+ * The class for `rollout_worker.type`: `pig_latin`, `preference`, `single_turn_math` (also `agent` with
  * `agent_cls: single_turn_math` or no agent of its own), `simple`, `agent` / `nexau` (the agent
  * service's worker: an agent module, a declarative agent or external agents, through the agent
  * gateway), or `custom` (the recipe's `custom_rollout_worker_class_name` exported by
@@ -40,6 +41,8 @@ export async function resolveRolloutWorkerClass(
   switch (worker.type) {
     case "pig_latin":
       return PigLatinRolloutWorker;
+    case "preference":
+      return PreferenceRolloutWorker;
     case "single_turn_math":
       return SingleTurnMathRolloutWorker;
     case "agent":

@@ -5,6 +5,7 @@
 import type { Trajectory } from "../../types/trajectory.js";
 import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
+import { rewardModelOf, type RewardModelScorer } from "../rewards/reward-model.js";
 import { rowNumber, type RolloutTask } from "../task.js";
 import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
@@ -19,12 +20,17 @@ import { NexrlError } from "../../errors.js";
  * `reward_model.ground_truth`), 0 otherwise. With `agent.math.judge_mode: llm_judge` the LLM
  * judge of `rollout_worker.judge` gives the reward instead (with `rule+llm_judge`, a rule match
  * still scores 1), and its words go in `extraFields.judge`; the judge also grades answers that
- * `max_response_length` cut short. Otherwise a response cut by the length limit scores 0; a
+ * `max_response_length` cut short. With `judge_mode: reward_model` the trained reward model of
+ * `rollout_worker.reward_model` gives the reward (its score r(x, y) of the prompt and answer
+ * tokens, see `RewardModelScorer`; recorded in `extraFields.reward_model`), and rows need no
+ * ground truth. Otherwise a response cut by the length limit scores 0; a
  * sequence longer than `max_sequence_length` always does.
  */
 export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   /** The run's LLM judge, shared by every worker of the run; undefined with `judge_mode: rule`. */
   private readonly judge: MathJudge | undefined;
+  /** The run's reward model, shared likewise; undefined unless `judge_mode: reward_model`. */
+  private readonly rewardModel: RewardModelScorer | undefined;
 
   /**
    * @param context name, recipe and tokenizer, given by the pipeline.
@@ -33,6 +39,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   constructor(context: RolloutWorkerContext) {
     super(context);
     this.judge = mathJudgeOf(context.recipe);
+    this.rewardModel = rewardModelOf(context.recipe, context.service, context.tokenizer);
   }
 
   /** Samples, scores and returns one trajectory. */
@@ -51,6 +58,10 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
       trajectory.reward = judged.reward;
       if (judged.record) trajectory.extraFields.judge = judged.record;
     }
+    if (this.rewardModel) {
+      trajectory.reward = await this.rewardModel.score(cut.tokens);
+      trajectory.extraFields.reward_model = { score: trajectory.reward };
+    }
     if (cut.truncated) {
       Object.assign(trajectory, { tokens: cut.tokens, lossMask: cut.lossMask, logprobs: cut.logprobs, reward: 0 });
       trajectory.extraFields.is_truncated = true;
@@ -61,7 +72,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   /** Samples an answer and scores it by rule; `item` is what a judge is shown. */
   private async sample(task: RolloutTask) {
     const groundTruth = groundTruthOf(task.data);
-    if (groundTruth === undefined) {
+    if (groundTruth === undefined && !this.rewardModel) {
       throw new NexrlError(
         `row ${rowNumber(task)} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
       );
@@ -69,9 +80,10 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
     const messages = promptMessages(task.prompt, `row ${rowNumber(task)}`);
     const result = await this.inferenceClient.chat(messages);
     const extracted = extractFinalAnswer(result.response);
-    const correct = result.finishReason !== "length" && answersMatch(extracted, groundTruth);
+    const correct =
+      groundTruth !== undefined && result.finishReason !== "length" && answersMatch(extracted, groundTruth);
     const trajectory = completionTrajectory(result, correct ? 1 : 0, {
-      ground_truth: groundTruth,
+      ground_truth: groundTruth ?? null,
       extracted_answer: extracted ?? null,
       ...(task.data.data_source !== undefined && { data_source: task.data.data_source }),
     });

@@ -26,7 +26,13 @@ import {
   weaverServiceSchema,
   weightSchema,
 } from "./service.js";
-import { ALGORITHM_DEFAULTS, trainerSchema, type HyperParametersInput, type RecipeAlgorithm } from "./trainer.js";
+import {
+  ALGORITHM_DEFAULTS,
+  PREFERENCE_TRAINER_TYPES,
+  trainerSchema,
+  type HyperParametersInput,
+  type RecipeAlgorithm,
+} from "./trainer.js";
 
 /** Shape of `service:`. */
 export const serviceSchema = z
@@ -269,6 +275,16 @@ export const recipeSchema = z
         `read only by remote_api_opd (the weight and discount of its reverse KL to the teacher), and this trainer is ${trainerType}; remove it${trainerType === "remote_api_grpo" ? " (a KL penalty to the initial weights is RemoteApiGrpoTrainer's klPenalty option, in a custom trainer)" : ""}`,
       );
     }
+    if (PREFERENCE_TRAINER_TYPES.includes(trainerType)) {
+      for (const key of ["loss_fn", "loss_fn_config", "entropy_coeff"] as const) {
+        const value = fromTrainer[key] ?? fromService[key];
+        if (value === undefined || value === "cross_entropy" || value === 0) continue;
+        issue(
+          fromTrainer[key] === undefined ? ["service", "train_service", "config", key] : ["trainer", "algorithm", key],
+          `${trainerType} trains with its own pairwise loss (sent through forwardBackwardCustom as \`cross_entropy\`), so ${key} would not be used; remove it`,
+        );
+      }
+    }
     const entropy = fromTrainer.entropy_coeff ?? fromService.entropy_coeff;
     if (entropy !== undefined && entropy !== 0 && backend !== "weaver") {
       issue(
@@ -292,7 +308,9 @@ export const recipeSchema = z
   })
   .transform(({ service, ...recipe }) => {
     const { config, ...train } = service.train_service;
-    const defaultLoss = recipe.trainer.type === "remote_api_cross_entropy" ? "cross_entropy" : "importance_sampling";
+    const supervised =
+      recipe.trainer.type === "remote_api_cross_entropy" || PREFERENCE_TRAINER_TYPES.includes(recipe.trainer.type);
+    const defaultLoss = supervised ? "cross_entropy" : "importance_sampling";
     // Spread into an anonymous type: the parsed recipe documents its keys inline, as YAML spells them.
     const algorithm = {
       /** Loss sent as `loss_fn`. */

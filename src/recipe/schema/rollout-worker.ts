@@ -8,7 +8,30 @@ import { nonEmpty, nonNegativeInt, positiveInt, refuse } from "./common.js";
 import { judgeSchema } from "./judge.js";
 
 /** Built-in rollout worker types, plus `custom` for a user class. */
-export const ROLLOUT_WORKER_TYPES = ["pig_latin", "single_turn_math", "simple", "agent", "nexau", "custom"] as const;
+export const ROLLOUT_WORKER_TYPES = [
+  "pig_latin",
+  "preference",
+  "single_turn_math",
+  "simple",
+  "agent",
+  "nexau",
+  "custom",
+] as const;
+
+/** The workers that build their training trajectories from the rows without sampling. */
+const NON_SAMPLING_WORKERS: readonly string[] = ["pig_latin", "preference"];
+
+/** Shape of `rollout_worker.reward_model:`, the trained reward model of `agent.math.judge_mode: reward_model`. */
+export const rewardModelSchema = z.strictObject({
+  /**
+   * Sampler path of the reward model's weights on the run's training service: a
+   * `remote_api_reward_model` run's last sampler snapshot (the `sampler.path` of its checkpoint;
+   * on the local backend a file such as `runs/rm/sampler_weights/step_000200.nxw`, relative to
+   * the current folder). The reward of an answer is the model's score r(x, y) (see
+   * `RewardModelScorer`).
+   */
+  sampler_path: nonEmpty,
+});
 
 /** Shape of `rollout_worker.agent:`, the options of `agent` and `nexau` episodes (every key has a default). */
 export const agentOptionsSchema = z.strictObject({
@@ -17,10 +40,11 @@ export const agentOptionsSchema = z.strictObject({
     .strictObject({
       /**
        * How answers are judged: `rule` (the extracted answer equals the ground truth), `llm_judge`
-       * (the judge of `rollout_worker.judge` scores every answer), or `rule+llm_judge` (a rule
-       * match scores 1, any other answer gets the judge's score).
+       * (the judge of `rollout_worker.judge` scores every answer), `rule+llm_judge` (a rule
+       * match scores 1, any other answer gets the judge's score), or `reward_model` (the trained
+       * reward model of `rollout_worker.reward_model` scores every answer; no ground truth needed).
        */
-      judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge"]).default("rule"),
+      judge_mode: z.enum(["rule", "llm_judge", "rule+llm_judge", "reward_model"]).default("rule"),
     })
     .prefault({}),
   /** Most model calls per episode; the next call is refused and the episode is truncated. */
@@ -59,7 +83,7 @@ export const rolloutWorkerSchema = z
     type: z.enum(ROLLOUT_WORKER_TYPES),
     /** Rollouts run concurrently. */
     num_workers: positiveInt.default(4),
-    /** Whether the worker samples from the inference service; defaults to true for every type but `pig_latin`. */
+    /** Whether the worker samples from the inference service; defaults to true for every type but `pig_latin` and `preference`. */
     need_llm_inference: z.boolean().optional(),
     /** Sampling temperature. */
     temperature: z.number().min(0).default(1),
@@ -110,6 +134,8 @@ export const rolloutWorkerSchema = z
     max_rollout_retries: nonNegativeInt.default(0),
     /** The LLM judge of `agent.math.judge_mode: llm_judge` or `rule+llm_judge` (math worker only). */
     judge: judgeSchema.optional(),
+    /** The reward model of `agent.math.judge_mode: reward_model` (math worker only). */
+    reward_model: rewardModelSchema.optional(),
     /** NexRL's Kubernetes agent pods: accepted only with `num_workers: 0` (agents run in this process, or as external agents). */
     resource: z
       .strictObject({
@@ -164,12 +190,32 @@ export const rolloutWorkerSchema = z
         ["agent", "math", "judge_mode"],
         `\`${judgeMode}\`: only the math worker (\`single_turn_math\`, or \`agent\` with its built-in agent) judges answers, and this worker is \`${worker.type}\`; use \`rule\` (or remove it)`,
       );
-    else if (judgeMode !== "rule" && worker.judge === undefined)
+    else if (judgeMode === "reward_model") {
+      if (worker.reward_model === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["reward_model"],
+          message:
+            "required when `agent.math.judge_mode` is `reward_model`: the reward model's `sampler_path` (a `remote_api_reward_model` run's sampler snapshot)",
+        });
+      if (worker.judge !== undefined)
+        refuse(
+          ctx,
+          ["judge"],
+          "read only by the `llm_judge` modes; `reward_model` scores with rollout_worker.reward_model; remove it",
+        );
+    } else if (judgeMode !== "rule" && worker.judge === undefined)
       ctx.addIssue({
         code: "custom",
         path: ["judge"],
         message: `required when \`agent.math.judge_mode\` is \`${judgeMode}\`: the judge's base_url and model (and api_key_env when it needs a key)`,
       });
+    if (judgeMode !== "reward_model" && worker.reward_model !== undefined)
+      refuse(
+        ctx,
+        ["reward_model"],
+        "read only when `agent.math.judge_mode` is `reward_model` (math worker only): set it, or remove the reward model",
+      );
     if (judgeMode === "rule" && worker.judge !== undefined)
       refuse(
         ctx,
@@ -210,8 +256,8 @@ export const rolloutWorkerSchema = z
   })
   .transform((worker) => ({
     ...worker,
-    /** Whether the worker samples from the inference service (true for every type but `pig_latin` unless set). */
-    need_llm_inference: worker.need_llm_inference ?? worker.type !== "pig_latin",
+    /** Whether the worker samples from the inference service (true for every type but `pig_latin` and `preference` unless set). */
+    need_llm_inference: worker.need_llm_inference ?? !NON_SAMPLING_WORKERS.includes(worker.type),
   }));
 
 /** Shape of `trajectory_pool:`. */

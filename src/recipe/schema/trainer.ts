@@ -9,11 +9,21 @@ import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.j
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
-export const TRAINER_TYPES = ["remote_api_cross_entropy", "remote_api_grpo", "remote_api_opd", "custom"] as const;
+export const TRAINER_TYPES = [
+  "remote_api_cross_entropy",
+  "remote_api_grpo",
+  "remote_api_opd",
+  "remote_api_dpo",
+  "remote_api_reward_model",
+  "custom",
+] as const;
+
+/** The trainers that learn from chosen/rejected pairs through a custom loss. */
+export const PREFERENCE_TRAINER_TYPES: readonly string[] = ["remote_api_dpo", "remote_api_reward_model"];
 
 /** Optimisation keys accepted in `service.train_service.config` and `trainer.algorithm`; all optional. */
 export const hyperParametersSchema = z.strictObject({
-  /** Loss sent as `loss_fn` (default: `cross_entropy` for `remote_api_cross_entropy`, else `importance_sampling`). */
+  /** Loss sent as `loss_fn` (default: `cross_entropy` for `remote_api_cross_entropy` and the preference trainers `remote_api_dpo` and `remote_api_reward_model`, which accept no other, else `importance_sampling`). */
   loss_fn: z.enum(LOSS_FUNCTION_NAMES as [LossFunctionName, ...LossFunctionName[]]).optional(),
   /** Extra `loss_fn_config` entries (e.g. PPO clip thresholds). */
   loss_fn_config: z.record(z.string(), z.number()).optional(),
@@ -98,6 +108,17 @@ const teacherSchema = z.strictObject({
   backend: z.enum(["local", "tinker", "weaver"]).optional(),
 });
 
+/** Options of `remote_api_dpo`. */
+const dpoSchema = z.strictObject({
+  /** β: how far the policy may move from the reference; the margin is β × the difference of log-ratios. */
+  beta: z.number().positive().default(0.1),
+  /**
+   * Sampler path of the reference model whose logprobs DPO measures the policy against; null (the
+   * default) for the weights training started from (a frozen copy of the initial weights).
+   */
+  reference: nonEmpty.nullable().default(null),
+});
+
 /** Shape of `trainer:`. */
 export const trainerSchema = z
   .strictObject({
@@ -121,6 +142,8 @@ export const trainerSchema = z
     custom_trainer_class_name: nonEmpty.default("CustomTrainer"),
     /** The teacher of `remote_api_opd`: one, on the student's training service. */
     teachers: z.array(teacherSchema).optional(),
+    /** Options of `remote_api_dpo` (β and the reference model); refused for other trainers. */
+    dpo: dpoSchema.optional(),
     /** Hyper-parameters; merged with `service.train_service.config` (null is NexRL's placeholder). */
     algorithm: hyperParametersSchema.nullable().optional(),
   })
@@ -156,6 +179,8 @@ export const trainerSchema = z
             "a teacher on another service is not supported yet: the teacher samples on the student's training service; remove it",
           );
     });
+    if (trainer.type !== "remote_api_dpo" && trainer.dpo !== undefined)
+      refuse(ctx, ["dpo"], `read only by \`type: remote_api_dpo\`, and this trainer is \`${trainer.type}\`; remove it`);
     if (trainer.type !== "custom" && trainer.custom_trainer_module_path !== undefined)
       refuse(
         ctx,
