@@ -119,8 +119,8 @@ interface Call {
   readonly method: HttpMethod;
   readonly path: string;
   readonly headers: Record<string, string>;
-  /** The body serialised once: every attempt sends the same bytes. */
-  readonly body: string | Uint8Array | undefined;
+  /** The body serialised and encoded once: every attempt sends the same bytes. */
+  readonly body: Uint8Array | undefined;
   readonly signal: AbortSignal | undefined;
   readonly timeoutMs: number;
   readonly mode: RetryMode;
@@ -271,11 +271,34 @@ export class HttpTransport {
    * {@link APIConnectionError} when no response arrived, {@link APITimeoutError} when the timeout
    * passed, {@link APIUserAbortError} when the signal aborted or the transport was closed.
    */
-  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+  request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+    let call: Call;
+    try {
+      call = this.call(request);
+    } catch (error) {
+      // A body JSON.stringify refuses (a BigInt, a cycle) fails the call like any other failure.
+      return Promise.reject(error);
+    }
+    // Not an async function: see attempt().
+    return this.attempt(call).catch((failure: unknown) => this.retry(call, failure)) as Promise<HttpResponse<T>>;
+  }
+
+  /** Aborts calls in flight and gives the connection pool back. */
+  async close(): Promise<void> {
+    this.closing.abort(new Error("the client was closed"));
+    for (const exchange of this.inFlight) exchange.abort(ABORTED);
+    await this.lease.release();
+  }
+
+  /** `request` resolved against the transport's defaults, its body serialised. */
+  private call(request: HttpRequest): Call {
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
-    const body = requestBodyText(request);
+    const text = requestBodyText(request);
+    // Encoded once, as undici would on every attempt; the bytes of calls in flight then live
+    // outside the JavaScript heap (see bench/README.md).
+    const body = typeof text === "string" ? Buffer.from(text) : text;
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
-    const call: Call = {
+    return {
       method: request.method,
       path: request.path,
       headers:
@@ -287,28 +310,26 @@ export class HttpTransport {
       timeoutMs: request.timeoutMs ?? this.timeoutMs,
       mode: request.retry ?? (request.method === "GET" ? "all" : "unsent"),
     };
-    for (let retries = 0; ; retries++) {
-      try {
-        return (await this.attempt(call)) as HttpResponse<T>;
-      } catch (failure) {
-        const budget = this.retryBudget(failure);
-        if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
-        const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
-        this.log?.(
-          this.redact(
-            `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
-          ),
-        );
-        await this.wait(wait, call);
-      }
-    }
   }
 
-  /** Aborts calls in flight and gives the connection pool back. */
-  async close(): Promise<void> {
-    this.closing.abort(new Error("the client was closed"));
-    for (const exchange of this.inFlight) exchange.abort(ABORTED);
-    await this.lease.release();
+  /** The attempts after a first one failed with `failure`, as many as its kind and the call's retry mode allow. */
+  private async retry(call: Call, failure: unknown): Promise<HttpResponse<unknown>> {
+    for (let retries = 0; ; retries++) {
+      const budget = this.retryBudget(failure);
+      if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
+      const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
+      this.log?.(
+        this.redact(
+          `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
+        ),
+      );
+      await this.wait(wait, call);
+      try {
+        return await this.attempt(call);
+      } catch (next) {
+        failure = next;
+      }
+    }
   }
 
   /**
@@ -325,8 +346,7 @@ export class HttpTransport {
     const watchers = call.signal && this.watchersOf(call.signal);
     this.inFlight.add(exchange);
     watchers?.add(exchange);
-    // A chain rather than an async function: a suspended async function holds a frame for each of
-    // the thousand calls that may be in flight (see bench/README.md).
+    // A promise chain, not an async function: see bench/README.md on frames held per call in flight.
     return exchange.answer.then(
       (answer) => {
         this.inFlight.delete(exchange);
