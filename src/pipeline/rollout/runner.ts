@@ -93,6 +93,12 @@ interface Slot {
   worker: BaseRolloutWorker;
   controller: AbortController;
   scope: AttemptScope | undefined;
+  /**
+   * Times out the slot's attempts: made by the first one and re-armed (`refresh()`) by each
+   * later one, so it fires once the latest attempt has run for the timeout; an attempt that
+   * ended leaves it armed, and it then finds nothing open.
+   */
+  timer: NodeJS.Timeout | undefined;
 }
 
 const zeroCounts = (): RolloutCounts => ({
@@ -134,8 +140,6 @@ class AttemptScope implements RolloutScope, GuardedRollout {
    * socket opened during it keeps it as its async context) and must not keep its result alive.
    */
   settle: { resolve(trajectories: Trajectory[]): void; reject(error: unknown): void } | undefined;
-  /** The attempt's timeout, if it has one. */
-  timer: NodeJS.Timeout | undefined;
   /** Policy version of the trainer when the attempt started. */
   readonly startVersion: number;
   private readonly produced: Array<Trajectory | TrajectoryInit> = [];
@@ -195,8 +199,10 @@ function callRollout(worker: BaseRolloutWorker, task: RolloutTask): Promise<Roll
   return worker.rollout(task);
 }
 
-/** Abandons the attempt of `scope` once its timeout has passed. */
-function timeOut(scope: AttemptScope, timeoutMs: number): void {
+/** Abandons the attempt running on `slot` once its timeout has passed. */
+function timeOut(slot: Slot, timeoutMs: number): void {
+  const scope = slot.scope;
+  if (!scope?.open) return;
   scope.abandon(
     new UserCodeError(
       "timeout",
@@ -231,6 +237,7 @@ export class RolloutRunner {
         worker: options.createWorker(index),
         controller: new AbortController(),
         scope: undefined,
+        timer: undefined,
       });
     this.free = [...this.slots].reverse();
     const stop = options.signal;
@@ -373,7 +380,8 @@ export class RolloutRunner {
     if (timeoutMs > 0) {
       // The timer alone does not keep the process alive: if nothing else would, the run's guard
       // sees the rollout hang at once instead.
-      scope.timer = setTimeout(timeOut, timeoutMs, scope, timeoutMs).unref();
+      if (slot.timer) slot.timer.refresh();
+      else slot.timer = setTimeout(timeOut, timeoutMs, slot, timeoutMs).unref();
     }
     let running: Promise<RolloutResult>;
     try {
@@ -424,7 +432,6 @@ export class RolloutRunner {
   private end(scope: AttemptScope, abandoned: boolean): boolean {
     if (!scope.open) return false;
     scope.open = false;
-    clearTimeout(scope.timer);
     scope.inference?.end();
     this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
     if (abandoned || scope.inference?.callsInFlight) {
