@@ -279,8 +279,7 @@ export class HttpTransport {
       // A body JSON.stringify refuses (a BigInt, a cycle) fails the call like any other failure.
       return Promise.reject(error);
     }
-    // Not an async function: see attempt().
-    return this.attempt(call).catch((failure: unknown) => this.retry(call, failure)) as Promise<HttpResponse<T>>;
+    return this.attempt(call, 0) as Promise<HttpResponse<T>>;
   }
 
   /** Aborts calls in flight and gives the connection pool back. */
@@ -312,31 +311,29 @@ export class HttpTransport {
     };
   }
 
-  /** The attempts after a first one failed with `failure`, as many as its kind and the call's retry mode allow. */
-  private async retry(call: Call, failure: unknown): Promise<HttpResponse<unknown>> {
-    for (let retries = 0; ; retries++) {
-      const budget = this.retryBudget(failure);
-      if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
-      const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
-      this.log?.(
-        this.redact(
-          `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
-        ),
-      );
-      await this.wait(wait, call);
-      try {
-        return await this.attempt(call);
-      } catch (next) {
-        failure = next;
-      }
-    }
+  /**
+   * What follows attempt `retries` (0 for the first) of `call` failing with `failure`: the next
+   * attempt after a backoff, when the failure, the retry mode and the budget allow one.
+   */
+  private async retried(call: Call, failure: unknown, retries: number): Promise<HttpResponse<unknown>> {
+    const budget = this.retryBudget(failure);
+    if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
+    const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
+    this.log?.(
+      this.redact(
+        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
+      ),
+    );
+    await this.wait(wait, call);
+    return this.attempt(call, retries + 1);
   }
 
   /**
-   * One attempt of `call`, given up on when its timeout passes, the caller's signal aborts or the
-   * transport is closed.
+   * Attempt `retries` (0 for the first) of `call`, given up on when its timeout passes, the
+   * caller's signal aborts or the transport is closed; its failure leads to the next attempt as
+   * {@link HttpTransport.retried} allows.
    */
-  private attempt(call: Call): Promise<HttpResponse<unknown>> {
+  private attempt(call: Call, retries: number): Promise<HttpResponse<unknown>> {
     if (call.signal?.aborted || this.closing.signal.aborted) return Promise.reject(this.aborted(call));
     const exchange = new Exchange(
       this.lease.shared.pool,
@@ -352,17 +349,26 @@ export class HttpTransport {
         this.inFlight.delete(exchange);
         watchers?.delete(exchange);
         this.lease.shared.reached = true;
-        return this.response(answer, call);
+        try {
+          return this.response(answer, call);
+        } catch (failure) {
+          return this.retried(call, failure, retries);
+        }
       },
       (error: unknown) => {
         this.inFlight.delete(exchange);
         watchers?.delete(exchange);
-        if (error === TIMED_OUT) throw new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
-        if (error === ABORTED) throw this.aborted(call);
-        const code = errorCode(error);
-        throw new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+        return this.retried(call, this.failure(error, call), retries);
       },
     );
+  }
+
+  /** The error of an exchange that got no answer: it timed out, was aborted, or its connection failed. */
+  private failure(error: unknown, call: Call): APIError {
+    if (error === TIMED_OUT) return new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
+    if (error === ABORTED) return this.aborted(call);
+    const code = errorCode(error);
+    return new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
 
   /**
