@@ -41,3 +41,6 @@ for (const [name, values] of Object.entries(samples))
   console.log(
     `${name.padEnd(9)} ${median(values).toFixed(1)} µs CPU per rollout (median of ${values.length}; ${values.map((v) => v.toFixed(0)).join(" ")})`,
   );
+// Each round's pair ran back to back, so its ratio is the least disturbed by load from elsewhere.
+const ratios = samples.bare!.map((bare, i) => bare / samples.pipeline![i]!);
+console.log(`bare / pipeline: ${median(ratios).toFixed(3)} (median of the rounds' ratios)`);

@@ -119,8 +119,8 @@ interface Call {
   readonly method: HttpMethod;
   readonly path: string;
   readonly headers: Record<string, string>;
-  /** The body serialised once: every attempt sends the same bytes. */
-  readonly body: string | Uint8Array | undefined;
+  /** The body serialised and encoded once: every attempt sends the same bytes. */
+  readonly body: Uint8Array | undefined;
   readonly signal: AbortSignal | undefined;
   readonly timeoutMs: number;
   readonly mode: RetryMode;
@@ -271,11 +271,33 @@ export class HttpTransport {
    * {@link APIConnectionError} when no response arrived, {@link APITimeoutError} when the timeout
    * passed, {@link APIUserAbortError} when the signal aborted or the transport was closed.
    */
-  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+  request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+    let call: Call;
+    try {
+      call = this.call(request);
+    } catch (error) {
+      // A body JSON.stringify refuses (a BigInt, a cycle) fails the call like any other failure.
+      return Promise.reject(error);
+    }
+    return this.attempt(call, 0) as Promise<HttpResponse<T>>;
+  }
+
+  /** Aborts calls in flight and gives the connection pool back. */
+  async close(): Promise<void> {
+    this.closing.abort(new Error("the client was closed"));
+    for (const exchange of this.inFlight) exchange.abort(ABORTED);
+    await this.lease.release();
+  }
+
+  /** `request` resolved against the transport's defaults, its body serialised. */
+  private call(request: HttpRequest): Call {
     const key = request.idempotencyKey === true ? `nexrl-retry-${randomUUID()}` : request.idempotencyKey || undefined;
-    const body = requestBodyText(request);
+    const text = requestBodyText(request);
+    // Encoded once, as undici would on every attempt; the bytes of calls in flight then live
+    // outside the JavaScript heap (see bench/README.md).
+    const body = typeof text === "string" ? Buffer.from(text) : text;
     const common = body === undefined ? this.baseHeaders : this.jsonHeaders;
-    const call: Call = {
+    return {
       method: request.method,
       path: request.path,
       headers:
@@ -287,36 +309,32 @@ export class HttpTransport {
       timeoutMs: request.timeoutMs ?? this.timeoutMs,
       mode: request.retry ?? (request.method === "GET" ? "all" : "unsent"),
     };
-    for (let retries = 0; ; retries++) {
-      try {
-        return (await this.attempt(call)) as HttpResponse<T>;
-      } catch (failure) {
-        const budget = this.retryBudget(failure);
-        if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
-        const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
-        this.log?.(
-          this.redact(
-            `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
-          ),
-        );
-        await this.wait(wait, call);
-      }
-    }
-  }
-
-  /** Aborts calls in flight and gives the connection pool back. */
-  async close(): Promise<void> {
-    this.closing.abort(new Error("the client was closed"));
-    for (const exchange of this.inFlight) exchange.abort(ABORTED);
-    await this.lease.release();
   }
 
   /**
-   * One attempt of `call`, given up on when its timeout passes, the caller's signal aborts or the
-   * transport is closed.
+   * What follows attempt `retries` (0 for the first) of `call` failing with `failure`: the next
+   * attempt after a backoff, when the failure, the retry mode and the budget allow one.
    */
-  private async attempt(call: Call): Promise<HttpResponse<unknown>> {
-    if (call.signal?.aborted || this.closing.signal.aborted) throw this.aborted(call);
+  private async retried(call: Call, failure: unknown, retries: number): Promise<HttpResponse<unknown>> {
+    const budget = this.retryBudget(failure);
+    if (!(failure instanceof APIError) || retries >= budget || !this.mayRetry(failure, call.mode)) throw failure;
+    const wait = failure.retryAfterMs ?? backoffDelayMs(retries + 1, this.backoff);
+    this.log?.(
+      this.redact(
+        `nexrl http: ${call.method} ${failure.url} failed (${this.describe(failure)}); retry ${retries + 1}/${budget} in ${Math.round(wait)} ms`,
+      ),
+    );
+    await this.wait(wait, call);
+    return this.attempt(call, retries + 1);
+  }
+
+  /**
+   * Attempt `retries` (0 for the first) of `call`, given up on when its timeout passes, the
+   * caller's signal aborts or the transport is closed; its failure leads to the next attempt as
+   * {@link HttpTransport.retried} allows.
+   */
+  private attempt(call: Call, retries: number): Promise<HttpResponse<unknown>> {
+    if (call.signal?.aborted || this.closing.signal.aborted) return Promise.reject(this.aborted(call));
     const exchange = new Exchange(
       this.lease.shared.pool,
       { path: this.prefix + call.path, method: call.method, headers: call.headers, body: call.body ?? null },
@@ -325,20 +343,32 @@ export class HttpTransport {
     const watchers = call.signal && this.watchersOf(call.signal);
     this.inFlight.add(exchange);
     watchers?.add(exchange);
-    let answer: Answer;
-    try {
-      answer = await exchange.answer;
-    } catch (error) {
-      if (error === TIMED_OUT) throw new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
-      if (error === ABORTED) throw this.aborted(call);
-      const code = errorCode(error);
-      throw new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
-    } finally {
-      this.inFlight.delete(exchange);
-      watchers?.delete(exchange);
-    }
-    this.lease.shared.reached = true;
-    return this.response(answer, call);
+    // A promise chain, not an async function: see bench/README.md on frames held per call in flight.
+    return exchange.answer.then(
+      (answer) => {
+        this.inFlight.delete(exchange);
+        watchers?.delete(exchange);
+        this.lease.shared.reached = true;
+        try {
+          return this.response(answer, call);
+        } catch (failure) {
+          return this.retried(call, failure, retries);
+        }
+      },
+      (error: unknown) => {
+        this.inFlight.delete(exchange);
+        watchers?.delete(exchange);
+        return this.retried(call, this.failure(error, call), retries);
+      },
+    );
+  }
+
+  /** The error of an exchange that got no answer: it timed out, was aborted, or its connection failed. */
+  private failure(error: unknown, call: Call): APIError {
+    if (error === TIMED_OUT) return new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
+    if (error === ABORTED) return this.aborted(call);
+    const code = errorCode(error);
+    return new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
 
   /**

@@ -92,6 +92,8 @@ export class TrajectoryPool {
   private readonly entries = new Map<string, Entry>();
   /** The finished groups among them, in the order they finished. */
   private ready: Entry[] = [];
+  /** Trajectories in `ready` (kept as a count: the scheduler asks after every finished group). */
+  private readyCount = 0;
   /** Loaded batches not yet handed out (batch-order readiness): a batch stays even when all of its groups were dropped. */
   private readonly batches = new Set<number>();
   private readonly notifier = new Notifier();
@@ -148,7 +150,7 @@ export class TrajectoryPool {
 
   /** Trajectories in finished groups not yet handed out. */
   get readyTrajectories(): number {
-    return this.ready.reduce((n, entry) => n + entry.trajectories, 0);
+    return this.readyCount;
   }
 
   /** Groups dropped for too few productive rollouts since the last call, reset. */
@@ -217,6 +219,7 @@ export class TrajectoryPool {
       for (const t of run!) if (t.policyVersion !== undefined) entry.oldest = Math.min(entry.oldest, t.policyVersion);
     }
     this.ready.push(entry);
+    this.readyCount += entry.trajectories;
   }
 
   /** The groups of the batch that is ready now, if one is. */
@@ -250,5 +253,6 @@ export class TrajectoryPool {
     for (const entry of entries) this.entries.delete(entry.group.groupId);
     const gone = new Set(entries);
     this.ready = this.ready.filter((entry) => !gone.has(entry));
+    this.readyCount = this.ready.reduce((n, entry) => n + entry.trajectories, 0);
   }
 }

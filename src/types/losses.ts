@@ -349,6 +349,26 @@ const EXTRA_REQUIRED: Partial<Record<LossBackend, Partial<Record<LossFunctionNam
   weaver: { importance_sampling: { loss_mask: LOSS_MASK } },
 };
 
+/** Throws unless every value of loss input `key` is finite. */
+function checkFinite(where: string, key: string, values: readonly number[]): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!Number.isFinite(v)) throw new InputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
+  }
+}
+
+/** Throws unless every value of `target_tokens` is a token id (or, on Weaver, -100 for an ignored position). */
+function checkTokenIds(where: string, values: readonly number[], weaver: boolean): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!(Number.isInteger(v) && (v >= 0 || (weaver && v === -100)))) {
+      throw new InputError(
+        `${where}: ${Number.isFinite(v) ? `target_tokens[${i}] is ${v}; expected a non-negative token id${weaver ? " or -100 (ignored)" : ""}` : `loss input "target_tokens"[${i}] is ${v}; values must be finite`}`,
+      );
+    }
+  }
+}
+
 /** Options of {@link validateLossInputs}. */
 export interface ValidateLossInputsOptions {
   /** The backend the datum is going to; its rules on extra and missing keys apply. */
@@ -393,16 +413,8 @@ export function validateLossInputs(lossFn: string, datum: Datum, options: Valida
     if (size !== n)
       throw new InputError(`${where}: loss input "${key}" has ${size} values but the model input has ${n} positions`);
     const values = tensorValues(tensor);
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i]!;
-      if (!Number.isFinite(v))
-        throw new InputError(`${where}: loss input "${key}"[${i}] is ${v}; values must be finite`);
-      if (key === "target_tokens" && !(Number.isInteger(v) && (v >= 0 || (backend === "weaver" && v === -100)))) {
-        throw new InputError(
-          `${where}: target_tokens[${i}] is ${v}; expected a non-negative token id${backend === "weaver" ? " or -100 (ignored)" : ""}`,
-        );
-      }
-    }
+    if (key === "target_tokens") checkTokenIds(where, values, backend === "weaver");
+    else checkFinite(where, key, values);
   }
   if (options.config && !contract.serverDefined) resolveConfig(where, contract.config, options.config);
 }

@@ -267,6 +267,33 @@ describe("RolloutRunner", () => {
     expect(error.message).toContain("took longer than rollout_worker.rollout_timeout_seconds (0.02 s)");
   });
 
+  it("times each attempt on a worker from its own start, whatever the attempts before it did", async () => {
+    // Row 1 answers at once, row 2 after 20 ms, row 3 never; one worker, so all share its timer.
+    const sleeper = scripted((_, t) =>
+      t.index === 0
+        ? ok()
+        : t.index === 1
+          ? new Promise((resolve) => setTimeout(() => resolve(ok()), 20))
+          : new Promise(() => undefined),
+    );
+    const failures: RolloutFailure[] = [];
+    const r = await runner(
+      sleeper.Scripted,
+      { mode: "fail_fast" },
+      { timeoutMs: 150, numWorkers: 1, onFailure: (f) => failures.push(f) },
+    );
+    expect(await r.run(task({ index: 0 }))).toMatchObject({ status: "ok" });
+    expect(await r.run(task({ index: 1 }))).toMatchObject({ status: "ok" });
+    // The timer armed by row 2 comes due while the worker is idle: it ends nothing.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(failures).toEqual([]);
+    const error = (await r.run(task({ index: 2 })).catch((e: unknown) => e)) as RolloutError;
+    expect(error.message).toContain(
+      "row 3 (group 0-0, run 0) took longer than rollout_worker.rollout_timeout_seconds (0.15 s)",
+    );
+    expect(r.takeCounts()).toMatchObject({ succeeded: 2, failed: 1, timedOut: 1 });
+  });
+
   it("treats an invalid or overlong trajectory as a failed rollout naming the field", async () => {
     const bad = await runner(scripted(() => new Trajectory({ tokens: [1, 2], lossMask: [1], reward: 0 })).Scripted, {
       mode: "fail_fast",

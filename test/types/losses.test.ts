@@ -245,6 +245,17 @@ describe("validateLossInputs", () => {
       "target_tokens[0] is -100; expected a non-negative token id",
     );
     expect(() => validateLossInputs("cross_entropy", negative, { backend: "weaver" })).not.toThrow();
+    // Set after datum(), which refuses such values itself.
+    const fraction = datum([1, 2], { target_tokens: [2, 3], weights: [0, 1] });
+    fraction.loss_fn_inputs.target_tokens!.data[1] = 3.5;
+    expect(() => validateLossInputs("cross_entropy", fraction, { backend: "weaver" })).toThrow(
+      "target_tokens[1] is 3.5; expected a non-negative token id or -100 (ignored)",
+    );
+    const infinite = datum([1, 2], { target_tokens: [2, 3], weights: [0, 1] });
+    infinite.loss_fn_inputs.target_tokens!.data[1] = Number.POSITIVE_INFINITY;
+    expect(() => validateLossInputs("cross_entropy", infinite, { backend: "tinker" })).toThrow(
+      '"target_tokens"[1] is Infinity; values must be finite',
+    );
     expect(() => validateLossInputs("ppo", isDatum, { backend: "tinker", config: { epsilon: 0.2 } })).toThrow(
       'loss_fn_config key "epsilon" is not used by ppo on tinker',
     );

@@ -93,6 +93,12 @@ interface Slot {
   worker: BaseRolloutWorker;
   controller: AbortController;
   scope: AttemptScope | undefined;
+  /**
+   * Times out the slot's attempts: made by the first one and re-armed (`refresh()`) by each
+   * later one, so it fires once the latest attempt has run for the timeout; an attempt that
+   * ended leaves it armed, and it then finds nothing open.
+   */
+  timer: NodeJS.Timeout | undefined;
 }
 
 const zeroCounts = (): RolloutCounts => ({
@@ -103,9 +109,6 @@ const zeroCounts = (): RolloutCounts => ({
   skipped: 0,
   unknownTokenIds: 0,
 });
-
-/** What an ended attempt's `abandon` does. */
-function ignore(): void {}
 
 /** Normalises a value a worker produced into a trajectory of this copy of nexrl. */
 function toTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
@@ -132,27 +135,32 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   /** Whether the attempt is still running (`putTrajectory` is accepted). */
   open = true;
   readonly inference: RolloutInferenceClient | undefined;
-  /** Ends the attempt with a failure from outside (a timeout, a hang, an uncaught error) unless it has ended; set by the runner. */
-  abandon: (error: unknown) => void = ignore;
+  /**
+   * Settles the attempt's promise; dropped once used, since the scope may outlive the attempt (a
+   * socket opened during it keeps it as its async context) and must not keep its result alive.
+   */
+  settle: { resolve(trajectories: Trajectory[]): void; reject(error: unknown): void } | undefined;
+  /** Policy version of the trainer when the attempt started. */
+  readonly startVersion: number;
   private readonly produced: Array<Trajectory | TrajectoryInit> = [];
 
   constructor(
     private readonly runner: RolloutRunner,
-    private readonly worker: BaseRolloutWorker,
+    readonly slot: Slot,
     readonly task: RolloutTask,
     readonly attempt: number,
-    inference: InferenceClient | undefined,
-    signal: AbortSignal,
-    sampling: RolloutSamplingDefaults,
   ) {
+    const { inference, sampling, currentVersion } = runner.options;
     this.inference =
-      inference && new RolloutInferenceClient(inference, deriveSeed(task.seed, attempt), signal, sampling);
+      inference &&
+      new RolloutInferenceClient(inference, deriveSeed(task.seed, attempt), slot.controller.signal, sampling);
+    this.startVersion = currentVersion();
   }
 
   put(trajectory: Trajectory | TrajectoryInit): void {
     if (!this.open)
       throw new Error(
-        `${this.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
+        `${this.slot.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
       );
     this.produced.push(trajectory);
   }
@@ -161,10 +169,46 @@ class AttemptScope implements RolloutScope, GuardedRollout {
     return this.runner.uncaught(this, error);
   }
 
+  /** Ends the attempt with a failure from outside (a timeout, a hang, an uncaught error), unless it has ended. */
+  abandon(error: unknown): void {
+    this.runner.abandon(this, error);
+  }
+
+  /** Ends the attempt's promise with its trajectories. */
+  fulfil(trajectories: Trajectory[]): void {
+    const settle = this.settle;
+    this.settle = undefined;
+    settle?.resolve(trajectories);
+  }
+
+  /** Ends the attempt's promise with its failure. */
+  fail(error: unknown): void {
+    const settle = this.settle;
+    this.settle = undefined;
+    settle?.reject(error);
+  }
+
   /** What was put, then what `result` holds. */
   take(result: RolloutResult): ReadonlyArray<Trajectory | TrajectoryInit> {
     return [...this.produced, ...outputs(result)];
   }
+}
+
+/** Calls the worker's `rollout` (a function of the module, so that an attempt makes no closure for it). */
+function callRollout(worker: BaseRolloutWorker, task: RolloutTask): Promise<RolloutResult> | RolloutResult {
+  return worker.rollout(task);
+}
+
+/** Abandons the attempt running on `slot` once its timeout has passed. */
+function timeOut(slot: Slot, timeoutMs: number): void {
+  const scope = slot.scope;
+  if (!scope?.open) return;
+  scope.abandon(
+    new UserCodeError(
+      "timeout",
+      `the rollout of ${describeTask(scope.task)} took longer than rollout_worker.rollout_timeout_seconds (${timeoutMs / 1000} s)`,
+    ),
+  );
 }
 
 /**
@@ -183,13 +227,17 @@ export class RolloutRunner {
   private tally = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
-  constructor(private readonly options: RolloutRunnerOptions) {
+  constructor(
+    /** @internal */
+    readonly options: RolloutRunnerOptions,
+  ) {
     for (let index = 0; index < options.numWorkers; index++)
       this.slots.push({
         index,
         worker: options.createWorker(index),
         controller: new AbortController(),
         scope: undefined,
+        timer: undefined,
       });
     this.free = [...this.slots].reverse();
     const stop = options.signal;
@@ -223,31 +271,26 @@ export class RolloutRunner {
    * Runs `task` under the failure policy once a worker is free.
    * @throws {@link RolloutError} when the policy stops the run.
    */
-  async run(task: RolloutTask): Promise<RolloutOutcome> {
-    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
-    const { policy, signal } = this.options;
-    const aborted = (attempts: number): RolloutOutcome => ({ task, status: "aborted", trajectories: [], attempts });
+  run(task: RolloutTask): Promise<RolloutOutcome> {
+    const slot = this.free.pop();
+    if (slot) return this.runOn(slot, task);
+    // A task waits as a queued callback rather than a suspended call: a batch may queue thousands.
+    return new Promise((resolve) => this.waiting.enqueue((free) => resolve(this.runOn(free, task))));
+  }
+
+  /** {@link RolloutRunner.run} of `task` on `slot`, which it hands on when done. */
+  private async runOn(slot: Slot, task: RolloutTask): Promise<RolloutOutcome> {
     try {
       for (let attempt = 0; ; attempt++) {
-        if (signal?.aborted) return aborted(attempt);
+        if (this.options.signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
         if (attempt > 0) this.tally.retried++;
         try {
           const trajectories = await this.attempt(task, attempt, slot);
           this.tally.succeeded++;
           return { task, status: "ok", trajectories, attempts: attempt + 1 };
         } catch (error) {
-          if (signal?.aborted) return aborted(attempt + 1);
-          this.tally.failed++;
-          if (error instanceof UserCodeError && (error.problem === "timeout" || error.problem === "hung"))
-            this.tally.timedOut++;
-          const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
-          const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
-          this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
-          if (action === "stop") throw this.stopError(task, attempt + 1, error);
-          if (action === "skip") {
-            this.tally.skipped++;
-            return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
-          }
+          const outcome = this.failed(task, attempt, error);
+          if (outcome) return outcome;
         }
       }
     } finally {
@@ -256,6 +299,26 @@ export class RolloutRunner {
       if (next) next(slot);
       else this.free.push(slot);
     }
+  }
+
+  /**
+   * What the policy does about attempt `attempt` of `task` failing with `error`: the outcome of a
+   * task it skips (or the run stopped), undefined for a retry.
+   * @throws {@link RolloutError} when the policy stops the run.
+   */
+  private failed(task: RolloutTask, attempt: number, error: unknown): RolloutOutcome | undefined {
+    const { policy, signal } = this.options;
+    if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
+    this.tally.failed++;
+    if (error instanceof UserCodeError && (error.problem === "timeout" || error.problem === "hung"))
+      this.tally.timedOut++;
+    const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
+    const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
+    this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
+    if (action === "stop") throw this.stopError(task, attempt + 1, error);
+    if (action === "retry") return undefined;
+    this.tally.skipped++;
+    return { task, status: "skipped", trajectories: [], attempts: attempt + 1 };
   }
 
   /** The tasks of the attempts running now. */
@@ -308,90 +371,75 @@ export class RolloutRunner {
    * promise is ignored.
    */
   private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
-    const { options } = this;
+    const { timeoutMs } = this.options;
     const worker = slot.worker;
-    const scope = new AttemptScope(
-      this,
-      worker,
-      task,
-      attempt,
-      options.inference,
-      slot.controller.signal,
-      options.sampling,
-    );
+    const scope = new AttemptScope(this, slot, task, attempt);
+    const result = new Promise<Trajectory[]>((resolve, reject) => (scope.settle = { resolve, reject }));
     worker[ROLLOUT_SCOPE] = scope;
     slot.scope = scope;
-    const startVersion = options.currentVersion();
-    return new Promise<Trajectory[]>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      /**
-       * Closes the attempt, once: no more puts, its inference calls still in flight aborted, an
-       * abandoned worker replaced. False when it had ended already.
-       */
-      const end = (abandoned: boolean): boolean => {
-        if (!scope.open) return false;
-        scope.open = false;
-        // A function of this module, not of this closure's scope: the scope lives on (a socket
-        // opened during the attempt keeps it as its async context) and must not keep the attempt's
-        // result alive.
-        scope.abandon = ignore;
-        clearTimeout(timer);
-        scope.inference?.end();
-        this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
-        if (abandoned || scope.inference?.callsInFlight) {
-          slot.controller.abort(ATTEMPT_OVER);
-          slot.controller = new AbortController();
-        }
-        return true;
-      };
-      scope.abandon = (error) => {
-        if (!end(true)) return;
-        try {
-          // An abandoned rollout may still be running: its instance is left to it and replaced.
-          slot.worker = options.createWorker(slot.index);
-        } catch (replacing) {
-          // Making the replacement failed: that is the attempt's failure now.
-          error = replacing;
-        }
-        reject(error);
-      };
-      if (options.timeoutMs > 0) {
-        const seconds = options.timeoutMs / 1000;
-        timer = setTimeout(
-          () =>
-            scope.abandon(
-              new UserCodeError(
-                "timeout",
-                `the rollout of ${describeTask(task)} took longer than rollout_worker.rollout_timeout_seconds (${seconds} s)`,
-              ),
-            ),
-          options.timeoutMs,
-        );
-        // The timer alone does not keep the process alive: if nothing else would, the run's guard
-        // sees the rollout hang at once instead.
-        timer.unref();
-      }
-      let running: Promise<RolloutResult>;
-      try {
-        running = Promise.resolve(inRollout(scope, () => worker.rollout(task)));
-      } catch (error) {
-        // A worker that throws before its first await fails like one that rejects.
-        running = Promise.reject(error);
-      }
-      running.then(
-        (result) => {
-          if (!end(false)) return;
-          try {
-            resolve(this.accepted(task, scope.take(result), scope.inference?.oldestPolicyVersion ?? startVersion));
-          } catch (error) {
-            reject(error);
-          }
-        },
-        (error: unknown) => {
-          if (end(false)) reject(error);
-        },
+    if (timeoutMs > 0) {
+      // The timer alone does not keep the process alive: if nothing else would, the run's guard
+      // sees the rollout hang at once instead.
+      if (slot.timer) slot.timer.refresh();
+      else slot.timer = setTimeout(timeOut, timeoutMs, slot, timeoutMs).unref();
+    }
+    let running: Promise<RolloutResult>;
+    try {
+      running = Promise.resolve(inRollout(scope, callRollout, worker, task));
+    } catch (error) {
+      // A worker that throws before its first await fails like one that rejects.
+      running = Promise.reject(error);
+    }
+    running.then(
+      (result) => this.returned(scope, result),
+      (error: unknown) => {
+        if (this.end(scope, false)) scope.fail(error);
+      },
+    );
+    return result;
+  }
+
+  /** The worker's rollout of `scope` returned `result`: its trajectories, unless the attempt had ended. */
+  private returned(scope: AttemptScope, result: RolloutResult): void {
+    if (!this.end(scope, false)) return;
+    try {
+      scope.fulfil(
+        this.accepted(scope.task, scope.take(result), scope.inference?.oldestPolicyVersion ?? scope.startVersion),
       );
-    });
+    } catch (error) {
+      scope.fail(error);
+    }
+  }
+
+  /** Ends the attempt of `scope` with `error` from outside (a timeout, a hang, an uncaught error), unless it has ended. @internal */
+  abandon(scope: AttemptScope, error: unknown): void {
+    if (!this.end(scope, true)) return;
+    const slot = scope.slot;
+    try {
+      // An abandoned rollout may still be running: its instance is left to it and replaced.
+      slot.worker = this.options.createWorker(slot.index);
+    } catch (replacing) {
+      // Making the replacement failed: that is the attempt's failure now.
+      error = replacing;
+    }
+    scope.fail(error);
+  }
+
+  /**
+   * Closes the attempt of `scope`, once: no more puts, its inference calls still in flight
+   * aborted, an abandoned worker's controller replaced. False when it had ended already.
+   */
+  private end(scope: AttemptScope, abandoned: boolean): boolean {
+    if (!scope.open) return false;
+    scope.open = false;
+    scope.inference?.end();
+    this.tally.unknownTokenIds += scope.inference?.unknownTokenIds ?? 0;
+    if (abandoned || scope.inference?.callsInFlight) {
+      const slot = scope.slot;
+      slot.controller.abort(ATTEMPT_OVER);
+      slot.controller = new AbortController();
+    }
+    return true;
   }
 
   /** What a rollout produced, each trajectory stamped with the task's fields a worker left unset, and validated. */

@@ -89,22 +89,41 @@ export class RolloutInferenceClient implements InferenceClient {
   }
 
   /** Sends one call with the rollout's defaults and signal, and notes what answered it. */
-  private async call(
+  private call(
     send: (options: InferenceOptions) => Promise<InferenceResult>,
     options: InferenceOptions,
   ): Promise<InferenceResult> {
-    const sent = this.options(options);
-    this.inFlight++;
-    let result: InferenceResult;
+    let sent: InferenceOptions;
     try {
-      result = await send(sent);
+      sent = this.options(options);
     } catch (error) {
-      // Sampling failed, not the worker's code: a retry of the rollout may succeed.
-      markSamplingError(error);
-      throw error;
-    } finally {
-      this.inFlight--;
+      // Refused before sending: the attempt is over or aborted.
+      return Promise.reject(error);
     }
+    this.inFlight++;
+    let sending: Promise<InferenceResult>;
+    try {
+      sending = send(sent);
+    } catch (error) {
+      sending = Promise.reject(error);
+    }
+    // A promise chain, not an async function: see bench/README.md on frames held per call in flight.
+    return sending.then(
+      (result) => {
+        this.inFlight--;
+        return this.answered(result);
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        // Sampling failed, not the worker's code: a retry of the rollout may succeed.
+        markSamplingError(error);
+        throw error;
+      },
+    );
+  }
+
+  /** `result`, once it is known that the attempt still wants it; notes what answered it. */
+  private answered(result: InferenceResult): InferenceResult {
     if (this.ended) throw ATTEMPT_OVER;
     this.signal.throwIfAborted();
     this.unknown += result.unknownTokenIds ?? 0;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ErrorHints } from "../../../http/errors.js";
-import { HttpTransport } from "../../../http/transport.js";
+import { HttpTransport, type HttpResponse } from "../../../http/transport.js";
 import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
 import { parseTokenIdStrings, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";
@@ -184,13 +184,24 @@ export class OpenAIInferenceClient implements InferenceClient {
   }
 
   /** `/v1/completions` of `promptTokens`. */
-  private async complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
+  private complete(promptTokens: number[], options: InferenceOptions): Promise<InferenceResult> {
     const policyVersion = this.version;
     const body = this.sampling(options);
     body.model = this.modelName;
     body.prompt = promptTokens;
     body.logprobs = 1;
-    const response = await this.post<CompletionAnswer>("/completions", body, options);
+    // A promise chain, not an async function: see bench/README.md on frames held per call in flight.
+    return this.post("/completions", body, options).then((response) =>
+      this.completionResult(this.answer<CompletionAnswer>("/completions", response), promptTokens, policyVersion),
+    );
+  }
+
+  /** The result of a `/v1/completions` answer to `promptTokens`. */
+  private completionResult(
+    response: CompletionAnswer,
+    promptTokens: number[],
+    policyVersion: number | undefined,
+  ): InferenceResult {
     const choice = response.choices?.[0];
     if (!choice)
       throw new UnexpectedResponseError(
@@ -224,7 +235,10 @@ export class OpenAIInferenceClient implements InferenceClient {
       ...(options.tools && options.tools.length > 0 && { tools: options.tools }),
       ...(options.chatTemplateKwargs && { chat_template_kwargs: options.chatTemplateKwargs }),
     };
-    const response = await this.post<ChatCompletionAnswer>("/chat/completions", params, options);
+    const response = this.answer<ChatCompletionAnswer>(
+      "/chat/completions",
+      await this.post("/chat/completions", params, options),
+    );
     const choice = response.choices?.[0];
     if (!choice)
       throw new UnexpectedResponseError(
@@ -312,23 +326,21 @@ export class OpenAIInferenceClient implements InferenceClient {
   }
 
   /**
-   * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects) and
-   * returns the parsed answer; failures are the transport's {@link APIError}s, with this client's hints.
+   * POSTs `body` to `path` (retrying as `maxRetries` allows: sampling has no side effects);
+   * failures are the transport's {@link APIError}s, with this client's hints.
    */
-  private async post<A>(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<A> {
-    const response = await this.http.request<A | undefined>({
-      method: "POST",
-      path,
-      body,
-      retry: "all",
-      signal: options.signal,
-    });
+  private post(path: string, body: Record<string, unknown>, options: InferenceOptions): Promise<HttpResponse> {
+    return this.http.request({ method: "POST", path, body, retry: "all", signal: options.signal });
+  }
+
+  /** The parsed answer of a {@link OpenAIInferenceClient.post}, when it is a JSON object. */
+  private answer<A>(path: string, response: HttpResponse): A {
     if (response.body === null || typeof response.body !== "object") {
       throw new UnexpectedResponseError(
         `POST ${this.baseURL}${path} answered ${response.body === undefined ? "with an empty body" : "with something other than a JSON object"}; check that the server is OpenAI-compatible`,
       );
     }
-    return response.body;
+    return response.body as A;
   }
 
   /** Returns when re-tokenising is allowed; otherwise throws, naming the server option that is missing. */
