@@ -58,17 +58,25 @@ export type { DataRow } from "./pipeline/data/files.js";
 /** @category Contracts */
 export {
   BaseRolloutWorker,
+  type AgentOptions,
   type RolloutResult,
   type RolloutWorkerConfig,
   type RolloutWorkerContext,
   type TruncatedSequence,
+  type WorkerSettings,
 } from "./pipeline/workers/base.js";
 /** @category Contracts */
 export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
 /** @category Contracts */
 export { RemoteApiTrainer } from "./pipeline/trainers/remote-api-trainer.js";
 /** @category Contracts */
-export type { Trainer, TrainerContext, TrainStepResult } from "./pipeline/trainers/trainer.js";
+export type {
+  AlgorithmConfig,
+  Trainer,
+  TrainerContext,
+  TrainerSettings,
+  TrainStepResult,
+} from "./pipeline/trainers/trainer.js";
 
 /** @category Losses */
 export {
@@ -113,10 +121,6 @@ export { defineRecipe, type Interpolable, type Interpolation, type RecipeInput }
 export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./recipe/load.js";
 /** @category Recipes */
 export type { RecipeConfig } from "./recipe/schema/recipe.js";
-/** @category Recipes */
-export type { AlgorithmConfig } from "./pipeline/settings.js";
-/** @category Recipes */
-export type { AgentOptions } from "./recipe/schema/rollout-worker.js";
 /** @category Recipes */
 export { runRecipe, type RunRecipeOptions } from "./pipeline/run-recipe.js";
 /** @category Recipes */
@@ -249,7 +253,7 @@ export { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./ag
 /** @category Agents */
 export { AgentRolloutWorker, type AgentWorkerSetup } from "./agent/worker.js";
 /** @category Agents */
-export type { AgentContext, AgentFunction } from "./agent/agent-module.js";
+export type { AgentContext, AgentEpisodeResult, AgentFunction, AgentResult } from "./agent/agent-module.js";
 /** @category Agents */
 export {
   loadAgentConfig,

@@ -16,6 +16,7 @@ import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
 import { TrajectoryPool } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
+import { trainerSettings } from "./settings.js";
 import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
 import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
 import { type SampleRow } from "./samples.js";
@@ -220,7 +221,7 @@ export async function setUpRun(
     validator = new Validator(validationLoader, validationRunner);
   }
   const trainer = new trainerClass({
-    recipe: config,
+    settings: trainerSettings(config),
     service,
     trainingClient: client,
     tokenizer,

@@ -7,7 +7,7 @@ import { Trajectory } from "../../src/types/trajectory.js";
 import { pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 /** A validation task with the given prompt. */
-function task(prompt: unknown, index: number): RolloutTask {
+function task(prompt: RolloutTask["prompt"], index: number): RolloutTask {
   return {
     data: {},
     prompt,

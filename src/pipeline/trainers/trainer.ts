@@ -3,15 +3,51 @@
  * {@link RemoteApiTrainer}, the implementation every built-in algorithm uses.
  * @module
  */
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { TrainingClient, TrainingService } from "../../services/training/types.js";
+import type { LossFunctionName } from "../../types/losses.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory } from "../../types/trajectory.js";
+import type { AdamParams } from "../../types/wire.js";
+
+/**
+ * The hyper-parameters every trainer receives, with defaults filled: the {@link AdamParams} of
+ * each optimizer step plus the loss and its extras. Built from the recipe's `trainer.algorithm`
+ * merged with `service.train_service.config`, where they are spelled in snake_case.
+ */
+export interface AlgorithmConfig extends AdamParams {
+  /** Loss sent as `loss_fn` (recipe: `loss_fn`). */
+  lossFn: LossFunctionName;
+  /** Extra `loss_fn_config` entries, sent as they are (recipe: `loss_fn_config`). */
+  lossFnConfig: Record<string, number>;
+  /** Entropy bonus (recipe: `entropy_coeff`). */
+  entropyCoeff: number;
+  /** On-policy distillation: weight of the reverse KL (recipe: `kl_penalty_coef`). */
+  klPenaltyCoef: number;
+  /** On-policy distillation: discount of future advantages (recipe: `kl_discount_factor`). */
+  klDiscountFactor: number;
+}
+
+/** The part of the recipe a trainer reads, camelCase, built by the pipeline from the parsed recipe. */
+export interface TrainerSettings {
+  /** The hyper-parameters. */
+  readonly algorithm: AlgorithmConfig;
+  /** The teacher of `remote_api_opd` (`trainer.teachers[0]`), served by the student's training service; undefined when the recipe names none. */
+  readonly teacher:
+    | {
+        /** The teacher's base model (`base_model`). */
+        readonly baseModel: string;
+        /** The teacher's weights, a sampler path (`checkpoint`); undefined for the base model. */
+        readonly checkpoint: string | undefined;
+      }
+    | undefined;
+  /** Training steps of the run (`trainer.total_train_steps`). */
+  readonly totalTrainSteps: number;
+}
 
 /** What a trainer is constructed with. */
 export interface TrainerContext {
-  /** The whole parsed recipe; hyper-parameters are in `recipe.trainer.algorithm`. */
-  readonly recipe: RecipeConfig;
+  /** What the trainer reads of the recipe: the hyper-parameters and the teacher. */
+  readonly settings: TrainerSettings;
   /** The training service (for samplers of reference or teacher models). */
   readonly service: TrainingService;
   /** The model being trained. */

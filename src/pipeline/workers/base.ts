@@ -5,21 +5,93 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
+import type { LlmJudgeOptions } from "../rewards/llm-judge.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
 import type { DataRow } from "../data/files.js";
 import type { RolloutTask } from "../task.js";
 import { NexrlError } from "../../errors.js";
 
-/** The `rollout_worker:` section of a parsed recipe. */
+/**
+ * The `rollout_worker:` section of a parsed recipe, as the recipe spells it (snake_case). Workers
+ * read {@link WorkerSettings} instead.
+ */
 export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
+
+/**
+ * Options of the `agent` and `nexau` workers' episodes (`rollout_worker.agent`, defaults filled),
+ * camelCase.
+ */
+export interface AgentOptions {
+  /** Options of the `single_turn_math` agent. */
+  readonly math: {
+    /** How answers are judged (`agent.math.judge_mode`). */
+    readonly judgeMode: "rule" | "llm_judge" | "rule+llm_judge";
+  };
+  /** Most model calls per episode (`max_turns`). */
+  readonly maxTurns: number;
+  /** Most tokens sampled per episode, all calls together (`max_tokens`); undefined for no limit. */
+  readonly maxTokens: number | undefined;
+  /** Seconds an episode may run before it is cut short (`timeout_seconds`); 0 for no limit. */
+  readonly timeoutSeconds: number;
+  /** Reward of a truncated episode (`truncated_reward`); null keeps the evaluator's. */
+  readonly truncatedReward: number | null;
+  /** Loss weight of each trajectory of an episode (`trajectory_weight`). */
+  readonly trajectoryWeight: "inverse_count" | "one";
+  /** How an answer the agent sends back unchanged is rendered (`replay_answers`). */
+  readonly replayAnswers: "tokens" | "text";
+  /** Offer tasks to agents in other processes (`external`). */
+  readonly external: boolean;
+  /** Where the agent gateway listens (`gateway`). */
+  readonly gateway: {
+    /** Interface to bind. */
+    readonly host: string;
+    /** Port; 0 picks a free one. */
+    readonly port: number;
+  };
+}
+
+/**
+ * The part of the recipe a rollout worker reads (`rollout_worker:`), camelCase, built by the
+ * pipeline from the parsed recipe. Every worker of a run gets the same object.
+ */
+export interface WorkerSettings {
+  /** Sampling temperature (`temperature`), the default of `this.inferenceClient`. */
+  readonly temperature: number;
+  /** Most tokens sampled per response (`max_response_length`), the default of `this.inferenceClient`. */
+  readonly maxResponseLength: number;
+  /** Longest trajectory, prompt and response (`max_sequence_length`); undefined for no limit. */
+  readonly maxSequenceLength: number | undefined;
+  /** Name of the task, for traces and metrics (`task_name`). */
+  readonly taskName: string | undefined;
+  /** Merge an agent's consecutive calls into one trajectory when their token histories continue (`enable_trace_prefix_merge`). */
+  readonly enableTracePrefixMerge: boolean;
+  /** Options of agent episodes (`agent`). */
+  readonly agent: AgentOptions;
+  /**
+   * The LLM judge of the math worker (`judge`, with `agent.math.judge_mode` other than `rule`);
+   * undefined otherwise. The API key is not here: it is read from `apiKeyEnv` when the judge is made.
+   */
+  readonly mathJudge:
+    | {
+        /** How answers are judged. */
+        readonly judgeMode: "llm_judge" | "rule+llm_judge";
+        /** Whether the judge scores each answer or ranks a group's answers together. */
+        readonly mode: "score" | "group_rank";
+        /** The environment variable holding the judge's API key; undefined for none. */
+        readonly apiKeyEnv: string | undefined;
+        /** The judge's endpoint, model, rubrics and limits. */
+        readonly judge: Readonly<Omit<LlmJudgeOptions, "apiKey">>;
+      }
+    | undefined;
+}
 
 /** What a rollout worker is constructed with. */
 export interface RolloutWorkerContext {
   /** The worker's name, `rollout_worker-<slot>` (`validation_worker-<slot>` for validation). */
   readonly name: string;
-  /** The whole parsed recipe. */
-  readonly recipe: RecipeConfig;
+  /** What the worker reads of the recipe. */
+  readonly settings: WorkerSettings;
   /** The tokenizer of the trained model. */
   readonly tokenizer: Tokenizer;
 }
@@ -85,23 +157,18 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
   static readonly [NEXRL_BRAND] = "nexrl.BaseRolloutWorker";
   /** The worker's name. */
   readonly name: string;
-  /** The whole parsed recipe. */
-  readonly recipe: RecipeConfig;
+  /** What the worker reads of the recipe (`rollout_worker:`, camelCase). */
+  readonly settings: WorkerSettings;
   /** The tokenizer of the trained model. */
   readonly tokenizer: Tokenizer;
   /** Set by the pipeline during a rollout. @internal */
   declare [ROLLOUT_SCOPE]: RolloutScope | undefined;
 
-  /** @param context name, recipe and tokenizer, given by the pipeline. */
+  /** @param context name, settings and tokenizer, given by the pipeline. */
   constructor(context: RolloutWorkerContext) {
     this.name = context.name;
-    this.recipe = context.recipe;
+    this.settings = context.settings;
     this.tokenizer = context.tokenizer;
-  }
-
-  /** The `rollout_worker:` section of the recipe (temperature, lengths, custom keys…). */
-  get config(): RolloutWorkerConfig {
-    return this.recipe.rollout_worker;
   }
 
   /**
@@ -136,7 +203,7 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
    * scoring: a truncated answer is usually worth reward 0.
    */
   protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): TruncatedSequence {
-    const max = this.config.max_sequence_length;
+    const max = this.settings.maxSequenceLength;
     if (max === undefined || tokens.length <= max) return { tokens, lossMask, logprobs, truncated: false };
     return {
       tokens: tokens.slice(0, max),

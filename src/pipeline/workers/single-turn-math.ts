@@ -27,12 +27,12 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   private readonly judge: MathJudge | undefined;
 
   /**
-   * @param context name, recipe and tokenizer, given by the pipeline.
+   * @param context name, settings and tokenizer, given by the pipeline.
    * @throws NexrlError when the judge's API key variable is not set.
    */
   constructor(context: RolloutWorkerContext) {
     super(context);
-    this.judge = mathJudgeOf(context.recipe);
+    this.judge = mathJudgeOf(context.settings);
   }
 
   /** Samples, scores and returns one trajectory. */
@@ -66,7 +66,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
         `row ${rowNumber(task)} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
       );
     }
-    const messages = promptMessages(task.prompt, `row ${rowNumber(task)}`);
+    const messages = promptMessages(task.prompt);
     const result = await this.inferenceClient.chat(messages);
     const extracted = extractFinalAnswer(result.response);
     const correct = result.finishReason !== "length" && answersMatch(extracted, groundTruth);
