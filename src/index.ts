@@ -15,9 +15,9 @@
  */
 
 /** @category Contracts */
+export { Trajectory, type TrajectoryInit } from "./contracts/trajectory.js";
+/** @category Contracts */
 export {
-  Trajectory,
-  type TrajectoryInit,
   type Datum,
   type ModelInput,
   type ModelInputChunk,
@@ -52,19 +52,19 @@ export {
   unknownTokenPlaceholder,
 } from "./types/index.js";
 /** @category Contracts */
-export type { RolloutTask, TaskGroup } from "./pipeline/task.js";
+export type { RolloutTask, TaskGroup } from "./contracts/task.js";
 /** @category Contracts */
 export type { DataRow } from "./pipeline/data/files.js";
 /** @category Contracts */
+export { BaseRolloutWorker, type RolloutWorkerConfig } from "./pipeline/workers/base.js";
+/** @category Contracts */
 export {
-  BaseRolloutWorker,
   type AgentOptions,
   type RolloutResult,
-  type RolloutWorkerConfig,
   type RolloutWorkerContext,
   type TruncatedSequence,
   type WorkerSettings,
-} from "./pipeline/workers/base.js";
+} from "./contracts/worker.js";
 /** @category Contracts */
 export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
 /** @category Contracts */
@@ -76,15 +76,13 @@ export type {
   TrainerContext,
   TrainerSettings,
   TrainStepResult,
-} from "./pipeline/trainers/trainer.js";
+} from "./contracts/trainer.js";
 
 /** @category Losses */
 export {
   lossFunctions,
   LOSS_FUNCTION_NAMES,
   getLossFunction,
-  validateLossInputs,
-  type ValidateLossInputsOptions,
   type LossFunctionName,
   type BuiltinLossName,
   type ServerDefinedLossName,
@@ -95,7 +93,9 @@ export {
   type BuiltinLossContract,
   type ServerDefinedLossContract,
   type LossFunctionContract,
-} from "./types/losses.js";
+} from "./contracts/losses.js";
+/** @category Losses */
+export { validateLossInputs, type ValidateLossInputsOptions } from "./types/loss-validation.js";
 /** @category Losses */
 export {
   forwardBackwardCustom,

@@ -20,7 +20,7 @@ import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
 import type { RecipeConfig } from "../../dist/recipe/index.js";
 import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";
-import type { Trajectory } from "../../dist/types/trajectory.js";
+import type { Trajectory } from "../../dist/contracts/trajectory.js";
 import { PROMPT_TOKENS } from "./completion.js";
 
 /** Tasks per group, as with `data.rollout_repeat_n`. */

@@ -5,7 +5,7 @@
  * @module
  */
 import type OpenAI from "openai";
-import type { RolloutTask } from "../pipeline/task.js";
+import type { RolloutTask } from "../contracts/task.js";
 import type { ChatMessage } from "../types/tokenizer.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";

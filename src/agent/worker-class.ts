@@ -3,7 +3,8 @@
  * evaluator, starts the run's gateway, and binds them to {@link AgentRolloutWorker}.
  * @module
  */
-import type { BaseRolloutWorker, RolloutWorkerContext } from "../pipeline/workers/base.js";
+import type { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import type { RolloutWorkerContext } from "../contracts/worker.js";
 import type { DataRow } from "../pipeline/data/files.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";

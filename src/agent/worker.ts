@@ -5,10 +5,11 @@
  * @module
  */
 import OpenAI from "openai";
-import { BaseRolloutWorker, type AgentOptions, type RolloutWorkerContext } from "../pipeline/workers/base.js";
-import { rowNumber, type RolloutTask } from "../pipeline/task.js";
+import { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { type AgentOptions, type RolloutWorkerContext } from "../contracts/worker.js";
+import { rowNumber, type RolloutTask } from "../contracts/task.js";
 import type { ChatMessage } from "../types/tokenizer.js";
-import type { TrajectoryInit } from "../types/trajectory.js";
+import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { AgentFunction } from "./agent-module.js";
 import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./episode.js";
 import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "./evaluator.js";

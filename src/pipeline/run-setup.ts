@@ -24,7 +24,7 @@ import { RolloutScheduler } from "./scheduler.js";
 import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
 import { openTrainingService } from "./services.js";
 import { createRunner } from "./setup.js";
-import type { Trainer } from "./trainers/trainer.js";
+import type { Trainer } from "../contracts/trainer.js";
 import { Validator } from "./validation.js";
 import { WeightSync } from "./weight-sync.js";
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */

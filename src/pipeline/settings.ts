@@ -7,8 +7,8 @@
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { agentOptionsSchema } from "../recipe/schema/rollout-worker.js";
 import { DEFAULT_GROUP_RUBRIC, DEFAULT_SCORE_RUBRIC } from "../recipe/schema/judge.js";
-import type { AlgorithmConfig, TrainerSettings } from "./trainers/trainer.js";
-import type { AgentOptions, WorkerSettings } from "./workers/base.js";
+import type { AlgorithmConfig, TrainerSettings } from "../contracts/trainer.js";
+import type { AgentOptions, WorkerSettings } from "../contracts/worker.js";
 
 /** The {@link AlgorithmConfig} of a parsed recipe. */
 function algorithmConfig(recipe: RecipeConfig): AlgorithmConfig {

@@ -9,7 +9,7 @@ import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
 import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
-import type { RolloutTask } from "./task.js";
+import type { RolloutTask } from "../contracts/task.js";
 import { workerSettings } from "./settings.js";
 
 /** The keys of a recipe's `data:` section that `validate.data:` shares. */

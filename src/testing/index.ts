@@ -24,11 +24,12 @@
 import type { DataRow } from "../pipeline/data/files.js";
 import { seededRandom } from "../pipeline/seed.js";
 import { workerSettings } from "../pipeline/settings.js";
-import { isTaskPrompt, type RolloutTask } from "../pipeline/task.js";
+import { isTaskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
-import { ROLLOUT_SCOPE, type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { ROLLOUT_SCOPE } from "../contracts/worker.js";
 import type { InferenceClient } from "../services/inference/types.js";
-import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
+import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";
 
 export { seededRandom, workerSettings };
 

@@ -16,7 +16,7 @@ import { LocalTrainingService } from "../../src/services/training/local/index.js
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
 import { runGuarded } from "../../src/pipeline/run-guard.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError, RolloutError, UserCodeError } from "../../src/errors.js";
 import { workerSettings } from "../../src/pipeline/settings.js";

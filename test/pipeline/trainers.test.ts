@@ -10,7 +10,7 @@ import { ByteTokenizer } from "../../src/engine/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { TrainingClient } from "../../src/services/training/types.js";
 import type { AdamParams } from "../../src/types/wire.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
 import { trainerSettings } from "../../src/pipeline/settings.js";

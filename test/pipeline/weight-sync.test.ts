@@ -11,7 +11,7 @@ import { RolloutScheduler } from "../../src/pipeline/scheduler.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { WorkerSettings } from "../../src/pipeline/workers/base.js";
+import type { WorkerSettings } from "../../src/contracts/worker.js";
 import { tempDir } from "./helpers.js";
 
 describe("WeightSync", () => {

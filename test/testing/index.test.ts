@@ -5,7 +5,7 @@ import { LocalTrainingService } from "../../src/services/training/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { rolloutTask, runRollout, seededRandom, workerSettings } from "../../src/testing/index.js";
 import { InputError } from "../../src/errors.js";
-import { Trajectory } from "../../src/types/index.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
 
 /** Samples a completion of the prompt, puts it, and returns a second trajectory rewarding its length. */

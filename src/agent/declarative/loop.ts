@@ -3,7 +3,7 @@
  * @module
  */
 import type OpenAI from "openai";
-import type { RolloutTask } from "../../pipeline/task.js";
+import type { RolloutTask } from "../../contracts/task.js";
 import type { AgentFunction } from "../agent-module.js";
 import type { AgentTool, DeclarativeAgentConfig, ToolContext } from "./config.js";
 import { NexrlError } from "../../errors.js";

@@ -4,7 +4,7 @@
  * @module
  */
 import { deriveSeed, shuffleInPlace } from "../seed.js";
-import { isTaskPrompt, type RolloutTask, type TaskGroup } from "../task.js";
+import { isTaskPrompt, type RolloutTask, type TaskGroup } from "../../contracts/task.js";
 import { readRowTable, type DataRow } from "./files.js";
 import { RowTable } from "./row-table.js";
 import { InputError } from "../../errors.js";

@@ -8,8 +8,8 @@
 import type { JudgeConfig } from "../../recipe/schema/judge.js";
 import { JudgeError, NexrlError } from "../../errors.js";
 import type { ChatMessage } from "../../types/tokenizer.js";
-import type { RolloutTask } from "../task.js";
-import type { WorkerSettings } from "../workers/base.js";
+import type { RolloutTask } from "../../contracts/task.js";
+import type { WorkerSettings } from "../../contracts/worker.js";
 import { LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
 
 /** What a judged rollout records in `extraFields.judge` (and `samples.jsonl` shows). */

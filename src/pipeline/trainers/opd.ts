@@ -3,7 +3,7 @@
  * @module
  */
 import type { SamplingClient } from "../../services/training/types.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { distillationAdvantages } from "./token-advantages.js";
 import { InputError } from "../../errors.js";

@@ -8,7 +8,7 @@ import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
 import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
-import type { TrainerContext } from "./trainer.js";
+import type { TrainerContext } from "../../contracts/trainer.js";
 
 /** A concrete trainer class. */
 export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;

@@ -3,12 +3,12 @@
  * @module
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { adamParams, datum, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
-import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "./trainer.js";
+import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "../../contracts/trainer.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs

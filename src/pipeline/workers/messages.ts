@@ -3,7 +3,7 @@
  * @module
  */
 import type { ChatMessage } from "../../types/tokenizer.js";
-import type { RolloutTask } from "../task.js";
+import type { RolloutTask } from "../../contracts/task.js";
 
 /** A task's prompt as chat messages: text becomes one user message; messages are used as they are. */
 export function promptMessages(prompt: RolloutTask["prompt"]): ChatMessage[] {

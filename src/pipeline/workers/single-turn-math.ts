@@ -2,11 +2,12 @@
  * The `single_turn_math` rollout worker: one sampled answer per task, scored by rule.
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
-import { rowNumber, type RolloutTask } from "../task.js";
-import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
+import { rowNumber, type RolloutTask } from "../../contracts/task.js";
+import { BaseRolloutWorker } from "./base.js";
+import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";
 import { promptMessages } from "./messages.js";

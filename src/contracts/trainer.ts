@@ -3,11 +3,11 @@
  * {@link RemoteApiTrainer}, the implementation every built-in algorithm uses.
  * @module
  */
-import type { TrainingClient, TrainingService } from "../../services/training/types.js";
-import type { LossFunctionName } from "../../types/losses.js";
-import type { Tokenizer } from "../../types/tokenizer.js";
-import type { Trajectory } from "../../types/trajectory.js";
-import type { AdamParams } from "../../types/wire.js";
+import type { TrainingClient, TrainingService } from "../services/training/types.js";
+import type { LossFunctionName } from "./losses.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import type { Trajectory } from "./trajectory.js";
+import type { AdamParams } from "../types/wire.js";
 
 /**
  * The hyper-parameters every trainer receives, with defaults filled: the {@link AdamParams} of

@@ -3,7 +3,7 @@
  * @module
  */
 import type { ChatMessage } from "../types/tokenizer.js";
-import type { DataRow } from "./data/files.js";
+import type { DataRow } from "../pipeline/data/files.js";
 
 /**
  * Whether `value` can be a task's prompt: text, or a list of `{role, content}` chat messages
