@@ -15,9 +15,9 @@
  */
 
 /** @category Contracts */
+export { Trajectory, type TrajectoryInit } from "./contracts/trajectory.js";
+/** @category Contracts */
 export {
-  Trajectory,
-  type TrajectoryInit,
   type Datum,
   type ModelInput,
   type ModelInputChunk,
@@ -52,31 +52,37 @@ export {
   unknownTokenPlaceholder,
 } from "./types/index.js";
 /** @category Contracts */
-export type { RolloutTask, TaskGroup } from "./pipeline/task.js";
+export type { RolloutTask, TaskGroup } from "./contracts/task.js";
 /** @category Contracts */
 export type { DataRow } from "./pipeline/data/files.js";
 /** @category Contracts */
+export { BaseRolloutWorker, type RolloutWorkerConfig } from "./pipeline/workers/base.js";
+/** @category Contracts */
 export {
-  BaseRolloutWorker,
+  type AgentOptions,
   type RolloutResult,
-  type RolloutWorkerConfig,
   type RolloutWorkerContext,
   type TruncatedSequence,
-} from "./pipeline/workers/base.js";
+  type WorkerSettings,
+} from "./contracts/worker.js";
 /** @category Contracts */
 export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
 /** @category Contracts */
 export { RemoteApiTrainer } from "./pipeline/trainers/remote-api-trainer.js";
 /** @category Contracts */
-export type { Trainer, TrainerContext, TrainStepResult } from "./pipeline/trainers/trainer.js";
+export type {
+  AlgorithmConfig,
+  Trainer,
+  TrainerContext,
+  TrainerSettings,
+  TrainStepResult,
+} from "./contracts/trainer.js";
 
 /** @category Losses */
 export {
   lossFunctions,
   LOSS_FUNCTION_NAMES,
   getLossFunction,
-  validateLossInputs,
-  type ValidateLossInputsOptions,
   type LossFunctionName,
   type BuiltinLossName,
   type ServerDefinedLossName,
@@ -87,7 +93,9 @@ export {
   type BuiltinLossContract,
   type ServerDefinedLossContract,
   type LossFunctionContract,
-} from "./types/losses.js";
+} from "./contracts/losses.js";
+/** @category Losses */
+export { validateLossInputs, type ValidateLossInputsOptions } from "./types/loss-validation.js";
 /** @category Losses */
 export {
   forwardBackwardCustom,
@@ -115,10 +123,6 @@ export { defineRecipe, type Interpolable, type Interpolation, type RecipeInput }
 export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./recipe/load.js";
 /** @category Recipes */
 export type { RecipeConfig } from "./recipe/schema/recipe.js";
-/** @category Recipes */
-export type { AlgorithmConfig } from "./pipeline/settings.js";
-/** @category Recipes */
-export type { AgentOptions } from "./recipe/schema/rollout-worker.js";
 /** @category Recipes */
 export { runRecipe, type RunRecipeOptions } from "./pipeline/run-recipe.js";
 /** @category Recipes */
@@ -272,7 +276,7 @@ export { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./ag
 /** @category Agents */
 export { AgentRolloutWorker, type AgentWorkerSetup } from "./agent/worker.js";
 /** @category Agents */
-export type { AgentContext, AgentFunction } from "./agent/agent-module.js";
+export type { AgentContext, AgentEpisodeResult, AgentFunction, AgentResult } from "./agent/agent-module.js";
 /** @category Agents */
 export {
   loadAgentConfig,

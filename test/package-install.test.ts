@@ -91,29 +91,42 @@ const TYPED_USER_ESM = `import {
   BaseRolloutWorker,
   RemoteApiTrainer,
   Trajectory,
+  adamParams,
   defineRecipe,
   lossFunctions,
   runRecipe,
+  type AdamParams,
+  type AgentFunction,
   type RolloutTask,
   type RunResult,
 } from "nexrl";
 import { LocalEngine, MODEL_PRESETS } from "nexrl/engine";
 import { startServer, type RunningServer } from "nexrl/server";
-import { rolloutTask, runRollout } from "nexrl/testing";
+import { rolloutTask, runRollout, workerSettings } from "nexrl/testing";
 
-export class Worker extends BaseRolloutWorker {
-  async rollout(task: RolloutTask): Promise<Trajectory> {
-    const { promptTokens, responseTokens } = await this.inferenceClient.completion(String(task.prompt));
-    return new Trajectory({ tokens: [...promptTokens, ...responseTokens], lossMask: promptTokens.map(() => 0), reward: 1 });
+export class Worker extends BaseRolloutWorker<{ prompt: string; answer: string }> {
+  async rollout(task: RolloutTask<{ prompt: string; answer: string }>): Promise<Trajectory> {
+    const text: string = typeof task.prompt === "string" ? task.prompt : task.prompt.map((m) => m.content).join("\\n");
+    const { promptTokens, responseTokens } = await this.inferenceClient.completion(text, {
+      maxTokens: this.settings.maxResponseLength,
+    });
+    return new Trajectory({ tokens: [...promptTokens, ...responseTokens], lossMask: promptTokens.map(() => 0), reward: task.data.answer === "" ? 0 : 1 });
   }
 }
 
 export class Trainer extends RemoteApiTrainer {
   protected prepareTrajectories(trajectories: Trajectory[]): Trajectory[] {
-    for (const t of trajectories) t.advantage = t.reward;
+    for (const t of trajectories) t.advantage = t.reward * this.algorithm.learningRate;
     return trajectories;
   }
 }
+
+export const agent: AgentFunction = async (task, { openai, model }) => {
+  const reply = await openai.chat.completions.create({ model, messages: [{ role: "user", content: String(task.prompt) }] });
+  return { final_answer: reply.choices[0]?.message.content ?? "", reward: 1 };
+};
+export const adam: AdamParams = adamParams({ learningRate: 1e-3, weightDecay: 0.01, gradClipNorm: 1 });
+export const settingsOf: typeof workerSettings = workerSettings;
 
 export const recipe = defineRecipe({
   data: { data_files: ["data.jsonl"], batch_size: 2 },

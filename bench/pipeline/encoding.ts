@@ -12,8 +12,8 @@ import { trajectoryToDatum } from "../../dist/pipeline/trainers/datums.js";
 import { DEFAULT_CHUNK_LIMITS } from "../../dist/services/training/tinker/chunks.js";
 import { negotiate } from "../../dist/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../dist/services/training/tinker/training-client.js";
-import type { LossFunctionName } from "../../dist/types/losses.js";
-import { Trajectory } from "../../dist/types/trajectory.js";
+import type { LossFunctionName } from "../../dist/contracts/losses.js";
+import { Trajectory } from "../../dist/contracts/trajectory.js";
 
 /** The loss of an RL step: datums carry target tokens, sampler logprobs and advantages. */
 export const LOSS_FN: LossFunctionName = "importance_sampling";

@@ -4,8 +4,8 @@
  */
 import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
-import type { RolloutTask } from "../../dist/pipeline/task.js";
-import type { Trajectory } from "../../dist/types/trajectory.js";
+import type { RolloutTask } from "../../dist/contracts/task.js";
+import type { Trajectory } from "../../dist/contracts/trajectory.js";
 
 export class AlternatingRewardWorker extends BaseRolloutWorker {
   async rollout(task: RolloutTask): Promise<Trajectory> {

@@ -11,7 +11,7 @@
  */
 import process from "node:process";
 import { TrajectoryPool } from "../../dist/pipeline/pool.js";
-import type { RolloutTask, TaskGroup } from "../../dist/pipeline/task.js";
+import type { RolloutTask, TaskGroup } from "../../dist/contracts/task.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
 import type { InferenceResult } from "../../dist/services/inference/types.js";
 

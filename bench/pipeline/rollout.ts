@@ -15,11 +15,12 @@ import { DataLoader } from "../../dist/pipeline/data/data-loader.js";
 import { TrajectoryPool } from "../../dist/pipeline/pool.js";
 import { RolloutRunner } from "../../dist/pipeline/rollout/runner.js";
 import { RolloutScheduler } from "../../dist/pipeline/scheduler.js";
+import { workerSettings } from "../../dist/pipeline/settings.js";
 import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
 import type { RecipeConfig } from "../../dist/recipe/index.js";
 import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";
-import type { Trajectory } from "../../dist/types/trajectory.js";
+import type { Trajectory } from "../../dist/contracts/trajectory.js";
 import { PROMPT_TOKENS } from "./completion.js";
 
 /** Tasks per group, as with `data.rollout_repeat_n`. */
@@ -123,7 +124,8 @@ export function rolloutBench(
     connections: concurrency,
   });
   const runner = new RolloutRunner({
-    createWorker: (slot) => new EchoWorker({ name: `rollout_worker-${slot}`, recipe, tokenizer }),
+    createWorker: (slot) =>
+      new EchoWorker({ name: `rollout_worker-${slot}`, settings: workerSettings(recipe), tokenizer }),
     numWorkers: concurrency,
     // A run's rollouts have a timeout (rollout_worker.rollout_timeout_seconds, 3600 by default).
     timeoutMs: recipe.rollout_worker.rollout_timeout_seconds * 1000,

@@ -5,7 +5,8 @@
  * @module
  */
 import type OpenAI from "openai";
-import type { RolloutTask } from "../pipeline/task.js";
+import type { RolloutTask } from "../contracts/task.js";
+import type { ChatMessage } from "../types/tokenizer.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../recipe/paths.js";
@@ -24,11 +25,37 @@ export interface AgentContext {
 }
 
 /**
- * An agent: runs one task and returns its result — a final answer (string), or an object with
- * `final_answer` (or `finalAnswer`, `answer`), optionally `reward` (used when no evaluator is
- * configured), `history` (the conversation, for the evaluator) and `truncated`.
+ * What an agent returns as an object. Every field is optional; the evaluator receives the whole
+ * object as `result`, other fields included. `final_answer` keeps NexAU's spelling; `finalAnswer`
+ * and `answer` are read too, in that order.
  */
-export type AgentFunction = (task: RolloutTask, context: AgentContext) => unknown;
+export interface AgentEpisodeResult {
+  /** The final answer (else the model's last reply is). */
+  final_answer?: string;
+  /** The final answer, when `final_answer` is not given. */
+  finalAnswer?: string;
+  /** The final answer, when neither of the above is given. */
+  answer?: string;
+  /** The episode's reward, used when no evaluator is configured. */
+  reward?: number;
+  /** The conversation as the agent last saw it (OpenAI chat messages), for the evaluator. */
+  history?: ReadonlyArray<ChatMessage | OpenAI.ChatCompletionMessageParam>;
+  /** True when the agent stopped before it finished (its turns ran out): the episode counts as truncated. */
+  truncated?: boolean;
+  /** Anything else, passed to the evaluator as part of `result`. */
+  [key: string]: unknown;
+}
+
+/**
+ * What an agent returns: its final answer as a string, an {@link AgentEpisodeResult}, or nothing
+ * (the model's last reply is the final answer).
+ */
+export type AgentResult = string | AgentEpisodeResult | undefined | void;
+
+/**
+ * An agent: runs one task and returns its {@link AgentResult} (or a promise of it).
+ */
+export type AgentFunction = (task: RolloutTask, context: AgentContext) => AgentResult | Promise<AgentResult>;
 
 /** True for `class` syntax (not plain or arrow functions). */
 export function isClass(value: unknown): value is new () => { run?: unknown } {
@@ -68,7 +95,10 @@ export async function loadAgentModule(reference: string, base: AgentModuleBase):
     if (typeof value.prototype.run !== "function")
       throw new ConfigError(`${key}: class \`${exportName}\` in ${found} has no run(task, context) method`);
     return (task, context) =>
-      (new value() as { run(task: RolloutTask, context: AgentContext): unknown }).run(task, context);
+      (new value() as { run(task: RolloutTask, context: AgentContext): AgentResult | Promise<AgentResult> }).run(
+        task,
+        context,
+      );
   }
   if (typeof value !== "function")
     throw new ConfigError(

@@ -4,7 +4,7 @@
  * explanation of every break in token continuity.
  * @module
  */
-import type { TrajectoryInit } from "../types/trajectory.js";
+import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { PrefixBreak } from "./merge.js";
 import type { GatewayCall, RolloutTrace } from "./trace.js";
 

@@ -4,7 +4,7 @@
  * (`POST /trajectories`), which completes the rollout that offered it.
  * @module
  */
-import type { RolloutTask } from "../pipeline/task.js";
+import type { RolloutTask } from "../contracts/task.js";
 import { parsePush, type PushedEpisode, type PushRules } from "./push.js";
 import type { RolloutSession } from "./session.js";
 import { ProtocolError } from "../errors.js";

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { RolloutTask } from "../pipeline/task.js";
+import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
 import { listen } from "../server/bind.js";
 import {

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { parseOpenAIRequest } from "../server/openai-protocol.js";
-import type { TrajectoryInit } from "../types/trajectory.js";
+import type { TrajectoryInit } from "../contracts/trajectory.js";
 import { ProtocolError } from "../errors.js";
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");

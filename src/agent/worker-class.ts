@@ -3,14 +3,15 @@
  * evaluator, starts the run's gateway, and binds them to {@link AgentRolloutWorker}.
  * @module
  */
-import type { BaseRolloutWorker, RolloutWorkerContext } from "../pipeline/workers/base.js";
+import type { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import type { RolloutWorkerContext } from "../contracts/worker.js";
 import type { DataRow } from "../pipeline/data/files.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile } from "../recipe/paths.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
-import { agentOptionsSchema } from "../recipe/schema/rollout-worker.js";
 import { loadUserClass } from "../recipe/user-module.js";
+import { workerSettings } from "../pipeline/settings.js";
 import { isClass, loadAgentModule, type AgentFunction } from "./agent-module.js";
 import { loadAgentConfig } from "./declarative/config.js";
 import { declarativeAgent } from "./declarative/loop.js";
@@ -135,8 +136,7 @@ export async function createAgentWorkerClass(
   base: AgentRecipeBase,
   signal?: AbortSignal,
 ): Promise<new (context: RolloutWorkerContext) => BaseRolloutWorker> {
-  const worker = config.rollout_worker;
-  const options = worker.agent ?? agentOptionsSchema.parse({});
+  const options = workerSettings(config).agent;
   const { agent, evaluator } = await loadAgentParts(config, base);
   signal?.throwIfAborted();
   const gateway = await AgentGateway.start({

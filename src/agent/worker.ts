@@ -5,11 +5,11 @@
  * @module
  */
 import OpenAI from "openai";
-import { BaseRolloutWorker, type RolloutWorkerContext } from "../pipeline/workers/base.js";
-import { rowNumber, type RolloutTask } from "../pipeline/task.js";
-import type { AgentOptions } from "../recipe/schema/rollout-worker.js";
+import { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { type AgentOptions, type RolloutWorkerContext } from "../contracts/worker.js";
+import { rowNumber, type RolloutTask } from "../contracts/task.js";
 import type { ChatMessage } from "../types/tokenizer.js";
-import type { TrajectoryInit } from "../types/trajectory.js";
+import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { AgentFunction } from "./agent-module.js";
 import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./episode.js";
 import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "./evaluator.js";
@@ -28,7 +28,7 @@ export interface AgentWorkerSetup {
   agent: AgentFunction | "external";
   /** Scores episodes; without one, the agent (or the pushing process) must return a reward. */
   evaluator: Evaluator | undefined;
-  /** `rollout_worker.agent`. */
+  /** `rollout_worker.agent`, camelCase. */
   options: AgentOptions;
   /** The model name agents send. */
   modelName: string;
@@ -111,7 +111,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
   protected readonly setup: AgentWorkerSetup;
 
   /**
-   * @param context name, recipe and tokenizer, given by the pipeline.
+   * @param context name, settings and tokenizer, given by the pipeline.
    * @param setup gateway, agent, evaluator and options, shared by the run's workers.
    */
   constructor(context: RolloutWorkerContext, setup: AgentWorkerSetup) {
@@ -124,10 +124,10 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const { options } = this.setup;
     const inference = this.inferenceClient;
     const session = this.setup.gateway.openRollout(inference, {
-      maxTurns: options.max_turns,
-      ...(options.max_tokens !== undefined && { maxTokens: options.max_tokens }),
-      maxTokensPerCall: this.config.max_response_length,
-      replayAnswers: options.replay_answers,
+      maxTurns: options.maxTurns,
+      ...(options.maxTokens !== undefined && { maxTokens: options.maxTokens }),
+      maxTokensPerCall: this.settings.maxResponseLength,
+      replayAnswers: options.replayAnswers,
     });
     let outcome: Outcome;
     let trace: RolloutTrace;
@@ -150,7 +150,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       }));
     } else {
       ({ sequences, breaks } = mergeCalls(trace.calls, inference.tokenizer, {
-        merge: this.config.enable_trace_prefix_merge,
+        merge: this.settings.enableTracePrefixMerge,
       }));
     }
     if (sequences.length === 0) return [];
@@ -173,7 +173,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const evaluation = await this.score(task, target, outcome, sequences);
     const truncated = truncationReason !== undefined;
     const score: EpisodeScore = {
-      reward: truncated && options.truncated_reward !== null ? options.truncated_reward : evaluation.reward,
+      reward: truncated && options.truncatedReward !== null ? options.truncatedReward : evaluation.reward,
       finalAnswer: target.finalAnswer,
       truncated,
       ...(truncationReason !== undefined && { truncationReason }),
@@ -182,8 +182,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       ...(evaluation.groundTruth !== undefined && { groundTruth: evaluation.groundTruth }),
     };
     return episodeTrajectories(trace, sequences, breaks, score, {
-      weight: options.trajectory_weight,
-      ...(this.config.task_name !== undefined && { taskName: this.config.task_name }),
+      weight: options.trajectoryWeight,
+      ...(this.settings.taskName !== undefined && { taskName: this.settings.taskName }),
     });
   }
 
@@ -191,14 +191,14 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
   private async runEpisode(task: RolloutTask, session: RolloutSession): Promise<Outcome> {
     const { gateway, agent, evaluator, options, modelName } = this.setup;
     const controller = new AbortController();
-    const timeoutMs = options.timeout_seconds * 1000;
+    const timeoutMs = options.timeoutSeconds * 1000;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<Outcome>((resolve) => {
       if (timeoutMs <= 0) return;
       timer = setTimeout(() => {
         const message = session.truncate(
           "timeout",
-          `the episode ran longer than rollout_worker.agent.timeout_seconds (${options.timeout_seconds} s)`,
+          `the episode ran longer than rollout_worker.agent.timeout_seconds (${options.timeoutSeconds} s)`,
         );
         controller.abort(new Error(message));
         resolve({ timedOut: true });
@@ -212,8 +212,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
               task,
               {
                 vocabSize: session.inference.tokenizer.vocabSize,
-                ...(this.config.max_sequence_length !== undefined && {
-                  maxSequenceLength: this.config.max_sequence_length,
+                ...(this.settings.maxSequenceLength !== undefined && {
+                  maxSequenceLength: this.settings.maxSequenceLength,
                 }),
                 needsReward: evaluator === undefined,
               },

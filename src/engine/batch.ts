@@ -5,12 +5,8 @@
  * @module
  * @internal
  */
-import {
-  getLossFunction,
-  validateLossInputs,
-  type BuiltinLossContract,
-  type LossInputValues,
-} from "../types/losses.js";
+import { getLossFunction, type BuiltinLossContract, type LossInputValues } from "../contracts/losses.js";
+import { validateLossInputs } from "../types/loss-validation.js";
 import { modelInputTokens, tensorValues, type Datum } from "../types/wire.js";
 import type { ResolvedModelConfig } from "./config.js";
 import type { PackedBatch } from "./transformer.js";

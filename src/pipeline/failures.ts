@@ -6,7 +6,7 @@
 import { JsonlLog, type StepRow } from "./jsonl-log.js";
 import { userFrames } from "./rollout/error-origin.js";
 import type { RolloutFailure } from "./rollout/runner.js";
-import { rowNumber } from "./task.js";
+import { rowNumber } from "../contracts/task.js";
 import { InputError, NexrlError, UserCodeError } from "../errors.js";
 
 /** What went wrong in a failed attempt. */

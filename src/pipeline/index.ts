@@ -45,14 +45,9 @@ export {
 } from "./data/data-loader.js";
 export { DATA_FILE_EXTENSIONS, readDataFile, readRowTable, type DataRow } from "./data/files.js";
 export { RowTable, type RowOrigin } from "./data/row-table.js";
-export type { RolloutTask, TaskGroup } from "./task.js";
-export {
-  BaseRolloutWorker,
-  type RolloutResult,
-  type RolloutWorkerConfig,
-  type RolloutWorkerContext,
-  type TruncatedSequence,
-} from "./workers/base.js";
+export type { RolloutTask, TaskGroup } from "../contracts/task.js";
+export { BaseRolloutWorker, type RolloutWorkerConfig } from "./workers/base.js";
+export { type RolloutResult, type RolloutWorkerContext, type TruncatedSequence } from "../contracts/worker.js";
 export { completionTrajectory } from "./workers/completion-trajectory.js";
 export { PigLatinRolloutWorker, wordAccuracy } from "./workers/pig-latin.js";
 export { PreferenceRolloutWorker } from "./workers/preference.js";
@@ -89,7 +84,7 @@ export { WeightSync, type SamplerState } from "./weight-sync.js";
 export { Validator, passAtK, type ValidatorOptions } from "./validation.js";
 export type { ValidationExample } from "./validation-examples.js";
 export { RemoteApiTrainer } from "./trainers/remote-api-trainer.js";
-export type { Trainer, TrainerContext, TrainStepResult } from "./trainers/trainer.js";
+export type { Trainer, TrainerContext, TrainStepResult } from "../contracts/trainer.js";
 export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./trainers/cross-entropy.js";
 export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./trainers/grpo.js";
 export { RemoteApiOpdTrainer } from "./trainers/opd.js";

@@ -3,9 +3,9 @@
  * when a batch is ready, leaving out groups sampled by weights that are too old.
  * @module
  */
-import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
+import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";
 import { Notifier } from "./notifier.js";
-import type { RolloutTask, TaskGroup } from "./task.js";
+import type { RolloutTask, TaskGroup } from "../contracts/task.js";
 import { appendAll, minOf } from "../types/arrays.js";
 
 /** When the pool hands out a batch (`trajectory_pool.check_batch_ready_function`). */

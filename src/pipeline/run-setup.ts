@@ -16,6 +16,7 @@ import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
 import { TrajectoryPool } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
+import { trainerSettings } from "./settings.js";
 import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
 import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
 import { type SampleRow } from "./samples.js";
@@ -23,7 +24,7 @@ import { RolloutScheduler } from "./scheduler.js";
 import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
 import { openTrainingService } from "./services.js";
 import { createRunner } from "./setup.js";
-import type { Trainer } from "./trainers/trainer.js";
+import type { Trainer } from "../contracts/trainer.js";
 import { Validator } from "./validation.js";
 import { WeightSync } from "./weight-sync.js";
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
@@ -221,7 +222,7 @@ export async function setUpRun(
     validator = new Validator(validationLoader, validationRunner);
   }
   const trainer = new trainerClass({
-    recipe: config,
+    settings: trainerSettings(config),
     service,
     trainingClient: client,
     tokenizer,

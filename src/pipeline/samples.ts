@@ -3,7 +3,7 @@
  * @module
  */
 import type { Tokenizer } from "../types/tokenizer.js";
-import type { Trajectory } from "../types/trajectory.js";
+import type { Trajectory } from "../contracts/trajectory.js";
 import type { StepRow } from "./jsonl-log.js";
 
 /** One line of `samples.jsonl`; its keys are the file's (snake_case), as other tools read them. */

@@ -7,8 +7,8 @@ import type { DataLoader } from "./data/data-loader.js";
 import { Notifier } from "./notifier.js";
 import type { TrajectoryPool } from "./pool.js";
 import type { RolloutRunner } from "./rollout/runner.js";
-import type { RolloutTask, TaskGroup } from "./task.js";
-import type { Trajectory } from "../types/trajectory.js";
+import type { RolloutTask, TaskGroup } from "../contracts/task.js";
+import type { Trajectory } from "../contracts/trajectory.js";
 
 /** Options of {@link RolloutScheduler}. */
 export interface RolloutSchedulerOptions {

@@ -10,15 +10,16 @@ import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
 import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
-import { promptMessages } from "./workers/messages.js";
+import type { RolloutTask } from "../contracts/task.js";
+import { workerSettings } from "./settings.js";
 
 /** The keys of a recipe's `data:` section that `validate.data:` shares. */
 export type DataConfig = Omit<RecipeConfig["data"], "keep_batch_order">;
 
 /** Tokens of a prompt as the model reads it: text with BOS, chat messages through the template. */
-function promptLength(tokenizer: Tokenizer, prompt: unknown): number {
+function promptLength(tokenizer: Tokenizer, prompt: RolloutTask["prompt"]): number {
   if (typeof prompt === "string") return tokenizer.encode(prompt, { addBos: true }).length;
-  return tokenizer.applyChatTemplate(promptMessages(prompt, "a data row"), { addGenerationPrompt: true }).length;
+  return tokenizer.applyChatTemplate(prompt, { addGenerationPrompt: true }).length;
 }
 
 /**
@@ -42,7 +43,7 @@ export function openDataLoader(
       tokenizer && {
         filter: {
           maxPromptLength: data.max_prompt_length,
-          measure: (prompt: unknown) => promptLength(tokenizer, prompt),
+          measure: (prompt) => promptLength(tokenizer, prompt),
         },
       }),
   });
@@ -79,7 +80,7 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
     createWorker: (slot) =>
       new parts.workerClass({
         name: `${parts.namePrefix}-${slot}`,
-        recipe: config,
+        settings: workerSettings(config),
         tokenizer: parts.tokenizer,
         ...(parts.service && { service: parts.service }),
       }),

@@ -5,7 +5,7 @@
  */
 import { redactValue } from "../recipe/redact.js";
 import type { TrainingService } from "../services/training/types.js";
-import type { Trajectory } from "../types/trajectory.js";
+import type { Trajectory } from "../contracts/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
 import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor } from "./data/data-loader.js";
@@ -14,7 +14,7 @@ import { type PoolState } from "./pool.js";
 import type { RolloutFailure } from "./rollout/runner.js";
 import { runGuarded, type GuardedRun } from "./run-guard.js";
 import { sampleRows } from "./samples.js";
-import { describeTask } from "./task.js";
+import { describeTask } from "../contracts/task.js";
 import { summarize } from "./stats.js";
 import { type SamplerState } from "./weight-sync.js";
 import { NexrlError, RunError, UserCodeError } from "../errors.js";

@@ -3,8 +3,8 @@
  * should have answered, not only a score.
  * @module
  */
-import type { Trajectory } from "../types/trajectory.js";
-import type { RolloutTask } from "./task.js";
+import type { Trajectory } from "../contracts/trajectory.js";
+import type { RolloutTask } from "../contracts/task.js";
 
 /** One validation rollout as text. */
 export interface ValidationExample {

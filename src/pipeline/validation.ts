@@ -2,7 +2,7 @@
  * {@link Validator}: scores the current policy on the validation tasks.
  * @module
  */
-import type { Trajectory } from "../types/trajectory.js";
+import type { Trajectory } from "../contracts/trajectory.js";
 import type { DataLoader } from "./data/data-loader.js";
 import type { RolloutRunner } from "./rollout/runner.js";
 import { putSummary } from "./stats.js";

@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
-import { validateLossInputs } from "../types/losses.js";
+import { validateLossInputs } from "../types/loss-validation.js";
 import { adamParamsFromWire, modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";

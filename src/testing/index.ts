@@ -8,12 +8,12 @@
  * ```ts
  * import { loadRecipe, LocalTrainingService, SamplerInferenceClient } from "nexrl";
  * import { ByteTokenizer } from "nexrl/engine";
- * import { rolloutTask, runRollout } from "nexrl/testing";
+ * import { rolloutTask, runRollout, workerSettings } from "nexrl/testing";
  * import { MyWorker } from "./worker.js";
  *
  * const { config } = await loadRecipe("recipe.yaml");
  * const tokenizer = new ByteTokenizer();
- * const worker = new MyWorker({ name: "test", recipe: config, tokenizer });
+ * const worker = new MyWorker({ name: "test", settings: workerSettings(config), tokenizer });
  * const service = new LocalTrainingService({ outputDir: "/tmp/test-run" });
  * const samplingClient = await service.createSamplingClient("tiny"); // the base model of a preset
  * const inferenceClient = new SamplerInferenceClient({ samplingClient, tokenizer });
@@ -23,12 +23,15 @@
  */
 import type { DataRow } from "../pipeline/data/files.js";
 import { seededRandom } from "../pipeline/seed.js";
-import type { RolloutTask } from "../pipeline/task.js";
-import { ROLLOUT_SCOPE, type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { workerSettings } from "../pipeline/settings.js";
+import { isTaskPrompt, type RolloutTask } from "../contracts/task.js";
+import { InputError } from "../errors.js";
+import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { ROLLOUT_SCOPE } from "../contracts/worker.js";
 import type { InferenceClient } from "../services/inference/types.js";
-import { Trajectory, type TrajectoryInit } from "../types/trajectory.js";
+import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";
 
-export { seededRandom };
+export { seededRandom, workerSettings };
 
 /** Options of {@link runRollout}. */
 export interface RunRolloutOptions {
@@ -75,11 +78,17 @@ function asTrajectory(value: Trajectory | TrajectoryInit): Trajectory {
  * A task for a test: the row `data` (its `prompt` field is the task's prompt unless `prompt` is
  * given), the first copy of a group of one, training (not validation), seed 0, unless `fields`
  * say otherwise.
+ * @throws `InputError` when neither `fields.prompt` nor `data.prompt` is text or chat messages.
  */
 export function rolloutTask(data: DataRow, fields: Partial<Omit<RolloutTask, "data">> = {}): RolloutTask {
+  const prompt = fields.prompt ?? data["prompt"];
+  if (!isTaskPrompt(prompt))
+    throw new InputError(
+      `rolloutTask: a task's prompt is text or a list of {role, content} chat messages; give it as data.prompt or fields.prompt (got ${JSON.stringify(prompt)?.slice(0, 80)})`,
+    );
   return {
     data,
-    prompt: data["prompt"],
+    prompt,
     index: 0,
     epoch: 0,
     batchIndex: 0,

@@ -124,7 +124,7 @@ export async function gateway(): Promise<AgentGateway> {
 export function task(data: Record<string, unknown>, overrides: Partial<RolloutTask> = {}): RolloutTask {
   return {
     data,
-    prompt: data.prompt,
+    prompt: data.prompt as RolloutTask["prompt"],
     index: 0,
     epoch: 0,
     batchIndex: 0,

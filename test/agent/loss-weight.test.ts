@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rolloutMetrics, trajectoryToDatum } from "../../src/pipeline/index.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tensorValues } from "../../src/types/wire.js";
 
 const trajectory = (extraFields: Record<string, unknown>) =>

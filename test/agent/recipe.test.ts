@@ -11,6 +11,7 @@ import { RolloutRunner, runRecipe } from "../../src/pipeline/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import type { ChatMessage } from "../../src/types/tokenizer.js";
 import { memorisingInference, onCleanup, recording, task, tempDir, tokenizer } from "./helpers.js";
+import { workerSettings } from "../../src/pipeline/settings.js";
 
 const RECIPE = fileURLToPath(new URL("../../recipe/agent_tools/", import.meta.url));
 const rows = (name: string): ToolRow[] =>
@@ -88,7 +89,7 @@ describe("recipe/agent_tools data and tools", () => {
 describe("recipe/agent_tools warm start (sft_worker.ts)", () => {
   it("demonstrates the right tool call one time in four and a wrong guess of the answer's length otherwise, training the assistant turns only", async () => {
     const { ToolsSftWorker } = await import("../../recipe/agent_tools/sft_worker.js");
-    const worker = new ToolsSftWorker({ name: "w", recipe: {} as never, tokenizer });
+    const worker = new ToolsSftWorker({ name: "w", settings: {} as never, tokenizer });
     const train = rows("train.jsonl").slice(0, 12);
     train.forEach((row, n) => {
       const t = worker.rollout(task(row as unknown as Record<string, unknown>));
@@ -127,7 +128,7 @@ describe("recipe/agent_tools through the gateway", () => {
       stop.signal,
     );
     const runner = new RolloutRunner({
-      createWorker: (slot) => new workerClass({ name: `agent-${slot}`, recipe: config, tokenizer }),
+      createWorker: (slot) => new workerClass({ name: `agent-${slot}`, settings: workerSettings(config), tokenizer }),
       numWorkers: 1,
       timeoutMs: 0,
       policy: { mode: "fail_fast" },

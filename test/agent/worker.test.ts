@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createAgentWorkerClass } from "../../src/agent/index.js";
 import { RolloutRunner } from "../../src/pipeline/index.js";
 import type { InferenceClient } from "../../src/services/inference/index.js";
-import type { Trajectory } from "../../src/types/trajectory.js";
+import type { Trajectory } from "../../src/contracts/trajectory.js";
 import {
   fixture,
   memorisingInference,
@@ -17,6 +17,7 @@ import {
   writeRecipe,
 } from "./helpers.js";
 import { ConfigError } from "../../src/errors.js";
+import { workerSettings } from "../../src/pipeline/settings.js";
 
 /** The rollout_worker section of a recipe for an agent worker. */
 function recipeYaml(worker: string, maxResponseLength: number): string {
@@ -43,7 +44,8 @@ async function agentRunner(
   onCleanup(async () => stop.abort());
   const workerClass = await createAgentWorkerClass(recipe.config, { recipeDir: dir }, stop.signal);
   return new RolloutRunner({
-    createWorker: (slot) => new workerClass({ name: `agent-${slot}`, recipe: recipe.config, tokenizer }),
+    createWorker: (slot) =>
+      new workerClass({ name: `agent-${slot}`, settings: workerSettings(recipe.config), tokenizer }),
     numWorkers: 1,
     timeoutMs: 0,
     policy: { mode: "fail_fast" },

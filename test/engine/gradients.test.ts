@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
 import { Rng } from "../../src/engine/prng.js";
 import { TrainingCore } from "../../src/engine/training.js";
-import type { BuiltinLossName } from "../../src/types/losses.js";
+import type { BuiltinLossName } from "../../src/contracts/losses.js";
 import { datum, type Datum } from "../../src/types/wire.js";
 
 const config = resolveModelConfig({ dModel: 8, nLayers: 2, nHeads: 2, contextLength: 8 }, 259);

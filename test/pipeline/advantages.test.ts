@@ -6,7 +6,7 @@ import {
   klPenaltyAdvantages,
   passAtK,
 } from "../../src/pipeline/index.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 
 const traj = (reward: number, groupId?: string, runId?: number) =>
   new Trajectory({

@@ -151,6 +151,29 @@ describe("DataLoader", () => {
     );
   });
 
+  it("hands out prompts that are text or chat messages, and refuses any other prompt value, naming the row", async () => {
+    const dir = await tempDir();
+    const chat = [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hi" },
+    ];
+    const good = await writeJsonl(join(dir, "good.jsonl"), [{ prompt: "text" }, { prompt: chat }]);
+    const loader = await DataLoader.fromFiles([good], { promptKey: "prompt", batchSize: 2, seed: 0 });
+    expect(loader.nextBatch()!.map((g) => g.tasks[0]!.prompt)).toEqual(["text", chat]);
+    for (const [prompt, shown] of [
+      [3, "3"],
+      [null, "null"],
+      [[{ role: "user", content: [{ type: "text", text: "hi" }] }], '[{"role":"user","content":[{"type":"text"'],
+    ] as const) {
+      const bad = await writeJsonl(join(dir, `bad-${shown.length}.jsonl`), [{ prompt: "ok" }, { prompt }]);
+      const error = await DataLoader.fromFiles([bad], { promptKey: "prompt", batchSize: 1, seed: 0 }).catch((e) => e);
+      expect(error).toBeInstanceOf(InputError);
+      expect(error.message).toContain(
+        `${bad}:2: its prompt field "prompt" (data.prompt_key) must be text or a list of {role, content} chat messages with text content, got ${shown}`,
+      );
+    }
+  });
+
   it("batches like a PyTorch loader, epoch after epoch, with a short or dropped last batch", () => {
     const keep = new DataLoader(rows(5), { promptKey: "prompt", batchSize: 2, seed: 0 });
     expect([1, 2, 3, 4].map(() => indices(keep.nextBatch()))).toEqual([[0, 1], [2, 3], [4], [0, 1]]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { lossKind, trajectoryToDatum } from "../../src/pipeline/index.js";
-import { validateLossInputs } from "../../src/types/losses.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { validateLossInputs } from "../../src/types/loss-validation.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { datum, modelInputTokens, tensorValues, type Datum } from "../../src/types/wire.js";
 import { InputError } from "../../src/errors.js";
 

@@ -100,7 +100,7 @@ export function task(fields: Partial<RolloutTask> & { data?: Record<string, unkn
   const data = fields.data ?? { prompt: "hi" };
   return {
     data,
-    prompt: data.prompt,
+    prompt: data.prompt as RolloutTask["prompt"],
     index: 0,
     epoch: 0,
     batchIndex: 0,

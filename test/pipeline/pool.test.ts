@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DataLoader, TrajectoryPool, type TaskGroup } from "../../src/pipeline/index.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 
 const loader = (rows: number, repeat: number, batchSize = 2) =>
   new DataLoader(

@@ -13,13 +13,15 @@ import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { RemoteApiDpoTrainer } from "../../src/pipeline/trainers/dpo.js";
 import { pairwiseLogisticLoss } from "../../src/pipeline/trainers/pairwise-loss.js";
 import { preferencePairs } from "../../src/pipeline/trainers/preference.js";
-import type { TrainerContext } from "../../src/pipeline/trainers/trainer.js";
+import type { TrainerContext } from "../../src/contracts/trainer.js";
+import { trainerSettings, workerSettings } from "../../src/pipeline/settings.js";
+import type { RecipeConfig } from "../../src/recipe/schema/recipe.js";
 import { PreferenceRolloutWorker } from "../../src/pipeline/workers/preference.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/sampler-inference.js";
 import { runRollout } from "../../src/testing/index.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { datum } from "../../src/types/wire.js";
 import { recipeError } from "../recipe/helpers.js";
 import { service } from "../services/training/helpers.js";
@@ -38,8 +40,8 @@ async function preferenceRows(name: string): Promise<Array<{ prompt: string; cho
 }
 
 /** The pairs of `rows` as the `preference` worker makes them, one rollout (group) per row. */
-async function pairsOf(rows: ReadonlyArray<Record<string, unknown>>, config: TrainerContext["recipe"]) {
-  const worker = new PreferenceRolloutWorker({ name: "w", recipe: config, tokenizer });
+async function pairsOf(rows: ReadonlyArray<Record<string, unknown>>, config: RecipeConfig) {
+  const worker = new PreferenceRolloutWorker({ name: "w", settings: workerSettings(config), tokenizer });
   const out: Trajectory[] = [];
   for (const [i, row] of rows.entries()) {
     for (const t of await worker.rollout(task({ data: row, index: i, groupId: `g${i}` }))) {
@@ -59,14 +61,14 @@ async function dpoContext(overrides: string[] = []) {
   const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
   const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
   const ctx: TrainerContext = {
-    recipe: config,
+    settings: trainerSettings(config),
     service,
     trainingClient: client,
     tokenizer,
     initialSamplerPath,
     warn: () => undefined,
   };
-  return { ctx, service, client, dir };
+  return { ctx, config, service, client, dir };
 }
 
 describe("the pairwise logistic loss", () => {
@@ -125,7 +127,7 @@ describe("the preference worker and pairs", () => {
     // Chat messages work as prompts too.
     const [fromMessages] = await pairsOf([{ ...row, prompt: [{ role: "user", content: row.prompt }] }], config);
     expect(fromMessages!.tokens).toEqual(chosen!.tokens);
-    const worker = new PreferenceRolloutWorker({ name: "w", recipe: config, tokenizer });
+    const worker = new PreferenceRolloutWorker({ name: "w", settings: workerSettings(config), tokenizer });
     await expect(worker.rollout(task({ data: { prompt: "x", chosen: "a" } }))).rejects.toThrow(
       /row 1 needs text fields "chosen" and "rejected"/,
     );
@@ -141,7 +143,7 @@ describe("the preference worker and pairs", () => {
       samplingClient: await service.createSamplingClient(path),
       defaultMaxTokens: 8,
     });
-    const worker = new PreferenceRolloutWorker({ name: "v", recipe: config, tokenizer });
+    const worker = new PreferenceRolloutWorker({ name: "v", settings: workerSettings(config), tokenizer });
     const prompt = "lowercase: Red cAt";
     const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0 })).response;
     const validate = async (chosen: string, rejected: string) => {
@@ -179,13 +181,13 @@ describe("the preference worker and pairs", () => {
 
 describe("remote_api_dpo on the local engine", () => {
   it("starts at margin 0 against its frozen initial weights, then raises margin and accuracy on the recipe's pairs", async () => {
-    const { ctx } = await dpoContext(["service.train_service.config.learning_rate=3e-3"]);
+    const { ctx, config } = await dpoContext(["service.train_service.config.learning_rate=3e-3"]);
     const trainer = new RemoteApiDpoTrainer(ctx);
     const rows = (await preferenceRows("train.jsonl")).slice(0, 8);
     const history: Array<Record<string, number>> = [];
     for (let step = 0; step < 12; step++) {
       const metrics: Record<string, number> = {};
-      const result = await trainer.train(await pairsOf(rows, ctx.recipe), metrics);
+      const result = await trainer.train(await pairsOf(rows, config), metrics);
       expect(result).toMatchObject({ stepped: true, datums: 16 });
       history.push(metrics);
     }
@@ -204,18 +206,18 @@ describe("remote_api_dpo on the local engine", () => {
   });
 
   it("measures against the sampler of trainer.dpo.reference when set, scaled by trainer.dpo.beta", async () => {
-    const { ctx, service } = await dpoContext();
+    const { ctx, config, service } = await dpoContext();
     // Another model's weights as the reference: margins are not 0 from the start.
     const other = await service.createTrainingClient({ baseModel: "tiny", seed: 99 });
     const reference = (await (await other.saveWeightsForSampler("other")).result()).path;
-    const pairs = await pairsOf((await preferenceRows("train.jsonl")).slice(0, 4), ctx.recipe);
+    const pairs = await pairsOf((await preferenceRows("train.jsonl")).slice(0, 4), config);
     const margins: number[] = [];
     for (const beta of [0.1, 0.3]) {
-      const recipe = { ...ctx.recipe, trainer: { ...ctx.recipe.trainer, dpo: { beta, reference } } };
+      const settings = { ...ctx.settings, dpo: { beta, reference } };
       const metrics: Record<string, number> = {};
       // A fresh policy with the same weights each time: a step's figures come before its update.
       const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
-      await new RemoteApiDpoTrainer({ ...ctx, recipe, trainingClient: client }).train(pairs, metrics);
+      await new RemoteApiDpoTrainer({ ...ctx, settings, trainingClient: client }).train(pairs, metrics);
       margins.push(metrics["dpo/margin"]!);
     }
     expect(Math.abs(margins[0]!)).toBeGreaterThan(1e-3);
@@ -231,7 +233,7 @@ describe("remote_api_dpo on the local engine", () => {
       const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
       const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
       const trainer = new RemoteApiDpoTrainer({
-        recipe: config,
+        settings: trainerSettings(config),
         service: svc,
         trainingClient: client,
         tokenizer,

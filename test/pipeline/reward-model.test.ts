@@ -16,11 +16,13 @@ import {
 } from "../../src/pipeline/rewards/reward-model.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { RemoteApiRewardModelTrainer } from "../../src/pipeline/trainers/reward-model.js";
-import type { TrainerContext } from "../../src/pipeline/trainers/trainer.js";
+import type { TrainerContext } from "../../src/contracts/trainer.js";
+import { trainerSettings, workerSettings } from "../../src/pipeline/settings.js";
+import type { RecipeConfig } from "../../src/recipe/schema/recipe.js";
 import { PreferenceRolloutWorker } from "../../src/pipeline/workers/preference.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { Trajectory } from "../../src/types/trajectory.js";
+import type { Trajectory } from "../../src/contracts/trajectory.js";
 import { recipeError } from "../recipe/helpers.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
@@ -38,8 +40,8 @@ async function rowsOf(name: string): Promise<Row[]> {
 }
 
 /** The `preference` worker's pairs of `rows`, one rollout per row. */
-async function pairsOf(rows: readonly Row[], config: TrainerContext["recipe"]): Promise<Trajectory[]> {
-  const worker = new PreferenceRolloutWorker({ name: "w", recipe: config, tokenizer });
+async function pairsOf(rows: readonly Row[], config: RecipeConfig): Promise<Trajectory[]> {
+  const worker = new PreferenceRolloutWorker({ name: "w", settings: workerSettings(config), tokenizer });
   const out: Trajectory[] = [];
   for (const [i, row] of rows.entries()) {
     for (const t of await worker.rollout(task({ data: row, index: i }))) {
@@ -77,7 +79,7 @@ describe("remote_api_reward_model and judge_mode: reward_model on the local engi
     const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
     const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
     const ctx: TrainerContext = {
-      recipe: config,
+      settings: trainerSettings(config),
       service,
       trainingClient: client,
       tokenizer,

@@ -16,9 +16,10 @@ import { LocalTrainingService } from "../../src/services/training/local/index.js
 import { ByteTokenizer } from "../../src/engine/index.js";
 import type { RecipeConfig } from "../../src/recipe/index.js";
 import { runGuarded } from "../../src/pipeline/run-guard.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError, RolloutError, UserCodeError } from "../../src/errors.js";
+import { workerSettings } from "../../src/pipeline/settings.js";
 
 async function recipeConfig(): Promise<RecipeConfig> {
   const dir = await tempDir();
@@ -90,7 +91,12 @@ async function runner(
 ) {
   const recipe = await recipeConfig();
   return new RolloutRunner({
-    createWorker: (slot) => new workerClass({ name: `rollout_worker-${slot}`, recipe, tokenizer: new ByteTokenizer() }),
+    createWorker: (slot) =>
+      new workerClass({
+        name: `rollout_worker-${slot}`,
+        settings: workerSettings(recipe),
+        tokenizer: new ByteTokenizer(),
+      }),
     numWorkers: extra.numWorkers ?? 2,
     timeoutMs: extra.timeoutMs ?? 0,
     policy,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { sampleRows } from "../../src/pipeline/samples.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 
 const tokenizer = new ByteTokenizer();
 /** BOS, "ab" as prompt, then "xé" and EOS as the response (é is two bytes). */

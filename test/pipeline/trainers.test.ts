@@ -10,9 +10,10 @@ import { ByteTokenizer } from "../../src/engine/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { TrainingClient } from "../../src/services/training/types.js";
 import type { AdamParams } from "../../src/types/wire.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
+import { trainerSettings } from "../../src/pipeline/settings.js";
 
 const tokenizer = new ByteTokenizer();
 
@@ -36,7 +37,7 @@ async function context(trainer: string, config: string, extra = "") {
   const warnings: string[] = [];
   const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
   const ctx: TrainerContext = {
-    recipe: recipe.config,
+    settings: trainerSettings(recipe.config),
     service,
     trainingClient: recording,
     tokenizer,

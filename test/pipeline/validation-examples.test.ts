@@ -1,13 +1,13 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runRecipe, type RunEvent, type RunValidationEvent } from "../../src/pipeline/index.js";
-import type { RolloutTask } from "../../src/pipeline/task.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
 import { formatValidationExamples, validationExamples } from "../../src/pipeline/validation-examples.js";
-import { Trajectory } from "../../src/types/trajectory.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 /** A validation task with the given prompt. */
-function task(prompt: unknown, index: number): RolloutTask {
+function task(prompt: RolloutTask["prompt"], index: number): RolloutTask {
   return {
     data: {},
     prompt,

@@ -11,7 +11,7 @@ import { RolloutScheduler } from "../../src/pipeline/scheduler.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { RecipeConfig } from "../../src/recipe/index.js";
+import type { WorkerSettings } from "../../src/contracts/worker.js";
 import { tempDir } from "./helpers.js";
 
 describe("WeightSync", () => {
@@ -68,7 +68,7 @@ function parts(options: {
   );
   const runner = new RolloutRunner({
     createWorker: (slot) =>
-      new Echo({ name: `w-${slot}`, recipe: {} as RecipeConfig, tokenizer: new ByteTokenizer() }, options.gate),
+      new Echo({ name: `w-${slot}`, settings: {} as WorkerSettings, tokenizer: new ByteTokenizer() }, options.gate),
     numWorkers: 2,
     timeoutMs: 0,
     policy: { mode: "fail_fast" },

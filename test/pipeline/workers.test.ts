@@ -15,6 +15,7 @@ import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { task, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
+import { workerSettings } from "../../src/pipeline/settings.js";
 
 async function runnerFor(
   workerClass: typeof PigLatinRolloutWorker | typeof SingleTurnMathRolloutWorker,
@@ -33,7 +34,7 @@ async function runnerFor(
     samplingClient: await service.createSamplingClient("tiny"),
   });
   return new RolloutRunner({
-    createWorker: (slot) => new workerClass({ name: `w-${slot}`, recipe: recipe.config, tokenizer }),
+    createWorker: (slot) => new workerClass({ name: `w-${slot}`, settings: workerSettings(recipe.config), tokenizer }),
     numWorkers: 1,
     timeoutMs: 0,
     policy: { mode: "fail_fast" },

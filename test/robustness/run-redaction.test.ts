@@ -31,7 +31,7 @@ describe("redaction", () => {
     await writeFile(join(dir, "train.jsonl"), `${rows.join("\n")}\n`);
     await writeWorker(
       dir,
-      `if (task.index === 2) throw new Error(\`refused \${process.env.TINKER_API_KEY} and \${(this.recipe.service.tinker_service as { api_key: string }).api_key}\`);
+      `if (task.index === 2) throw new Error(\`refused \${process.env.TINKER_API_KEY} and \${String(task.data.prompt)}\`);
     if (task.index === 4) setTimeout(() => { throw new Error(\`late \${process.env.TINKER_API_KEY}\`); }, 1);
     return this.ok(task);`,
     );
@@ -54,7 +54,7 @@ experiment_name: "run-${ENV_SECRET}"
       { cwd: dir, env: { TINKER_API_KEY: ENV_SECRET } },
     );
     expect(run.code).toBe(EXIT_CODES.ok);
-    expect(run.stdout).toContain("failed (skipped): Error: refused *** and ***");
+    expect(run.stdout).toContain("failed (skipped): Error: refused *** and k2 ***");
     const files = await textFiles(out);
     expect([...files.keys()].map((path) => path.slice(out.length + 1)).sort()).toEqual(
       expect.arrayContaining(["config.resolved.yaml", "failures.jsonl", "metrics.jsonl", "run.json", "samples.jsonl"]),

@@ -3,9 +3,9 @@ import { ByteTokenizer } from "../../src/engine/index.js";
 import { BaseRolloutWorker, type RolloutTask } from "../../src/pipeline/index.js";
 import { LocalTrainingService } from "../../src/services/training/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import { rolloutTask, runRollout, seededRandom } from "../../src/testing/index.js";
+import { rolloutTask, runRollout, seededRandom, workerSettings } from "../../src/testing/index.js";
 import { InputError } from "../../src/errors.js";
-import { Trajectory } from "../../src/types/index.js";
+import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
 
 /** Samples a completion of the prompt, puts it, and returns a second trajectory rewarding its length. */
@@ -52,7 +52,7 @@ describe("nexrl/testing", () => {
   it("runRollout runs a worker against the local engine: put trajectories first, then returned ones, validated", async () => {
     const { recipe, tokenizer, service, inferenceClient } = await setUp();
     try {
-      const worker = new TwoTrajectoryWorker({ name: "test", recipe, tokenizer });
+      const worker = new TwoTrajectoryWorker({ name: "test", settings: workerSettings(recipe), tokenizer });
       const [put, returned, ...rest] = await runRollout(worker, rolloutTask({ prompt: "abc" }), { inferenceClient });
       expect(rest).toEqual([]);
       expect(put).toBeInstanceOf(Trajectory);
@@ -72,10 +72,10 @@ describe("nexrl/testing", () => {
   it("runRollout reports an invalid trajectory, a worker with no inference client, and a putTrajectory after the end", async () => {
     const { recipe, tokenizer, service } = await setUp();
     try {
-      const bad = new BadWorker({ name: "bad", recipe, tokenizer });
+      const bad = new BadWorker({ name: "bad", settings: workerSettings(recipe), tokenizer });
       await expect(runRollout(bad, rolloutTask({ prompt: "x" }))).rejects.toThrow(InputError);
       expect(() => bad.late!()).toThrow(/putTrajectory is only available while rollout\(\) runs/);
-      const sampler = new TwoTrajectoryWorker({ name: "sampler", recipe, tokenizer });
+      const sampler = new TwoTrajectoryWorker({ name: "sampler", settings: workerSettings(recipe), tokenizer });
       await expect(runRollout(sampler, rolloutTask({ prompt: "x" }))).rejects.toThrow(/no inference service/);
     } finally {
       await service.close();
@@ -100,6 +100,13 @@ describe("nexrl/testing", () => {
       isVal: true,
       seed: 9,
     });
+    const chat = [{ role: "user", content: "hi" }];
+    expect(rolloutTask({ prompt: chat }).prompt).toEqual(chat);
+    // Like the data loader, it refuses a prompt that is neither text nor chat messages.
+    expect(() => rolloutTask({ q: "?" })).toThrow(InputError);
+    expect(() => rolloutTask({ prompt: 42 })).toThrow(
+      "rolloutTask: a task's prompt is text or a list of {role, content} chat messages; give it as data.prompt or fields.prompt (got 42)",
+    );
   });
 
   it("seededRandom is the pipeline's reproducible stream", () => {

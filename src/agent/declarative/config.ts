@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { parse } from "yaml";
 import { z } from "zod";
-import type { RolloutTask } from "../../pipeline/task.js";
+import type { RolloutTask } from "../../contracts/task.js";
 import { importFile } from "../../recipe/import-module.js";
 import { parseModuleReference } from "../../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../../recipe/paths.js";

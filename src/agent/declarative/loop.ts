@@ -3,10 +3,10 @@
  * @module
  */
 import type OpenAI from "openai";
-import { rowNumber, type RolloutTask } from "../../pipeline/task.js";
+import type { RolloutTask } from "../../contracts/task.js";
 import type { AgentFunction } from "../agent-module.js";
 import type { AgentTool, DeclarativeAgentConfig, ToolContext } from "./config.js";
-import { ConfigError, NexrlError } from "../../errors.js";
+import { NexrlError } from "../../errors.js";
 
 type Message = OpenAI.ChatCompletionMessageParam;
 
@@ -25,16 +25,10 @@ function systemPrompt(
   });
 }
 
-/** The opening messages: the prompt as a user message, chat messages as they are, else the row's `query` or `question`. */
+/** The opening messages: text as a user message, chat messages as they are. */
 function openingMessages(task: RolloutTask): Message[] {
   const { prompt } = task;
-  if (typeof prompt === "string") return [{ role: "user", content: prompt }];
-  if (Array.isArray(prompt)) return prompt as Message[];
-  const query = task.data.query ?? task.data.question;
-  if (typeof query === "string") return [{ role: "user", content: query }];
-  throw new ConfigError(
-    `row ${rowNumber(task)} has no prompt for the agent: give a text or chat-message prompt (data.prompt_key), or a query/question field`,
-  );
+  return typeof prompt === "string" ? [{ role: "user", content: prompt }] : (prompt as Message[]);
 }
 
 /** The sampling fields of a chat call, as OpenAI's request body spells them. */

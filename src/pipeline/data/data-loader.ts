@@ -4,7 +4,7 @@
  * @module
  */
 import { deriveSeed, shuffleInPlace } from "../seed.js";
-import type { RolloutTask, TaskGroup } from "../task.js";
+import { isTaskPrompt, type RolloutTask, type TaskGroup } from "../../contracts/task.js";
 import { readRowTable, type DataRow } from "./files.js";
 import { RowTable } from "./row-table.js";
 import { InputError } from "../../errors.js";
@@ -14,7 +14,7 @@ export interface PromptFilter {
   /** Longest prompt kept, in tokens. */
   maxPromptLength: number;
   /** Length of a prompt in tokens (text is encoded, chat messages templated). */
-  measure(prompt: unknown): number;
+  measure(prompt: RolloutTask["prompt"]): number;
 }
 
 /** Options of {@link DataLoader}. */
@@ -125,7 +125,14 @@ export class DataLoader {
           `${where} has no field "${promptKey}" (data.prompt_key); its fields are: ${fields}. Set data.prompt_key to the field that holds the prompt`,
         );
       }
-      if (filter === undefined || filter.measure(row[promptKey]) <= filter.maxPromptLength) kept[count++] = i;
+      const prompt = row[promptKey];
+      if (!isTaskPrompt(prompt)) {
+        const where = rows instanceof RowTable ? rows.origin(i).label : `row ${i + 1} of ${source}`;
+        throw new InputError(
+          `${where}: its prompt field "${promptKey}" (data.prompt_key) must be text or a list of {role, content} chat messages with text content, got ${JSON.stringify(prompt)?.slice(0, 80)}`,
+        );
+      }
+      if (filter === undefined || filter.measure(prompt) <= filter.maxPromptLength) kept[count++] = i;
     }
     this.kept = kept.subarray(0, count);
     this.filtered = rows.length - count;
@@ -289,7 +296,7 @@ export class DataLoader {
     for (let runId = 0; runId < n; runId++) {
       tasks.push({
         data,
-        prompt: data[promptKey],
+        prompt: data[promptKey] as RolloutTask["prompt"],
         index,
         epoch,
         batchIndex,

@@ -5,11 +5,11 @@
  * group wait for each other before the judge ranks them together.
  * @module
  */
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
-import { DEFAULT_GROUP_RUBRIC, DEFAULT_SCORE_RUBRIC, type JudgeConfig } from "../../recipe/schema/judge.js";
+import type { JudgeConfig } from "../../recipe/schema/judge.js";
 import { JudgeError, NexrlError } from "../../errors.js";
 import type { ChatMessage } from "../../types/tokenizer.js";
-import type { RolloutTask } from "../task.js";
+import type { RolloutTask } from "../../contracts/task.js";
+import type { WorkerSettings } from "../../contracts/worker.js";
 import { LlmJudge, type JudgeItem, type JudgeVerdict } from "./llm-judge.js";
 
 /** What a judged rollout records in `extraFields.judge` (and `samples.jsonl` shows). */
@@ -102,49 +102,36 @@ export class MathJudge {
   }
 }
 
-const judges = new WeakMap<RecipeConfig, MathJudge | null>();
+const judges = new WeakMap<WorkerSettings, MathJudge | null>();
 
 /**
- * The judge of a run's recipe, made on first use and shared by every worker given the same
- * recipe; undefined when `judge_mode` is `rule`. The API key is read from the environment
+ * The judge of a run's worker settings, made on first use and shared by every worker given the
+ * same settings; undefined when `judge_mode` is `rule`. The API key is read from the environment
  * variable `rollout_worker.judge.api_key_env`.
  * @throws NexrlError when that variable is not set.
  */
-export function mathJudgeOf(recipe: RecipeConfig): MathJudge | undefined {
-  const known = judges.get(recipe);
+export function mathJudgeOf(settings: WorkerSettings): MathJudge | undefined {
+  const known = judges.get(settings);
   if (known !== undefined) return known ?? undefined;
-  const judgeMode = recipe.rollout_worker.agent?.math.judge_mode ?? "rule";
-  const config = recipe.rollout_worker.judge;
-  if ((judgeMode !== "llm_judge" && judgeMode !== "rule+llm_judge") || config === undefined) {
-    judges.set(recipe, null);
+  const config = settings.mathJudge;
+  if (config === undefined) {
+    judges.set(settings, null);
     return undefined;
   }
   let apiKey: string | undefined;
-  if (config.api_key_env !== undefined) {
-    apiKey = process.env[config.api_key_env];
+  if (config.apiKeyEnv !== undefined) {
+    apiKey = process.env[config.apiKeyEnv];
     if (!apiKey)
       throw new NexrlError(
-        `rollout_worker.judge.api_key_env names ${config.api_key_env}, which is not set: export the judge's API key in that variable`,
+        `rollout_worker.judge.api_key_env names ${config.apiKeyEnv}, which is not set: export the judge's API key in that variable`,
       );
   }
   const judge = new MathJudge(
-    new LlmJudge({
-      baseUrl: config.base_url,
-      model: config.model,
-      ...(apiKey !== undefined && { apiKey }),
-      scoreRubric: config.mode === "score" ? (config.rubric ?? DEFAULT_SCORE_RUBRIC) : DEFAULT_SCORE_RUBRIC,
-      rankRubric: config.mode === "group_rank" ? (config.rubric ?? DEFAULT_GROUP_RUBRIC) : DEFAULT_GROUP_RUBRIC,
-      temperature: config.temperature,
-      maxTokens: config.max_tokens,
-      maxConcurrency: config.max_concurrency,
-      timeoutMs: config.timeout_seconds * 1000,
-      maxRetries: config.max_retries,
-      cache: config.cache,
-    }),
+    new LlmJudge({ ...config.judge, ...(apiKey !== undefined && { apiKey }) }),
     config.mode,
-    judgeMode,
+    config.judgeMode,
   );
-  judges.set(recipe, judge);
+  judges.set(settings, judge);
   return judge;
 }
 

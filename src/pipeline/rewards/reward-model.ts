@@ -6,7 +6,7 @@
  * the math worker scores rollouts with it.
  * @module
  */
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
+import type { WorkerSettings } from "../../contracts/worker.js";
 import type { SamplingClient, TrainingService } from "../../services/training/types.js";
 import { NexrlError } from "../../errors.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
@@ -72,34 +72,34 @@ export class RewardModelScorer {
   }
 }
 
-const scorers = new WeakMap<RecipeConfig, RewardModelScorer | null>();
+const scorers = new WeakMap<WorkerSettings, RewardModelScorer | null>();
 
 /**
  * The reward model of a run's recipe (`rollout_worker.agent.math.judge_mode: reward_model`, the
  * sampler of `rollout_worker.reward_model.sampler_path` on the run's training service), made on
- * first use and shared by every worker given the same recipe; undefined in the other modes.
+ * first use and shared by every worker given the same settings; undefined in the other modes.
  * @throws NexrlError when the worker was given no training service to open the sampler on.
  */
 export function rewardModelOf(
-  recipe: RecipeConfig,
+  settings: WorkerSettings,
   service: TrainingService | undefined,
   tokenizer: Tokenizer,
 ): RewardModelScorer | undefined {
-  const known = scorers.get(recipe);
+  const known = scorers.get(settings);
   if (known !== undefined) return known ?? undefined;
-  const config = recipe.rollout_worker.reward_model;
-  if (recipe.rollout_worker.agent?.math.judge_mode !== "reward_model" || config === undefined) {
-    scorers.set(recipe, null);
+  const config = settings.rewardModel;
+  if (config === undefined) {
+    scorers.set(settings, null);
     return undefined;
   }
   if (!service)
     throw new NexrlError(
       "judge_mode reward_model scores with a sampler of the run's training service, and this worker was given none (RolloutWorkerContext.service)",
     );
-  const sampler = service.createSamplingClient(config.sampler_path);
+  const sampler = service.createSamplingClient(config.samplerPath);
   // A path that cannot be opened fails the rollouts that score with it, not the process.
   sampler.catch(() => undefined);
   const scorer = new RewardModelScorer(sampler, tokenizer);
-  scorers.set(recipe, scorer);
+  scorers.set(settings, scorer);
   return scorer;
 }

@@ -5,11 +5,12 @@
  */
 import Queue from "yocto-queue";
 import type { InferenceClient } from "../../services/inference/types.js";
-import { Trajectory, type TrajectoryInit } from "../../types/trajectory.js";
+import { Trajectory, type TrajectoryInit } from "../../contracts/trajectory.js";
 import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
-import { describeTask, type RolloutTask } from "../task.js";
-import { ROLLOUT_SCOPE, type BaseRolloutWorker, type RolloutResult, type RolloutScope } from "../workers/base.js";
+import { describeTask, type RolloutTask } from "../../contracts/task.js";
+import { type BaseRolloutWorker } from "../workers/base.js";
+import { ROLLOUT_SCOPE, type RolloutResult, type RolloutScope } from "../../contracts/worker.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import { retryCouldHelp, userFrames } from "./error-origin.js";

@@ -2,7 +2,7 @@
  * Group-relative advantages (GRPO and Dr.GRPO).
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 
 /** Options of {@link groupAdvantages}. */
 export interface GroupAdvantageOptions {

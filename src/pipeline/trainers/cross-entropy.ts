@@ -2,9 +2,9 @@
  * The `remote_api_cross_entropy` trainer: supervised fine-tuning.
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
-import type { TrainerContext } from "./trainer.js";
+import type { TrainerContext } from "../../contracts/trainer.js";
 
 /** Options of {@link RemoteApiCrossEntropyTrainer}. */
 export interface CrossEntropyTrainerOptions {

@@ -2,8 +2,8 @@
  * Trajectories to training datums, token in and token out.
  * @module
  */
-import { getLossFunction, type LossBackend, type LossFunctionName } from "../../types/losses.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import { getLossFunction, type LossBackend, type LossFunctionName } from "../../contracts/losses.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { dtypeForKey, type Datum } from "../../types/wire.js";
 import { InputError } from "../../errors.js";
 

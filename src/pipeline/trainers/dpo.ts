@@ -4,7 +4,7 @@
  */
 import type { CustomLossFn } from "../../services/training/custom-loss.js";
 import type { SamplingClient } from "../../services/training/types.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";
 import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js";
 
@@ -22,7 +22,7 @@ export class RemoteApiDpoTrainer extends RemoteApiPreferenceTrainer {
 
   /** β, from `trainer.dpo.beta` (default 0.1). */
   get beta(): number {
-    return this.context.recipe.trainer.dpo?.beta ?? 0.1;
+    return this.context.settings.dpo.beta;
   }
 
   /** The response: the trajectory's loss-mask tokens. */
@@ -38,7 +38,7 @@ export class RemoteApiDpoTrainer extends RemoteApiPreferenceTrainer {
   /** The reference model's logprobs of each sequence, from its sampler. */
   protected override async referenceLogprobs(sequences: readonly ScoredSequence[]): Promise<number[][]> {
     this.reference ??= this.context.service.createSamplingClient(
-      this.context.recipe.trainer.dpo?.reference ?? this.context.initialSamplerPath,
+      this.context.settings.dpo.reference ?? this.context.initialSamplerPath,
     );
     const sampler = await this.reference;
     return Promise.all(sequences.map(async (s) => (await sampler.computeLogprobs(s.tokens)).map((lp) => lp ?? 0)));

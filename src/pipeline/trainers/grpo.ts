@@ -3,11 +3,11 @@
  * @module
  */
 import type { SamplingClient } from "../../services/training/types.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { putSummary } from "../stats.js";
 import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
-import type { TrainerContext } from "./trainer.js";
+import type { TrainerContext } from "../../contracts/trainer.js";
 import { klPenaltyAdvantages } from "./token-advantages.js";
 
 /** A KL penalty against a reference policy, applied through the advantages. */

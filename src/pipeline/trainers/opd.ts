@@ -3,10 +3,10 @@
  * @module
  */
 import type { SamplingClient } from "../../services/training/types.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { distillationAdvantages } from "./token-advantages.js";
-import { InputError, RunError } from "../../errors.js";
+import { InputError } from "../../errors.js";
 
 /**
  * On-policy distillation: the student samples, the teacher (`trainer.teachers[0]`, its
@@ -45,18 +45,13 @@ export class RemoteApiOpdTrainer extends RemoteApiTrainer {
   }
 
   private teacherSampler(): Promise<SamplingClient> {
-    const teacher = this.context.recipe.trainer.teachers?.[0];
+    // The recipe schema refuses a teacher on another service: this one samples on the student's.
+    const teacher = this.context.settings.teacher;
     if (!teacher)
       throw new InputError(
         "remote_api_opd needs a teacher: set trainer.teachers: [{base_model: ..., checkpoint: ...}]",
       );
-    if ((teacher.backend !== undefined && teacher.backend !== this.context.service.backend) || teacher.base_url) {
-      throw new RunError(
-        "backend",
-        "a teacher on another training service (trainer.teachers[0].backend or base_url) is not supported yet; serve the teacher from the student's service",
-      );
-    }
-    this.teacher ??= this.context.service.createSamplingClient(teacher.checkpoint ?? teacher.base_model);
+    this.teacher ??= this.context.service.createSamplingClient(teacher.checkpoint ?? teacher.baseModel);
     return this.teacher;
   }
 }

@@ -4,12 +4,12 @@
  * @module
  */
 import type { CustomLossFn } from "../../services/training/custom-loss.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { datum, type Datum } from "../../types/wire.js";
 import { InputError } from "../../errors.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
-import type { TrainStepResult } from "./trainer.js";
+import type { TrainStepResult } from "../../contracts/trainer.js";
 
 /** Which side of a pair a trajectory is, in `extraFields.preference`. */
 export type PreferenceSide = "chosen" | "rejected";

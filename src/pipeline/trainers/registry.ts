@@ -10,7 +10,7 @@ import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { RemoteApiRewardModelTrainer } from "./reward-model.js";
-import type { TrainerContext } from "./trainer.js";
+import type { TrainerContext } from "../../contracts/trainer.js";
 
 /** A concrete trainer class. */
 export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;

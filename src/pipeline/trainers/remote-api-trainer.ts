@@ -3,13 +3,12 @@
  * @module
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
-import { algorithmConfig, type AlgorithmConfig } from "../settings.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { adamParams, datum, type AdamParams, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
-import type { Trainer, TrainerContext, TrainStepResult } from "./trainer.js";
+import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "../../contracts/trainer.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
@@ -37,21 +36,20 @@ import type { Trainer, TrainerContext, TrainStepResult } from "./trainer.js";
 export abstract class RemoteApiTrainer implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND] = "nexrl.RemoteApiTrainer";
-  /** Services, recipe and tokenizer. */
+  /** Services, settings and tokenizer. */
   protected readonly context: TrainerContext;
   /** Seconds the service keeps each sampler snapshot (default one day). */
   protected readonly samplerTtlSeconds: number = 24 * 3600;
   private readonly warned = new Set<string>();
-  private algorithmCache: AlgorithmConfig | undefined;
 
-  /** @param context services, recipe and tokenizer, given by the pipeline. */
+  /** @param context services, settings and tokenizer, given by the pipeline. */
   constructor(context: TrainerContext) {
     this.context = context;
   }
 
   /** The hyper-parameters (`trainer.algorithm` merged with `service.train_service.config`). */
   get algorithm(): AlgorithmConfig {
-    return (this.algorithmCache ??= algorithmConfig(this.context.recipe));
+    return this.context.settings.algorithm;
   }
 
   /**

@@ -3,7 +3,7 @@
  * @module
  */
 import type { CustomLossFn } from "../../services/training/custom-loss.js";
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { rewardModelSequence } from "../rewards/reward-model.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";
 import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js";

@@ -2,7 +2,7 @@
  * Metrics of the trajectories a training step receives.
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import { putSummary } from "../stats.js";
 
 /**

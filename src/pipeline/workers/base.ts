@@ -5,58 +5,25 @@
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
-import type { TrainingService } from "../../services/training/types.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
-import type { Trajectory, TrajectoryInit } from "../../types/trajectory.js";
+import type { Trajectory, TrajectoryInit } from "../../contracts/trajectory.js";
 import type { DataRow } from "../data/files.js";
-import type { RolloutTask } from "../task.js";
+import type { RolloutTask } from "../../contracts/task.js";
+import {
+  ROLLOUT_SCOPE,
+  type RolloutResult,
+  type RolloutScope,
+  type RolloutWorkerContext,
+  type TruncatedSequence,
+  type WorkerSettings,
+} from "../../contracts/worker.js";
 import { NexrlError } from "../../errors.js";
 
-/** The `rollout_worker:` section of a parsed recipe. */
-export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
-
-/** What a rollout worker is constructed with. */
-export interface RolloutWorkerContext {
-  /** The worker's name, `rollout_worker-<slot>` (`validation_worker-<slot>` for validation). */
-  readonly name: string;
-  /** The whole parsed recipe. */
-  readonly recipe: RecipeConfig;
-  /** The tokenizer of the trained model. */
-  readonly tokenizer: Tokenizer;
-  /** The run's training service, for samplers of other models (a reward model); absent outside a run. */
-  readonly service?: TrainingService;
-}
-
-/** A sequence cut by {@link BaseRolloutWorker.truncate}. */
-export interface TruncatedSequence {
-  /** The tokens, at most `max_sequence_length`. */
-  tokens: number[];
-  /** The loss mask, cut alike. */
-  lossMask: number[];
-  /** The logprobs, cut alike, when given. */
-  logprobs: number[] | undefined;
-  /** Whether anything was cut. */
-  truncated: boolean;
-}
-
-/** What `rollout()` may return: trajectories (built or as plain objects), or nothing after `putTrajectory`. */
-export type RolloutResult = Trajectory | TrajectoryInit | ReadonlyArray<Trajectory | TrajectoryInit> | void | undefined;
-
 /**
- * What the pipeline attaches to a worker for the duration of one rollout. It lives under a
- * `Symbol.for` key so that a worker class compiled against another copy of nexrl (a user module
- * importing the built package) talks to this pipeline the same way.
- * @internal
+ * The `rollout_worker:` section of a parsed recipe, as the recipe spells it (snake_case). Workers
+ * read `WorkerSettings` instead.
  */
-export interface RolloutScope {
-  /** The rollout's inference client, when the run has one. */
-  readonly inference: InferenceClient | undefined;
-  /** Receives trajectories passed to `putTrajectory`; throws once the rollout has ended. */
-  put(trajectory: Trajectory | TrajectoryInit): void;
-}
-
-/** Key of the current {@link RolloutScope} on a worker instance. @internal */
-export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
+export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
 
 /**
  * Turns one task into trajectories. Subclass it and implement {@link BaseRolloutWorker.rollout}
@@ -88,23 +55,18 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
   static readonly [NEXRL_BRAND] = "nexrl.BaseRolloutWorker";
   /** The worker's name. */
   readonly name: string;
-  /** The whole parsed recipe. */
-  readonly recipe: RecipeConfig;
+  /** What the worker reads of the recipe (`rollout_worker:`, camelCase). */
+  readonly settings: WorkerSettings;
   /** The tokenizer of the trained model. */
   readonly tokenizer: Tokenizer;
   /** Set by the pipeline during a rollout. @internal */
   declare [ROLLOUT_SCOPE]: RolloutScope | undefined;
 
-  /** @param context name, recipe and tokenizer, given by the pipeline. */
+  /** @param context name, settings and tokenizer, given by the pipeline. */
   constructor(context: RolloutWorkerContext) {
     this.name = context.name;
-    this.recipe = context.recipe;
+    this.settings = context.settings;
     this.tokenizer = context.tokenizer;
-  }
-
-  /** The `rollout_worker:` section of the recipe (temperature, lengths, custom keys…). */
-  get config(): RolloutWorkerConfig {
-    return this.recipe.rollout_worker;
   }
 
   /**
@@ -139,7 +101,7 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
    * scoring: a truncated answer is usually worth reward 0.
    */
   protected truncate(tokens: number[], lossMask: number[], logprobs?: number[]): TruncatedSequence {
-    const max = this.config.max_sequence_length;
+    const max = this.settings.maxSequenceLength;
     if (max === undefined || tokens.length <= max) return { tokens, lossMask, logprobs, truncated: false };
     return {
       tokens: tokens.slice(0, max),

@@ -3,7 +3,7 @@
  * @module
  */
 import type { InferenceResult } from "../../services/inference/types.js";
-import { Trajectory } from "../../types/trajectory.js";
+import { Trajectory } from "../../contracts/trajectory.js";
 
 /**
  * A trajectory of one completion: prompt tokens with loss mask 0 and logprob 0, then the sampled

@@ -2,8 +2,8 @@
  * The `pig_latin` rollout worker: supervised examples from labelled rows.
  * @module
  */
-import { Trajectory } from "../../types/trajectory.js";
-import { rowNumber, type RolloutTask } from "../task.js";
+import { Trajectory } from "../../contracts/trajectory.js";
+import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { NexrlError } from "../../errors.js";

@@ -3,8 +3,8 @@
  * @module
  */
 import type { ChatMessage } from "../../types/tokenizer.js";
-import { Trajectory } from "../../types/trajectory.js";
-import { rowNumber, type RolloutTask } from "../task.js";
+import { Trajectory } from "../../contracts/trajectory.js";
+import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { promptMessages } from "./messages.js";
@@ -29,7 +29,7 @@ export class PreferenceRolloutWorker extends BaseRolloutWorker {
         `${where} needs text fields "chosen" and "rejected"; preference rows look like {"prompt": "...", "chosen": "...", "rejected": "..."}`,
       );
     }
-    const messages = promptMessages(task.prompt, where);
+    const messages = promptMessages(task.prompt);
     if (task.isVal) {
       const result = await this.inferenceClient.chat(messages, { temperature: 0 });
       const answer = result.response.trim();

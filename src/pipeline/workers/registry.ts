@@ -4,7 +4,8 @@
  */
 import { loadUserClass } from "../../recipe/user-module.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
-import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
+import { BaseRolloutWorker } from "./base.js";
+import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { PigLatinRolloutWorker } from "./pig-latin.js";
 import { PreferenceRolloutWorker } from "./preference.js";
 import { SimpleRolloutWorker } from "./simple.js";

@@ -2,8 +2,8 @@
  * The `simple` rollout worker: a text completion scored by its `<answer>` tag.
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
-import { rowNumber, type RolloutTask } from "../task.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
+import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { groundTruthOf } from "./math-answer.js";

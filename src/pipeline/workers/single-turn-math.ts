@@ -2,12 +2,13 @@
  * The `single_turn_math` rollout worker: one sampled answer per task, scored by rule.
  * @module
  */
-import type { Trajectory } from "../../types/trajectory.js";
+import type { Trajectory } from "../../contracts/trajectory.js";
 import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
 import { rewardModelOf, type RewardModelScorer } from "../rewards/reward-model.js";
-import { rowNumber, type RolloutTask } from "../task.js";
-import { BaseRolloutWorker, type RolloutWorkerContext } from "./base.js";
+import { rowNumber, type RolloutTask } from "../../contracts/task.js";
+import { BaseRolloutWorker } from "./base.js";
+import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";
 import { promptMessages } from "./messages.js";
@@ -33,13 +34,13 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
   private readonly rewardModel: RewardModelScorer | undefined;
 
   /**
-   * @param context name, recipe and tokenizer, given by the pipeline.
+   * @param context name, settings and tokenizer, given by the pipeline.
    * @throws NexrlError when the judge's API key variable is not set.
    */
   constructor(context: RolloutWorkerContext) {
     super(context);
-    this.judge = mathJudgeOf(context.recipe);
-    this.rewardModel = rewardModelOf(context.recipe, context.service, context.tokenizer);
+    this.judge = mathJudgeOf(context.settings);
+    this.rewardModel = rewardModelOf(context.settings, context.service, context.tokenizer);
   }
 
   /** Samples, scores and returns one trajectory. */
@@ -77,7 +78,7 @@ export class SingleTurnMathRolloutWorker extends BaseRolloutWorker {
         `row ${rowNumber(task)} has no ground truth; math rows need "ground_truth" (or "reward_model": {"ground_truth": ...})`,
       );
     }
-    const messages = promptMessages(task.prompt, `row ${rowNumber(task)}`);
+    const messages = promptMessages(task.prompt);
     const result = await this.inferenceClient.chat(messages);
     const extracted = extractFinalAnswer(result.response);
     const correct =

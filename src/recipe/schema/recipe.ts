@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from "zod";
-import { lossFunctions, type LossFunctionName } from "../../types/losses.js";
+import { lossFunctions, type LossFunctionName } from "../../contracts/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
 import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
 import {

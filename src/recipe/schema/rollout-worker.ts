@@ -283,6 +283,3 @@ export const trajectoryPoolSchema = z
     if (pool.key_list.length > 0) refuse(ctx, ["key_list"], `${why}; remove it (or set [])`);
   })
   .prefault({});
-
-/** `rollout_worker.agent` of a parsed recipe. */
-export type AgentOptions = z.output<typeof agentOptionsSchema>;

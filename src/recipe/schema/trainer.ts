@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../types/losses.js";
+import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../contracts/losses.js";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { LossFunctionName } from "../../types/losses.js";
+import type { LossFunctionName } from "../../contracts/losses.js";
 import type { CustomLossFn } from "./custom-loss.js";
 import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../../types/results.js";
 import type { AdamParams, Datum, ModelInput } from "../../types/wire.js";

@@ -13,7 +13,7 @@ import {
 import { DEFAULT_CHUNK_LIMITS, estimateDatumBytes } from "../../../src/services/training/tinker/chunks.js";
 import { negotiate } from "../../../src/services/training/tinker/generation.js";
 import { TinkerTrainingClient } from "../../../src/services/training/tinker/training-client.js";
-import { Trajectory } from "../../../src/types/trajectory.js";
+import { Trajectory } from "../../../src/contracts/trajectory.js";
 import { adamParams, datum, modelInputFromTokens } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir, tokens } from "./helpers.js";
 import { ConfigError, InputError } from "../../../src/errors.js";

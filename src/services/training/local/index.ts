@@ -6,7 +6,7 @@
  */
 import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../engine/index.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
-import type { LossFunctionName } from "../../../types/losses.js";
+import type { LossFunctionName } from "../../../contracts/losses.js";
 import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
 import { modelInputTokens, type AdamParams, type Datum, type ModelInput } from "../../../types/wire.js";
 import type {

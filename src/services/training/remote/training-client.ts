@@ -7,7 +7,7 @@
  * @module
  */
 import { SubmitOrder } from "../../../http/submit-order.js";
-import type { LossFunctionName } from "../../../types/losses.js";
+import type { LossFunctionName } from "../../../contracts/losses.js";
 import type { ForwardBackwardOutput } from "../../../types/results.js";
 import type { Datum } from "../../../types/wire.js";
 import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { type LossFunctionName } from "../../../contracts/losses.js";
+import { validateLossInputs } from "../../../types/loss-validation.js";
 import { InputError } from "../../../errors.js";
 import type { Datum } from "../../../types/wire.js";
 import { estimateDatumBytes, estimateDatumProtoBytes } from "./chunks.js";

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { validateLossInputs, type LossFunctionName } from "../../../types/losses.js";
+import { type LossFunctionName } from "../../../contracts/losses.js";
+import { validateLossInputs } from "../../../types/loss-validation.js";
 import { tensorValues, type Datum, type TensorData } from "../../../types/wire.js";
 import type { ForwardBackwardOutput, SampleOutput, SampledSequence, SamplingParams } from "../types.js";
 import { field, numberList, object } from "./fields.js";

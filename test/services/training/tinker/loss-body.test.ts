@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import { trajectoryToDatum } from "../../../../src/pipeline/index.js";
 import { estimateDatumBytes } from "../../../../src/services/training/tinker/chunks.js";
 import { checkDatums, lossBody } from "../../../../src/services/training/tinker/loss-body.js";
-import { validateLossInputs, type LossFunctionName } from "../../../../src/types/losses.js";
-import { Trajectory } from "../../../../src/types/trajectory.js";
+import { type LossFunctionName } from "../../../../src/contracts/losses.js";
+import { validateLossInputs } from "../../../../src/types/loss-validation.js";
+import { Trajectory } from "../../../../src/contracts/trajectory.js";
 import { datum, type Datum } from "../../../../src/types/wire.js";
 import { InputError } from "../../../../src/errors.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Trajectory, type TrajectoryInit } from "../../src/types/index.js";
+import { Trajectory, type TrajectoryInit } from "../../src/contracts/trajectory.js";
 import { InputError } from "../../src/errors.js";
 
 const good: TrajectoryInit = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5 };

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   LOSS_FUNCTION_NAMES,
-  datum,
   getLossFunction,
   lossFunctions,
-  validateLossInputs,
   type BuiltinLossContract,
   type BuiltinLossName,
   type LossInputValues,
-} from "../../src/types/index.js";
+} from "../../src/contracts/losses.js";
+import { validateLossInputs } from "../../src/types/loss-validation.js";
+import { datum } from "../../src/types/wire.js";
 import { InputError } from "../../src/errors.js";
 
 const lp = [-0.5, -1.2, -2.0, -0.1];

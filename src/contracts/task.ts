@@ -2,7 +2,26 @@
  * The unit of work handed to rollout workers.
  * @module
  */
-import type { DataRow } from "./data/files.js";
+import type { ChatMessage } from "../types/tokenizer.js";
+import type { DataRow } from "../pipeline/data/files.js";
+
+/**
+ * Whether `value` can be a task's prompt: text, or a list of `{role, content}` chat messages
+ * with text content. The data loader refuses rows whose prompt field is anything else.
+ */
+export function isTaskPrompt(value: unknown): value is string | readonly ChatMessage[] {
+  return (
+    typeof value === "string" ||
+    (Array.isArray(value) &&
+      value.every(
+        (m: unknown) =>
+          typeof m === "object" &&
+          m !== null &&
+          typeof (m as ChatMessage).role === "string" &&
+          typeof (m as ChatMessage).content === "string",
+      ))
+  );
+}
 
 /**
  * One rollout to run: a data row, which copy of it this is, and its sampling seed. `Row` is the
@@ -12,8 +31,8 @@ import type { DataRow } from "./data/files.js";
 export interface RolloutTask<Row extends object = DataRow> {
   /** The row's fields, as read from the data file. */
   readonly data: Readonly<Row>;
-  /** The row's prompt field (`data.prompt_key`): text, or chat messages. */
-  readonly prompt: unknown;
+  /** The row's prompt field (`data.prompt_key`): text, or chat messages (the loader checks which). */
+  readonly prompt: string | readonly ChatMessage[];
   /** Row index within the dataset (files concatenated in the order given). */
   readonly index: number;
   /** Pass over the data this task belongs to (0 for the first). */
