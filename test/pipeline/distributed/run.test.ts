@@ -6,15 +6,29 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { grpoRecipeYaml, tempDir, writeJsonl, additionRows } from "../helpers.js";
+import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
 import { startCli, until, type CliProcess } from "./cli.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
 
-/** The recipe of every run here; `distributed` adds the key (YAML lines under rollout_worker). */
-function recipe(distributed?: { url: string; prefix: string }): string {
-  const yaml = grpoRecipeYaml({ steps: 2 });
+/** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
+interface FailureSettings {
+  policy: "continue" | "stop_on_error";
+}
+
+/** The recipe of a run here; `distributed` adds the key, `failing` the failing worker (run 0 of every group fails). */
+function recipe(distributed?: { url: string; prefix: string }, failing?: FailureSettings): string {
+  let yaml = grpoRecipeYaml({
+    steps: 2,
+    ...(failing && {
+      worker: fixture("failing-worker.ts"),
+      className: "FailingWorker",
+      extra: `runtime_monitor:\n  exception_handling:\n    policy: ${failing.policy}\n`,
+    }),
+  });
+  if (failing)
+    yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");
   if (!distributed) return yaml;
   return yaml.replace(
     "  max_sequence_length: 64\n",
@@ -178,5 +192,36 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     expect(rows.map(untimed)).toEqual(baseline.map(untimed));
     // Handed back, not claimed: nothing waited for the claim time.
     expect(sum(rows, "workers/reclaimed")).toBe(0);
+  });
+
+  it("applies the failure policy to attempts that fail on the workers as in one process", async () => {
+    const local = await runFolder(recipe(undefined, { policy: "continue" }));
+    await drive(local);
+    const expected = await metrics(local);
+    // Run 0 of every group fails twice (one retry), then is skipped: 4 groups, 2 steps.
+    expect(sum(expected, "rollout/failed")).toBe(8);
+    expect(sum(expected, "rollout/skipped")).toBe(4);
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }, { policy: "continue" }));
+    const worker = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "3"], dir);
+    await drive(dir);
+    await stopWorkers([worker]);
+    const rows = await metrics(dir);
+    expect(rows.map(untimed)).toEqual(expected.map(untimed));
+    expect(sum(rows, "workers/failures")).toBeGreaterThan(0);
+    const failures = (await readFile(join(dir, "out", "failures.jsonl"), "utf8")).trim().split("\n");
+    expect(failures).toHaveLength(8);
+    expect(failures[0]).toContain("worker crashed on row");
+    expect(failures[0]).toContain("(on nexrl worker ");
+  });
+
+  it("stops the run when the policy says so, with the worker's error", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }, { policy: "stop_on_error" }));
+    const worker = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "3"], dir);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    expect(await driver.exited).toBe(3);
+    expect(driver.stderr()).toMatch(
+      /rollout of row \d+ \(group [\d-]+, run 0\) failed after 2 attempt\(s\): Error: worker crashed on row/,
+    );
+    await stopWorkers([worker]);
   });
 });
