@@ -38,9 +38,12 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
   /** Reads one task as consumer `name`, without acknowledging it. */
   async function takeTask(keys: StreamKeys, name: string): Promise<{ entry: string; message: TaskMessage }> {
     for (;;) {
-      const replies = (await client.xReadGroup(keys.group, name, { key: keys.tasks, id: ">" }, { COUNT: 1, BLOCK: 200 })) as
-        | Array<{ messages: Array<{ id: string; message: { body: string } }> }>
-        | null;
+      const replies = (await client.xReadGroup(
+        keys.group,
+        name,
+        { key: keys.tasks, id: ">" },
+        { COUNT: 1, BLOCK: 200 },
+      )) as Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null;
       const first = replies?.[0]?.messages[0];
       if (first) return { entry: first.id, message: decode<TaskMessage>(first.message.body) };
     }
