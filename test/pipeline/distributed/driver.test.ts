@@ -10,7 +10,6 @@ import { RedisRollouts } from "../../../src/pipeline/distributed/driver.js";
 import { decode, encode, type ResultMessage, type TaskMessage } from "../../../src/pipeline/distributed/messages.js";
 import { connectRedis, StreamKeys } from "../../../src/pipeline/distributed/redis.js";
 import { WorkerLoop } from "../../../src/pipeline/distributed/worker-loop.js";
-import type { RolloutRunner } from "../../../src/pipeline/rollout/runner.js";
 import { DistributedError, UserCodeError } from "../../../src/errors.js";
 import { task } from "../helpers.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
