@@ -372,6 +372,7 @@ export {
   JudgeError,
   RolloutError,
   RunError,
+  DistributedError,
   EngineError,
   ProtocolError,
   isRetryableStatus,

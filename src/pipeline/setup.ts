@@ -8,7 +8,7 @@ import type { TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
-import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
+import { RolloutRunner, type RemoteAttempts, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
 import type { RolloutTask } from "../contracts/task.js";
 import { workerSettings } from "./settings.js";
@@ -71,6 +71,8 @@ export interface RunnerParts {
   signal: AbortSignal;
   /** Told of every failed rollout attempt. */
   onFailure?(failure: RolloutFailure): void;
+  /** Runs the attempts on `nexrl worker` processes instead (`rollout_worker.distributed`). */
+  remote?: RemoteAttempts;
 }
 
 /** A {@link RolloutRunner} with the recipe's concurrency, timeout and sampling defaults. */
@@ -93,5 +95,6 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
     currentVersion: parts.currentVersion,
     signal: parts.signal,
     ...(parts.onFailure && { onFailure: parts.onFailure }),
+    ...(parts.remote && { remote: parts.remote }),
   });
 }

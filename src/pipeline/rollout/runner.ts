@@ -38,6 +38,36 @@ export interface RolloutRunnerOptions {
   signal?: AbortSignal;
   /** Told of every failed attempt, and of what the policy did about it (it must not throw). */
   onFailure?(failure: RolloutFailure): void;
+  /**
+   * Runs each attempt elsewhere (`nexrl worker` processes) instead of on a worker instance of
+   * this process; the policy, validation and counters stay here. No worker instance is made.
+   */
+  remote?: RemoteAttempts;
+}
+
+/** What a remote attempt brought back: the trajectories its worker produced and validated. */
+export interface RemoteAttemptResult {
+  /** The trajectories, each stamped with the task's group, run and policy version. */
+  trajectories: Array<Trajectory | TrajectoryInit>;
+  /** Sampled ids the tokenizer has no token for. */
+  unknownTokenIds: number;
+}
+
+/** Runs rollout attempts out of this process (see {@link RolloutRunnerOptions.remote}). */
+export interface RemoteAttempts {
+  /**
+   * Attempt `attempt` of `task`, with `version` the policy version stamped on trajectories that
+   * sampled nothing; rejects with the attempt's failure, or when `signal` aborts.
+   */
+  run(task: RolloutTask, attempt: number, version: number, signal: AbortSignal): Promise<RemoteAttemptResult>;
+}
+
+/** What one attempt produced: validated trajectories and the unknown token ids it sampled. */
+export interface AttemptResult {
+  /** Validated trajectories, in the order the worker produced them. */
+  trajectories: Trajectory[];
+  /** Sampled ids the tokenizer has no token for. */
+  unknownTokenIds: number;
 }
 
 /** A failed rollout attempt, for {@link RolloutRunnerOptions.onFailure}. */
@@ -91,7 +121,8 @@ export interface RolloutCounts {
  */
 interface Slot {
   readonly index: number;
-  worker: BaseRolloutWorker;
+  /** Made with the slot, or by its first attempt here; never for remote attempts. */
+  worker: BaseRolloutWorker | undefined;
   controller: AbortController;
   scope: AttemptScope | undefined;
   /**
@@ -140,28 +171,29 @@ class AttemptScope implements RolloutScope, GuardedRollout {
    * Settles the attempt's promise; dropped once used, since the scope may outlive the attempt (a
    * socket opened during it keeps it as its async context) and must not keep its result alive.
    */
-  settle: { resolve(trajectories: Trajectory[]): void; reject(error: unknown): void } | undefined;
-  /** Policy version of the trainer when the attempt started. */
-  readonly startVersion: number;
+  settle: { resolve(result: AttemptResult): void; reject(error: unknown): void } | undefined;
   private readonly produced: Array<Trajectory | TrajectoryInit> = [];
 
   constructor(
     private readonly runner: RolloutRunner,
     readonly slot: Slot,
+    /** The worker instance the attempt runs on. */
+    readonly worker: BaseRolloutWorker,
     readonly task: RolloutTask,
     readonly attempt: number,
+    /** Policy version stamped on trajectories that sampled nothing (the trainer's when the attempt started). */
+    readonly startVersion: number,
   ) {
-    const { inference, sampling, currentVersion } = runner.options;
+    const { inference, sampling } = runner.options;
     this.inference =
       inference &&
       new RolloutInferenceClient(inference, deriveSeed(task.seed, attempt), slot.controller.signal, sampling);
-    this.startVersion = currentVersion();
   }
 
   put(trajectory: Trajectory | TrajectoryInit): void {
     if (!this.open)
       throw new Error(
-        `${this.slot.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
+        `${this.worker.name}: putTrajectory was called after the rollout of ${describeTask(this.task)} ended (it returned, failed or timed out)`,
       );
     this.produced.push(trajectory);
   }
@@ -179,7 +211,7 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   fulfil(trajectories: Trajectory[]): void {
     const settle = this.settle;
     this.settle = undefined;
-    settle?.resolve(trajectories);
+    settle?.resolve({ trajectories, unknownTokenIds: this.inference?.unknownTokenIds ?? 0 });
   }
 
   /** Ends the attempt's promise with its failure. */
@@ -235,7 +267,7 @@ export class RolloutRunner {
     for (let index = 0; index < options.numWorkers; index++)
       this.slots.push({
         index,
-        worker: options.createWorker(index),
+        worker: options.remote ? undefined : options.createWorker(index),
         controller: new AbortController(),
         scope: undefined,
         timer: undefined,
@@ -286,7 +318,9 @@ export class RolloutRunner {
         if (this.options.signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
         if (attempt > 0) this.tally.retried++;
         try {
-          const trajectories = await this.attempt(task, attempt, slot);
+          const { trajectories } = this.options.remote
+            ? await this.remoteAttempt(task, attempt, slot)
+            : await this.attempt(task, attempt, slot, this.options.currentVersion());
           this.tally.succeeded++;
           return { task, status: "ok", trajectories, attempts: attempt + 1 };
         } catch (error) {
@@ -295,11 +329,41 @@ export class RolloutRunner {
         }
       }
     } finally {
-      // Straight to the longest-waiting task, else back to the free list.
-      const next = this.waiting.dequeue();
-      if (next) next(slot);
-      else this.free.push(slot);
+      this.release(slot);
     }
+  }
+
+  /**
+   * Runs attempt `attempt` of `task` once a worker is free, outside the failure policy: what
+   * `nexrl worker` does with a task of the driver's. `version` is stamped on trajectories that
+   * sampled nothing. Counts the attempt's unknown token ids only.
+   * @throws the attempt's failure, as it came.
+   */
+  async once(task: RolloutTask, attempt: number, version: number): Promise<AttemptResult> {
+    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
+    try {
+      return await this.attempt(task, attempt, slot, version);
+    } finally {
+      this.release(slot);
+    }
+  }
+
+  /** Hands `slot` straight to the longest-waiting task, else back to the free list. */
+  private release(slot: Slot): void {
+    const next = this.waiting.dequeue();
+    if (next) next(slot);
+    else this.free.push(slot);
+  }
+
+  /** Attempt `attempt` of `task` on a remote worker, its trajectories validated here as well. */
+  private async remoteAttempt(task: RolloutTask, attempt: number, slot: Slot): Promise<AttemptResult> {
+    const version = this.options.currentVersion();
+    const result = await this.options.remote!.run(task, attempt, version, slot.controller.signal);
+    this.tally.unknownTokenIds += result.unknownTokenIds;
+    return {
+      trajectories: this.accepted(task, result.trajectories, version),
+      unknownTokenIds: result.unknownTokenIds,
+    };
   }
 
   /**
@@ -371,11 +435,11 @@ export class RolloutRunner {
    * abandoned (a timeout, a hang, an uncaught error of its code), after which the worker's
    * promise is ignored.
    */
-  private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
+  private attempt(task: RolloutTask, attempt: number, slot: Slot, startVersion: number): Promise<AttemptResult> {
     const { timeoutMs } = this.options;
-    const worker = slot.worker;
-    const scope = new AttemptScope(this, slot, task, attempt);
-    const result = new Promise<Trajectory[]>((resolve, reject) => (scope.settle = { resolve, reject }));
+    const worker = (slot.worker ??= this.options.createWorker(slot.index));
+    const scope = new AttemptScope(this, slot, worker, task, attempt, startVersion);
+    const result = new Promise<AttemptResult>((resolve, reject) => (scope.settle = { resolve, reject }));
     worker[ROLLOUT_SCOPE] = scope;
     slot.scope = scope;
     if (timeoutMs > 0) {
