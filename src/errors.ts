@@ -350,6 +350,13 @@ export class ListenError extends ConfigError {
   }
 }
 
+/**
+ * The Redis server of `rollout_worker.distributed` (the queue between a run and its
+ * `nexrl worker` processes) could not be reached, refused the credentials, or lost the
+ * connection. The message names the server as `host:port`, never its password.
+ */
+export class DistributedError extends NexrlError {}
+
 /** A command line the `nexrl` CLI cannot run: an unknown command or flag, a missing or bad value. */
 export class UsageError extends ConfigError {}
 

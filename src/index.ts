@@ -345,6 +345,7 @@ export {
   JudgeError,
   RolloutError,
   RunError,
+  DistributedError,
   EngineError,
   ProtocolError,
   isRetryableStatus,

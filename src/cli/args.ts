@@ -49,8 +49,26 @@ export type CliCommand =
       verbose?: true;
     }
   | ServeCommand
+  | WorkerCommand
   | ReportCommand
   | SampleCommand;
+
+/** A parsed `nexrl worker` command line. */
+export interface WorkerCommand {
+  kind: "worker";
+  /** The run's recipe (its worker and agent modules, and `rollout_worker.distributed`). */
+  configPath: string;
+  /** Recipe overrides. */
+  overrides: string[];
+  /** The Redis URL, instead of the recipe's `rollout_worker.distributed.url`. */
+  redis?: string;
+  /** Rollouts at once (default: the recipe's `rollout_worker.num_workers`). */
+  concurrency?: number;
+  /** The consumer name (default `host-pid`). */
+  name?: string;
+  /** Print whole stacks on failure. */
+  verbose?: true;
+}
 
 /** Protocols `nexrl serve` can speak. */
 export const SERVE_PROTOCOLS = ["tinker", "weaver", "openai", "all"] as const;
@@ -149,12 +167,60 @@ function parseServe(args: readonly string[]): CliCommand {
 
 const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
 
+/** Parses the arguments of `nexrl worker`. */
+function parseWorker(argv: readonly string[]): CliCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        "train-config": { type: "string", short: "c" },
+        config: { type: "string" },
+        redis: { type: "string" },
+        concurrency: { type: "string" },
+        name: { type: "string" },
+        verbose: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nRun \`nexrl --help\` for the options.`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: "help" };
+  const bad = positionals.find((p) => !OVERRIDE.test(p));
+  if (bad !== undefined)
+    throw new UsageError(
+      `unexpected argument "${bad}"; overrides look like key.path=value (e.g. rollout_worker.num_workers=8)`,
+    );
+  const configPath = values["train-config"] ?? values.config;
+  if (!configPath) throw new UsageError("no recipe given; pass the run's recipe with -c/--train-config PATH");
+  let concurrency: number | undefined;
+  if (values.concurrency !== undefined) {
+    concurrency = Number(values.concurrency);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new UsageError(`--concurrency must be a whole number of at least 1, not "${values.concurrency}"`);
+  }
+  return {
+    kind: "worker",
+    configPath,
+    overrides: positionals,
+    ...(values.redis !== undefined && { redis: values.redis }),
+    ...(concurrency !== undefined && { concurrency }),
+    ...(values.name !== undefined && { name: values.name }),
+    ...(values.verbose && { verbose: true as const }),
+  };
+}
+
 /** Parses `argv` (without the node and script entries) into a {@link CliCommand}. */
 export function parseCommandLine(argv: readonly string[]): CliCommand {
   const [first, ...rest] = argv;
   if (first === "serve") return parseServe(rest);
   if (first === "report") return parseReport(rest);
   if (first === "sample") return parseSample(rest);
+  if (first === "worker") return parseWorker(rest);
   const subcommand = first === "validate" ? first : undefined;
   let parsed;
   try {
@@ -222,6 +288,7 @@ Usage:
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
               [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
               [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
+  nexrl worker -c RECIPE [--redis URL] [--concurrency N] [--name NAME] [key.path=value ...]
   nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT]]
   nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
                [--logprobs] [--json] [--seed N]
@@ -248,6 +315,9 @@ Commands:
   serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
                              protocols until stopped (Ctrl-C), so tinker/weaver recipes run
                              without a remote service.
+  worker                     run the rollouts of a run whose recipe sets rollout_worker.distributed:
+                             takes tasks from its Redis server until stopped (SIGTERM or Ctrl-C
+                             hands back the tasks in flight and exits 0).
   report                     write a run folder's report: one HTML file (summary, a chart per
                              metric, rollouts token by token, checkpoints, configuration).
   sample                     sample from a run's trained weights (the latest checkpoint, or
@@ -281,6 +351,13 @@ Serve options:
                              repeat for more runs.
   The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
   a port in use or a privileged port exits 3.
+
+Worker options:
+  -c, --train-config PATH    the run's recipe: the worker loads its rollout worker (and agent).
+      --redis URL            the Redis server (default: rollout_worker.distributed.url);
+                             redis://[[user]:password@]host[:port][/db], rediss:// for TLS.
+      --concurrency N        rollouts at once (default: rollout_worker.num_workers).
+      --name NAME            the worker's name in the driver's metrics (default: host-pid).
 
 Report options:
   -o, --output FILE          the HTML file (default: RUN_DIR/report.html).

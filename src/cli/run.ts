@@ -59,6 +59,8 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
         return EXIT_CODES.ok;
       case "serve":
         return await (await import("./serve.js")).runServe(command, io);
+      case "worker":
+        return await (await import("./worker.js")).runWorker(command, io, loadRedacting);
       case "report":
         return await (await import("./report.js")).runReport(command, io);
       case "sample":

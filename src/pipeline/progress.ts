@@ -57,6 +57,11 @@ export class ProgressPrinter {
       `reward ${fmt(num("rollout/reward_mean"))}`,
       skipped === undefined ? `loss ${fmt(num("train/loss"))}` : `nothing trained: ${skipped}`,
       ...(num("val/reward_mean") !== undefined ? [`val ${fmt(num("val/reward_mean"))}`] : []),
+      ...(num("workers/alive") !== undefined
+        ? [
+            `workers ${num("workers/alive")} (${num("workers/tasks") ?? 0} tasks, ${num("workers/failures") ?? 0} failed)`,
+          ]
+        : []),
       `${fmt(perStep, 1)} s/step`,
       `eta ${duration(perStep * (this.totalSteps - step))}`,
     ].join(" | ");

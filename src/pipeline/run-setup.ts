@@ -23,6 +23,7 @@ import { RolloutScheduler } from "./scheduler.js";
 import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
 import { openTrainingService } from "./services.js";
 import { createRunner } from "./setup.js";
+import type { DistributedRun } from "./distributed/driver-parts.js";
 import type { Trainer } from "./trainers/trainer.js";
 import { Validator } from "./validation.js";
 import { WeightSync } from "./weight-sync.js";
@@ -94,6 +95,8 @@ export interface RunParts {
   versions: { released: number };
   /** The `tokens/*` and `cost/*` metrics. */
   accounting: RunAccounting;
+  /** The Redis queue and inference relay of `rollout_worker.distributed`; closed by the run. */
+  distributed: DistributedRun | undefined;
 }
 
 /**
@@ -178,73 +181,95 @@ export async function setUpRun(
   });
   const versions = { released: resume?.step ?? 0 };
   const policy = failurePolicyFromRecipe(config, options.minGroupSize);
-  const runnerParts = {
-    workerClass,
-    tokenizer,
-    policy,
-    maxSequenceLength,
-    currentVersion: () => versions.released,
-    signal: stopSignal,
-    onFailure,
-  };
-  const runner = createRunner(config, {
-    ...runnerParts,
-    namePrefix: "rollout_worker",
-    inference: config.rollout_worker.need_llm_inference ? inference : undefined,
-  });
-  const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
-  const stalenessThreshold = mode === "sync" ? 0 : threshold;
-  const pool = new TrajectoryPool({
-    readiness: config.trajectory_pool.check_batch_ready_function,
-    batchSize: config.trajectory_pool.batch_size,
-    stalenessThreshold,
-    minGroupSize: policy.mode === "skip" ? policy.minGroupSize : 1,
-  });
-  if (resume) {
-    loader.restore(resume.data);
-    pool.restore(resume.pool, (saved) => loader.groupOf(saved));
+  const needsInference = config.rollout_worker.need_llm_inference || validationLoader !== undefined;
+  const settings = config.rollout_worker.distributed;
+  // Imported only here: a run in one process never loads the Redis client.
+  const distributed =
+    settings &&
+    (await (
+      await import("./distributed/driver-parts.js")
+    ).DistributedRun.open(settings, needsInference ? inference : undefined, (error) =>
+      options.emit({ type: "warning", message: options.redact(error.message) }),
+    ));
+  try {
+    const runnerParts = {
+      workerClass,
+      tokenizer,
+      policy,
+      maxSequenceLength,
+      currentVersion: () => versions.released,
+      signal: stopSignal,
+      onFailure,
+    };
+    const runner = createRunner(config, {
+      ...runnerParts,
+      namePrefix: "rollout_worker",
+      inference: config.rollout_worker.need_llm_inference ? inference : undefined,
+      ...(distributed && { remote: distributed.training(config.rollout_worker.need_llm_inference) }),
+    });
+    const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
+    const stalenessThreshold = mode === "sync" ? 0 : threshold;
+    const pool = new TrajectoryPool({
+      readiness: config.trajectory_pool.check_batch_ready_function,
+      batchSize: config.trajectory_pool.batch_size,
+      stalenessThreshold,
+      minGroupSize: policy.mode === "skip" ? policy.minGroupSize : 1,
+    });
+    if (resume) {
+      loader.restore(resume.data);
+      pool.restore(resume.pool, (saved) => loader.groupOf(saved));
+    }
+    const scheduler = new RolloutScheduler({
+      loader,
+      runner,
+      pool,
+      mode: mode === "fully-async" ? "stream" : "batches",
+      lookahead: stalenessThreshold,
+      batchSize: config.trajectory_pool.batch_size,
+    });
+    const runners = [runner];
+    let validator: Validator | undefined;
+    if (validationLoader) {
+      const validationRunner = createRunner(config, {
+        ...runnerParts,
+        namePrefix: "validation_worker",
+        inference,
+        ...(distributed && { remote: distributed.validation() }),
+      });
+      runners.push(validationRunner);
+      validator = new Validator(validationLoader, validationRunner);
+    }
+    const trainer = new trainerClass({
+      recipe: config,
+      service,
+      trainingClient: client,
+      tokenizer,
+      initialSamplerPath,
+      warn: (message) => options.emit({ type: "warning", message }),
+    });
+    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step);
+    if (resume) accounting.restore(metrics.rows.at(-1));
+    return {
+      client,
+      tokenizer,
+      loader,
+      runner,
+      pool,
+      scheduler,
+      trainer,
+      weightSync: new WeightSync(service, inference, sampler),
+      validator,
+      metrics,
+      samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
+      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
+      runners,
+      initialSamplerPath,
+      versions,
+      accounting,
+      distributed,
+    };
+  } catch (error) {
+    await distributed?.close();
+    throw error;
   }
-  const scheduler = new RolloutScheduler({
-    loader,
-    runner,
-    pool,
-    mode: mode === "fully-async" ? "stream" : "batches",
-    lookahead: stalenessThreshold,
-    batchSize: config.trajectory_pool.batch_size,
-  });
-  const runners = [runner];
-  let validator: Validator | undefined;
-  if (validationLoader) {
-    const validationRunner = createRunner(config, { ...runnerParts, namePrefix: "validation_worker", inference });
-    runners.push(validationRunner);
-    validator = new Validator(validationLoader, validationRunner);
-  }
-  const trainer = new trainerClass({
-    recipe: config,
-    service,
-    trainingClient: client,
-    tokenizer,
-    initialSamplerPath,
-    warn: (message) => options.emit({ type: "warning", message }),
-  });
-  const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step);
-  if (resume) accounting.restore(metrics.rows.at(-1));
-  return {
-    client,
-    tokenizer,
-    loader,
-    runner,
-    pool,
-    scheduler,
-    trainer,
-    weightSync: new WeightSync(service, inference, sampler),
-    validator,
-    metrics,
-    samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
-    failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
-    runners,
-    initialSamplerPath,
-    versions,
-    accounting,
-  };
 }

@@ -7,7 +7,7 @@ import type { InferenceClient } from "../services/inference/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
-import { RolloutRunner, type RolloutFailure } from "./rollout/runner.js";
+import { RolloutRunner, type RemoteAttempts, type RolloutFailure } from "./rollout/runner.js";
 import type { RolloutWorkerClass } from "./workers/registry.js";
 import { promptMessages } from "./workers/messages.js";
 
@@ -67,6 +67,8 @@ export interface RunnerParts {
   signal: AbortSignal;
   /** Told of every failed rollout attempt. */
   onFailure?(failure: RolloutFailure): void;
+  /** Runs the attempts on `nexrl worker` processes instead (`rollout_worker.distributed`). */
+  remote?: RemoteAttempts;
 }
 
 /** A {@link RolloutRunner} with the recipe's concurrency, timeout and sampling defaults. */
@@ -84,5 +86,6 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
     currentVersion: parts.currentVersion,
     signal: parts.signal,
     ...(parts.onFailure && { onFailure: parts.onFailure }),
+    ...(parts.remote && { remote: parts.remote }),
   });
 }

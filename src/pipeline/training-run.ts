@@ -53,6 +53,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult
     });
   } finally {
     stop.abort();
+    await supervisor.run?.close();
     await service.close();
   }
 }
@@ -152,6 +153,11 @@ class TrainingRun {
       });
     for (const runner of this.parts.runners) runner.endHung();
     return hung.length;
+  }
+
+  /** Closes what the run holds open besides the service (the Redis queue of a distributed run). */
+  async close(): Promise<void> {
+    await this.parts.distributed?.close();
   }
 
   /** Stops the loop at its next step boundary: after an error, nothing more is trained. */
@@ -322,9 +328,11 @@ class TrainingRun {
       validationSeconds = validation.seconds;
     }
     const counts = this.parts.runner.takeCounts();
+    const workers = await this.parts.distributed?.metrics();
     const row: MetricsRow = {
       step: this.step,
       ...metrics,
+      ...workers,
       "rollout/failed": counts.failed,
       "rollout/retried": counts.retried,
       "rollout/timed_out": counts.timedOut,

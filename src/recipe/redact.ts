@@ -34,9 +34,17 @@ function secretValues(env: Readonly<Record<string, string | undefined>>): string
   return [...new Set(values)].sort((a, b) => b.length - a.length);
 }
 
-/** Replaces every occurrence of each of `secrets` in `text` by `***`. */
+/** The password of a URL with credentials (`scheme://user:password@host`): group 2. */
+const URL_PASSWORD = /(\b[a-z][a-z\d+.-]*:\/\/[^\s/:@]*:)([^\s/@]+)(@)/gi;
+
+/** `text` with the password of every URL in it (`redis://:pw@host`) replaced by `***`, whatever its length. */
+export function redactUrlPasswords(text: string): string {
+  return text.replace(URL_PASSWORD, `$1${REDACTED}$3`);
+}
+
+/** Replaces every occurrence of each of `secrets` in `text`, and every URL password, by `***`. */
 function replaceSecrets(text: string, secrets: readonly string[]): string {
-  return secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text);
+  return redactUrlPasswords(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
 }
 
 /** String values under secret-looking keys of `config`, at any depth, with their key paths. */
@@ -52,6 +60,26 @@ function secretSettings(config: unknown): Array<{ key: string; value: string }> 
   return found;
 }
 
+/** The passwords of the URLs with credentials among the strings of `config`, as written and decoded. */
+function urlPasswords(config: unknown): string[] {
+  const found: string[] = [];
+  const visit = (value: unknown): void => {
+    if (typeof value === "string")
+      for (const match of value.matchAll(URL_PASSWORD)) {
+        found.push(match[2]!);
+        try {
+          found.push(decodeURIComponent(match[2]!));
+        } catch {
+          // Not percent-encoded text: the password as written is enough.
+        }
+      }
+    else if (Array.isArray(value)) value.forEach(visit);
+    else if (isPlainMap(value)) Object.values(value).forEach(visit);
+  };
+  visit(config);
+  return found;
+}
+
 /**
  * A function that replaces by `***`, inside any text, every secret a run knows: the values of
  * secret-looking environment variables and of secret-looking recipe keys (`api_key`, …), each
@@ -61,9 +89,9 @@ export function secretRedactor(
   config: unknown,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): (text: string) => string {
-  const fromConfig = secretSettings(config)
-    .map((s) => s.value)
-    .filter((value) => value.length >= MIN_SECRET_LENGTH);
+  const fromConfig = [...secretSettings(config).map((s) => s.value), ...urlPasswords(config)].filter(
+    (value) => value.length >= MIN_SECRET_LENGTH,
+  );
   const secrets = [...new Set([...secretValues(env), ...fromConfig])].sort((a, b) => b.length - a.length);
   return (text) => replaceSecrets(text, secrets);
 }

@@ -110,6 +110,14 @@ const READ: Record<string, string> = {
   "rollout_worker.judge.max_retries": "src/pipeline/rewards/math-judge.ts",
   "rollout_worker.judge.cache": "src/pipeline/rewards/math-judge.ts",
   "rollout_worker.max_rollout_retries": "src/pipeline/rollout/failure-policy.ts",
+  "rollout_worker.distributed.url": "src/pipeline/distributed/driver.ts",
+  "rollout_worker.distributed.stream_prefix": "src/pipeline/distributed/driver.ts",
+  "rollout_worker.distributed.claim_idle_ms": "src/cli/worker.ts",
+  "rollout_worker.distributed.max_deliveries": "src/cli/worker.ts",
+  "rollout_worker.distributed.heartbeat_ms": "src/cli/worker.ts",
+  "rollout_worker.distributed.inference.host": "src/pipeline/distributed/inference-relay.ts",
+  "rollout_worker.distributed.inference.port": "src/pipeline/distributed/inference-relay.ts",
+  "rollout_worker.distributed.inference.public_host": "src/pipeline/distributed/inference-relay.ts",
   "trajectory_pool.batch_size": "src/pipeline/run-setup.ts",
   "trajectory_pool.check_batch_ready_function": "src/pipeline/run-setup.ts",
   "trainer.type": "src/pipeline/trainers/registry.ts",
@@ -173,6 +181,7 @@ const CHECKED: Record<string, string> = {
   "data.keep_batch_order": "must be what weight.sync_mode does",
   "data.max_response_length": "must equal rollout_worker.max_response_length",
   "data.mock_api_type": "refused when set",
+  "rollout_worker.distributed.engine": "only `redis`: Redis Streams are the one queue",
   "validate.data.type": "only `torch`",
   "validate.data.keep_batch_order": "refused when set",
   "validate.data.max_response_length": "must equal rollout_worker.max_response_length",
@@ -228,7 +237,32 @@ interface Refusal {
 
 const VAL = "++validate.data={data_files: [train.jsonl]";
 const JUDGE = "{base_url: 'http://127.0.0.1:9/v1', model: judge}";
+const REDIS = "{engine: redis, url: 'redis://127.0.0.1:6379'";
 const REFUSED: Refusal[] = [
+  {
+    overrides: [`++rollout_worker.distributed=${REDIS}, claim_idle: 5}`],
+    keyPath: "rollout_worker.distributed.claim_idle",
+    says: "did you mean `claim_idle_ms`?",
+  },
+  {
+    overrides: ["++rollout_worker.distributed={engine: redis, url: 'http://127.0.0.1:6379'}"],
+    keyPath: "rollout_worker.distributed.url",
+    says: "not a Redis URL: write redis://",
+  },
+  {
+    overrides: ["++rollout_worker.distributed={engine: kafka, url: 'redis://127.0.0.1:6379'}"],
+    keyPath: "rollout_worker.distributed.engine",
+    says: "redis",
+  },
+  {
+    overrides: [
+      "rollout_worker.type=agent",
+      "++rollout_worker.agent={external: true, gateway: {port: 8765}}",
+      `++rollout_worker.distributed=${REDIS}}`,
+    ],
+    keyPath: "rollout_worker.distributed",
+    says: "external agents claim their tasks from this process's agent gateway",
+  },
   { overrides: ["++multi_model=true"], keyPath: "multi_model", says: "one model per run" },
   {
     overrides: ["logger.backend=[console,wandb]"],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isSecretKey, redactSecrets, redactText } from "../../src/recipe/index.js";
+import { redactUrlPasswords, secretRedactor } from "../../src/recipe/redact.js";
 
 describe("redactSecrets", () => {
   it("masks non-empty values under secret-looking keys, at any depth", () => {
@@ -94,5 +95,25 @@ describe("redactSecrets", () => {
     ]) {
       expect(isSecretKey(name), name).toBe(false);
     }
+  });
+});
+
+describe("URL passwords", () => {
+  const url = "redis://worker:hunter2-redis@redis.internal:6380/1";
+
+  it("are masked in printed recipes and in any text, whatever their length", () => {
+    const config = { rollout_worker: { distributed: { engine: "redis", url } } };
+    expect(redactSecrets(config, {}).rollout_worker.distributed.url).toBe("redis://worker:***@redis.internal:6380/1");
+    expect(redactUrlPasswords("cannot reach redis://:pw@h:1 or rediss://u:p%40ss@h")).toBe(
+      "cannot reach redis://:***@h:1 or rediss://u:***@h",
+    );
+    expect(redactUrlPasswords("http://user@host/path:x@y")).toBe("http://user@host/path:x@y");
+  });
+
+  it("are masked alone too, by the run's redactor", () => {
+    const redact = secretRedactor({ rollout_worker: { distributed: { url } } }, {});
+    expect(redact(`AUTH failed for hunter2-redis at ${url}`)).toBe(
+      "AUTH failed for *** at redis://worker:***@redis.internal:6380/1",
+    );
   });
 });

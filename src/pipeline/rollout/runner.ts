@@ -37,6 +37,36 @@ export interface RolloutRunnerOptions {
   signal?: AbortSignal;
   /** Told of every failed attempt, and of what the policy did about it (it must not throw). */
   onFailure?(failure: RolloutFailure): void;
+  /**
+   * Runs each attempt elsewhere (`nexrl worker` processes) instead of on a worker instance of
+   * this process; the policy, validation and counters stay here. No worker instance is made.
+   */
+  remote?: RemoteAttempts;
+}
+
+/** What a remote attempt brought back: the trajectories its worker produced and validated. */
+export interface RemoteAttemptResult {
+  /** The trajectories, each stamped with the task's group, run and policy version. */
+  trajectories: Array<Trajectory | TrajectoryInit>;
+  /** Sampled ids the tokenizer has no token for. */
+  unknownTokenIds: number;
+}
+
+/** Runs rollout attempts out of this process (see {@link RolloutRunnerOptions.remote}). */
+export interface RemoteAttempts {
+  /**
+   * Attempt `attempt` of `task`, with `version` the policy version stamped on trajectories that
+   * sampled nothing; rejects with the attempt's failure, or when `signal` aborts.
+   */
+  run(task: RolloutTask, attempt: number, version: number, signal: AbortSignal): Promise<RemoteAttemptResult>;
+}
+
+/** What one attempt produced: validated trajectories and the unknown token ids it sampled. */
+export interface AttemptResult {
+  /** Validated trajectories, in the order the worker produced them. */
+  trajectories: Trajectory[];
+  /** Sampled ids the tokenizer has no token for. */
+  unknownTokenIds: number;
 }
 
 /** A failed rollout attempt, for {@link RolloutRunnerOptions.onFailure}. */
@@ -90,7 +120,8 @@ export interface RolloutCounts {
  */
 interface Slot {
   readonly index: number;
-  worker: BaseRolloutWorker;
+  /** Made when the slot first runs an attempt here (never for remote attempts). */
+  worker: BaseRolloutWorker | undefined;
   controller: AbortController;
   scope: AttemptScope | undefined;
 }
@@ -187,7 +218,7 @@ export class RolloutRunner {
     for (let index = 0; index < options.numWorkers; index++)
       this.slots.push({
         index,
-        worker: options.createWorker(index),
+        worker: options.remote ? undefined : options.createWorker(index),
         controller: new AbortController(),
         scope: undefined,
       });
@@ -224,7 +255,7 @@ export class RolloutRunner {
    * @throws {@link RolloutError} when the policy stops the run.
    */
   async run(task: RolloutTask): Promise<RolloutOutcome> {
-    const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
+    const slot = await this.acquire();
     const { policy, signal } = this.options;
     const aborted = (attempts: number): RolloutOutcome => ({ task, status: "aborted", trajectories: [], attempts });
     try {
@@ -232,7 +263,9 @@ export class RolloutRunner {
         if (signal?.aborted) return aborted(attempt);
         if (attempt > 0) this.tally.retried++;
         try {
-          const trajectories = await this.attempt(task, attempt, slot);
+          const { trajectories } = this.options.remote
+            ? await this.remoteAttempt(task, attempt, slot)
+            : await this.attempt(task, attempt, slot, this.options.currentVersion());
           this.tally.succeeded++;
           return { task, status: "ok", trajectories, attempts: attempt + 1 };
         } catch (error) {
@@ -251,11 +284,46 @@ export class RolloutRunner {
         }
       }
     } finally {
-      // Straight to the longest-waiting task, else back to the free list.
-      const next = this.waiting.dequeue();
-      if (next) next(slot);
-      else this.free.push(slot);
+      this.releaseSlot(slot);
     }
+  }
+
+  /**
+   * Runs attempt `attempt` of `task` once a worker is free, outside the failure policy: what
+   * `nexrl worker` does with a task of the driver's. `version` is stamped on trajectories that
+   * sampled nothing. Counts the attempt's unknown token ids only.
+   * @throws the attempt's failure, as it came.
+   */
+  async once(task: RolloutTask, attempt: number, version: number): Promise<AttemptResult> {
+    const slot = await this.acquire();
+    try {
+      return await this.attempt(task, attempt, slot, version);
+    } finally {
+      this.releaseSlot(slot);
+    }
+  }
+
+  /** A free slot, once there is one (first come first served). */
+  private async acquire(): Promise<Slot> {
+    return this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
+  }
+
+  /** Hands `slot` straight to the longest-waiting task, else back to the free list. */
+  private releaseSlot(slot: Slot): void {
+    const next = this.waiting.dequeue();
+    if (next) next(slot);
+    else this.free.push(slot);
+  }
+
+  /** Attempt `attempt` of `task` on a remote worker, its trajectories validated here as well. */
+  private async remoteAttempt(task: RolloutTask, attempt: number, slot: Slot): Promise<AttemptResult> {
+    const version = this.options.currentVersion();
+    const result = await this.options.remote!.run(task, attempt, version, slot.controller.signal);
+    this.tally.unknownTokenIds += result.unknownTokenIds;
+    return {
+      trajectories: this.accepted(task, result.trajectories, version),
+      unknownTokenIds: result.unknownTokenIds,
+    };
   }
 
   /** The tasks of the attempts running now. */
@@ -307,9 +375,9 @@ export class RolloutRunner {
    * abandoned (a timeout, a hang, an uncaught error of its code), after which the worker's
    * promise is ignored.
    */
-  private attempt(task: RolloutTask, attempt: number, slot: Slot): Promise<Trajectory[]> {
+  private attempt(task: RolloutTask, attempt: number, slot: Slot, startVersion: number): Promise<AttemptResult> {
     const { options } = this;
-    const worker = slot.worker;
+    const worker = (slot.worker ??= options.createWorker(slot.index));
     const scope = new AttemptScope(
       this,
       worker,
@@ -321,8 +389,7 @@ export class RolloutRunner {
     );
     worker[ROLLOUT_SCOPE] = scope;
     slot.scope = scope;
-    const startVersion = options.currentVersion();
-    return new Promise<Trajectory[]>((resolve, reject) => {
+    return new Promise<AttemptResult>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       /**
        * Closes the attempt, once: no more puts, its inference calls still in flight aborted, an
@@ -382,7 +449,14 @@ export class RolloutRunner {
         (result) => {
           if (!end(false)) return;
           try {
-            resolve(this.accepted(task, scope.take(result), scope.inference?.oldestPolicyVersion ?? startVersion));
+            resolve({
+              trajectories: this.accepted(
+                task,
+                scope.take(result),
+                scope.inference?.oldestPolicyVersion ?? startVersion,
+              ),
+              unknownTokenIds: scope.inference?.unknownTokenIds ?? 0,
+            });
           } catch (error) {
             reject(error);
           }

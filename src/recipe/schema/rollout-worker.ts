@@ -52,6 +52,55 @@ export const agentOptionsSchema = z.strictObject({
     .prefault({}),
 });
 
+/** The URL schemes of a Redis server: plain TCP and TLS. */
+const REDIS_SCHEMES = new Set(["redis:", "rediss:"]);
+
+/**
+ * Shape of `rollout_worker.distributed:`: rollouts run by `nexrl worker` processes on any
+ * machines, through Redis Streams, instead of in this process.
+ */
+export const distributedSchema = z.strictObject({
+  /** The queue the tasks go through; Redis Streams with consumer groups is the only one. */
+  engine: z.enum(["redis"]),
+  /**
+   * The Redis server, `redis://[[user]:password@]host[:port][/db]` (`rediss://` for TLS). The
+   * password never appears in logs, errors or printed recipes.
+   */
+  url: nonEmpty.refine(
+    (url) => {
+      try {
+        return REDIS_SCHEMES.has(new URL(url).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: "not a Redis URL: write redis://[[user]:password@]host[:port][/db] (rediss:// for TLS)" },
+  ),
+  /** Prefix of every Redis key of the run (streams, consumer group, worker heartbeats): runs sharing a server need different ones. */
+  stream_prefix: nonEmpty.regex(/^[^\s]+$/, "no spaces").default("nexrl"),
+  /** Milliseconds a task may stay unacknowledged before another worker claims it (its worker is taken for dead). Keep it above the longest rollout. */
+  claim_idle_ms: positiveInt.default(60_000),
+  /** Deliveries of a task without a result (its workers died or were stopped) before it counts as a failed attempt under the failure policy. */
+  max_deliveries: positiveInt.default(3),
+  /** Milliseconds between a worker's heartbeats; a worker missing three is no longer counted alive. */
+  heartbeat_ms: positiveInt.default(2_000),
+  /**
+   * Where the driver serves its sampler to the workers (rollouts that sample call it over HTTP).
+   * Keep `127.0.0.1` when every worker runs on this machine; set this machine's address (or
+   * `0.0.0.0` with `inference.public_host`) when they run on others.
+   */
+  inference: z
+    .strictObject({
+      /** Interface to bind. */
+      host: nonEmpty.default("127.0.0.1"),
+      /** Port; 0 picks a free one. */
+      port: nonNegativeInt.max(65535).default(0),
+      /** The host workers connect to, when it differs from `host` (for example `host: 0.0.0.0`). */
+      public_host: nonEmpty.optional(),
+    })
+    .prefault({}),
+});
+
 /** Shape of `rollout_worker:`. */
 export const rolloutWorkerSchema = z
   .strictObject({
@@ -119,6 +168,8 @@ export const rolloutWorkerSchema = z
         agents_per_worker: positiveInt.optional(),
       })
       .optional(),
+    /** Run rollouts on `nexrl worker` processes through Redis instead of in this process (see {@link distributedSchema}). */
+    distributed: distributedSchema.optional(),
   })
   .superRefine((worker, ctx) => {
     if (worker.type === "custom" && worker.custom_rollout_worker_module_path === undefined) {
@@ -200,6 +251,12 @@ export const rolloutWorkerSchema = z
         ["custom_rollout_worker_module_path"],
         `read only when \`type\` is \`custom\`, and this worker is \`${worker.type}\`: remove it, or set \`type: custom\` to run your class`,
       );
+    if (worker.agent?.external && worker.distributed !== undefined)
+      refuse(
+        ctx,
+        ["distributed"],
+        "external agents claim their tasks from this process's agent gateway, so no task would reach the `nexrl worker` processes: remove agent.external or distributed",
+      );
     if (worker.agent?.external && worker.agent.gateway.port === 0) {
       ctx.addIssue({
         code: "custom",
@@ -237,6 +294,9 @@ export const trajectoryPoolSchema = z
     if (pool.key_list.length > 0) refuse(ctx, ["key_list"], `${why}; remove it (or set [])`);
   })
   .prefault({});
+
+/** `rollout_worker.distributed` of a parsed recipe. */
+export type DistributedOptions = z.output<typeof distributedSchema>;
 
 /** `rollout_worker.agent` of a parsed recipe. */
 export type AgentOptions = z.output<typeof agentOptionsSchema>;

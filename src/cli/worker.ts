@@ -1,0 +1,131 @@
+/**
+ * `nexrl worker`: runs the rollouts of a distributed run (`rollout_worker.distributed`) — the
+ * recipe's rollout worker (and agent) loaded as the driver loads it, tasks taken from the run's
+ * Redis server until SIGTERM or Ctrl-C, which hand back the tasks in flight and exit 0.
+ * @module
+ */
+import type { LoadedRecipe } from "../recipe/load.js";
+import { distributedSchema, type DistributedOptions } from "../recipe/schema/rollout-worker.js";
+import { EXIT_CODES, type WorkerCommand } from "./args.js";
+import type { CliIO } from "./run.js";
+import { ConfigError, UserCodeError } from "../errors.js";
+
+/** The distributed settings of the worker: the recipe's, with `--redis` for the URL. */
+function workerSettings(recipe: LoadedRecipe, redis: string | undefined): DistributedOptions {
+  const settings = recipe.config.rollout_worker.distributed;
+  if (!settings && redis === undefined)
+    throw new ConfigError(
+      `${recipe.path} has no rollout_worker.distributed and no --redis URL was given: a worker takes its tasks from the Redis server of a distributed run; pass --redis redis://host:port or set rollout_worker.distributed in the recipe`,
+    );
+  const parsed = distributedSchema.safeParse({ ...(settings ?? { engine: "redis" }), ...(redis && { url: redis }) });
+  if (!parsed.success)
+    throw new ConfigError(
+      `--redis: ${parsed.error.issues[0]?.message ?? "not a Redis URL"} (redis://[[user]:password@]host[:port][/db])`,
+    );
+  return parsed.data;
+}
+
+/** Runs `nexrl worker`; returns the exit code. */
+export async function runWorker(
+  command: WorkerCommand,
+  io: CliIO,
+  load: (configPath: string, overrides: string[]) => Promise<LoadedRecipe>,
+): Promise<number> {
+  const recipe = await load(command.configPath, command.overrides);
+  const settings = workerSettings(recipe, command.redis);
+  const { config } = recipe;
+  const concurrency = command.concurrency ?? config.rollout_worker.num_workers;
+  const [{ resolveRolloutWorkerClass }, { loadTokenizer }, { tokenizerName }, { createRunner }] = await Promise.all([
+    import("../pipeline/workers/registry.js"),
+    import("../services/inference/tokenizers/load.js"),
+    import("../pipeline/preflight.js"),
+    import("../pipeline/setup.js"),
+  ]);
+  const [{ connectRedis, StreamKeys, serverName }, { WorkerLoop }, { RelayInferenceClient }, { runGuarded }] =
+    await Promise.all([
+      import("../pipeline/distributed/redis.js"),
+      import("../pipeline/distributed/worker-loop.js"),
+      import("../pipeline/distributed/inference-relay.js"),
+      import("../pipeline/run-guard.js"),
+    ]);
+  const closing = new AbortController();
+  const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
+  const tokenizer = await loadTokenizer(tokenizerName(config));
+  const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
+  const redis = await connectRedis(settings.url, (error) => log(error.message));
+  const reader = await connectRedis(settings.url, (error) => log(error.message));
+  // Worker instances see the worker's concurrency as rollout_worker.num_workers.
+  const workerConfig = { ...config, rollout_worker: { ...config.rollout_worker, num_workers: concurrency } };
+  const runners = new Map<string, ReturnType<typeof createRunner>>();
+  let session = "";
+  const loop = new WorkerLoop({
+    redis,
+    reader,
+    keys: new StreamKeys(settings.stream_prefix),
+    ...(command.name !== undefined && { name: command.name }),
+    concurrency,
+    claimIdleMs: settings.claim_idle_ms,
+    maxDeliveries: settings.max_deliveries,
+    heartbeatMs: settings.heartbeat_ms,
+    log,
+    runnerFor(message, signal) {
+      // A new driver session brings a new relay: the runners of the old one are dropped.
+      if (message.session !== session) {
+        runners.clear();
+        session = message.session;
+      }
+      const key = `${message.kind} ${message.inference?.url ?? ""}`;
+      let runner = runners.get(key);
+      if (!runner) {
+        runner = createRunner(workerConfig, {
+          workerClass,
+          namePrefix: message.kind === "train" ? "rollout_worker" : "validation_worker",
+          tokenizer,
+          inference: message.inference && new RelayInferenceClient(message.inference, tokenizer),
+          policy: { mode: "fail_fast" },
+          maxSequenceLength: undefined,
+          currentVersion: () => message.version,
+          signal,
+        });
+        runners.set(key, runner);
+      }
+      return runner;
+    },
+  });
+  const stop = (): void => {
+    log("stopping: no more tasks; handing back those in flight");
+    loop.stop();
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  let crash: unknown;
+  io.stdout.write(
+    `nexrl worker ${loop.name}: ${concurrency} rollout(s) at once from ${serverName(settings.url)} (stream prefix ${settings.stream_prefix})\n`,
+  );
+  try {
+    await runGuarded(
+      {
+        // The Redis connection keeps the process alive: a rollout that hangs is ended by its timeout.
+        stalled: () => undefined,
+        crashed(error) {
+          crash = new UserCodeError(
+            "uncaught",
+            `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} outside any rollout`,
+            { cause: error },
+          );
+          loop.stop();
+        },
+      },
+      () => loop.run(),
+    );
+  } finally {
+    process.off("SIGTERM", stop);
+    process.off("SIGINT", stop);
+    closing.abort();
+    redis.destroy();
+    reader.destroy();
+  }
+  if (crash) throw crash;
+  io.stdout.write(`nexrl worker ${loop.name}: stopped after ${loop.finished} task(s)\n`);
+  return EXIT_CODES.ok;
+}

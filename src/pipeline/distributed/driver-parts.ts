@@ -1,0 +1,70 @@
+/**
+ * The distributed parts of a run (`rollout_worker.distributed`): the Redis queue, the inference
+ * relay the workers sample from, and the `workers/*` metrics of each step.
+ * @module
+ */
+import type { DistributedOptions } from "../../recipe/schema/rollout-worker.js";
+import type { InferenceClient } from "../../services/inference/types.js";
+import type { RemoteAttempts } from "../rollout/runner.js";
+import { RedisRollouts } from "./driver.js";
+import { InferenceRelay } from "./inference-relay.js";
+import type { DistributedError } from "../../errors.js";
+
+/** What a distributed run holds besides the in-process parts. */
+export class DistributedRun {
+  private constructor(
+    private readonly rollouts: RedisRollouts,
+    private readonly relay: InferenceRelay | undefined,
+  ) {}
+
+  /**
+   * Connects to Redis and, when rollouts sample, starts the relay of `inference`.
+   * @param onError told of connection trouble after the start.
+   */
+  static async open(
+    settings: DistributedOptions,
+    inference: InferenceClient | undefined,
+    onError: (error: DistributedError) => void,
+  ): Promise<DistributedRun> {
+    const rollouts = await RedisRollouts.open(settings, onError);
+    try {
+      const relay = inference && (await InferenceRelay.start(inference, settings.inference));
+      return new DistributedRun(rollouts, relay);
+    } catch (error) {
+      await rollouts.close();
+      throw error;
+    }
+  }
+
+  /** The remote attempts of the training runner (`sample`: its rollouts may sample). */
+  training(sample: boolean): RemoteAttempts {
+    return this.rollouts.attempts("train", sample ? this.relay?.target : undefined);
+  }
+
+  /** The remote attempts of the validation runner. */
+  validation(): RemoteAttempts {
+    return this.rollouts.attempts("validation", this.relay?.target);
+  }
+
+  /**
+   * The step's `workers/*` metrics: workers alive, attempts they finished and failed (since each
+   * started), and this step's reclaimed tasks and ignored duplicate results.
+   */
+  async metrics(): Promise<Record<string, number>> {
+    const workers = await this.rollouts.workers();
+    const counts = this.rollouts.takeCounts();
+    return {
+      "workers/alive": workers.length,
+      "workers/tasks": workers.reduce((sum, w) => sum + w.tasks, 0),
+      "workers/failures": workers.reduce((sum, w) => sum + w.failures, 0),
+      "workers/reclaimed": counts.reclaimed,
+      "workers/duplicates": counts.duplicates,
+    };
+  }
+
+  /** Disconnects and stops the relay. */
+  async close(): Promise<void> {
+    await this.rollouts.close();
+    await this.relay?.close();
+  }
+}

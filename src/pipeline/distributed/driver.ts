@@ -1,0 +1,186 @@
+/**
+ * {@link RedisRollouts}: the driver's side of distributed rollouts. Each attempt the runners hand
+ * it goes to the tasks stream; one loop reads the session's results stream and settles the
+ * attempt it answers. A result whose attempt is already settled (a slow worker and the worker
+ * that claimed its task both finished) is counted once and otherwise ignored.
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import type { DistributedOptions } from "../../recipe/schema/rollout-worker.js";
+import type { RemoteAttemptResult, RemoteAttempts } from "../rollout/runner.js";
+import type { RolloutTask } from "../task.js";
+import { readHeartbeats, type WorkerHealth } from "./heartbeats.js";
+import { decode, encode, failureError, type InferenceTarget, type ResultMessage, type TaskKind } from "./messages.js";
+import { connectRedis, describeFailure, serverName, StreamKeys, type Redis } from "./redis.js";
+import type { DistributedError } from "../../errors.js";
+
+/** Counters of the results since the last {@link RedisRollouts.takeCounts}. */
+export interface ResultCounts {
+  /** Results of attempts that were settled already, ignored. */
+  duplicates: number;
+  /** Attempts settled by a worker that claimed the task from another (dead or stopped) one. */
+  reclaimed: number;
+}
+
+/** An attempt waiting for its result. */
+interface Waiting {
+  resolve(result: RemoteAttemptResult): void;
+  reject(error: unknown): void;
+}
+
+/** Milliseconds the results loop blocks on the stream per read. */
+const READ_BLOCK_MS = 1_000;
+
+/** Publishes rollout attempts to Redis and collects their results. */
+export class RedisRollouts {
+  private readonly waiting = new Map<string, Waiting>();
+  private sent = 0;
+  private counts: ResultCounts = { duplicates: 0, reclaimed: 0 };
+  private closed = false;
+  private readonly reading: Promise<void>;
+  private failure: DistributedError | undefined;
+
+  private constructor(
+    private readonly redis: Redis,
+    private readonly reader: Redis,
+    private readonly keys: StreamKeys,
+    /** This driver session: a restarted driver has another, so stale results and tasks are ignored. */
+    readonly session: string,
+    private readonly name: string,
+  ) {
+    this.reading = this.readResults();
+  }
+
+  /**
+   * Connects, creates the stream and group if need be, and makes this driver the current session
+   * of `stream_prefix` (tasks of an earlier driver are dropped by the workers).
+   * @param onError told of connection trouble after the start.
+   */
+  static async open(settings: DistributedOptions, onError: (error: DistributedError) => void): Promise<RedisRollouts> {
+    const redis = await connectRedis(settings.url, onError);
+    const reader = await connectRedis(settings.url, onError);
+    const keys = new StreamKeys(settings.stream_prefix);
+    const session = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
+    try {
+      await keys.ensureGroup(redis);
+      await redis.set(keys.session, session);
+    } catch (error) {
+      redis.destroy();
+      reader.destroy();
+      throw describeFailure(serverName(settings.url), error);
+    }
+    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url));
+  }
+
+  /** The {@link RemoteAttempts} of one runner: its kind, and the relay its rollouts sample from (none when they may not). */
+  attempts(kind: TaskKind, inference: InferenceTarget | undefined): RemoteAttempts {
+    return { run: (task, attempt, version, signal) => this.run(kind, inference, task, attempt, version, signal) };
+  }
+
+  /** The counters since the last call, reset. */
+  takeCounts(): ResultCounts {
+    const counts = this.counts;
+    this.counts = { duplicates: 0, reclaimed: 0 };
+    return counts;
+  }
+
+  /** The workers beating now. */
+  workers(): Promise<WorkerHealth[]> {
+    return readHeartbeats(this.redis, this.keys);
+  }
+
+  /** Stops reading results, drops this session's streams and disconnects; attempts still waiting fail. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.reading;
+    try {
+      // Workers drop the tasks of a session that is no longer current.
+      if ((await this.redis.get(this.keys.session)) === this.session) await this.redis.del(this.keys.session);
+      await this.redis.del(this.keys.results(this.session));
+    } catch {
+      // The server is gone: there is nothing left to tidy.
+    }
+    this.redis.destroy();
+    this.reader.destroy();
+  }
+
+  private async run(
+    kind: TaskKind,
+    inference: InferenceTarget | undefined,
+    task: RolloutTask,
+    attempt: number,
+    version: number,
+    signal: AbortSignal,
+  ): Promise<RemoteAttemptResult> {
+    if (this.failure) throw this.failure;
+    const id = `${this.session}:${++this.sent}`;
+    const result = new Promise<RemoteAttemptResult>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+    });
+    const body = encode({
+      id,
+      session: this.session,
+      results: this.keys.results(this.session),
+      kind,
+      attempt,
+      version,
+      ...(inference && { inference }),
+      task,
+    });
+    const abort = (): void => {
+      this.settle(id, (waiting) => waiting.reject(signal.reason));
+    };
+    signal.addEventListener("abort", abort, { once: true });
+    try {
+      await this.redis.xAdd(this.keys.tasks, "*", { body });
+      return await result;
+    } catch (error) {
+      this.waiting.delete(id);
+      throw error;
+    } finally {
+      signal.removeEventListener("abort", abort);
+    }
+  }
+
+  /** Hands attempt `id`'s waiter to `action` and forgets it; false when it was settled already. */
+  private settle(id: string, action: (waiting: Waiting) => void): boolean {
+    const waiting = this.waiting.get(id);
+    if (!waiting) return false;
+    this.waiting.delete(id);
+    action(waiting);
+    return true;
+  }
+
+  /** Reads the session's results stream until closed; a lost server fails every attempt waiting. */
+  private async readResults(): Promise<void> {
+    const stream = this.keys.results(this.session);
+    let last = "0-0";
+    while (!this.closed) {
+      let replies;
+      try {
+        replies = await this.reader.xRead({ key: stream, id: last }, { BLOCK: READ_BLOCK_MS, COUNT: 256 });
+      } catch (error) {
+        if (this.closed) return;
+        this.failure = describeFailure(this.name, error);
+        for (const id of [...this.waiting.keys()]) this.settle(id, (waiting) => waiting.reject(this.failure));
+        return;
+      }
+      for (const reply of (replies ?? []) as Array<{ messages: Array<{ id: string; message: { body: string } }> }>)
+        for (const message of reply.messages) {
+          last = message.id;
+          this.accept(decode<ResultMessage>(message.message.body));
+        }
+    }
+  }
+
+  /** Settles the attempt `result` answers, once. */
+  private accept(result: ResultMessage): void {
+    const settled = this.settle(result.id, (waiting) => {
+      if (result.ok) waiting.resolve({ trajectories: result.trajectories, unknownTokenIds: result.unknownTokenIds });
+      else waiting.reject(failureError(result.error, result.worker));
+    });
+    if (!settled) this.counts.duplicates++;
+    else if (result.deliveries > 1) this.counts.reclaimed++;
+  }
+}

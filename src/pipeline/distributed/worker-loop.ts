@@ -1,0 +1,253 @@
+/**
+ * {@link WorkerLoop}: what `nexrl worker` runs. It reads rollout tasks through the workers'
+ * consumer group, first claiming tasks left unacknowledged too long by other workers
+ * (`XAUTOCLAIM`), runs up to `concurrency` at once, writes each result to the stream the task
+ * names and only then acknowledges the task. Every heartbeat resets the idle time of the tasks
+ * it runs, so a task is claimed by another worker only once its worker stopped beating for the
+ * claim time, however long the rollout. On {@link WorkerLoop.stop} it takes no more tasks
+ * and hands back those in flight (queued again, then acknowledged), so no task waits for the
+ * claim time after a clean stop.
+ * @module
+ */
+import { hostname } from "node:os";
+import type { RolloutRunner } from "../rollout/runner.js";
+import { retryCouldHelp, userFrames } from "../rollout/error-origin.js";
+import { Heartbeat } from "./heartbeats.js";
+import { decode, encode, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
+import type { Redis, StreamKeys } from "./redis.js";
+import { NexrlError, UserCodeError } from "../../errors.js";
+
+/** Options of {@link WorkerLoop}. */
+export interface WorkerLoopOptions {
+  /** Commands (results, acks, heartbeats). */
+  redis: Redis;
+  /** Blocking reads of the tasks stream. */
+  reader: Redis;
+  /** The keys of the run's `stream_prefix`. */
+  keys: StreamKeys;
+  /** The consumer name (default `host-pid`). */
+  name?: string;
+  /** Tasks run at once. */
+  concurrency: number;
+  /** `rollout_worker.distributed.claim_idle_ms`. */
+  claimIdleMs: number;
+  /** `rollout_worker.distributed.max_deliveries`. */
+  maxDeliveries: number;
+  /** `rollout_worker.distributed.heartbeat_ms`. */
+  heartbeatMs: number;
+  /** The runner of a task (made once per kind and relay); `signal` aborts when the worker stops. */
+  runnerFor(message: TaskMessage, signal: AbortSignal): RolloutRunner;
+  /** Told of what the worker does (a task handed back, a message that could not be read). */
+  log(line: string): void;
+}
+
+/** A task message as read from the stream. */
+interface Delivery {
+  /** The stream entry's id. */
+  entry: string;
+  /** Its `body` field. */
+  body: string;
+  /** Times it was delivered, this one included. */
+  deliveries: number;
+}
+
+/** Milliseconds a read of the tasks stream blocks. */
+const READ_BLOCK_MS = 500;
+
+/** Consumes rollout tasks until stopped. */
+export class WorkerLoop {
+  /** The consumer name. */
+  readonly name: string;
+  private stopping = false;
+  private readonly inFlight = new Map<string, { delivery: Delivery; done: Promise<void> }>();
+  private tasks = 0;
+  private failures = 0;
+  private slotFreed: () => void = () => undefined;
+  private readonly heartbeat: Heartbeat;
+  private readonly stopController = new AbortController();
+
+  /** @param options streams, concurrency and the runners. */
+  constructor(private readonly options: WorkerLoopOptions) {
+    this.name = options.name ?? `${hostname()}-${process.pid}`;
+    this.heartbeat = new Heartbeat(
+      options.redis,
+      options.keys,
+      options.heartbeatMs,
+      () => ({
+        name: this.name,
+        tasks: this.tasks,
+        failures: this.failures,
+        running: this.inFlight.size,
+      }),
+      () => this.keepClaimed(),
+    );
+  }
+
+  /** Attempts finished (results written) so far. */
+  get finished(): number {
+    return this.tasks;
+  }
+
+  /**
+   * Runs until {@link WorkerLoop.stop}: then the tasks in flight are handed back and it
+   * resolves. Rejects when the server fails.
+   */
+  async run(): Promise<void> {
+    const { keys, redis } = this.options;
+    await keys.ensureGroup(redis);
+    await this.heartbeat.start();
+    try {
+      while (!this.stopping) {
+        const free = this.options.concurrency - this.inFlight.size;
+        if (free === 0) {
+          await new Promise<void>((resolve) => (this.slotFreed = resolve));
+          continue;
+        }
+        let deliveries = await this.claim(free);
+        if (deliveries.length === 0 && !this.stopping) deliveries = await this.read(free);
+        for (const delivery of deliveries) this.start(delivery);
+      }
+    } finally {
+      await this.handBack();
+      await this.heartbeat.stop();
+    }
+  }
+
+  /** Takes no more tasks; {@link WorkerLoop.run} hands back those in flight and resolves. */
+  stop(): void {
+    this.stopping = true;
+    this.stopController.abort(new NexrlError("the worker is stopping"));
+    this.slotFreed();
+  }
+
+  /** Resets the idle time of the tasks this worker runs (those still its own), so nobody claims them. */
+  private async keepClaimed(): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    const { redis, keys } = this.options;
+    const pending = await redis.xPendingRange(keys.tasks, keys.group, "-", "+", this.inFlight.size + 16, {
+      consumer: this.name,
+    });
+    const ours = pending.map((entry) => String(entry.id)).filter((id) => this.inFlight.has(id));
+    if (ours.length > 0) await redis.xClaimJustId(keys.tasks, keys.group, this.name, 0, ours);
+  }
+
+  /** Up to `count` tasks other workers left unacknowledged longer than the claim time. */
+  private async claim(count: number): Promise<Delivery[]> {
+    const { redis, keys, claimIdleMs } = this.options;
+    const claimed = await redis.xAutoClaim(keys.tasks, keys.group, this.name, claimIdleMs, "0-0", { COUNT: count });
+    const deliveries: Delivery[] = [];
+    for (const message of claimed.messages) {
+      // Its own task, idle because the heartbeat was late: it runs here already.
+      if (!message || this.inFlight.has(message.id)) continue;
+      const [pending] = await redis.xPendingRange(keys.tasks, keys.group, message.id, message.id, 1);
+      deliveries.push({
+        entry: message.id,
+        body: String(message.message.body),
+        deliveries: pending?.deliveriesCounter ?? 2,
+      });
+    }
+    return deliveries;
+  }
+
+  /** Up to `count` new tasks, waiting a little for them. */
+  private async read(count: number): Promise<Delivery[]> {
+    const { reader, keys } = this.options;
+    const replies = (await reader.xReadGroup(
+      keys.group,
+      this.name,
+      { key: keys.tasks, id: ">" },
+      { COUNT: count, BLOCK: READ_BLOCK_MS },
+    )) as Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null;
+    return (replies ?? []).flatMap((reply) =>
+      reply.messages.map((message) => ({ entry: message.id, body: String(message.message.body), deliveries: 1 })),
+    );
+  }
+
+  private start(delivery: Delivery): void {
+    const done = this.handle(delivery)
+      .catch((error: unknown) =>
+        this.options.log(
+          `task ${delivery.entry} was not answered (it will be claimed again): ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      )
+      .finally(() => {
+        this.inFlight.delete(delivery.entry);
+        this.slotFreed();
+      });
+    this.inFlight.set(delivery.entry, { delivery, done });
+  }
+
+  /** Runs one task and answers it; the task is acknowledged only once its result is written. */
+  private async handle(delivery: Delivery): Promise<void> {
+    const { redis, keys } = this.options;
+    let message: TaskMessage;
+    try {
+      message = decode<TaskMessage>(delivery.body);
+    } catch {
+      this.options.log(`task ${delivery.entry} is not a nexrl task message: dropped`);
+      await redis.xAck(keys.tasks, keys.group, delivery.entry);
+      return;
+    }
+    // The tasks of a driver that stopped or was restarted are not run: nobody waits for their results.
+    if ((await redis.get(keys.session)) !== message.session) {
+      await redis.xAck(keys.tasks, keys.group, delivery.entry);
+      return;
+    }
+    const base = { id: message.id, worker: this.name, deliveries: delivery.deliveries };
+    let result: ResultMessage;
+    if (delivery.deliveries > this.options.maxDeliveries) {
+      result = {
+        ...base,
+        ok: false,
+        error: {
+          name: "DistributedError",
+          message: `the task was delivered ${delivery.deliveries} times without a result (its workers died or stopped while running it), more than rollout_worker.distributed.max_deliveries (${this.options.maxDeliveries})`,
+          retryable: true,
+        },
+      };
+    } else {
+      try {
+        const { trajectories, unknownTokenIds } = await this.options
+          .runnerFor(message, this.stopController.signal)
+          .once(message.task, message.attempt, message.version);
+        result = { ...base, ok: true, trajectories, unknownTokenIds };
+      } catch (error) {
+        // Stopping: the task is handed back, not answered.
+        if (this.stopping) return;
+        result = { ...base, ok: false, error: remoteFailure(error) };
+      }
+    }
+    if (this.stopping && !this.inFlight.has(delivery.entry)) return;
+    await redis.xAdd(message.results, "*", { body: encode(result) });
+    await redis.xAck(keys.tasks, keys.group, delivery.entry);
+    this.tasks++;
+    if (!result.ok) this.failures++;
+  }
+
+  /** Queues the tasks in flight again (each as a new entry, the old one acknowledged), for other workers. */
+  private async handBack(): Promise<void> {
+    const { redis, keys } = this.options;
+    const left = [...this.inFlight.values()];
+    this.inFlight.clear();
+    for (const { delivery } of left) {
+      await redis
+        .multi()
+        .xAdd(keys.tasks, "*", { body: delivery.body })
+        .xAck(keys.tasks, keys.group, delivery.entry)
+        .exec();
+    }
+    if (left.length > 0) this.options.log(`handed back ${left.length} task(s) in flight`);
+  }
+}
+
+/** What a worker reports of a failed attempt. */
+function remoteFailure(error: unknown): RemoteFailure {
+  const frames = userFrames(error instanceof UserCodeError && error.problem === "uncaught" ? error.cause : error);
+  const at = frames.length === 0 ? "" : `\n${frames.map((frame) => `    at ${frame}`).join("\n")}`;
+  return {
+    name: error instanceof Error ? error.name : "Error",
+    message: `${error instanceof Error ? error.message : String(error)}${at}`,
+    ...(error instanceof UserCodeError && { problem: error.problem }),
+    retryable: retryCouldHelp(error),
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * The driver's queue ({@link RedisRollouts}) and the worker loop against a real redis-server, with
+ * the test playing the other side: duplicate results, tasks that keep being delivered, stale
+ * sessions, and a server that cannot be reached.
+ */
+import { createClient } from "@redis/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { distributedSchema } from "../../../src/recipe/schema/rollout-worker.js";
+import { RedisRollouts } from "../../../src/pipeline/distributed/driver.js";
+import { decode, encode, type ResultMessage, type TaskMessage } from "../../../src/pipeline/distributed/messages.js";
+import { connectRedis, StreamKeys } from "../../../src/pipeline/distributed/redis.js";
+import { WorkerLoop } from "../../../src/pipeline/distributed/worker-loop.js";
+import type { RolloutRunner } from "../../../src/pipeline/rollout/runner.js";
+import { DistributedError, UserCodeError } from "../../../src/errors.js";
+import { task } from "../helpers.js";
+import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+type Client = ReturnType<typeof createClient>;
+
+describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and the worker loop", () => {
+  let redis: TestRedis;
+  let client: Client;
+  let prefixes = 0;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = createClient({ url: redis.url });
+    await client.connect();
+  });
+  afterAll(async () => {
+    client?.destroy();
+    await redis?.stop();
+  });
+
+  const settings = (extra: Record<string, unknown> = {}) =>
+    distributedSchema.parse({ engine: "redis", url: redis.url, stream_prefix: `unit${++prefixes}`, ...extra });
+
+  /** Reads one task as consumer `name`, without acknowledging it. */
+  async function takeTask(keys: StreamKeys, name: string): Promise<{ entry: string; message: TaskMessage }> {
+    for (;;) {
+      const replies = (await client.xReadGroup(
+        keys.group,
+        name,
+        { key: keys.tasks, id: ">" },
+        { COUNT: 1, BLOCK: 200 },
+      )) as Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null;
+      const first = replies?.[0]?.messages[0];
+      if (first) return { entry: first.id, message: decode<TaskMessage>(first.message.body) };
+    }
+  }
+
+  const answer = (message: TaskMessage, result: Partial<ResultMessage> & { ok: boolean }) =>
+    client.xAdd(message.results, "*", {
+      body: encode({ id: message.id, worker: "test", deliveries: 1, trajectories: [], unknownTokenIds: 0, ...result }),
+    });
+
+  it("settles an attempt with its first result and counts a second one as a duplicate", async () => {
+    const s = settings();
+    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const keys = new StreamKeys(s.stream_prefix);
+    try {
+      const attempts = rollouts.attempts("train", undefined);
+      const pending = attempts.run(task({ groupId: "3-0", runId: 2, seed: 99 }), 1, 4, new AbortController().signal);
+      const { message } = await takeTask(keys, "w1");
+      expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session });
+      expect(message.task).toMatchObject({ groupId: "3-0", runId: 2, seed: 99 });
+      const trajectory = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5, logprobs: [0, -Infinity, -0.5] };
+      await answer(message, { ok: true, trajectories: [trajectory], unknownTokenIds: 1, deliveries: 2 });
+      await answer(message, { ok: true, trajectories: [{ ...trajectory, reward: 9 }] });
+      const result = await pending;
+      // The first result wins, non-finite logprobs intact.
+      expect(result.trajectories).toEqual([trajectory]);
+      expect(result.unknownTokenIds).toBe(1);
+      await expect.poll(() => rollouts.takeCounts(), { interval: 50 }).toEqual({ duplicates: 1, reclaimed: 0 });
+    } finally {
+      await rollouts.close();
+    }
+    // A closed driver's session and results stream are gone: workers drop its tasks.
+    expect(await client.get(keys.session)).toBeNull();
+  });
+
+  it("turns a failure a worker reported into the error the failure policy sees", async () => {
+    const s = settings();
+    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const keys = new StreamKeys(s.stream_prefix);
+    try {
+      const attempts = rollouts.attempts("train", undefined);
+      const timedOut = attempts.run(task(), 0, 0, new AbortController().signal);
+      const first = await takeTask(keys, "w1");
+      await answer(first.message, {
+        ok: false,
+        error: { name: "UserCodeError", message: "took too long", problem: "timeout", retryable: true },
+      });
+      const error = await timedOut.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UserCodeError);
+      expect((error as UserCodeError).problem).toBe("timeout");
+      expect((error as Error).message).toBe("took too long (on nexrl worker test)");
+      const buggy = attempts.run(task(), 0, 0, new AbortController().signal);
+      const second = await takeTask(keys, "w1");
+      await answer(second.message, {
+        ok: false,
+        error: { name: "TypeError", message: "x is undefined", retryable: false },
+      });
+      await expect(buggy).rejects.toMatchObject({
+        message: "TypeError: x is undefined (on nexrl worker test)",
+        isRetryable: false,
+      });
+    } finally {
+      await rollouts.close();
+    }
+  });
+
+  it("fails a task delivered more than max_deliveries times without a result, and drops tasks of a stale session", async () => {
+    const s = settings({ claim_idle_ms: 1, max_deliveries: 2, heartbeat_ms: 100 });
+    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const keys = new StreamKeys(s.stream_prefix);
+    const redisClient = await connectRedis(s.url, () => undefined);
+    const reader = await connectRedis(s.url, () => undefined);
+    let ran = 0;
+    const loop = new WorkerLoop({
+      redis: redisClient,
+      reader,
+      keys,
+      name: "survivor",
+      concurrency: 1,
+      claimIdleMs: s.claim_idle_ms,
+      maxDeliveries: s.max_deliveries,
+      heartbeatMs: s.heartbeat_ms,
+      log: () => undefined,
+      runnerFor: () => {
+        ran++;
+        throw new Error("no task should run here");
+      },
+    });
+    let running: Promise<void> | undefined;
+    try {
+      const attempts = rollouts.attempts("train", undefined);
+      const dying = attempts.run(task(), 0, 0, new AbortController().signal);
+      // Two workers took it in turn and died (read, never acknowledged): the third delivery is one too many.
+      await takeTask(keys, "ghost1");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const claimed = await client.xAutoClaim(keys.tasks, keys.group, "ghost2", 1, "0-0", { COUNT: 10 });
+      expect(claimed.messages).toHaveLength(1);
+      // A stale session's task is acknowledged unrun.
+      await client.xAdd(keys.tasks, "*", { body: encode({ ...staleTask(keys), session: "gone" }) });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running = loop.run();
+      const error = await dying.catch((e: unknown) => e);
+      expect((error as Error).message).toContain("the task was delivered 3 times without a result");
+      expect((error as Error).message).toContain("rollout_worker.distributed.max_deliveries (2)");
+      expect((error as { isRetryable?: boolean }).isRetryable).toBe(true);
+      // Nothing is left pending once the stale task is read too: both were acknowledged, neither ran.
+      await expect.poll(async () => (await client.xPending(keys.tasks, keys.group)).pending, { interval: 50 }).toBe(0);
+      expect(await client.xLen(keys.tasks)).toBe(2);
+      expect(ran).toBe(0);
+    } finally {
+      loop.stop();
+      await running;
+      redisClient.destroy();
+      reader.destroy();
+      await rollouts.close();
+    }
+  });
+
+  it("says which server failed and what to check, never the password", async () => {
+    const secured = await startRedis({ password: "s3cret-pass-word" });
+    try {
+      const wrong = secured.url.replace("s3cret-pass-word", "not-the-password");
+      const error = await connectRedis(wrong, () => undefined).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DistributedError);
+      const message = (error as Error).message;
+      expect(message).toContain(`the Redis server 127.0.0.1:${secured.port} failed`);
+      expect(message).toContain("check the user and password of rollout_worker.distributed.url");
+      expect(message).not.toContain("not-the-password");
+      const good = await connectRedis(secured.url, () => undefined);
+      expect(await good.ping()).toBe("PONG");
+      good.destroy();
+    } finally {
+      await secured.stop();
+    }
+    const refused = await connectRedis(`redis://:pw-in-url-123@127.0.0.1:${redis.port + 1}`, () => undefined).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(DistributedError);
+    expect((refused as Error).message).toContain("check that redis-server runs there");
+    expect((refused as Error).message).not.toContain("pw-in-url-123");
+  });
+});
+
+/** A task message of another session, for the stale-session check. */
+function staleTask(keys: StreamKeys): TaskMessage {
+  return {
+    id: "gone:1",
+    session: "gone",
+    results: keys.results("gone"),
+    kind: "train",
+    attempt: 0,
+    version: 0,
+    task: task(),
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * Distributed rollouts end to end: a real redis-server, the driver and `nexrl worker` processes
+ * of the built CLI, against the same seeded run in one process.
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
+import { startCli, until, type CliProcess } from "./cli.js";
+import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
+
+/** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
+interface FailureSettings {
+  policy: "continue" | "stop_on_error";
+}
+
+/** The recipe of a run here; `distributed` adds the key, `failing` the failing worker (run 0 of every group fails). */
+function recipe(distributed?: { url: string; prefix: string }, failing?: FailureSettings): string {
+  let yaml = grpoRecipeYaml({
+    steps: 2,
+    ...(failing && {
+      worker: fixture("failing-worker.ts"),
+      className: "FailingWorker",
+      extra: `runtime_monitor:\n  exception_handling:\n    policy: ${failing.policy}\n`,
+    }),
+  });
+  if (failing)
+    yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");
+  if (!distributed) return yaml;
+  return yaml.replace(
+    "  max_sequence_length: 64\n",
+    `  max_sequence_length: 64
+  distributed:
+    engine: redis
+    url: ${distributed.url}
+    stream_prefix: ${distributed.prefix}
+    claim_idle_ms: 3000
+    heartbeat_ms: 500
+`,
+  );
+}
+
+/** A folder with `train.jsonl` and `recipe.yaml`. */
+async function runFolder(yaml: string): Promise<string> {
+  const dir = await tempDir();
+  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
+  await writeFile(join(dir, "recipe.yaml"), yaml);
+  return dir;
+}
+
+type Row = Record<string, number>;
+
+async function metrics(dir: string): Promise<Row[]> {
+  const text = await readFile(join(dir, "out", "metrics.jsonl"), "utf8");
+  return text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Row);
+}
+
+/** A metrics row without what depends on timing or on the workers (`time/*`, `workers/*`). */
+function untimed(row: Row): Row {
+  return Object.fromEntries(
+    Object.entries(row).filter(([key]) => !key.startsWith("time/") && !key.startsWith("workers/")),
+  );
+}
+
+const sum = (rows: Row[], key: string): number => rows.reduce((total, row) => total + (row[key] ?? 0), 0);
+
+/** Runs the driver to its end. */
+async function drive(dir: string): Promise<CliProcess> {
+  const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+  const code = await driver.exited;
+  expect(code, driver.stderr()).toBe(0);
+  return driver;
+}
+
+/** Stops `workers` with SIGTERM; each exits 0. */
+async function stopWorkers(workers: CliProcess[]): Promise<void> {
+  for (const worker of workers) worker.child.kill("SIGTERM");
+  for (const worker of workers) expect(await worker.exited, worker.stderr()).toBe(0);
+}
+
+describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
+  let redis: TestRedis;
+  let baseline: Row[];
+  let prefixes = 0;
+  const nextPrefix = (): string => `test${++prefixes}`;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    const dir = await runFolder(recipe());
+    await drive(dir);
+    baseline = await metrics(dir);
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("gives the metrics of the same seeded run in one process, with 3 workers", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    const workers = ["a", "b", "c"].map((name) =>
+      startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", name], dir),
+    );
+    for (const worker of workers)
+      await until(() => worker.stdout().includes("rollout(s) at once"), "the worker started", worker.exited);
+    const driver = await drive(dir);
+    await stopWorkers(workers);
+    const rows = await metrics(dir);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    expect(rows.map((row) => row["workers/alive"])).toEqual([3, 3]);
+    expect(rows.map((row) => row["workers/reclaimed"])).toEqual([0, 0]);
+    // Every task ran on some worker: 2 steps of 2 rows × 4 copies, none failed.
+    const finished = workers.map((w) => Number(/stopped after (\d+) task/.exec(w.stdout())?.[1]));
+    expect(finished.reduce((a, b) => a + b, 0)).toBe(16);
+    expect(driver.stdout()).toMatch(/workers 3 \(\d+ tasks, 0 failed\)/);
+  });
+
+  it("loses and doubles no trajectory when a worker is killed with tasks in flight, and counts them reclaimed", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    const started = join(dir, "started.txt");
+    await writeFile(started, "");
+    const victim = startCli(
+      [
+        "worker",
+        "-c",
+        "recipe.yaml",
+        "--concurrency",
+        "2",
+        "--name",
+        "victim",
+        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
+        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
+      ],
+      dir,
+      { NEXRL_TEST_STARTED: started },
+    );
+    await until(() => victim.stdout().includes("rollout(s) at once"), "the victim started", victim.exited);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    const taken = async (): Promise<number> => (await readFile(started, "utf8")).split("\n").filter(Boolean).length;
+    await until(async () => (await taken()) === 2, "the victim took two tasks", victim.exited);
+    victim.child.kill("SIGKILL");
+    expect(await victim.exited).toBe("SIGKILL");
+    const workers = ["a", "b"].map((name) =>
+      startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", name], dir),
+    );
+    expect(await driver.exited, driver.stderr()).toBe(0);
+    await stopWorkers(workers);
+    const rows = await metrics(dir);
+    // The victim's two tasks ran again elsewhere: the same trajectories as in one process, once each.
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    expect(sum(rows, "workers/reclaimed")).toBe(2);
+    expect(sum(rows, "rollout/failed")).toBe(0);
+  });
+
+  it("hands back the tasks in flight on SIGTERM and exits 0; other workers run them", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    const started = join(dir, "started.txt");
+    await writeFile(started, "");
+    const leaving = startCli(
+      [
+        "worker",
+        "-c",
+        "recipe.yaml",
+        "--concurrency",
+        "2",
+        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
+        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
+      ],
+      dir,
+      { NEXRL_TEST_STARTED: started },
+    );
+    await until(() => leaving.stdout().includes("rollout(s) at once"), "the worker started", leaving.exited);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    await until(
+      async () => (await readFile(started, "utf8")).split("\n").filter(Boolean).length === 2,
+      "the worker took two tasks",
+      leaving.exited,
+    );
+    leaving.child.kill("SIGTERM");
+    expect(await leaving.exited, leaving.stderr()).toBe(0);
+    expect(leaving.stderr()).toContain("handed back 2 task(s) in flight");
+    const workers = ["a", "b"].map((name) =>
+      startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", name], dir),
+    );
+    expect(await driver.exited, driver.stderr()).toBe(0);
+    await stopWorkers(workers);
+    const rows = await metrics(dir);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    // Handed back, not claimed: nothing waited for the claim time.
+    expect(sum(rows, "workers/reclaimed")).toBe(0);
+  });
+
+  it("applies the failure policy to attempts that fail on the workers as in one process", async () => {
+    const local = await runFolder(recipe(undefined, { policy: "continue" }));
+    await drive(local);
+    const expected = await metrics(local);
+    // Run 0 of every group fails twice (one retry), then is skipped: 4 groups, 2 steps.
+    expect(sum(expected, "rollout/failed")).toBe(8);
+    expect(sum(expected, "rollout/skipped")).toBe(4);
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }, { policy: "continue" }));
+    const worker = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "3"], dir);
+    await drive(dir);
+    await stopWorkers([worker]);
+    const rows = await metrics(dir);
+    expect(rows.map(untimed)).toEqual(expected.map(untimed));
+    expect(sum(rows, "workers/failures")).toBeGreaterThan(0);
+    const failures = (await readFile(join(dir, "out", "failures.jsonl"), "utf8")).trim().split("\n");
+    expect(failures).toHaveLength(8);
+    expect(failures[0]).toContain("worker crashed on row");
+    expect(failures[0]).toContain("(on nexrl worker ");
+  });
+
+  it("stops the run when the policy says so, with the worker's error", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }, { policy: "stop_on_error" }));
+    const worker = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "3"], dir);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    expect(await driver.exited).toBe(3);
+    expect(driver.stderr()).toMatch(
+      /rollout of row \d+ \(group [\d-]+, run 0\) failed after 2 attempt\(s\): Error: worker crashed on row/,
+    );
+    await stopWorkers([worker]);
+  });
+});
