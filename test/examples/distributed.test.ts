@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import { join, posix } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { parseCommandLine, type CliCommand } from "../../src/cli/args.js";
 import { UsageError } from "../../src/errors.js";
 import { root, runNexrl } from "../run-folder/helpers.js";
@@ -82,6 +83,10 @@ describe("deployment checks (test/examples/deployment-checks.ts)", () => {
   it("refuse a command line the CLI would refuse", () => {
     expect(() => nexrlCommand(["nexrl", "-m", "training-service", "-c", "r.yaml", "--run-nexr"])).toThrow(UsageError);
     expect(() => nexrlCommand(["nexrl", "serve", "--port", "eighty"])).toThrow(/--port must be an integer/);
+    expect(() => nexrlCommand(["nexrl", "worker", "-c", "r.yaml", "--concurency", "8"])).toThrow(UsageError);
+    expect(() => nexrlCommand(["nexrl", "worker", "-c", "r.yaml", "--concurrency", "0"])).toThrow(
+      /--concurrency must be a whole number/,
+    );
     expect(() => nexrlCommand(["node", "main.js"])).toThrow(/not a nexrl command/);
   });
 });
@@ -115,6 +120,7 @@ describe("examples/distributed", () => {
       "Job/nexrl-driver",
       "PersistentVolumeClaim/nexrl-runs",
       "Secret/nexrl-keys",
+      "Service/driver",
       "Service/engine",
       "Service/redis",
     ]);
@@ -164,20 +170,31 @@ describe("examples/distributed", () => {
       expect(commands.engine).toMatchObject({ kind: "serve", protocol: "tinker", host: "0.0.0.0", port: 8000 });
       expect(commands.engine).not.toHaveProperty("apiKey");
       expect(commands.engine).not.toHaveProperty("insecure");
-      expect(commands.worker).toMatchObject({
+      expect(commands.worker).toEqual({
         kind: "worker",
         configPath: "recipe.yaml",
-        redisUrl: "redis://redis:6379",
+        overrides: [],
+        redis: "redis://redis:6379",
+        concurrency: 8,
       });
     }
     // The Redis URL and the engine's address are those of the services named redis and engine.
     expect(services.redis!.image).toBe("redis:7.4-alpine");
     const kubeServices = objects.filter((o) => o.kind === "Service").map((o) => o.name);
-    expect(kubeServices.sort()).toEqual(["engine", "redis"]);
+    expect(kubeServices.sort()).toEqual(["driver", "engine", "redis"]);
     const port = (name: string) =>
       (objects.find((o) => o.kind === "Service" && o.name === name)!.body as { spec: { ports: { port: number }[] } })
         .spec.ports[0]!.port;
     expect([port("redis"), port("engine")]).toEqual([6379, 8000]);
+    // Workers sample through the driver's relay, at the address the recipe tells them.
+    const recipe = parse(await read("recipe.yaml")) as {
+      rollout_worker: { distributed: { url: string; inference: { host: string; port: number; public_host: string } } };
+    };
+    const { url, inference } = recipe.rollout_worker.distributed;
+    expect(url).toBe("${oc.env:NEXRL_REDIS_URL,redis://redis:6379}");
+    expect(inference).toEqual({ host: "0.0.0.0", port: 8001, public_host: "driver" });
+    expect(services).toHaveProperty(inference.public_host);
+    expect(port(inference.public_host)).toBe(inference.port);
     for (const { container } of containers(objects).filter(({ object }) => object.name.startsWith("nexrl-"))) {
       const env = Object.fromEntries(
         (container.env as { name: string; value?: string }[]).map((e) => [e.name, e.value ?? "(from a Secret)"]),
