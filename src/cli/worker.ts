@@ -126,6 +126,6 @@ export async function runWorker(
     reader.destroy();
   }
   if (crash) throw crash;
-  io.stdout.write(`nexrl worker ${loop.name}: stopped after ${loop.finished} task(s)\n`);
+  io.stdout.write(`nexrl worker ${loop.name}: stopped after ${loop.finished} task(s), ${loop.failed} failed\n`);
   return EXIT_CODES.ok;
 }

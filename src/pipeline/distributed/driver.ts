@@ -63,7 +63,9 @@ export class RedisRollouts {
     const session = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
     try {
       await keys.ensureGroup(redis);
-      await redis.set(keys.session, session);
+      // A driver that died (a restart after a crash) left its results stream: nobody reads it now.
+      const previous = await redis.set(keys.session, session, { GET: true });
+      if (previous) await redis.del(keys.results(previous));
     } catch (error) {
       redis.destroy();
       reader.destroy();
@@ -118,6 +120,8 @@ export class RedisRollouts {
     const result = new Promise<RemoteAttemptResult>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
     });
+    // It may be settled (an abort) while the task is still being sent: handled below either way.
+    result.catch(() => undefined);
     const body = encode({
       id,
       session: this.session,
@@ -166,11 +170,14 @@ export class RedisRollouts {
         for (const id of [...this.waiting.keys()]) this.settle(id, (waiting) => waiting.reject(this.failure));
         return;
       }
+      const read = last;
       for (const reply of (replies ?? []) as Array<{ messages: Array<{ id: string; message: { body: string } }> }>)
         for (const message of reply.messages) {
           last = message.id;
           this.accept(decode<ResultMessage>(message.message.body));
         }
+      // What was read is not needed again: the stream keeps only the last entry read.
+      if (last !== read) await this.redis.xTrim(stream, "MINID", last).catch(() => undefined);
     }
   }
 

@@ -88,6 +88,11 @@ export class WorkerLoop {
     return this.tasks;
   }
 
+  /** Of those, attempts that failed. */
+  get failed(): number {
+    return this.failures;
+  }
+
   /**
    * Runs until {@link WorkerLoop.stop}: then the tasks in flight are handed back and it
    * resolves. Rejects when the server fails.
@@ -185,12 +190,12 @@ export class WorkerLoop {
       message = decode<TaskMessage>(delivery.body);
     } catch {
       this.options.log(`task ${delivery.entry} is not a nexrl task message: dropped`);
-      await redis.xAck(keys.tasks, keys.group, delivery.entry);
+      await this.acknowledge(delivery.entry);
       return;
     }
     // The tasks of a driver that stopped or was restarted are not run: nobody waits for their results.
     if ((await redis.get(keys.session)) !== message.session) {
-      await redis.xAck(keys.tasks, keys.group, delivery.entry);
+      await this.acknowledge(delivery.entry);
       return;
     }
     const base = { id: message.id, worker: this.name, deliveries: delivery.deliveries };
@@ -219,9 +224,15 @@ export class WorkerLoop {
     }
     if (this.stopping && !this.inFlight.has(delivery.entry)) return;
     await redis.xAdd(message.results, "*", { body: encode(result) });
-    await redis.xAck(keys.tasks, keys.group, delivery.entry);
+    await this.acknowledge(delivery.entry);
     this.tasks++;
     if (!result.ok) this.failures++;
+  }
+
+  /** Acknowledges task `entry` and deletes it: the stream holds only tasks not yet answered. */
+  private async acknowledge(entry: string): Promise<void> {
+    const { redis, keys } = this.options;
+    await redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec();
   }
 
   /** Queues the tasks in flight again (each as a new entry, the old one acknowledged), for other workers. */
@@ -234,6 +245,7 @@ export class WorkerLoop {
         .multi()
         .xAdd(keys.tasks, "*", { body: delivery.body })
         .xAck(keys.tasks, keys.group, delivery.entry)
+        .xDel(keys.tasks, delivery.entry)
         .exec();
     }
     if (left.length > 0) this.options.log(`handed back ${left.length} task(s) in flight`);
