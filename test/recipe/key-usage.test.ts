@@ -245,6 +245,11 @@ const REFUSED: Refusal[] = [
     says: "did you mean `claim_idle_ms`?",
   },
   {
+    overrides: [`++rollout_worker.distributed=${REDIS}, claim_idle_ms: 1000, heartbeat_ms: 800}`],
+    keyPath: "rollout_worker.distributed.claim_idle_ms",
+    says: "less than twice heartbeat_ms (800 ms)",
+  },
+  {
     overrides: ["++rollout_worker.distributed={engine: redis, url: 'http://127.0.0.1:6379'}"],
     keyPath: "rollout_worker.distributed.url",
     says: "not a Redis URL: write redis://",

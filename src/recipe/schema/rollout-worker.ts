@@ -59,47 +59,60 @@ const REDIS_SCHEMES = new Set(["redis:", "rediss:"]);
  * Shape of `rollout_worker.distributed:`: rollouts run by `nexrl worker` processes on any
  * machines, through Redis Streams, instead of in this process.
  */
-export const distributedSchema = z.strictObject({
-  /** The queue the tasks go through; Redis Streams with consumer groups is the only one. */
-  engine: z.enum(["redis"]),
-  /**
-   * The Redis server, `redis://[[user]:password@]host[:port][/db]` (`rediss://` for TLS). The
-   * password never appears in logs, errors or printed recipes.
-   */
-  url: nonEmpty.refine(
-    (url) => {
-      try {
-        return REDIS_SCHEMES.has(new URL(url).protocol);
-      } catch {
-        return false;
-      }
-    },
-    { message: "not a Redis URL: write redis://[[user]:password@]host[:port][/db] (rediss:// for TLS)" },
-  ),
-  /** Prefix of every Redis key of the run (streams, consumer group, worker heartbeats): runs sharing a server need different ones. */
-  stream_prefix: nonEmpty.regex(/^[^\s]+$/, "no spaces").default("nexrl"),
-  /** Milliseconds a task may stay unacknowledged before another worker claims it (its worker is taken for dead). Keep it above the longest rollout. */
-  claim_idle_ms: positiveInt.default(60_000),
-  /** Deliveries of a task without a result (its workers died or were stopped) before it counts as a failed attempt under the failure policy. */
-  max_deliveries: positiveInt.default(3),
-  /** Milliseconds between a worker's heartbeats; a worker missing three is no longer counted alive. */
-  heartbeat_ms: positiveInt.default(2_000),
-  /**
-   * Where the driver serves its sampler to the workers (rollouts that sample call it over HTTP).
-   * Keep `127.0.0.1` when every worker runs on this machine; set this machine's address (or
-   * `0.0.0.0` with `inference.public_host`) when they run on others.
-   */
-  inference: z
-    .strictObject({
-      /** Interface to bind. */
-      host: nonEmpty.default("127.0.0.1"),
-      /** Port; 0 picks a free one. */
-      port: nonNegativeInt.max(65535).default(0),
-      /** The host workers connect to, when it differs from `host` (for example `host: 0.0.0.0`). */
-      public_host: nonEmpty.optional(),
-    })
-    .prefault({}),
-});
+export const distributedSchema = z
+  .strictObject({
+    /** The queue the tasks go through; Redis Streams with consumer groups is the only one. */
+    engine: z.enum(["redis"]),
+    /**
+     * The Redis server, `redis://[[user]:password@]host[:port][/db]` (`rediss://` for TLS). The
+     * password never appears in logs, errors or printed recipes.
+     */
+    url: nonEmpty.refine(
+      (url) => {
+        try {
+          return REDIS_SCHEMES.has(new URL(url).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: "not a Redis URL: write redis://[[user]:password@]host[:port][/db] (rediss:// for TLS)" },
+    ),
+    /** Prefix of every Redis key of the run (streams, consumer group, worker heartbeats): runs sharing a server need different ones. */
+    stream_prefix: nonEmpty.regex(/^[^\s]+$/, "no spaces").default("nexrl"),
+    /**
+     * Milliseconds a task's worker may go without a heartbeat before another worker claims the task
+     * (its worker is taken for dead); at least twice `heartbeat_ms`. Rollouts may take longer: each
+     * heartbeat keeps the worker's tasks its own.
+     */
+    claim_idle_ms: positiveInt.default(60_000),
+    /** Deliveries of a task without a result (its workers died or were stopped) before it counts as a failed attempt under the failure policy. */
+    max_deliveries: positiveInt.default(3),
+    /** Milliseconds between a worker's heartbeats; a worker missing three is no longer counted alive. */
+    heartbeat_ms: positiveInt.default(2_000),
+    /**
+     * Where the driver serves its sampler to the workers (rollouts that sample call it over HTTP).
+     * Keep `127.0.0.1` when every worker runs on this machine; set this machine's address (or
+     * `0.0.0.0` with `inference.public_host`) when they run on others.
+     */
+    inference: z
+      .strictObject({
+        /** Interface to bind. */
+        host: nonEmpty.default("127.0.0.1"),
+        /** Port; 0 picks a free one. */
+        port: nonNegativeInt.max(65535).default(0),
+        /** The host workers connect to, when it differs from `host` (for example `host: 0.0.0.0`). */
+        public_host: nonEmpty.optional(),
+      })
+      .prefault({}),
+  })
+  .superRefine((settings, ctx) => {
+    if (settings.claim_idle_ms < 2 * settings.heartbeat_ms)
+      refuse(
+        ctx,
+        ["claim_idle_ms"],
+        `${settings.claim_idle_ms} ms is less than twice heartbeat_ms (${settings.heartbeat_ms} ms): the tasks of live workers would be claimed between their heartbeats; raise claim_idle_ms or lower heartbeat_ms`,
+      );
+  });
 
 /** Shape of `rollout_worker:`. */
 export const rolloutWorkerSchema = z
@@ -168,7 +181,7 @@ export const rolloutWorkerSchema = z
         agents_per_worker: positiveInt.optional(),
       })
       .optional(),
-    /** Run rollouts on `nexrl worker` processes through Redis instead of in this process (see {@link distributedSchema}). */
+    /** Run rollouts on `nexrl worker` processes through Redis instead of in this process (`nexrl worker --help`). */
     distributed: distributedSchema.optional(),
   })
   .superRefine((worker, ctx) => {

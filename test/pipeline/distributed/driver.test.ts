@@ -110,7 +110,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
   });
 
   it("fails a task delivered more than max_deliveries times without a result, and drops tasks of a stale session", async () => {
-    const s = settings({ claim_idle_ms: 1, max_deliveries: 2, heartbeat_ms: 100 });
+    const s = settings({ max_deliveries: 2 });
     const rollouts = await RedisRollouts.open(s, () => undefined);
     const keys = new StreamKeys(s.stream_prefix);
     const redisClient = await connectRedis(s.url, () => undefined);
@@ -122,9 +122,10 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       keys,
       name: "survivor",
       concurrency: 1,
-      claimIdleMs: s.claim_idle_ms,
+      // Claims at once: the ghosts below are dead.
+      claimIdleMs: 1,
       maxDeliveries: s.max_deliveries,
-      heartbeatMs: s.heartbeat_ms,
+      heartbeatMs: 100,
       log: () => undefined,
       runnerFor: () => {
         ran++;

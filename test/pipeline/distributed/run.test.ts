@@ -5,6 +5,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
 import { startCli, until, type CliProcess } from "./cli.js";
@@ -86,17 +87,21 @@ async function stopWorkers(workers: CliProcess[]): Promise<void> {
 
 describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
   let redis: TestRedis;
+  let client: ReturnType<typeof createClient>;
   let baseline: Row[];
   let prefixes = 0;
   const nextPrefix = (): string => `test${++prefixes}`;
 
   beforeAll(async () => {
     redis = await startRedis();
+    client = createClient({ url: redis.url });
+    await client.connect();
     const dir = await runFolder(recipe());
     await drive(dir);
     baseline = await metrics(dir);
   });
   afterAll(async () => {
+    client?.destroy();
     await redis?.stop();
   });
 
@@ -224,5 +229,59 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
       /rollout of row \d+ \(group [\d-]+, run 0\) failed after 2 attempt\(s\): Error: worker crashed on row/,
     );
     await stopWorkers([worker]);
+  });
+
+  it("continues a killed driver with resume.mode=auto: no trajectory lost or doubled, the old session's tasks dropped", async () => {
+    const prefix = nextPrefix();
+    const dir = await runFolder(recipe({ url: redis.url, prefix }));
+    const started = join(dir, "started.txt");
+    await writeFile(started, "");
+    const first = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", "first"], dir);
+    await until(() => first.stdout().includes("rollout(s) at once"), "the worker started", first.exited);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1"], dir);
+    // Step 1 is checkpointed; then only a worker that never finishes is left, holding tasks of step 2.
+    await until(() => driver.stdout().includes("step 1/2"), "step 1 ended", driver.exited);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    const stuck = startCli(
+      [
+        "worker",
+        "-c",
+        "recipe.yaml",
+        "--concurrency",
+        "2",
+        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
+        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
+      ],
+      dir,
+      { NEXRL_TEST_STARTED: started },
+    );
+    await until(
+      async () => (await readFile(started, "utf8")).split("\n").filter(Boolean).length === 2,
+      "the stuck worker took two tasks",
+      stuck.exited,
+    );
+    const sessionKey = `${prefix}:session`;
+    const oldSession = await client.get(sessionKey);
+    driver.child.kill("SIGKILL");
+    expect(await driver.exited).toBe("SIGKILL");
+    // Its tasks go back to the stream, as tasks of a driver session that is over.
+    stuck.child.kill("SIGTERM");
+    expect(await stuck.exited).toBe(0);
+    const resumed = startCli(
+      ["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1", "resume.mode=auto"],
+      dir,
+    );
+    // The restarted driver is a new session: workers drop the tasks of the old one.
+    await until(async () => (await client.get(sessionKey)) !== oldSession, "the new session", resumed.exited);
+    const second = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", "second"], dir);
+    expect(await resumed.exited, resumed.stderr()).toBe(0);
+    await stopWorkers([second]);
+    expect(resumed.stdout()).toContain("step 2/2");
+    const rows = await metrics(dir);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    // The second worker ran step 2 only: its 8 tasks, none of the old session's (their entries are gone).
+    expect(await client.xLen(`${prefix}:tasks`)).toBe(0);
+    expect(second.stdout()).toContain("stopped after 8 task(s), 0 failed");
   });
 });
