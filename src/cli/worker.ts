@@ -41,9 +41,10 @@ export async function runWorker(
     import("../pipeline/preflight.js"),
     import("../pipeline/setup.js"),
   ]);
-  const [{ connectRedis, StreamKeys, serverName }, { WorkerLoop }, { RelayInferenceClient }, { runGuarded }] =
+  const [{ connectRedis, StreamKeys }, { serverName }, { WorkerLoop }, { RelayInferenceClient }, { runGuarded }] =
     await Promise.all([
       import("../pipeline/distributed/redis.js"),
+      import("../pipeline/distributed/server-name.js"),
       import("../pipeline/distributed/worker-loop.js"),
       import("../pipeline/distributed/inference-relay.js"),
       import("../pipeline/run-guard.js"),

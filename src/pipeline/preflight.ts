@@ -12,6 +12,7 @@ import { didYouMean } from "../recipe/suggest.js";
 import { RecipeError } from "../errors.js";
 import { REQUIRED_TOKENIZER_FILES } from "../services/inference/tokenizers/files.js";
 import { loadTokenizer, locateTokenizer } from "../services/inference/tokenizers/load.js";
+import { serverName } from "./distributed/server-name.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { readRunState, type RunState } from "./checkpoint.js";
 import { locateRecipeCheckpoint, refuseInitCycle } from "./init-stage.js";
@@ -213,6 +214,11 @@ async function checkRecipeIn(
     const path = await locateResumeState(recipe, cwd);
     checkCheckpointModel(config, await readRunState(path), path);
   }
+  const distributed = config.rollout_worker.distributed;
+  if (distributed)
+    notes.push(
+      `rollouts run on nexrl worker processes (nexrl worker -c ${relative(cwd, recipe.path) || recipe.path}): the run connects to the Redis server ${serverName(distributed.url)} (stream prefix ${distributed.stream_prefix}) when it starts, and waits for workers`,
+    );
   if (config.service.train_service.backend !== "local")
     notes.push(
       `the context of ${config.service.train_service.model} is checked against rollout_worker.max_sequence_length when the run connects to ${config.service.train_service.backend}`,

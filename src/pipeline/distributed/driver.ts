@@ -11,7 +11,8 @@ import type { RemoteAttemptResult, RemoteAttempts } from "../rollout/runner.js";
 import type { RolloutTask } from "../task.js";
 import { readHeartbeats, type WorkerHealth } from "./heartbeats.js";
 import { decode, encode, failureError, type InferenceTarget, type ResultMessage, type TaskKind } from "./messages.js";
-import { connectRedis, describeFailure, serverName, StreamKeys, type Redis } from "./redis.js";
+import { connectRedis, describeFailure, StreamKeys, type Redis } from "./redis.js";
+import { serverName } from "./server-name.js";
 import type { DistributedError } from "../../errors.js";
 
 /** Counters of the results since the last {@link RedisRollouts.takeCounts}. */

@@ -5,6 +5,7 @@
  */
 import type { RedisClientType } from "@redis/client";
 import { redactUrlPasswords } from "../../recipe/redact.js";
+import { serverName } from "./server-name.js";
 import { DistributedError } from "../../errors.js";
 
 /** A connected client (RESP2, no modules). */
@@ -12,16 +13,6 @@ export type Redis = RedisClientType;
 
 /** Reconnections tried after a connection that worked is lost, before the client gives up. */
 const RECONNECTS = 30;
-
-/** The server of `url` as messages name it: `host:port`, never the password. */
-export function serverName(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || "6379"}`;
-  } catch {
-    return redactUrlPasswords(url);
-  }
-}
 
 /**
  * A client connected to `url`. The first connection fails at once with a {@link DistributedError}
