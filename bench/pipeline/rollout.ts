@@ -96,6 +96,37 @@ async function loops(
   return requests;
 }
 
+/** One data row per group of a batch of `requests` rollouts (a multiple of the group size). */
+export function groupRows(requests: number): { prompt: string }[] {
+  return Array.from({ length: requests / GROUP_SIZE }, (_, i) => ({ prompt: `row ${i}` }));
+}
+
+/**
+ * One batch of rollouts, a group of each of `rows`, the way a training run takes it: a
+ * {@link DataLoader} batch through the {@link RolloutScheduler} and `runner` into the
+ * {@link TrajectoryPool}; returns the number of rollouts.
+ */
+export async function scheduledBatch(
+  runner: RolloutRunner,
+  rows: readonly { prompt: string }[],
+  what: string,
+): Promise<number> {
+  const requests = rows.length * GROUP_SIZE;
+  const loader = new DataLoader(rows, {
+    promptKey: "prompt",
+    batchSize: rows.length,
+    seed: 0,
+    rolloutRepeatN: GROUP_SIZE,
+    maxEpochs: 1,
+  });
+  const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: requests, stalenessThreshold: 0 });
+  const scheduler = new RolloutScheduler({ loader, runner, pool, mode: "batches", lookahead: 0, batchSize: requests });
+  const batch = await bounded(what, scheduler.next(0));
+  if (batch?.trajectories.length !== requests)
+    throw new Error(`expected ${requests} trajectories, the scheduler handed out ${batch?.trajectories.length ?? 0}`);
+  return requests;
+}
+
 /** Both contenders at one concurrency; each call runs `requests` rollouts (or requests) and returns that count. */
 export interface RolloutBench {
   pipeline(): Promise<number>;
@@ -135,30 +166,8 @@ export function rolloutBench(
     currentVersion: () => 0,
     signal: stop.signal,
   });
-  // One data row per group; every call rolls out the whole set as one batch.
-  const rows = Array.from({ length: requests / GROUP_SIZE }, (_, i) => ({ prompt: `row ${i}` }));
-  const pipeline = async (): Promise<number> => {
-    const loader = new DataLoader(rows, {
-      promptKey: "prompt",
-      batchSize: rows.length,
-      seed: 0,
-      rolloutRepeatN: GROUP_SIZE,
-      maxEpochs: 1,
-    });
-    const pool = new TrajectoryPool({ readiness: "batch_size_reached", batchSize: requests, stalenessThreshold: 0 });
-    const scheduler = new RolloutScheduler({
-      loader,
-      runner,
-      pool,
-      mode: "batches",
-      lookahead: 0,
-      batchSize: requests,
-    });
-    const batch = await bounded(`${requests} rollouts at concurrency ${concurrency}`, scheduler.next(0));
-    if (batch?.trajectories.length !== requests)
-      throw new Error(`expected ${requests} trajectories, the scheduler handed out ${batch?.trajectories.length ?? 0}`);
-    return requests;
-  };
+  const rows = groupRows(requests);
+  const pipeline = () => scheduledBatch(runner, rows, `${requests} rollouts at concurrency ${concurrency}`);
 
   // The same body the inference client sends (sampling fields, token-id options, prompt ids).
   const body = JSON.stringify({

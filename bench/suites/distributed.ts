@@ -1,0 +1,215 @@
+/**
+ * Rollouts through Redis (`rollout_worker.distributed`) on this machine: rollouts per second with
+ * 1, 2 and 4 `nexrl worker` processes on a CPU-light, latency-bound task, and what the Redis path
+ * adds per rollout to the in-process path at 256 in flight (helpers in `bench/distributed/`).
+ */
+import { loadavg } from "node:os";
+import { loadRecipe } from "../../dist/recipe/index.js";
+import { cpuParts, type CpuParts } from "../distributed/cpu.js";
+import { redisRolloutBench, type RedisRolloutBench } from "../distributed/driver.js";
+import { writeBenchRecipe } from "../distributed/recipe.js";
+import { startRedis } from "../distributed/redis-server.js";
+import { startWorkers, type WorkerProcesses } from "../distributed/workers.js";
+import { rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
+import { comparedRow, reportRow, targetRow, type Row, type Suite } from "../lib/suite.js";
+import { sideBySide, type Contender } from "../lib/timing.js";
+
+/**
+ * Scaling rows: the loopback server answers after 100 ms; each worker runs 8 rollouts at once, so
+ * one worker can do at most 80 rollouts/s and the workers' number is the limit. The driver keeps
+ * 32 in flight (the 4 workers' 8 each) whatever the number of workers; a round is 80 rollouts per
+ * worker (1 s at the ideal rate).
+ */
+const SCALING = {
+  delayMs: 100,
+  workers: [1, 2, 4],
+  perWorker: 8,
+  driverSlots: 32,
+  rolloutsPerWorker: 80,
+  rounds: { warmup: 2, runs: 7 },
+};
+/** The 4-worker row's target on its ratio to one worker (the 2-worker row's: half of it). */
+const SCALING_BOUND = 3.0;
+/**
+ * Cost rows: 256 rollouts in flight on both paths, 2 per slot per round, against a server
+ * answering after 1 s, so that neither path is short of CPU and the time a rollout takes beyond
+ * the server's delay is what the path adds. The Redis side has 4 workers of 64.
+ */
+const COST = { delayMs: 1000, inFlight: 256, workers: 4, rolloutsPerSlot: 2, rounds: { warmup: 1, runs: 7 } };
+/** Most milliseconds the Redis path may add per rollout. */
+const COST_BOUND_MS = 1;
+
+/** Wraps a contender to add up the CPU time of this process, the `workers` and the Redis server over its calls. */
+function cpuCounting(
+  contender: Contender,
+  workers: readonly number[],
+  redis: number | undefined,
+): { contender: Contender; perUnit(): CpuParts & { total: number } } {
+  const cpu: CpuParts = { driver: 0, workers: 0, redis: 0 };
+  let units = 0;
+  return {
+    contender: async () => {
+      const before = cpuParts(workers, redis);
+      const done = await contender();
+      const after = cpuParts(workers, redis);
+      for (const part of ["driver", "workers", "redis"] as const) cpu[part] += after[part] - before[part];
+      units += done;
+      return done;
+    },
+    perUnit: () => ({
+      driver: cpu.driver / units,
+      workers: cpu.workers / units,
+      redis: cpu.redis / units,
+      total: (cpu.driver + cpu.workers + cpu.redis) / units,
+    }),
+  };
+}
+
+export const suite: Suite = {
+  description:
+    "rollouts through Redis: rollouts/s with 1, 2 and 4 nexrl worker processes, and the cost per rollout of the Redis path against the in-process one",
+  async *run(ctx): AsyncIterable<Row> {
+    const redis = await startRedis();
+    const recipe = await writeBenchRecipe({ redisUrl: redis.url });
+    const { config } = await loadRecipe(recipe.file, { env: {}, cwd: recipe.dir });
+    const samplesMs: Record<string, Record<string, number[]>> = {};
+    const cpuPerRollout: Record<string, Record<string, CpuParts & { total: number }>> = {};
+    ctx.setup("samples_ms", samplesMs);
+    ctx.setup("cpu_ms_per_rollout", cpuPerRollout);
+    ctx.setup("redis_server", "Debian's redis-server on 127.0.0.1, no persistence, in a child process");
+    // The machine's other work shows in every figure here: CPU time stretches into wall time.
+    const load: Record<string, number> = { start: loadavg()[0]! };
+    ctx.setup("load_average_1min", load);
+    const processes: WorkerProcesses[] = [];
+    const drivers: RedisRolloutBench[] = [];
+    // Every worker started, for what they printed when something fails.
+    const started: WorkerProcesses[] = [];
+    const describeWorkers = () => started.map((p) => p.output()).join("");
+    try {
+      // 1. Rollouts per second with 1, 2 and 4 workers.
+      ctx.setup("scaling", {
+        ...SCALING,
+        server: `node:http in a child process on 127.0.0.1, answering after ${SCALING.delayMs} ms`,
+        driver:
+          "a DataLoader batch through RolloutScheduler, a RolloutRunner whose attempts go to Redis (DistributedRun: tasks stream, results stream, the relay of an OpenAIInferenceClient) and TrajectoryPool",
+        workers:
+          "nexrl worker -c RECIPE --redis URL --concurrency 8 (the built CLI), a custom worker making one completion through the driver's relay, reward 1",
+        contenders:
+          "one stream prefix per number of workers, all workers started at once; the three contenders rotate round by round",
+      });
+      const server = await startLoopbackServer(SCALING.delayMs);
+      try {
+        const contenders: Record<string, Contender> = {};
+        const cpu: Record<string, () => CpuParts & { total: number }> = {};
+        for (const count of SCALING.workers) {
+          const streamPrefix = `bench-workers-${count}`;
+          const workers = startWorkers({
+            recipe: recipe.file,
+            redisUrl: redis.url,
+            streamPrefix,
+            count,
+            concurrency: SCALING.perWorker,
+            cwd: recipe.dir,
+          });
+          processes.push(workers);
+          started.push(workers);
+          const driver = await redisRolloutBench({
+            baseUrl: server.baseUrl,
+            redisUrl: redis.url,
+            streamPrefix,
+            slots: SCALING.driverSlots,
+            requests: SCALING.rolloutsPerWorker * count,
+          });
+          drivers.push(driver);
+          ctx.log(`waiting for ${count} worker(s) of ${streamPrefix}`);
+          await driver.waitForWorkers(count);
+          const counted = cpuCounting(() => driver.batch(), workers.pids, redis.pid);
+          contenders[`workers_${count}`] = counted.contender;
+          cpu[`workers_${count}`] = counted.perUnit;
+        }
+        ctx.log("distributed_workers_{1,2,4}: timing");
+        const t = await sideBySide(contenders, SCALING.rounds);
+        samplesMs.scaling = Object.fromEntries(Object.entries(t).map(([name, timing]) => [name, timing.samplesMs]));
+        cpuPerRollout.scaling = Object.fromEntries(Object.entries(cpu).map(([name, perUnit]) => [name, perUnit()]));
+        const one = t.workers_1!.perSecond;
+        yield reportRow("distributed_workers_1", "rollouts/s", one);
+        yield comparedRow("distributed_workers_2", "rollouts/s", t.workers_2!.perSecond, one, {
+          op: ">=",
+          bound: SCALING_BOUND / 2,
+        });
+        yield comparedRow("distributed_workers_4", "rollouts/s", t.workers_4!.perSecond, one, {
+          op: ">=",
+          bound: SCALING_BOUND,
+        });
+      } finally {
+        await Promise.all(drivers.splice(0).map((d) => d.close()));
+        await Promise.all(processes.splice(0).map((p) => p.stop()));
+        await server.close();
+      }
+
+      // 2. What the Redis path adds per rollout at 256 in flight.
+      const requests = COST.inFlight * COST.rolloutsPerSlot;
+      ctx.setup("cost", {
+        ...COST,
+        server: `node:http in a child process on 127.0.0.1, answering after ${COST.delayMs} ms`,
+        in_process:
+          "the pipeline suite's rollout path: a DataLoader batch through RolloutScheduler, a RolloutRunner of 256 workers (one OpenAIInferenceClient.completion each) and TrajectoryPool",
+        redis: `the same batch with the runner's attempts sent to Redis, run by ${COST.workers} nexrl worker processes of ${COST.inFlight / COST.workers}`,
+        added_latency:
+          "in flight × (median round time through Redis − median round time in process) / rollouts per round: by Little's law, the time each rollout spends beyond the in-process path",
+        added_cpu:
+          "CPU time per rollout of the driver, the workers and redis-server, minus that of the in-process path (this process); the loopback server's is in neither",
+      });
+      const server1s = await startLoopbackServer(COST.delayMs);
+      const inProcess = rolloutBench(server1s.baseUrl, config, COST.inFlight, requests);
+      try {
+        const streamPrefix = "bench-cost";
+        const workers = startWorkers({
+          recipe: recipe.file,
+          redisUrl: redis.url,
+          streamPrefix,
+          count: COST.workers,
+          concurrency: COST.inFlight / COST.workers,
+          cwd: recipe.dir,
+        });
+        processes.push(workers);
+        started.push(workers);
+        const driver = await redisRolloutBench({
+          baseUrl: server1s.baseUrl,
+          redisUrl: redis.url,
+          streamPrefix,
+          slots: COST.inFlight,
+          requests,
+        });
+        drivers.push(driver);
+        ctx.log(`waiting for ${COST.workers} worker(s) of ${streamPrefix}`);
+        await driver.waitForWorkers(COST.workers);
+        const viaRedis = cpuCounting(() => driver.batch(), workers.pids, redis.pid);
+        const local = cpuCounting(() => inProcess.pipeline(), [], undefined);
+        ctx.log("distributed_added_{latency,cpu}_256: timing");
+        const t = await sideBySide({ redis: viaRedis.contender, in_process: local.contender }, COST.rounds);
+        samplesMs.cost = { redis: t.redis.samplesMs, in_process: t.in_process.samplesMs };
+        cpuPerRollout.cost = { redis: viaRedis.perUnit(), in_process: local.perUnit() };
+        const addedLatency = (COST.inFlight * (t.redis.medianMs - t.in_process.medianMs)) / requests;
+        yield targetRow("distributed_added_latency_256", "ms", addedLatency, { op: "<=", bound: COST_BOUND_MS });
+        yield targetRow("distributed_added_cpu_256", "ms", viaRedis.perUnit().total - local.perUnit().total, {
+          op: "<=",
+          bound: COST_BOUND_MS,
+        });
+      } finally {
+        await Promise.all(drivers.splice(0).map((d) => d.close()));
+        await Promise.all(processes.splice(0).map((p) => p.stop()));
+        await inProcess.close();
+        await server1s.close();
+      }
+    } catch (error) {
+      const output = describeWorkers();
+      if (output) ctx.log(`the workers printed:\n${output}`);
+      throw error;
+    } finally {
+      load.end = loadavg()[0]!;
+      await recipe.remove();
+      await redis.close();
+    }
+  },
+};
