@@ -25,11 +25,15 @@ function distributedSettings(recipe: LoadedRecipe, redis: string | undefined): D
   return parsed.data;
 }
 
-/** Runs `nexrl worker`; returns the exit code. */
+/**
+ * Runs `nexrl worker` until SIGTERM, SIGINT or `stopped` resolves (then it hands back the tasks in
+ * flight); returns the exit code.
+ */
 export async function runWorker(
   command: WorkerCommand,
   io: CliIO,
   load: (configPath: string, overrides: string[]) => Promise<LoadedRecipe>,
+  stopped?: Promise<void>,
 ): Promise<number> {
   const recipe = await load(command.configPath, command.overrides);
   const settings = distributedSettings(recipe, command.redis);
@@ -99,6 +103,7 @@ export async function runWorker(
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
+  void stopped?.then(stop);
   let crash: unknown;
   io.stdout.write(
     `nexrl worker ${loop.name}: ${concurrency} rollout(s) at once from ${serverName(settings.url)} (stream prefix ${settings.stream_prefix})\n`,

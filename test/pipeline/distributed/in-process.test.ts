@@ -1,0 +1,136 @@
+/**
+ * Distributed rollouts with the driver and the `nexrl worker` loops in the test process: the same
+ * paths as run.test.ts (which runs them as CLI processes), here where coverage sees them.
+ */
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { WorkerCommand } from "../../../src/cli/args.js";
+import type { CliIO } from "../../../src/cli/run.js";
+import { runWorker } from "../../../src/cli/worker.js";
+import { ConfigError } from "../../../src/errors.js";
+import { runRecipe } from "../../../src/pipeline/index.js";
+import { loadRecipe } from "../../../src/recipe/load.js";
+import { additionRows, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
+import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+type Row = Record<string, number>;
+
+/** The seeded recipe of run.test.ts; `url` adds `rollout_worker.distributed` with the default stream prefix. */
+function recipe(url?: string): string {
+  const yaml = grpoRecipeYaml({ steps: 2 });
+  if (!url) return yaml;
+  return yaml.replace(
+    "  max_sequence_length: 64\n",
+    `  max_sequence_length: 64\n  distributed:\n    engine: redis\n    url: ${url}\n    claim_idle_ms: 4000\n    heartbeat_ms: 200\n`,
+  );
+}
+
+/** A folder with `train.jsonl`, `recipe.yaml` (distributed when `url` is given) and `plain.yaml` (never). */
+async function runFolder(url?: string): Promise<string> {
+  const dir = await tempDir();
+  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
+  await writeFile(join(dir, "recipe.yaml"), recipe(url));
+  await writeFile(join(dir, "plain.yaml"), recipe());
+  return dir;
+}
+
+/** Runs `recipe.yaml` of `dir` in this process; its metrics rows. */
+async function drive(dir: string): Promise<Row[]> {
+  const result = await runRecipe(join(dir, "recipe.yaml"), {
+    outputDir: join(dir, "out"),
+    env: {},
+    cwd: dir,
+    progress: false,
+  });
+  expect(result.steps).toBe(2);
+  return result.metrics as Row[];
+}
+
+/** A metrics row without `time/*` and `workers/*`. */
+function untimed(row: Row): Row {
+  return Object.fromEntries(
+    Object.entries(row).filter(([key]) => !key.startsWith("time/") && !key.startsWith("workers/")),
+  );
+}
+
+/** A CliIO that keeps what is written. */
+function io(cwd: string): CliIO & { out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    stdout: { write: (text: string) => out.push(text) },
+    stderr: { write: (text: string) => err.push(text) },
+    env: {},
+    cwd,
+    version: "0.0.0-test",
+  };
+}
+
+const load = (dir: string) => (path: string, overrides: string[]) => loadRecipe(path, { cwd: dir, env: {}, overrides });
+
+describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-server, runRecipe, runWorker)", () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("gives the metrics of the run without distributed, with two in-process workers taking every task", async () => {
+    const baseline = await drive(await runFolder());
+    const dir = await runFolder(redis.url);
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    // One worker reads the recipe's settings, the other a recipe without them and --redis.
+    const outputs = [io(dir), io(dir)];
+    const workers = [
+      runWorker(
+        { kind: "worker", configPath: "recipe.yaml", overrides: [], concurrency: 2, name: "a" },
+        outputs[0]!,
+        load(dir),
+        stopped,
+      ),
+      runWorker(
+        { kind: "worker", configPath: "plain.yaml", overrides: [], redis: redis.url, concurrency: 2, name: "b" },
+        outputs[1]!,
+        load(dir),
+        stopped,
+      ),
+    ];
+    for (const output of outputs)
+      await expect.poll(() => output.out.join(""), { timeout: 60_000 }).toMatch(/2 rollout\(s\) at once/);
+    const rows = await drive(dir);
+    stop();
+    expect(await Promise.all(workers)).toEqual([0, 0]);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    expect(rows.map((row) => row["workers/alive"])).toEqual([2, 2]);
+    expect(rows.map((row) => row["workers/reclaimed"])).toEqual([0, 0]);
+    expect(rows.map((row) => row["workers/duplicates"])).toEqual([0, 0]);
+    expect(rows.map((row) => row["workers/failures"])).toEqual([0, 0]);
+    // 2 steps of 2 rows × 4 copies: 16 tasks, each run once by one of the workers.
+    const finished = outputs.map((output) =>
+      Number(/stopped after (\d+) task\(s\), 0 failed/.exec(output.out.join(""))?.[1]),
+    );
+    expect(finished.reduce((a, b) => a + b, 0)).toBe(16);
+    expect(outputs[0]!.out.join("")).toContain("from 127.0.0.1:");
+    expect(outputs.map((output) => output.err.join(""))).toEqual([
+      expect.stringContaining("stopping: no more tasks"),
+      expect.stringContaining("stopping: no more tasks"),
+    ]);
+  });
+
+  it("refuses a recipe without rollout_worker.distributed and no --redis, and a --redis that is not a Redis URL", async () => {
+    const dir = await runFolder();
+    const command: WorkerCommand = { kind: "worker", configPath: "recipe.yaml", overrides: [] };
+    await expect(runWorker(command, io(dir), load(dir))).rejects.toThrow(
+      /has no rollout_worker\.distributed and no --redis URL was given/,
+    );
+    const bad = runWorker({ ...command, redis: "http://127.0.0.1:1" }, io(dir), load(dir));
+    await expect(bad).rejects.toBeInstanceOf(ConfigError);
+    await expect(bad).rejects.toThrow(/^--redis: not a Redis URL/);
+  });
+});
