@@ -11,27 +11,40 @@ import { runWorker } from "../../../src/cli/worker.js";
 import { ConfigError } from "../../../src/errors.js";
 import { runRecipe } from "../../../src/pipeline/index.js";
 import { loadRecipe } from "../../../src/recipe/load.js";
-import { additionRows, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
+import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 type Row = Record<string, number>;
 
-/** The seeded recipe of run.test.ts; `url` adds `rollout_worker.distributed` with the default stream prefix. */
-function recipe(url?: string): string {
-  const yaml = grpoRecipeYaml({ steps: 2 });
+/**
+ * The seeded recipe of run.test.ts; `url` adds `rollout_worker.distributed` (stream prefix
+ * `prefix`), `failing` the worker whose run 0 of every group fails, one retry and the
+ * `continue` policy.
+ */
+function recipe(url?: string, prefix = "nexrl", failing = false): string {
+  let yaml = grpoRecipeYaml({
+    steps: 2,
+    ...(failing && {
+      worker: fixture("failing-worker.ts"),
+      className: "FailingWorker",
+      extra: "runtime_monitor:\n  exception_handling:\n    policy: continue\n",
+    }),
+  });
+  if (failing)
+    yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");
   if (!url) return yaml;
   return yaml.replace(
     "  max_sequence_length: 64\n",
-    `  max_sequence_length: 64\n  distributed:\n    engine: redis\n    url: ${url}\n    claim_idle_ms: 4000\n    heartbeat_ms: 200\n`,
+    `  max_sequence_length: 64\n  distributed:\n    engine: redis\n    url: ${url}\n    stream_prefix: ${prefix}\n    claim_idle_ms: 4000\n    heartbeat_ms: 200\n`,
   );
 }
 
 /** A folder with `train.jsonl`, `recipe.yaml` (distributed when `url` is given) and `plain.yaml` (never). */
-async function runFolder(url?: string): Promise<string> {
+async function runFolder(url?: string, prefix?: string, failing = false): Promise<string> {
   const dir = await tempDir();
   await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
-  await writeFile(join(dir, "recipe.yaml"), recipe(url));
-  await writeFile(join(dir, "plain.yaml"), recipe());
+  await writeFile(join(dir, "recipe.yaml"), recipe(url, prefix, failing));
+  await writeFile(join(dir, "plain.yaml"), recipe(undefined, prefix, failing));
   return dir;
 }
 
@@ -121,6 +134,30 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
       expect.stringContaining("stopping: no more tasks"),
       expect.stringContaining("stopping: no more tasks"),
     ]);
+  });
+
+  it("applies the failure policy to attempts that fail on an in-process worker as in one process", async () => {
+    const expected = await drive(await runFolder(undefined, undefined, true));
+    const dir = await runFolder(redis.url, "failing", true);
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const output = io(dir);
+    const worker = runWorker(
+      { kind: "worker", configPath: "recipe.yaml", overrides: [], concurrency: 3, name: "f" },
+      output,
+      load(dir),
+      stopped,
+    );
+    await expect.poll(() => output.out.join(""), { timeout: 60_000 }).toMatch(/3 rollout\(s\) at once/);
+    const rows = await drive(dir);
+    stop();
+    expect(await worker).toBe(0);
+    // Run 0 of every group fails twice (one retry), then is skipped: 4 groups, 2 steps.
+    expect(rows.reduce((total, row) => total + (row["rollout/failed"] ?? 0), 0)).toBe(8);
+    expect(rows.reduce((total, row) => total + (row["rollout/skipped"] ?? 0), 0)).toBe(4);
+    expect(rows.map(untimed)).toEqual(expected.map(untimed));
+    // 12 rollouts that succeed, and the 4 failing ones twice each.
+    expect(output.out.join("")).toContain("stopped after 20 task(s), 8 failed");
   });
 
   it("refuses a recipe without rollout_worker.distributed and no --redis, and a --redis that is not a Redis URL", async () => {
