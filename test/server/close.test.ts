@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer } from "../../src/server/index.js";
 import { InFlightOperations, runOperation } from "../../src/server/operations.js";
-import { ADAM, call, tinkerDatum } from "./helpers.js";
+import { ADAM, call, tinkerDatum, tinkerSession } from "./helpers.js";
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -51,18 +51,7 @@ describe("closing nexrl serve", () => {
     dirs.push(dir);
     const running = await startServer({ protocol: "tinker", outputDir: dir, log: () => undefined });
     const url = running.url;
-    const { body: session } = await call(url, "POST", "/api/v1/create_session", {
-      tags: [],
-      sdk_version: "0.21.0",
-      type: "create_session",
-    });
-    const created = await call(url, "POST", "/api/v1/create_model", {
-      session_id: session.session_id,
-      model_seq_id: 0,
-      base_model: "tiny",
-      type: "create_model",
-    });
-    const modelId = created.body.model_id as string;
+    const { modelId } = await tinkerSession(url);
     const accepted: number[] = [];
     // Four training steps and then a save, none of them polled: all still queued or running when close() is called.
     for (let step = 0; step < 4; step++) {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
+import { afterEach, expect } from "vitest";
 import { startServer, type RunningServer, type ServerOptions } from "../../src/server/index.js";
 import { tokens as byteTokens } from "../services/training/helpers.js";
 
@@ -61,3 +61,25 @@ export function tinkerDatum(text: string) {
 
 /** Tinker's AdamParams JSON. */
 export const ADAM = { learning_rate: 0.01, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0, grad_clip_norm: 0 };
+
+/** A Tinker session on `url` with one `tiny` model, created and awaited as the SDK does. */
+export async function tinkerSession(url: string): Promise<{ sessionId: string; modelId: string }> {
+  const { body } = await call(url, "POST", "/api/v1/create_session", {
+    tags: [],
+    sdk_version: "0.21.0",
+    type: "create_session",
+  });
+  const created = await call(url, "POST", "/api/v1/create_model", {
+    session_id: body.session_id,
+    model_seq_id: 0,
+    base_model: "tiny",
+    type: "create_model",
+  });
+  const modelId = created.body.model_id as string;
+  const done = await call(url, "POST", "/api/v1/retrieve_future", {
+    request_id: created.body.request_id,
+    allow_metadata_only: false,
+  });
+  expect(done.body).toEqual({ model_id: modelId, type: "create_model" });
+  return { sessionId: body.session_id, modelId };
+}

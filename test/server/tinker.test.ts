@@ -1,22 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ADAM, call, server, tinkerDatum, type Answer } from "./helpers.js";
-
-async function session(url: string): Promise<{ sessionId: string; modelId: string }> {
-  const { body } = await call(url, "POST", "/api/v1/create_session", {
-    tags: [],
-    sdk_version: "0.21.0",
-    type: "create_session",
-  });
-  const created = await call(url, "POST", "/api/v1/create_model", {
-    session_id: body.session_id,
-    model_seq_id: 0,
-    base_model: "tiny",
-    type: "create_model",
-  });
-  const modelId = created.body.model_id as string;
-  expect((await poll(url, created.body.request_id)).body).toEqual({ model_id: modelId, type: "create_model" });
-  return { sessionId: body.session_id, modelId };
-}
+import { ADAM, call, server, tinkerDatum, tinkerSession as session, type Answer } from "./helpers.js";
 
 function poll(url: string, requestId: string): Promise<Answer> {
   return call(url, "POST", "/api/v1/retrieve_future", { request_id: requestId, allow_metadata_only: false });
