@@ -23,12 +23,15 @@ export function startWorkers(options: {
   count: number;
   concurrency: number;
   cwd: string;
+  /** Node options before the CLI's path (e.g. `--cpu-prof` for a profile). */
+  nodeOptions?: string[];
 }): WorkerProcesses {
   let output = "";
   const children: ChildProcess[] = Array.from({ length: options.count }, () => {
     const child = spawn(
       process.execPath,
       [
+        ...(options.nodeOptions ?? []),
         CLI,
         "worker",
         "-c",
