@@ -62,6 +62,9 @@ export async function runWorker(
   // Worker instances see the worker's concurrency as rollout_worker.num_workers.
   const workerConfig = { ...config, rollout_worker: { ...config.rollout_worker, num_workers: concurrency } };
   const runners = new Map<string, ReturnType<typeof createRunner>>();
+  /** The relay clients of the runners, whose connections are closed with them. */
+  const relays: Array<InstanceType<typeof RelayInferenceClient>> = [];
+  const closeRelays = (): Promise<unknown> => Promise.all(relays.splice(0).map((relay) => relay.close()));
   let session = "";
   const loop = new WorkerLoop({
     redis,
@@ -77,16 +80,19 @@ export async function runWorker(
       // A new driver session brings a new relay: the runners of the old one are dropped.
       if (message.session !== session) {
         runners.clear();
+        void closeRelays();
         session = message.session;
       }
       const key = `${message.kind} ${message.inference?.url ?? ""}`;
       let runner = runners.get(key);
       if (!runner) {
+        const relay = message.inference && new RelayInferenceClient(message.inference, tokenizer);
+        if (relay) relays.push(relay);
         runner = createRunner(workerConfig, {
           workerClass,
           namePrefix: message.kind === "train" ? "rollout_worker" : "validation_worker",
           tokenizer,
-          inference: message.inference && new RelayInferenceClient(message.inference, tokenizer),
+          inference: relay,
           policy: { mode: "fail_fast" },
           maxSequenceLength: undefined,
           currentVersion: () => message.version,
@@ -128,6 +134,7 @@ export async function runWorker(
     process.off("SIGTERM", stop);
     process.off("SIGINT", stop);
     closing.abort();
+    await closeRelays();
     redis.destroy();
     reader.destroy();
   }

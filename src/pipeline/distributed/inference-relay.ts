@@ -14,7 +14,14 @@ import { readBody } from "../../server/io.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import { decode, encode, type InferenceTarget } from "./messages.js";
-import { NexrlError } from "../../errors.js";
+import { HttpTransport } from "../../http/transport.js";
+import { APIError, NexrlError } from "../../errors.js";
+
+/** The content type of the relay's answers. */
+const RELAY_CONTENT_TYPE = "text/plain; charset=utf-8";
+
+/** The longest timer Node keeps (about 24 days): the relay client's calls end with their rollout instead. */
+const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** A call of the relay: what {@link InferenceClient} takes, but the abort signal. */
 type RelayCall =
@@ -78,7 +85,9 @@ async function answer(
 ): Promise<void> {
   const send = (status: number, body: unknown): void => {
     const text = encode(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    // Not a JSON content type: the body is JSON with tagged non-finite numbers, which the
+    // worker's client decodes itself (its transport would parse JSON as plain JSON).
+    res.writeHead(status, { "content-type": RELAY_CONTENT_TYPE, "content-length": Buffer.byteLength(text) });
     res.end(text);
   };
   const fail = (status: number, error: string, message: string, retryable: boolean): void =>
@@ -88,9 +97,12 @@ async function answer(
     return fail(401, "unauthorized", "this is a nexrl run's inference relay: only its workers may call it", false);
   if (req.method !== "POST" || req.url !== "/inference")
     return fail(404, "not_found", "the relay answers POST /inference only", false);
-  // The worker gave the call up (its rollout ended): so does the relay.
+  // The worker gave the call up (its rollout ended): so does the relay. A response sent closes
+  // too, and aborting then would only cost an error object.
   const controller = new AbortController();
-  res.on("close", () => controller.abort());
+  res.on("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
   try {
     const call = decode<RelayCall>((await readBody(req)).toString("utf8"));
     const options = { ...call.options, signal: controller.signal };
@@ -120,13 +132,29 @@ export class RelayCallError extends NexrlError {
   }
 }
 
-/** The driver's inference client, called over the relay from a worker. */
+/**
+ * The driver's inference client, called over the relay from a worker: keep-alive connections of
+ * the project's {@link HttpTransport}, no retries (the rollout's own policy decides), and no
+ * timeout of its own (the rollout's timeout ends a call, through its signal).
+ */
 export class RelayInferenceClient implements InferenceClient {
+  private readonly http: HttpTransport;
+
   /** @param target the relay the task names. @param tokenizer the trained model's (loaded from the recipe). */
   constructor(
-    private readonly target: InferenceTarget,
+    target: InferenceTarget,
     readonly tokenizer: Tokenizer,
-  ) {}
+  ) {
+    this.http = new HttpTransport({
+      baseUrl: target.url,
+      apiKey: target.token,
+      apiKeyHeader: "authorization",
+      apiKeyScheme: "Bearer",
+      apiKeySource: "the relay's token (rollout_worker.distributed)",
+      maxRetries: 0,
+      timeoutMs: NO_TIMEOUT_MS,
+    });
+  }
 
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
     const { signal, ...rest } = options;
@@ -138,15 +166,26 @@ export class RelayInferenceClient implements InferenceClient {
     return this.call({ kind: "chat", messages: [...messages], options: rest }, signal);
   }
 
+  /** Closes the client's connections. */
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
   private async call(call: RelayCall, signal: AbortSignal | undefined): Promise<InferenceResult> {
-    const response = await fetch(`${this.target.url}/inference`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${this.target.token}`, "content-type": "application/json" },
-      body: encode(call),
-      ...(signal && { signal }),
-    });
-    const body = decode<InferenceResult | RelayFailure>(await response.text());
-    if (!response.ok) throw new RelayCallError(response.status, body as RelayFailure);
-    return body as InferenceResult;
+    try {
+      const { body } = await this.http.request<string>({
+        method: "POST",
+        path: "/inference",
+        encodedBody: encode(call),
+        retry: "none",
+        ...(signal && { signal }),
+      });
+      return decode<InferenceResult>(body);
+    } catch (error) {
+      // An answer of the relay's own (its failure, or a refusal); anything else (no answer) as it came.
+      if (error instanceof APIError && error.status !== undefined && typeof error.body === "string")
+        throw new RelayCallError(error.status, decode<RelayFailure>(error.body));
+      throw error;
+    }
   }
 }

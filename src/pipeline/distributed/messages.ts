@@ -61,19 +61,43 @@ export type ResultMessage = {
 } & ({ ok: true; trajectories: TrajectoryInit[]; unknownTokenIds: number } | { ok: false; error: RemoteFailure });
 
 const NUMBER_TAG = "\u0000number:";
+/** How {@link NUMBER_TAG} reads inside JSON text (`JSON.stringify` escapes the NUL). */
+const NUMBER_TAG_IN_JSON = JSON.stringify(NUMBER_TAG).slice(1, -1);
+
+function tagNonFinite(_key: string, item: unknown): unknown {
+  return typeof item === "number" && !Number.isFinite(item) ? `${NUMBER_TAG}${item}` : item;
+}
+
+function untagNonFinite(_key: string, item: unknown): unknown {
+  return typeof item === "string" && item.startsWith(NUMBER_TAG) ? Number(item.slice(NUMBER_TAG.length)) : item;
+}
+
+/**
+ * Whether `value` holds no number JSON cannot write. A replacer costs a call per value written
+ * (and a key string per array item), several times this walk; objects with their own `toJSON`
+ * are left to the replacer.
+ */
+function allFinite(value: unknown): boolean {
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || value === null) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!allFinite(value[i])) return false;
+    return true;
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
+  for (const key in value) if (!allFinite((value as Record<string, unknown>)[key])) return false;
+  return true;
+}
 
 /** JSON text of `value`, non-finite numbers included. */
 export function encode(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) =>
-    typeof item === "number" && !Number.isFinite(item) ? `${NUMBER_TAG}${item}` : item,
-  );
+  return allFinite(value) ? JSON.stringify(value) : JSON.stringify(value, tagNonFinite);
 }
 
 /** A value back from {@link encode}'s text (the caller knows its type). */
 export function decode<T>(text: string): T {
-  return JSON.parse(text, (_key, item: unknown) =>
-    typeof item === "string" && item.startsWith(NUMBER_TAG) ? Number(item.slice(NUMBER_TAG.length)) : item,
-  ) as T;
+  // Text without a tag needs no reviver (which costs a call per value read).
+  return (text.includes(NUMBER_TAG_IN_JSON) ? JSON.parse(text, untagNonFinite) : JSON.parse(text)) as T;
 }
 
 /** A failed attempt that came back from a worker, for the driver's failure policy. */
