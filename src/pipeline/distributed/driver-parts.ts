@@ -47,16 +47,17 @@ export class DistributedRun {
   }
 
   /**
-   * The step's `workers/*` metrics: workers alive, attempts they finished and failed (since each
-   * started), and this step's reclaimed tasks and ignored duplicate results.
+   * The step's `workers/*` metrics: workers alive now, and since the last call (this step) the
+   * attempts the workers finished and failed (counted from the results read, so a result that
+   * came in is in the step it came in), the tasks reclaimed and the duplicate results ignored.
    */
   async metrics(): Promise<Record<string, number>> {
     const workers = await this.rollouts.workers();
     const counts = this.rollouts.takeCounts();
     return {
       "workers/alive": workers.length,
-      "workers/tasks": workers.reduce((sum, w) => sum + w.tasks, 0),
-      "workers/failures": workers.reduce((sum, w) => sum + w.failures, 0),
+      "workers/tasks": counts.tasks,
+      "workers/failures": counts.failures,
       "workers/reclaimed": counts.reclaimed,
       "workers/duplicates": counts.duplicates,
     };

@@ -17,6 +17,10 @@ import type { DistributedError } from "../../errors.js";
 
 /** Counters of the results since the last {@link RedisRollouts.takeCounts}. */
 export interface ResultCounts {
+  /** Attempts the workers finished: results that settled an attempt. */
+  tasks: number;
+  /** Of those, attempts that failed. */
+  failures: number;
   /** Results of attempts that were settled already, ignored. */
   duplicates: number;
   /** Attempts settled by a worker that claimed the task from another (dead or stopped) one. */
@@ -36,10 +40,18 @@ const READ_BLOCK_MS = 1_000;
 export class RedisRollouts {
   private readonly waiting = new Map<string, Waiting>();
   private sent = 0;
-  private counts: ResultCounts = { duplicates: 0, reclaimed: 0 };
+  private counts: ResultCounts = noCounts();
+  /** The fields every task of a runner shares, as JSON members, by kind and relay: encoded once. */
+  private readonly shared = new Map<string, string>();
   private closed = false;
   private readonly reading: Promise<void>;
   private failure: DistributedError | undefined;
+  /**
+   * `redis` without the client's default command timeout for the tasks sent, which costs a timer
+   * and an abort signal per command; the results loop's reads keep it, and fail every attempt
+   * waiting when the server stops answering.
+   */
+  private readonly sender: Redis;
 
   private constructor(
     private readonly redis: Redis,
@@ -49,6 +61,7 @@ export class RedisRollouts {
     readonly session: string,
     private readonly name: string,
   ) {
+    this.sender = redis.withCommandOptions({ timeout: 0 }) as unknown as Redis;
     this.reading = this.readResults();
   }
 
@@ -77,13 +90,19 @@ export class RedisRollouts {
 
   /** The {@link RemoteAttempts} of one runner: its kind, and the relay its rollouts sample from (none when they may not). */
   attempts(kind: TaskKind, inference: InferenceTarget | undefined): RemoteAttempts {
-    return { run: (task, attempt, version, signal) => this.run(kind, inference, task, attempt, version, signal) };
+    const shared = encode({
+      session: this.session,
+      results: this.keys.results(this.session),
+      kind,
+      ...(inference && { inference }),
+    }).slice(1, -1);
+    return { run: (task, attempt, version, signal) => this.run(shared, task, attempt, version, signal) };
   }
 
   /** The counters since the last call, reset. */
   takeCounts(): ResultCounts {
     const counts = this.counts;
-    this.counts = { duplicates: 0, reclaimed: 0 };
+    this.counts = noCounts();
     return counts;
   }
 
@@ -108,9 +127,9 @@ export class RedisRollouts {
     this.reader.destroy();
   }
 
+  /** Sends attempt `attempt` of `task` (`shared`: the members of {@link RedisRollouts.attempts}) and waits for its result. */
   private async run(
-    kind: TaskKind,
-    inference: InferenceTarget | undefined,
+    shared: string,
     task: RolloutTask,
     attempt: number,
     version: number,
@@ -121,28 +140,19 @@ export class RedisRollouts {
     const result = new Promise<RemoteAttemptResult>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
     });
-    // It may be settled (an abort) while the task is still being sent: handled below either way.
-    result.catch(() => undefined);
-    const body = encode({
-      id,
-      session: this.session,
-      results: this.keys.results(this.session),
-      kind,
-      attempt,
-      version,
-      ...(inference && { inference }),
-      task,
-    });
+    // A TaskMessage; what is the same for every task of the runner is encoded once.
+    const body = `{"id":${JSON.stringify(id)},"attempt":${attempt},"version":${version},${shared},"task":${encode(task)}}`;
     const abort = (): void => {
       this.settle(id, (waiting) => waiting.reject(signal.reason));
     };
     signal.addEventListener("abort", abort, { once: true });
+    // Not awaited on its own: a task that could not be sent fails its attempt, as a lost server
+    // (noticed by the results loop) fails every attempt waiting.
+    this.sender.xAdd(this.keys.tasks, "*", { body }).catch((error: unknown) => {
+      this.settle(id, (waiting) => waiting.reject(error));
+    });
     try {
-      await this.redis.xAdd(this.keys.tasks, "*", { body });
       return await result;
-    } catch (error) {
-      this.waiting.delete(id);
-      throw error;
     } finally {
       signal.removeEventListener("abort", abort);
     }
@@ -177,8 +187,9 @@ export class RedisRollouts {
           last = message.id;
           this.accept(decode<ResultMessage>(message.message.body));
         }
-      // What was read is not needed again: the stream keeps only the last entry read.
-      if (last !== read) await this.redis.xTrim(stream, "MINID", last).catch(() => undefined);
+      // What was read is not needed again: the stream keeps only the last entry read. Not
+      // awaited: the next read need not wait for it.
+      if (last !== read) this.redis.xTrim(stream, "MINID", last).catch(() => undefined);
     }
   }
 
@@ -188,7 +199,13 @@ export class RedisRollouts {
       if (result.ok) waiting.resolve({ trajectories: result.trajectories, unknownTokenIds: result.unknownTokenIds });
       else waiting.reject(failureError(result.error, result.worker));
     });
-    if (!settled) this.counts.duplicates++;
-    else if (result.deliveries > 1) this.counts.reclaimed++;
+    if (!settled) return void this.counts.duplicates++;
+    this.counts.tasks++;
+    if (!result.ok) this.counts.failures++;
+    if (result.deliveries > 1) this.counts.reclaimed++;
   }
+}
+
+function noCounts(): ResultCounts {
+  return { tasks: 0, failures: 0, duplicates: 0, reclaimed: 0 };
 }

@@ -1,12 +1,13 @@
 /**
  * {@link WorkerLoop}: what `nexrl worker` runs. It reads rollout tasks through the workers'
- * consumer group, first claiming tasks left unacknowledged too long by other workers
- * (`XAUTOCLAIM`), runs up to `concurrency` at once, writes each result to the stream the task
- * names and only then acknowledges the task. Every heartbeat resets the idle time of the tasks
- * it runs, so a task is claimed by another worker only once its worker stopped beating for the
- * claim time, however long the rollout. On {@link WorkerLoop.stop} it takes no more tasks
- * and hands back those in flight (queued again, then acknowledged), so no task waits for the
- * claim time after a clean stop.
+ * consumer group, looking once a heartbeat first for tasks left unacknowledged too long by other
+ * workers (`XAUTOCLAIM`), runs up to `concurrency` at once, and writes each result to the stream
+ * the task names in one transaction with the task's acknowledgement, so a task is acknowledged
+ * only with its result written. Every heartbeat resets the idle time of the tasks it runs, so a
+ * task is claimed by another worker only once its worker stopped beating for the claim time,
+ * however long the rollout. On {@link WorkerLoop.stop} it takes no more tasks and hands back
+ * those in flight (queued again, then acknowledged), so no task waits for the claim time after
+ * a clean stop.
  * @module
  */
 import { hostname } from "node:os";
@@ -63,6 +64,8 @@ export class WorkerLoop {
   private tasks = 0;
   private failures = 0;
   private slotFreed: () => void = () => undefined;
+  /** When the loop next looks for tasks to claim (`Date.now()` milliseconds). */
+  private nextClaim = 0;
   private readonly heartbeat: Heartbeat;
   private readonly stopController = new AbortController();
 
@@ -108,9 +111,19 @@ export class WorkerLoop {
           await new Promise<void>((resolve) => (this.slotFreed = resolve));
           continue;
         }
-        let deliveries = await this.claim(free);
+        // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
+        let deliveries: Delivery[] = [];
+        if (Date.now() >= this.nextClaim) {
+          this.nextClaim = Date.now() + this.options.heartbeatMs;
+          deliveries = await this.claim(free);
+          // There may be more to claim.
+          if (deliveries.length === free) this.nextClaim = 0;
+        }
         if (deliveries.length === 0 && !this.stopping) deliveries = await this.read(free);
-        for (const delivery of deliveries) this.start(delivery);
+        if (deliveries.length === 0) continue;
+        // One look at the current session for the tasks read together.
+        const session = await redis.get(keys.session);
+        for (const delivery of deliveries) this.start(delivery, session);
       }
     } finally {
       await this.handBack();
@@ -168,8 +181,9 @@ export class WorkerLoop {
     );
   }
 
-  private start(delivery: Delivery): void {
-    const done = this.handle(delivery)
+  /** Runs `delivery` in the background; `session` is the driver session current when it was read. */
+  private start(delivery: Delivery, session: string | null): void {
+    const done = this.handle(delivery, session)
       .catch((error: unknown) =>
         this.options.log(
           `task ${delivery.entry} was not answered (it will be claimed again): ${error instanceof Error ? error.message : String(error)}`,
@@ -183,7 +197,7 @@ export class WorkerLoop {
   }
 
   /** Runs one task and answers it; the task is acknowledged only once its result is written. */
-  private async handle(delivery: Delivery): Promise<void> {
+  private async handle(delivery: Delivery, session: string | null): Promise<void> {
     const { redis, keys } = this.options;
     let message: TaskMessage;
     try {
@@ -194,7 +208,7 @@ export class WorkerLoop {
       return;
     }
     // The tasks of a driver that stopped or was restarted are not run: nobody waits for their results.
-    if ((await redis.get(keys.session)) !== message.session) {
+    if (session !== message.session) {
       await this.acknowledge(delivery.entry);
       return;
     }
@@ -223,8 +237,13 @@ export class WorkerLoop {
       }
     }
     if (this.stopping && !this.inFlight.has(delivery.entry)) return;
-    await redis.xAdd(message.results, "*", { body: encode(result) });
-    await this.acknowledge(delivery.entry);
+    // The result and the acknowledgement go together (MULTI): a task is acknowledged only with its result written.
+    await redis
+      .multi()
+      .xAdd(message.results, "*", { body: encode(result) })
+      .xAck(keys.tasks, keys.group, delivery.entry)
+      .xDel(keys.tasks, delivery.entry)
+      .exec();
     this.tasks++;
     if (!result.ok) this.failures++;
   }
@@ -240,15 +259,15 @@ export class WorkerLoop {
     const { redis, keys } = this.options;
     const left = [...this.inFlight.values()];
     this.inFlight.clear();
-    for (const { delivery } of left) {
-      await redis
-        .multi()
+    if (left.length === 0) return;
+    const queue = redis.multi();
+    for (const { delivery } of left)
+      queue
         .xAdd(keys.tasks, "*", { body: delivery.body })
         .xAck(keys.tasks, keys.group, delivery.entry)
-        .xDel(keys.tasks, delivery.entry)
-        .exec();
-    }
-    if (left.length > 0) this.options.log(`handed back ${left.length} task(s) in flight`);
+        .xDel(keys.tasks, delivery.entry);
+    await queue.exec();
+    this.options.log(`handed back ${left.length} task(s) in flight`);
   }
 }
 

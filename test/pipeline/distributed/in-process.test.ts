@@ -4,6 +4,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerCommand } from "../../../src/cli/args.js";
 import type { CliIO } from "../../../src/cli/run.js";
@@ -12,6 +13,7 @@ import { ConfigError } from "../../../src/errors.js";
 import { runRecipe } from "../../../src/pipeline/index.js";
 import { loadRecipe } from "../../../src/recipe/load.js";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
+import { heldTasks } from "./fixtures/holding-worker.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 type Row = Record<string, number>;
@@ -124,7 +126,9 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     expect(rows.map((row) => row["workers/reclaimed"])).toEqual([0, 0]);
     expect(rows.map((row) => row["workers/duplicates"])).toEqual([0, 0]);
     expect(rows.map((row) => row["workers/failures"])).toEqual([0, 0]);
-    // 2 steps of 2 rows × 4 copies: 16 tasks, each run once by one of the workers.
+    // 2 steps of 2 rows × 4 copies: 16 tasks, each run once by one of the workers, each step's
+    // counted in that step's row (from the results the driver read, not the workers' heartbeats).
+    expect(rows.map((row) => row["workers/tasks"])).toEqual([8, 8]);
     const finished = outputs.map((output) =>
       Number(/stopped after (\d+) task\(s\), 0 failed/.exec(output.out.join(""))?.[1]),
     );
@@ -156,8 +160,66 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     expect(rows.reduce((total, row) => total + (row["rollout/failed"] ?? 0), 0)).toBe(8);
     expect(rows.reduce((total, row) => total + (row["rollout/skipped"] ?? 0), 0)).toBe(4);
     expect(rows.map(untimed)).toEqual(expected.map(untimed));
+    // Each step: 6 rollouts that succeed, and the 2 failing ones twice each.
+    expect(rows.map((row) => [row["workers/tasks"], row["workers/failures"]])).toEqual([
+      [10, 4],
+      [10, 4],
+    ]);
     // 12 rollouts that succeed, and the 4 failing ones twice each.
     expect(output.out.join("")).toContain("stopped after 20 task(s), 8 failed");
+  });
+
+  it("hands back the tasks in flight of a worker told to stop; another worker runs them, each counted once", async () => {
+    const baseline = await drive(await runFolder());
+    const dir = await runFolder(redis.url, "handback");
+    heldTasks().length = 0;
+    let stopLeaving!: () => void;
+    const leavingStopped = new Promise<void>((resolve) => (stopLeaving = resolve));
+    const leavingOutput = io(dir);
+    const leaving = runWorker(
+      {
+        kind: "worker",
+        configPath: "recipe.yaml",
+        overrides: [
+          `rollout_worker.custom_rollout_worker_module_path=${fileURLToPath(new URL("./fixtures/holding-worker.ts", import.meta.url))}`,
+          "rollout_worker.custom_rollout_worker_class_name=HoldingWorker",
+        ],
+        concurrency: 2,
+        name: "leaving",
+      },
+      leavingOutput,
+      load(dir),
+      leavingStopped,
+    );
+    await expect.poll(() => leavingOutput.out.join(""), { timeout: 60_000 }).toMatch(/2 rollout\(s\) at once/);
+    const driving = drive(dir);
+    // It holds two tasks it will never finish; then it is told to stop.
+    await expect.poll(() => heldTasks().length, { timeout: 60_000 }).toBe(2);
+    stopLeaving();
+    expect(await leaving).toBe(0);
+    expect(leavingOutput.err.join("")).toContain("handed back 2 task(s) in flight");
+    expect(leavingOutput.out.join("")).toContain("stopped after 0 task(s), 0 failed");
+    let stopOther!: () => void;
+    const otherStopped = new Promise<void>((resolve) => (stopOther = resolve));
+    const otherOutput = io(dir);
+    const other = runWorker(
+      { kind: "worker", configPath: "recipe.yaml", overrides: [], concurrency: 2, name: "other" },
+      otherOutput,
+      load(dir),
+      otherStopped,
+    );
+    const rows = await driving;
+    stopOther();
+    expect(await other).toBe(0);
+    // Every task, the two handed back included, ran on the other worker, once: the run's
+    // trajectories are those of the run in one process.
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+    expect(otherOutput.out.join("")).toContain("stopped after 16 task(s), 0 failed");
+    expect(rows.reduce((total, row) => total + row["workers/tasks"]!, 0)).toBe(16);
+    // Handed back, not claimed after the claim time; and no result came twice.
+    expect(rows.map((row) => row["workers/reclaimed"])).toEqual([0, 0]);
+    expect(rows.map((row) => row["workers/duplicates"])).toEqual([0, 0]);
+    expect(heldTasks()).toHaveLength(2);
   });
 
   it("refuses a recipe without rollout_worker.distributed and no --redis, and a --redis that is not a Redis URL", async () => {
