@@ -109,6 +109,8 @@ export class WorkerLoop {
         const free = this.options.concurrency - this.inFlight.size;
         if (free === 0) {
           await new Promise<void>((resolve) => (this.slotFreed = resolve));
+          // The slots freed in the same turn of the event loop are filled by one read.
+          await new Promise((resolve) => setImmediate(resolve));
           continue;
         }
         // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
