@@ -1,6 +1,7 @@
 /**
  * CPU time per rollout of the Redis path, by process (driver, workers, redis-server), and the
- * median round time: the distributed suite's cost scenario alone, for profiling. Run the workers
+ * median round time against the in-process path's (rounds alternate): the distributed suite's
+ * cost scenario alone, for profiling and for the latency at fewer rollouts in flight. Run the workers
  * under the profiler with `WORKER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR"` (split at spaces) and the driver
  * with `node --cpu-prof --import tsx bench/tools/distributed-cpu.ts`.
  *
@@ -13,7 +14,8 @@ import { redisRolloutBench } from "../distributed/driver.js";
 import { writeBenchRecipe } from "../distributed/recipe.js";
 import { startRedis } from "../distributed/redis-server.js";
 import { startWorkers } from "../distributed/workers.js";
-import { startLoopbackServer } from "../pipeline/rollout.js";
+import { loadRecipe } from "../../dist/recipe/index.js";
+import { rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
 
 const [inFlight = 256, workerCount = 4, rounds = 6, delayMs = 1000] = process.argv.slice(2).map(Number);
 const requests = inFlight * 2;
@@ -30,6 +32,9 @@ const workers = startWorkers({
   cwd: recipe.dir,
   ...(workerOptions !== undefined && { nodeOptions: workerOptions.split(" ") }),
 });
+const { config } = await loadRecipe(recipe.file, { env: {}, cwd: recipe.dir });
+const inProcess = rolloutBench(server.baseUrl, config, inFlight, requests);
+const inProcessMs: number[] = [];
 const driver = await redisRolloutBench({
   baseUrl: server.baseUrl,
   redisUrl: redis.url,
@@ -41,6 +46,9 @@ const samples: Array<CpuParts & { ms: number }> = [];
 try {
   await driver.waitForWorkers(workerCount);
   for (let round = -1; round < rounds; round++) {
+    const local = performance.now();
+    await inProcess.pipeline();
+    if (round >= 0) inProcessMs.push(performance.now() - local);
     const before = cpuParts(workers.pids, redis.pid);
     const start = performance.now();
     await driver.batch();
@@ -60,6 +68,7 @@ try {
   throw error;
 } finally {
   await driver.close();
+  await inProcess.close();
   await workers.stop();
   await server.close();
   await recipe.remove();
@@ -71,3 +80,7 @@ for (const part of ["ms", "driver", "workers", "redis"] as const)
     `${part.padEnd(8)} ${median(samples.map((s) => s[part])).toFixed(3)} (${samples.map((s) => s[part].toFixed(2)).join(" ")})`,
   );
 console.log(`total    ${median(samples.map((s) => s.driver + s.workers + s.redis)).toFixed(3)} ms CPU per rollout`);
+const added = median(samples.map((s) => s.ms)) - median(inProcessMs);
+console.log(
+  `in-process round ${median(inProcessMs).toFixed(1)} ms; added per rollout (Little's law) ${((inFlight * added) / requests).toFixed(1)} ms`,
+);
