@@ -52,6 +52,12 @@ interface Delivery {
   deliveries: number;
 }
 
+/** Tasks read together, and the driver session current when they were read (null: none). */
+interface Batch {
+  deliveries: Delivery[];
+  session: string | null;
+}
+
 /** Milliseconds a read of the tasks stream blocks. */
 const READ_BLOCK_MS = 500;
 
@@ -114,18 +120,16 @@ export class WorkerLoop {
           continue;
         }
         // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
-        let deliveries: Delivery[] = [];
+        let batch: Batch | undefined;
         if (Date.now() >= this.nextClaim) {
           this.nextClaim = Date.now() + this.options.heartbeatMs;
-          deliveries = await this.claim(free);
+          const claimed = await this.claim(free);
           // There may be more to claim.
-          if (deliveries.length === free) this.nextClaim = 0;
+          if (claimed.length === free) this.nextClaim = 0;
+          if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
         }
-        if (deliveries.length === 0 && !this.stopping) deliveries = await this.read(free);
-        if (deliveries.length === 0) continue;
-        // One look at the current session for the tasks read together.
-        const session = await redis.get(keys.session);
-        for (const delivery of deliveries) this.start(delivery, session);
+        if (!batch && !this.stopping) batch = await this.read(free);
+        for (const delivery of batch?.deliveries ?? []) this.start(delivery, batch!.session);
       }
     } finally {
       await this.handBack();
@@ -170,17 +174,21 @@ export class WorkerLoop {
   }
 
   /** Up to `count` new tasks, waiting a little for them. */
-  private async read(count: number): Promise<Delivery[]> {
+  /**
+   * Up to `count` new tasks, waiting a little for them, and the session current once they were
+   * read: the GET is sent with the read on its connection, and Redis runs it only once the
+   * blocked read has returned, so it costs no round trip of its own.
+   */
+  private async read(count: number): Promise<Batch> {
     const { reader, keys } = this.options;
-    const replies = (await reader.xReadGroup(
-      keys.group,
-      this.name,
-      { key: keys.tasks, id: ">" },
-      { COUNT: count, BLOCK: READ_BLOCK_MS },
-    )) as Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null;
-    return (replies ?? []).flatMap((reply) =>
+    const [replies, session] = (await Promise.all([
+      reader.xReadGroup(keys.group, this.name, { key: keys.tasks, id: ">" }, { COUNT: count, BLOCK: READ_BLOCK_MS }),
+      reader.get(keys.session),
+    ])) as [Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null, string | null];
+    const deliveries = (replies ?? []).flatMap((reply) =>
       reply.messages.map((message) => ({ entry: message.id, body: String(message.message.body), deliveries: 1 })),
     );
+    return { deliveries, session };
   }
 
   /** Runs `delivery` in the background; `session` is the driver session current when it was read. */
