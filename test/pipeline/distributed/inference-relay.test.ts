@@ -20,7 +20,12 @@ const driverClient = {
   completion(prompt: unknown, options: InferenceOptions) {
     calls.push({ kind: "completion", input: prompt, options });
     if (failWith !== undefined) return Promise.reject(failWith);
-    return Promise.resolve({ text: `echo ${String(prompt)}`, tokens: [1, 2], policyVersion: 3 });
+    return Promise.resolve({
+      text: `echo ${String(prompt)}`,
+      tokens: [1, 2],
+      logprobs: [-Infinity, -0.5],
+      policyVersion: 3,
+    });
   },
   chat(messages: unknown, options: InferenceOptions) {
     calls.push({ kind: "chat", input: messages, options });
@@ -47,7 +52,13 @@ describe("InferenceRelay", () => {
       tokenizer,
     );
     expect(client.tokenizer).toBe(tokenizer);
-    expect(await client.completion("2+2=")).toMatchObject({ text: "echo 2+2=", tokens: [1, 2], policyVersion: 3 });
+    // Non-finite logprobs cross the relay intact.
+    expect(await client.completion("2+2=")).toEqual({
+      text: "echo 2+2=",
+      tokens: [1, 2],
+      logprobs: [-Infinity, -0.5],
+      policyVersion: 3,
+    });
     const messages = [{ role: "user" as const, content: "hi" }];
     expect(await client.chat(messages, { maxTokens: 7 })).toMatchObject({ text: "chat answer", policyVersion: 5 });
     expect(calls.map((call) => [call.kind, call.input])).toEqual([
@@ -55,6 +66,7 @@ describe("InferenceRelay", () => {
       ["chat", messages],
     ]);
     expect(calls[1]!.options.maxTokens).toBe(7);
+    await client.close();
   });
 
   it("answers a failure of the driver's client with its name, message and retryability", async () => {
