@@ -41,8 +41,6 @@ export class RedisRollouts {
   private readonly waiting = new Map<string, Waiting>();
   private sent = 0;
   private counts: ResultCounts = noCounts();
-  /** The fields every task of a runner shares, as JSON members, by kind and relay: encoded once. */
-  private readonly shared = new Map<string, string>();
   private closed = false;
   private readonly reading: Promise<void>;
   private failure: DistributedError | undefined;

@@ -129,7 +129,7 @@ export class WorkerLoop {
           if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
         }
         if (!batch && !this.stopping) batch = await this.read(free);
-        for (const delivery of batch?.deliveries ?? []) this.start(delivery, batch!.session);
+        if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
       }
     } finally {
       await this.handBack();
@@ -173,7 +173,6 @@ export class WorkerLoop {
     return deliveries;
   }
 
-  /** Up to `count` new tasks, waiting a little for them. */
   /**
    * Up to `count` new tasks, waiting a little for them, and the session current once they were
    * read: the GET is sent with the read on its connection, and Redis runs it only once the
