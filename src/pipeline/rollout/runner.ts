@@ -421,29 +421,23 @@ export class RolloutRunner {
     else next(slot);
   }
 
-  /** Attempt `job.attempt` of its task on a remote worker, its trajectories validated here as well. */
+  /** Attempt `job.attempt` of its task on a remote worker; its end goes to `job`. */
   private remoteAttempt(job: Job, slot: Slot): void {
-    const { task, attempt } = job;
-    const version = this.options.currentVersion();
-    let running: Promise<RemoteAttemptResult>;
-    try {
-      running = this.options.remote!.run(task, attempt, version, slot.controller.signal);
-    } catch (error) {
-      running = Promise.reject(error);
-    }
-    running.then(
-      (result) => {
-        this.tally.unknownTokenIds += result.unknownTokenIds;
-        let trajectories: Trajectory[];
-        try {
-          trajectories = this.accepted(task, result.trajectories, version);
-        } catch (error) {
-          return job.reject(error);
-        }
-        job.resolve({ trajectories, unknownTokenIds: result.unknownTokenIds });
-      },
+    this.remoteResult(job.task, job.attempt, slot).then(
+      (result) => job.resolve(result),
       (error: unknown) => job.reject(error),
     );
+  }
+
+  /** Attempt `attempt` of `task` on a remote worker, its trajectories validated here as well. */
+  private async remoteResult(task: RolloutTask, attempt: number, slot: Slot): Promise<AttemptResult> {
+    const version = this.options.currentVersion();
+    const result = await this.options.remote!.run(task, attempt, version, slot.controller.signal);
+    this.tally.unknownTokenIds += result.unknownTokenIds;
+    return {
+      trajectories: this.accepted(task, result.trajectories, version),
+      unknownTokenIds: result.unknownTokenIds,
+    };
   }
 
   /**
@@ -517,13 +511,7 @@ export class RolloutRunner {
    */
   private attempt(end: AttemptEnd, task: RolloutTask, attempt: number, slot: Slot, startVersion: number): void {
     const { timeoutMs } = this.options;
-    let worker: BaseRolloutWorker;
-    try {
-      worker = slot.worker ??= this.options.createWorker(slot.index);
-    } catch (error) {
-      // Making the worker failed: that is the attempt's failure.
-      return end.reject(error);
-    }
+    const worker = (slot.worker ??= this.options.createWorker(slot.index));
     const scope = new AttemptScope(this, slot, worker, task, attempt, startVersion);
     scope.settle = end;
     worker[ROLLOUT_SCOPE] = scope;
