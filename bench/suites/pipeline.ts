@@ -7,7 +7,7 @@
  */
 import { fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadRecipe } from "../../dist/recipe/index.js";
@@ -67,6 +67,24 @@ function countingFaults(contender: Contender): { contender: Contender; faults: (
       return units;
     },
     faults: () => Math.round(faults / calls),
+  };
+}
+
+/**
+ * Wraps a contender to record the CPU time (`process.cpuUsage()`, user + system, the garbage
+ * collector's threads included) of each call per unit of work, in microseconds.
+ */
+function countingCpu(contender: Contender): { contender: Contender; perUnitUs: number[] } {
+  const perUnitUs: number[] = [];
+  return {
+    contender: async () => {
+      const before = process.cpuUsage();
+      const units = await contender();
+      const used = process.cpuUsage(before);
+      perUnitUs.push((used.user + used.system) / units);
+      return units;
+    },
+    perUnitUs,
   };
 }
 
@@ -136,12 +154,20 @@ export const suite: Suite = {
     const { config } = await loadRecipe(fileURLToPath(new URL("../../recipe/math/local.yaml", import.meta.url)), {
       env: {},
     });
+    // Where the client's CPU is the limit, the rows' ratio is the ratio of CPU time per rollout:
+    // recorded with the machine's load while each row was timed, to tell the two apart.
+    const cpuUs: Record<string, { pipeline: number; bare: number; bare_over_pipeline: number }> = {};
+    const load: Record<string, { start: number; end: number }> = {};
     ctx.setup("rollouts", {
       server: "node:http in a child process on 127.0.0.1, answering after a fixed delay",
       ours: "a DataLoader batch through RolloutScheduler, RolloutRunner (a worker making one OpenAIInferenceClient.completion) and TrajectoryPool",
       baseline: "undici Pool.request loops, one per unit of concurrency, reading each JSON answer",
       rollouts_per_call: "rollouts per worker × concurrency",
       latencies: ROLLOUT_LATENCIES,
+      cpu_us_per_rollout:
+        "median over the timed rounds of process.cpuUsage() (user + system, garbage-collector threads included) per rollout",
+      cpu_us_per_rollout_by_row: cpuUs,
+      load_average_1min_by_row: load,
     });
     for (const { delayMs, concurrencies, perWorker, rounds, bound } of ROLLOUT_LATENCIES) {
       const server = await startLoopbackServer(delayMs);
@@ -151,7 +177,18 @@ export const suite: Suite = {
           ctx.log(`${name}: timing`);
           const bench = rolloutBench(server.baseUrl, config, concurrency, perWorker * concurrency);
           try {
-            const t = await sideBySide({ pipeline: () => bench.pipeline(), bare: () => bench.bare() }, rounds);
+            const pipelineCpu = countingCpu(() => bench.pipeline());
+            const bareCpu = countingCpu(() => bench.bare());
+            const start = loadavg()[0]!;
+            const t = await sideBySide({ pipeline: pipelineCpu.contender, bare: bareCpu.contender }, rounds);
+            load[name] = { start, end: loadavg()[0]! };
+            // The warm-up rounds come first.
+            const timed = (perUnitUs: number[]) => median(perUnitUs.slice(rounds.warmup));
+            cpuUs[name] = {
+              pipeline: timed(pipelineCpu.perUnitUs),
+              bare: timed(bareCpu.perUnitUs),
+              bare_over_pipeline: timed(bareCpu.perUnitUs) / timed(pipelineCpu.perUnitUs),
+            };
             samplesMs[name] = { pipeline: t.pipeline.samplesMs, bare: t.bare.samplesMs };
             yield comparedRow(name, "rollouts/s", t.pipeline.perSecond, t.bare.perSecond, { op: ">=", bound });
             if (delayMs === LAYERS.delayMs && concurrency === LAYERS.concurrency) {

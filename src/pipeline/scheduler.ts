@@ -3,6 +3,7 @@
  * training loop, for every weight-sync mode.
  * @module
  */
+import Queue from "yocto-queue";
 import type { DataLoader } from "./data/data-loader.js";
 import { Notifier } from "./notifier.js";
 import type { TrajectoryPool } from "./pool.js";
@@ -59,6 +60,14 @@ export class RolloutScheduler {
   private readonly running = new Map<string, { size: number; left: number }>();
   /** Tasks of the groups in `running` (finished ones included until their group is done). */
   private runningTasks = 0;
+  /**
+   * Launched tasks not yet handed to the runner. The runner gets at most as many at once as it
+   * has workers, so a batch's other tasks wait here as plain entries rather than as pending
+   * promises with their callbacks (see bench/README.md on what the garbage collector keeps).
+   */
+  private readonly queued = new Queue<RolloutTask>();
+  /** Tasks handed to the runner and not yet finished. */
+  private started = 0;
   /**
    * Notified when a group finishes, a rollout stops the run, the data runs out or the last
    * rollout in flight ends: what `next` and `drain` wait for. (Not on every finished rollout:
@@ -145,10 +154,19 @@ export class RolloutScheduler {
     this.running.set(group.groupId, { size: group.tasks.length, left: group.tasks.length });
     this.runningTasks += group.tasks.length;
     this.inFlight += group.tasks.length;
-    for (const task of group.tasks) {
-      this.options.runner.run(task).then(
-        (outcome) =>
-          this.finished(task, outcome.status === "aborted" ? false : this.options.pool.put(task, outcome.trajectories)),
+    for (const task of group.tasks) this.queued.enqueue(task);
+    this.startQueued();
+  }
+
+  /** Hands queued tasks to the runner while fewer than its workers are running. */
+  private startQueued(): void {
+    const { runner, pool } = this.options;
+    while (this.started < runner.workers) {
+      const task = this.queued.dequeue();
+      if (task === undefined) return;
+      this.started++;
+      runner.run(task).then(
+        (outcome) => this.finished(task, outcome.status === "aborted" ? false : pool.put(task, outcome.trajectories)),
         (error: unknown) => {
           this.fatal ??= { error };
           this.finished(task, true);
@@ -159,6 +177,8 @@ export class RolloutScheduler {
 
   /** Bookkeeping once `task` is over; `changed`: a group finished or the run must stop. */
   private finished(task: RolloutTask, changed: boolean): void {
+    this.started--;
+    this.startQueued();
     if (--this.inFlight === 0 || changed) this.wake.notify();
     const group = this.running.get(task.groupId)!;
     if (--group.left === 0) {

@@ -168,10 +168,10 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   open = true;
   readonly inference: RolloutInferenceClient | undefined;
   /**
-   * Settles the attempt's promise; dropped once used, since the scope may outlive the attempt (a
-   * socket opened during it keeps it as its async context) and must not keep its result alive.
+   * Takes the attempt's end; dropped once used, since the scope may outlive the attempt (a socket
+   * opened during it keeps it as its async context) and must not keep its result alive.
    */
-  settle: { resolve(result: AttemptResult): void; reject(error: unknown): void } | undefined;
+  settle: AttemptEnd | undefined;
   private readonly produced: Array<Trajectory | TrajectoryInit> = [];
 
   constructor(
@@ -227,6 +227,45 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   }
 }
 
+/**
+ * Where an attempt's end goes: the task's {@link Job} under the failure policy, or the promise
+ * of {@link RolloutRunner.once}.
+ */
+interface AttemptEnd {
+  resolve(result: AttemptResult): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * A task given to {@link RolloutRunner.run}: the promise `run` returned and the attempt running.
+ * Each attempt's end comes here, and the runner applies the failure policy to it: the next
+ * attempt on the same worker slot, or the outcome. (One promise per task rather than an `async`
+ * loop awaiting a promise per attempt: see bench/README.md on what a rollout in flight holds.)
+ */
+class Job implements AttemptEnd {
+  /** The attempt running or about to, 0 for the first. */
+  attempt = 0;
+  /** The worker slot, once the task has one. */
+  slot: Slot | undefined;
+
+  constructor(
+    private readonly runner: RolloutRunner,
+    readonly task: RolloutTask,
+    readonly done: (outcome: RolloutOutcome) => void,
+    readonly stopped: (error: unknown) => void,
+  ) {}
+
+  /** The attempt succeeded with `result`. */
+  resolve(result: AttemptResult): void {
+    this.runner.succeeded(this, result.trajectories);
+  }
+
+  /** The attempt failed with `error`. */
+  reject(error: unknown): void {
+    this.runner.attemptFailed(this, error);
+  }
+}
+
 /** Calls the worker's `rollout` (a function of the module, so that an attempt makes no closure for it). */
 function callRollout(worker: BaseRolloutWorker, task: RolloutTask): Promise<RolloutResult> | RolloutResult {
   return worker.rollout(task);
@@ -255,8 +294,8 @@ export class RolloutRunner {
   private readonly slots: Slot[] = [];
   /** Slots without a rollout; the last is handed out first. */
   private readonly free: Slot[];
-  /** Tasks waiting for a free slot, first come first served. */
-  private readonly waiting = new Queue<(slot: Slot) => void>();
+  /** Tasks waiting for a free slot (and {@link RolloutRunner.once} calls), first come first served. */
+  private readonly waiting = new Queue<Job | ((slot: Slot) => void)>();
   private tally = zeroCounts();
 
   /** @param options workers, concurrency, timeout, policy and services. */
@@ -283,6 +322,11 @@ export class RolloutRunner {
     );
   }
 
+  /** Worker slots: rollouts that run at once. */
+  get workers(): number {
+    return this.slots.length;
+  }
+
   /** Rollouts waiting for a free worker plus those running. */
   get busy(): number {
     return this.slots.length - this.free.length + this.waiting.size;
@@ -305,32 +349,51 @@ export class RolloutRunner {
    * @throws {@link RolloutError} when the policy stops the run.
    */
   run(task: RolloutTask): Promise<RolloutOutcome> {
-    const slot = this.free.pop();
-    if (slot) return this.runOn(slot, task);
-    // A task waits as a queued callback rather than a suspended call: a batch may queue thousands.
-    return new Promise((resolve) => this.waiting.enqueue((free) => resolve(this.runOn(free, task))));
+    return new Promise((resolve, reject) => {
+      const job = new Job(this, task, resolve, reject);
+      const slot = this.free.pop();
+      // A task waiting for a worker is a queue entry, not a suspended call: a batch may queue thousands.
+      if (slot) this.next(job, slot);
+      else this.waiting.enqueue(job);
+    });
   }
 
-  /** {@link RolloutRunner.run} of `task` on `slot`, which it hands on when done. */
-  private async runOn(slot: Slot, task: RolloutTask): Promise<RolloutOutcome> {
+  /** Starts the next attempt of `job` on `slot`, unless the run stopped. */
+  private next(job: Job, slot: Slot): void {
+    const { task, attempt } = job;
+    if (this.options.signal?.aborted)
+      return this.finish(job, { task, status: "aborted", trajectories: [], attempts: attempt });
+    if (attempt > 0) this.tally.retried++;
+    job.slot = slot;
+    if (this.options.remote) this.remoteAttempt(job, slot);
+    else this.attempt(job, task, attempt, slot, this.options.currentVersion());
+  }
+
+  /** Attempt `job.attempt` succeeded with `trajectories`. @internal */
+  succeeded(job: Job, trajectories: Trajectory[]): void {
+    this.tally.succeeded++;
+    this.finish(job, { task: job.task, status: "ok", trajectories, attempts: job.attempt + 1 });
+  }
+
+  /** Attempt `job.attempt` failed with `error`: the policy retries it on the same slot, skips the task or stops the run. @internal */
+  attemptFailed(job: Job, error: unknown): void {
+    let outcome: RolloutOutcome | undefined;
     try {
-      for (let attempt = 0; ; attempt++) {
-        if (this.options.signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt };
-        if (attempt > 0) this.tally.retried++;
-        try {
-          const { trajectories } = this.options.remote
-            ? await this.remoteAttempt(task, attempt, slot)
-            : await this.attempt(task, attempt, slot, this.options.currentVersion());
-          this.tally.succeeded++;
-          return { task, status: "ok", trajectories, attempts: attempt + 1 };
-        } catch (error) {
-          const outcome = this.failed(task, attempt, error);
-          if (outcome) return outcome;
-        }
-      }
-    } finally {
-      this.release(slot);
+      outcome = this.failed(job.task, job.attempt, error);
+    } catch (stop) {
+      this.release(job.slot!);
+      job.stopped(stop);
+      return;
     }
+    if (outcome) return this.finish(job, outcome);
+    job.attempt++;
+    this.next(job, job.slot!);
+  }
+
+  /** Ends `job` with `outcome` and hands its slot on. */
+  private finish(job: Job, outcome: RolloutOutcome): void {
+    this.release(job.slot!);
+    job.done(outcome);
   }
 
   /**
@@ -342,7 +405,9 @@ export class RolloutRunner {
   async once(task: RolloutTask, attempt: number, version: number): Promise<AttemptResult> {
     const slot = this.free.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.enqueue(resolve)));
     try {
-      return await this.attempt(task, attempt, slot, version);
+      return await new Promise<AttemptResult>((resolve, reject) =>
+        this.attempt({ resolve, reject }, task, attempt, slot, version),
+      );
     } finally {
       this.release(slot);
     }
@@ -351,12 +416,21 @@ export class RolloutRunner {
   /** Hands `slot` straight to the longest-waiting task, else back to the free list. */
   private release(slot: Slot): void {
     const next = this.waiting.dequeue();
-    if (next) next(slot);
-    else this.free.push(slot);
+    if (next === undefined) this.free.push(slot);
+    else if (next instanceof Job) this.next(next, slot);
+    else next(slot);
+  }
+
+  /** Attempt `job.attempt` of its task on a remote worker; its end goes to `job`. */
+  private remoteAttempt(job: Job, slot: Slot): void {
+    this.remoteResult(job.task, job.attempt, slot).then(
+      (result) => job.resolve(result),
+      (error: unknown) => job.reject(error),
+    );
   }
 
   /** Attempt `attempt` of `task` on a remote worker, its trajectories validated here as well. */
-  private async remoteAttempt(task: RolloutTask, attempt: number, slot: Slot): Promise<AttemptResult> {
+  private async remoteResult(task: RolloutTask, attempt: number, slot: Slot): Promise<AttemptResult> {
     const version = this.options.currentVersion();
     const result = await this.options.remote!.run(task, attempt, version, slot.controller.signal);
     this.tally.unknownTokenIds += result.unknownTokenIds;
@@ -430,16 +504,16 @@ export class RolloutRunner {
   }
 
   /**
-   * Attempt `attempt` of `task` on `slot`: the trajectories it produced, validated, or its
-   * failure. The attempt ends once: when the worker's promise settles, or earlier when it is
+   * Attempt `attempt` of `task` on `slot`; `end` gets the trajectories it produced, validated, or
+   * its failure. The attempt ends once: when the worker's promise settles, or earlier when it is
    * abandoned (a timeout, a hang, an uncaught error of its code), after which the worker's
    * promise is ignored.
    */
-  private attempt(task: RolloutTask, attempt: number, slot: Slot, startVersion: number): Promise<AttemptResult> {
+  private attempt(end: AttemptEnd, task: RolloutTask, attempt: number, slot: Slot, startVersion: number): void {
     const { timeoutMs } = this.options;
     const worker = (slot.worker ??= this.options.createWorker(slot.index));
     const scope = new AttemptScope(this, slot, worker, task, attempt, startVersion);
-    const result = new Promise<AttemptResult>((resolve, reject) => (scope.settle = { resolve, reject }));
+    scope.settle = end;
     worker[ROLLOUT_SCOPE] = scope;
     slot.scope = scope;
     if (timeoutMs > 0) {
@@ -461,19 +535,22 @@ export class RolloutRunner {
         if (this.end(scope, false)) scope.fail(error);
       },
     );
-    return result;
   }
 
   /** The worker's rollout of `scope` returned `result`: its trajectories, unless the attempt had ended. */
   private returned(scope: AttemptScope, result: RolloutResult): void {
     if (!this.end(scope, false)) return;
+    let trajectories: Trajectory[];
     try {
-      scope.fulfil(
-        this.accepted(scope.task, scope.take(result), scope.inference?.oldestPolicyVersion ?? scope.startVersion),
+      trajectories = this.accepted(
+        scope.task,
+        scope.take(result),
+        scope.inference?.oldestPolicyVersion ?? scope.startVersion,
       );
     } catch (error) {
-      scope.fail(error);
+      return scope.fail(error);
     }
+    scope.fulfil(trajectories);
   }
 
   /** Ends the attempt of `scope` with `error` from outside (a timeout, a hang, an uncaught error), unless it has ended. @internal */

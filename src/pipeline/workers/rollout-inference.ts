@@ -72,12 +72,37 @@ export class RolloutInferenceClient implements InferenceClient {
 
   /** See {@link InferenceClient.completion}. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.call((sent) => this.inner.completion(prompt, sent), options);
+    let sent: InferenceOptions;
+    try {
+      sent = this.options(options);
+    } catch (error) {
+      // Refused before sending: the attempt is over or aborted.
+      return Promise.reject(error);
+    }
+    let sending: Promise<InferenceResult>;
+    try {
+      sending = this.inner.completion(prompt, sent);
+    } catch (error) {
+      sending = Promise.reject(error);
+    }
+    return this.track(sending);
   }
 
   /** See {@link InferenceClient.chat}. */
   chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.call((sent) => this.inner.chat(messages, sent), options);
+    let sent: InferenceOptions;
+    try {
+      sent = this.options(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    let sending: Promise<InferenceResult>;
+    try {
+      sending = this.inner.chat(messages, sent);
+    } catch (error) {
+      sending = Promise.reject(error);
+    }
+    return this.track(sending);
   }
 
   /**
@@ -88,25 +113,9 @@ export class RolloutInferenceClient implements InferenceClient {
     this.ended = true;
   }
 
-  /** Sends one call with the rollout's defaults and signal, and notes what answered it. */
-  private call(
-    send: (options: InferenceOptions) => Promise<InferenceResult>,
-    options: InferenceOptions,
-  ): Promise<InferenceResult> {
-    let sent: InferenceOptions;
-    try {
-      sent = this.options(options);
-    } catch (error) {
-      // Refused before sending: the attempt is over or aborted.
-      return Promise.reject(error);
-    }
+  /** Counts `sending` as in flight until it settles, and notes what answered it. */
+  private track(sending: Promise<InferenceResult>): Promise<InferenceResult> {
     this.inFlight++;
-    let sending: Promise<InferenceResult>;
-    try {
-      sending = send(sent);
-    } catch (error) {
-      sending = Promise.reject(error);
-    }
     // A promise chain, not an async function: see bench/README.md on frames held per call in flight.
     return sending.then(
       (result) => {
