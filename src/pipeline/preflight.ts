@@ -168,6 +168,22 @@ export interface PreparedRun {
 }
 
 /**
+ * The checks of a recipe's settings that a run and `nexrl validate` both make first: the
+ * inference backend, a local model's name, sequences against a preset's context and a local
+ * reward model's weights.
+ * @param cwd the folder a relative reward-model path resolves against.
+ * @returns the worker's notes: what only its rollouts can show.
+ */
+async function checkSettings(recipe: LoadedRecipe, cwd: string): Promise<string[]> {
+  const { config } = recipe;
+  checkInferenceBackend(config);
+  checkModelName(recipe);
+  checkContextLength(config, knownContextLength(config));
+  await checkRewardModelPath(recipe, cwd);
+  return rolloutWorkerNotes(config);
+}
+
+/**
  * Checks a recipe and opens what its run needs: the services it names are reachable through this
  * build, a local model is a preset, sequences fit a preset's context, the worker and trainer
  * classes load (the agent gateway starts; `signal` closes it), the agent has a reward source, a
@@ -176,11 +192,7 @@ export interface PreparedRun {
  */
 export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Promise<PreparedRun> {
   const { config } = recipe;
-  checkInferenceBackend(config);
-  checkModelName(recipe);
-  checkContextLength(config, knownContextLength(config));
-  await checkRewardModelPath(recipe, process.cwd());
-  const notes = await rolloutWorkerNotes(config);
+  const notes = await checkSettings(recipe, process.cwd());
   const classes = {
     worker: await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, signal),
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
@@ -214,11 +226,7 @@ async function checkRecipeIn(
   chain: readonly string[],
 ): Promise<string[]> {
   const { config } = recipe;
-  checkInferenceBackend(config);
-  checkModelName(recipe);
-  checkContextLength(config, knownContextLength(config));
-  await checkRewardModelPath(recipe, cwd);
-  const notes = await rolloutWorkerNotes(config);
+  const notes = await checkSettings(recipe, cwd);
   await checkRolloutWorkerClass(config, recipe.dir, recipe.path);
   await resolveTrainerClass(config, recipe.dir, recipe.path);
   const name = tokenizerName(config);
