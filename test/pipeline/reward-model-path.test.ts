@@ -12,10 +12,10 @@ import type { RunEvent } from "../../src/pipeline/events.js";
 import { checkRecipe } from "../../src/pipeline/preflight.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { startServer, type CapturedRequest } from "../../src/server/index.js";
 import { createTrainingService } from "../../src/services/training/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { recipeError } from "../recipe/helpers.js";
+import { serve } from "../services/training/helpers.js";
 import { additionRows, tempDir, writeJsonl } from "./helpers.js";
 
 const KEY = "rollout_worker.reward_model.sampler_path";
@@ -112,45 +112,36 @@ describe("rollout_worker.reward_model.sampler_path on the local engine", () => {
 describe("rollout_worker.reward_model.sampler_path on a remote service (nexrl serve, Tinker protocol)", () => {
   it("is opened when the run connects: a path the service does not know stops the run before any rollout; a saved one runs", async () => {
     const dir = await tempDir();
-    const requests: CapturedRequest[] = [];
-    const server = await startServer({
-      outputDir: join(dir, "server"),
-      apiKey: "key-for-tests",
-      onRequest: (r) => requests.push(r),
-      longPollTimeoutMs: 200,
-    });
-    try {
-      const tinker = `{backend: tinker, model: tiny}`;
-      const overrides = [
-        "+service.tinker_service.api_key=key-for-tests",
-        `+service.tinker_service.base_url=${server.url}`,
-      ];
-      const unknown = "tinker://no-such-model/sampler_weights/rm";
-      const bad = await loadRecipe(await writeRewardModelRecipe(dir, unknown, tinker), { env: {}, overrides });
-      // nexrl validate cannot reach the service: it says when the path is checked.
-      expect(await checkRecipe(bad, dir, {})).toContainEqual(
-        `the reward model's sampler ${unknown} (${KEY}) is opened on tinker when the run connects, before any rollout`,
-      );
-      const error = await recipeError(runRecipe(bad, { outputDir: join(dir, "bad"), env: {} }));
-      expect(onlyIssue(error)).toMatch(
-        /^the tinker training service cannot open "tinker:\/\/no-such-model\/sampler_weights\/rm" as the reward model's sampler \(.+\); train the reward model first .* the tinker sampler path its saveWeightsForSampler returned$/,
-      );
-      const paths = requests.map((r) => r.path);
-      expect(paths).toContain("/api/v1/create_sampling_session");
-      expect(paths.filter((p) => /sample|forward/.test(p) && p !== "/api/v1/create_sampling_session")).toEqual([]);
+    const server = await serve({ apiKey: "key-for-tests", longPollTimeoutMs: 200 });
+    const requests = server.requests;
+    const tinker = `{backend: tinker, model: tiny}`;
+    const overrides = [
+      "+service.tinker_service.api_key=key-for-tests",
+      `+service.tinker_service.base_url=${server.url}`,
+    ];
+    const unknown = "tinker://no-such-model/sampler_weights/rm";
+    const bad = await loadRecipe(await writeRewardModelRecipe(dir, unknown, tinker), { env: {}, overrides });
+    // nexrl validate cannot reach the service: it says when the path is checked.
+    expect(await checkRecipe(bad, dir, {})).toContainEqual(
+      `the reward model's sampler ${unknown} (${KEY}) is opened on tinker when the run connects, before any rollout`,
+    );
+    const error = await recipeError(runRecipe(bad, { outputDir: join(dir, "bad"), env: {} }));
+    expect(onlyIssue(error)).toMatch(
+      /^the tinker training service cannot open "tinker:\/\/no-such-model\/sampler_weights\/rm" as the reward model's sampler \(.+\); train the reward model first .* the tinker sampler path its saveWeightsForSampler returned$/,
+    );
+    const paths = requests.map((r) => r.path);
+    expect(paths).toContain("/api/v1/create_sampling_session");
+    expect(paths.filter((p) => /sample|forward/.test(p) && p !== "/api/v1/create_sampling_session")).toEqual([]);
 
-      // Weights saved on the service open, and the run trains one step scored by them.
-      const service = createTrainingService("tinker", { baseUrl: server.url, apiKey: "key-for-tests" });
-      const client = await service.createTrainingClient({ baseModel: "tiny", seed: 3 });
-      const saved = (await (await client.saveWeightsForSampler("rm")).result()).path;
-      await service.close();
-      expect(saved).toMatch(/^tinker:\/\//);
-      const good = await loadRecipe(await writeRewardModelRecipe(dir, saved, tinker), { env: {}, overrides });
-      const result = await runRecipe(good, { outputDir: join(dir, "good"), env: {} });
-      expect(result).toMatchObject({ steps: 1, stopReason: "completed" });
-      expect(result.metrics[0]!["rollout/reward_mean"]).toBeLessThan(0);
-    } finally {
-      await server.close();
-    }
+    // Weights saved on the service open, and the run trains one step scored by them.
+    const service = createTrainingService("tinker", { baseUrl: server.url, apiKey: "key-for-tests" });
+    const client = await service.createTrainingClient({ baseModel: "tiny", seed: 3 });
+    const saved = (await (await client.saveWeightsForSampler("rm")).result()).path;
+    await service.close();
+    expect(saved).toMatch(/^tinker:\/\//);
+    const good = await loadRecipe(await writeRewardModelRecipe(dir, saved, tinker), { env: {}, overrides });
+    const result = await runRecipe(good, { outputDir: join(dir, "good"), env: {} });
+    expect(result).toMatchObject({ steps: 1, stopReason: "completed" });
+    expect(result.metrics[0]!["rollout/reward_mean"]).toBeLessThan(0);
   });
 });
