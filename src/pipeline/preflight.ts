@@ -4,8 +4,9 @@
  * recipe `validate` accepts does not fail at start-up for a reason it could see.
  * @module
  */
-import { relative } from "node:path";
+import { relative, resolve } from "node:path";
 import { MODEL_PRESETS } from "../engine/config.js";
+import { readStateFile } from "../engine/storage.js";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { didYouMean } from "../recipe/suggest.js";
@@ -20,6 +21,8 @@ import type { DataLoader } from "./data/data-loader.js";
 import { RunError } from "../errors.js";
 import { checkInferenceBackend } from "./services.js";
 import { openDataLoader } from "./setup.js";
+import { rewardModelPathError } from "./rewards/reward-model.js";
+import { workerSettings } from "./settings.js";
 import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import {
   checkRolloutWorkerClass,
@@ -90,6 +93,24 @@ function knownContextLength(config: RecipeConfig): number | undefined {
     : undefined;
 }
 
+/**
+ * Checks, on the local backend, that `rollout_worker.reward_model.sampler_path` (read with
+ * `judge_mode: reward_model`) names a weights file the engine can load, or a preset. A remote
+ * service's sampler path is opened when the run connects (`openRewardModel`), before any rollout.
+ * @param cwd the folder a relative path resolves against: where nexrl runs, as the engine reads it.
+ * @throws {@link RecipeError} naming the key, the path and what to set it to.
+ */
+async function checkRewardModelPath(recipe: LoadedRecipe, cwd: string): Promise<void> {
+  const rewardModel = workerSettings(recipe.config).rewardModel;
+  if (rewardModel === undefined || recipe.config.service.train_service.backend !== "local") return;
+  if (Object.hasOwn(MODEL_PRESETS, rewardModel.samplerPath)) return;
+  try {
+    await readStateFile(resolve(cwd, rewardModel.samplerPath));
+  } catch (cause) {
+    throw rewardModelPathError(rewardModel.samplerPath, "local", cause, recipe.path);
+  }
+}
+
 /** The run state `resume.resume_path` names (beside the recipe first, then from `cwd`). */
 export function locateResumeState(recipe: LoadedRecipe, cwd: string): Promise<string> {
   return locateRecipeCheckpoint(recipe, recipe.config.resume.resume_path, cwd);
@@ -147,18 +168,31 @@ export interface PreparedRun {
 }
 
 /**
- * Checks a recipe and opens what its run needs: the services it names are reachable through this
- * build, a local model is a preset, sequences fit a preset's context, the worker and trainer
- * classes load (the agent gateway starts; `signal` closes it), the agent has a reward source, the
- * tokenizer loads (downloaded from the Hub if need be) and the data opens.
- * @throws what `runRecipe` documents for a recipe it cannot run.
+ * The checks of a recipe's settings that a run and `nexrl validate` both make first: the
+ * inference backend, a local model's name, sequences against a preset's context and a local
+ * reward model's weights.
+ * @param cwd the folder a relative reward-model path resolves against.
+ * @returns the worker's notes: what only its rollouts can show.
  */
-export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Promise<PreparedRun> {
+async function checkSettings(recipe: LoadedRecipe, cwd: string): Promise<string[]> {
   const { config } = recipe;
   checkInferenceBackend(config);
   checkModelName(recipe);
   checkContextLength(config, knownContextLength(config));
-  const notes = await rolloutWorkerNotes(config);
+  await checkRewardModelPath(recipe, cwd);
+  return rolloutWorkerNotes(config);
+}
+
+/**
+ * Checks a recipe and opens what its run needs: the services it names are reachable through this
+ * build, a local model is a preset, sequences fit a preset's context, the worker and trainer
+ * classes load (the agent gateway starts; `signal` closes it), the agent has a reward source, a
+ * local reward model's weights load, the tokenizer loads (downloaded from the Hub if need be) and the data opens.
+ * @throws what `runRecipe` documents for a recipe it cannot run.
+ */
+export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Promise<PreparedRun> {
+  const { config } = recipe;
+  const notes = await checkSettings(recipe, process.cwd());
   const classes = {
     worker: await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, signal),
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
@@ -192,10 +226,7 @@ async function checkRecipeIn(
   chain: readonly string[],
 ): Promise<string[]> {
   const { config } = recipe;
-  checkInferenceBackend(config);
-  checkModelName(recipe);
-  checkContextLength(config, knownContextLength(config));
-  const notes = await rolloutWorkerNotes(config);
+  const notes = await checkSettings(recipe, cwd);
   await checkRolloutWorkerClass(config, recipe.dir, recipe.path);
   await resolveTrainerClass(config, recipe.dir, recipe.path);
   const name = tokenizerName(config);
@@ -218,6 +249,11 @@ async function checkRecipeIn(
   if (distributed)
     notes.push(
       `rollouts run on nexrl worker processes (nexrl worker -c ${relative(cwd, recipe.path) || recipe.path}): the run connects to the Redis server ${serverName(distributed.url)} (stream prefix ${distributed.stream_prefix}) when it starts, and waits for workers`,
+    );
+  const rewardModel = workerSettings(config).rewardModel;
+  if (rewardModel !== undefined && config.service.train_service.backend !== "local")
+    notes.push(
+      `the reward model's sampler ${rewardModel.samplerPath} (rollout_worker.reward_model.sampler_path) is opened on ${config.service.train_service.backend} when the run connects, before any rollout`,
     );
   if (config.service.train_service.backend !== "local")
     notes.push(

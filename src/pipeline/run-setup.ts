@@ -16,7 +16,8 @@ import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
 import { TrajectoryPool } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
-import { trainerSettings } from "./settings.js";
+import { trainerSettings, workerSettings } from "./settings.js";
+import { openRewardModel } from "./rewards/reward-model.js";
 import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
 import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
 import { type SampleRow } from "./samples.js";
@@ -146,6 +147,8 @@ export async function setUpRun(
   // A remote service tells its model's context only now.
   const maxSequenceLength = checkContextLength(config, info.contextLength);
   if (start.kind !== "fresh") checkCheckpointModel(config, start.state, start.path);
+  // The workers' reward model (judge_mode reward_model): a path the service cannot open stops here.
+  await openRewardModel(workerSettings(config), service, tokenizer, recipe.path);
   // Everything that can refuse the recipe comes before the first file is written.
   const { train: loader, validation: validationLoader } = prepared.loaders;
   const workerClass = classes.worker;

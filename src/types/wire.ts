@@ -100,19 +100,23 @@ export interface AdamParams {
   gradClipNorm: number;
 }
 
-/** `adam_params` as the Tinker and Weaver protocols spell it (snake_case, as on the wire). */
+/**
+ * `adam_params` as the Tinker and Weaver protocols spell it (snake_case, as on the wire; the
+ * recipe's hyper-parameters spell them the same way, and the recipe reference shows these
+ * descriptions). {@link AdamParams} is the same in camelCase.
+ */
 export interface AdamParamsWire {
-  /** {@link AdamParams.learningRate}. */
+  /** AdamW step size. */
   learning_rate: number;
-  /** {@link AdamParams.beta1}. */
+  /** AdamW first-moment decay. */
   beta1: number;
-  /** {@link AdamParams.beta2}. */
+  /** AdamW second-moment decay. */
   beta2: number;
-  /** {@link AdamParams.eps}. */
+  /** AdamW epsilon. */
   eps: number;
-  /** {@link AdamParams.weightDecay}. */
+  /** Decoupled weight decay. */
   weight_decay: number;
-  /** {@link AdamParams.gradClipNorm}. */
+  /** Global-norm gradient clipping; 0 disables it. */
   grad_clip_norm: number;
 }
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import type { RolloutTask } from "../../src/pipeline/index.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
 import { loadRecipe, type LoadedRecipe } from "../../src/recipe/index.js";
 import {
   SamplerInferenceClient,

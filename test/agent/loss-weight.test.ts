@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { rolloutMetrics, trajectoryToDatum } from "../../src/pipeline/index.js";
+import { rolloutMetrics } from "../../src/pipeline/trainers/rollout-metrics.js";
+import { trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tensorValues } from "../../src/types/wire.js";
 

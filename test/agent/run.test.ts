@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe, type MetricsRow } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { MetricsRow } from "../../src/pipeline/events.js";
 import { fixture, tempDir, writeFiles } from "./helpers.js";
 
 /** A two-step GRPO recipe on the tiny local model whose rollouts run `agent` through the gateway. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createAgentWorkerClass } from "../../src/agent/index.js";
-import { RolloutRunner } from "../../src/pipeline/index.js";
+import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
 import type { InferenceClient } from "../../src/services/inference/index.js";
 import type { Trajectory } from "../../src/contracts/trajectory.js";
 import {

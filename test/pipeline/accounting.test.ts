@@ -1,7 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe, tokenCost, type MetricsRow } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { tokenCost } from "../../src/pipeline/accounting.js";
+import type { MetricsRow } from "../../src/pipeline/events.js";
 import { additionRows, fixture, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 /** What the counting worker logged of one rollout. */

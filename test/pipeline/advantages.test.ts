@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   discountedFutureSum,
   distillationAdvantages,
-  groupAdvantages,
   klPenaltyAdvantages,
-  passAtK,
-} from "../../src/pipeline/index.js";
+} from "../../src/pipeline/trainers/token-advantages.js";
+import { groupAdvantages } from "../../src/pipeline/trainers/advantages.js";
+import { passAtK } from "../../src/pipeline/validation.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
 
 const traj = (reward: number, groupId?: string, runId?: number) =>

@@ -2,7 +2,10 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parquetWriteFile } from "hyparquet-writer";
 import { describe, expect, it } from "vitest";
-import { DataLoader, readDataFile, readRowTable, RowTable, type TaskGroup } from "../../src/pipeline/index.js";
+import { DataLoader } from "../../src/pipeline/data/data-loader.js";
+import { readDataFile, readRowTable } from "../../src/pipeline/data/files.js";
+import { RowTable } from "../../src/pipeline/data/row-table.js";
+import type { TaskGroup } from "../../src/contracts/task.js";
 import { tempDir, writeJsonl } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
 

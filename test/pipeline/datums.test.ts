@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lossKind, trajectoryToDatum } from "../../src/pipeline/index.js";
+import { lossKind, trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
 import { validateLossInputs } from "../../src/types/loss-validation.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
 import { datum, modelInputTokens, tensorValues, type Datum } from "../../src/types/wire.js";

@@ -5,7 +5,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe, type RunEvent, type SampleRow } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { RunEvent } from "../../src/pipeline/events.js";
+import type { SampleRow } from "../../src/pipeline/samples.js";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 const readRows = async <T>(path: string): Promise<T[]> =>

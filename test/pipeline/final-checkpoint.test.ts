@@ -6,7 +6,7 @@ import { readFile, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRunState } from "../../src/pipeline/checkpoint.js";
-import { runRecipe } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 /** An SFT recipe (pig_latin rows, no sampling) of `steps` steps, with `extra` keys under `trainer:`. */

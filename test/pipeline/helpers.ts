@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
 import { loadRecipe, type LoadedRecipe } from "../../src/recipe/index.js";
-import type { RolloutTask } from "../../src/pipeline/index.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
 
 const dirs: string[] = [];
 afterEach(async () => {

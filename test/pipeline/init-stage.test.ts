@@ -6,7 +6,8 @@ import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RecipeError, RunError } from "../../src/errors.js";
-import { runRecipe, type RunEvent } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { RunEvent } from "../../src/pipeline/events.js";
 import { pigLatinRows, tempDir, writeJsonl } from "./helpers.js";
 
 /** An SFT recipe of `steps` steps on `data`; `extra` lines are appended. */

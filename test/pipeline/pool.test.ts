@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { DataLoader, TrajectoryPool, type TaskGroup } from "../../src/pipeline/index.js";
+import { DataLoader } from "../../src/pipeline/data/data-loader.js";
+import { TrajectoryPool } from "../../src/pipeline/pool.js";
+import type { TaskGroup } from "../../src/contracts/task.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
 
 const loader = (rows: number, repeat: number, batchSize = 2) =>

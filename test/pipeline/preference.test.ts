@@ -205,6 +205,28 @@ describe("remote_api_dpo on the local engine", () => {
     expect(last["dpo/chosen_reward"]! - last["dpo/rejected_reward"]!).toBeCloseTo(last["dpo/margin"]!, 10);
   });
 
+  it("records the step's size and optimizer figures as every trainer does, and skips a batch without pairs", async () => {
+    const { ctx, config } = await dpoContext();
+    const trainer = new RemoteApiDpoTrainer(ctx);
+    const pairs = await pairsOf((await preferenceRows("train.jsonl")).slice(0, 3), config);
+    const metrics: Record<string, number> = {};
+    expect(await trainer.train(pairs, metrics)).toMatchObject({ stepped: true, datums: 6 });
+    const scored = pairs.reduce((n, t) => n + t.lossMask.reduce((a, m) => a + m, 0), 0);
+    expect(scored).toBeGreaterThan(6);
+    expect(metrics).toMatchObject({ "train/num_datums": 6, "train/num_tokens": scored, "train/skipped": 0 });
+    // The engine's gradient norm, moved to optim/*: a real update happened.
+    expect(metrics["optim/grad_norm:mean"]).toBeGreaterThan(0);
+    const empty: Record<string, number> = {};
+    expect(await trainer.train([], empty)).toEqual({
+      trajectories: [],
+      datums: 0,
+      stepped: false,
+      skipReason: "the step had no preference pairs",
+    });
+    expect(empty).toMatchObject({ "train/num_datums": 0, "train/num_tokens": 0, "train/skipped": 1 });
+    expect(Object.keys(empty).some((k) => k.startsWith("optim/"))).toBe(false);
+  });
+
   it("measures against the sampler of trainer.dpo.reference when set, scaled by trainer.dpo.beta", async () => {
     const { ctx, config, service } = await dpoContext();
     // Another model's weights as the reference: margins are not 0 from the start.

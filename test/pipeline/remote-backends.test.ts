@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { startServer, type CapturedRequest } from "../../src/server/index.js";
 import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 

@@ -1,12 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-  BaseRolloutWorker,
-  RolloutRunner,
-  type FailurePolicy,
-  type RolloutFailure,
-  type RolloutTask,
-  type RolloutWorkerContext,
-} from "../../src/pipeline/index.js";
+import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { RolloutRunner, type RolloutFailure } from "../../src/pipeline/rollout/runner.js";
+import type { FailurePolicy } from "../../src/pipeline/rollout/failure-policy.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
+import type { RolloutWorkerContext } from "../../src/contracts/worker.js";
 import {
   SamplerInferenceClient,
   type InferenceClient,

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe, type MetricsRow, type RunEvent } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { MetricsRow, RunEvent } from "../../src/pipeline/events.js";
 import { additionRows, fixture, grpoRecipeYaml, pigLatinRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError, RecipeError, RunError } from "../../src/errors.js";
 

@@ -1,11 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-  RemoteApiCrossEntropyTrainer,
-  RemoteApiGrpoTrainer,
-  RemoteApiOpdTrainer,
-  RemoteApiTrainer,
-  type TrainerContext,
-} from "../../src/pipeline/index.js";
+import { RemoteApiCrossEntropyTrainer } from "../../src/pipeline/trainers/cross-entropy.js";
+import { RemoteApiGrpoTrainer } from "../../src/pipeline/trainers/grpo.js";
+import { RemoteApiOpdTrainer } from "../../src/pipeline/trainers/opd.js";
+import { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer.js";
+import type { TrainerContext } from "../../src/contracts/trainer.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import type { TrainingClient } from "../../src/services/training/types.js";

@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { runRecipe } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { HfTokenizer } from "../../src/services/inference/index.js";
 import { decodeTolerantly } from "../../src/types/tokenizer.js";
 import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "./helpers.js";

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe, type RunEvent, type RunValidationEvent } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { RunEvent, RunValidationEvent } from "../../src/pipeline/events.js";
 import type { RolloutTask } from "../../src/contracts/task.js";
 import { formatValidationExamples, validationExamples } from "../../src/pipeline/validation-examples.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";

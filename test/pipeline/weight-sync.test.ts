@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
-import {
-  BaseRolloutWorker,
-  DataLoader,
-  RolloutRunner,
-  TrajectoryPool,
-  WeightSync,
-  type RolloutTask,
-} from "../../src/pipeline/index.js";
+import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { DataLoader } from "../../src/pipeline/data/data-loader.js";
+import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
+import { TrajectoryPool } from "../../src/pipeline/pool.js";
+import { WeightSync } from "../../src/pipeline/weight-sync.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
 import { RolloutScheduler } from "../../src/pipeline/scheduler.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";

@@ -1,16 +1,12 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import type { RemoteApiTrainer } from "../../src/pipeline/index.js";
-import {
-  answersMatch,
-  BaseRolloutWorker,
-  extractFinalAnswer,
-  PigLatinRolloutWorker,
-  wordAccuracy,
-  RolloutRunner,
-  SingleTurnMathRolloutWorker,
-  type RolloutTask,
-  type Trainer,
-} from "../../src/pipeline/index.js";
+import type { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer.js";
+import { answersMatch, extractFinalAnswer } from "../../src/pipeline/workers/math-answer.js";
+import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { PigLatinRolloutWorker, wordAccuracy } from "../../src/pipeline/workers/pig-latin.js";
+import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
+import { SingleTurnMathRolloutWorker } from "../../src/pipeline/workers/single-turn-math.js";
+import type { RolloutTask } from "../../src/contracts/task.js";
+import type { Trainer } from "../../src/contracts/trainer.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";

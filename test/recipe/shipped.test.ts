@@ -34,6 +34,7 @@ describe("shipped recipes", () => {
       "pig_latin/tinker.yaml",
       "pig_latin/weaver.yaml",
       "preference/local.yaml",
+      "preference/local_grpo_rm.yaml",
       "preference/local_reward_model.yaml",
     ]);
   });

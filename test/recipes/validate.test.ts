@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
+import { RecipeError } from "../../src/errors.js";
 import { checkRecipe } from "../../src/pipeline/preflight.js";
+import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { root, runNexrl } from "../run-folder/helpers.js";
 
@@ -29,11 +31,31 @@ const shipped = readdirSync(RECIPES, { withFileTypes: true })
   )
   .sort();
 
+/** Shipped recipes whose reward model another recipe trains first, with the sampler path they name. */
+const NEEDS_FIRST: Record<string, string> = {
+  "preference/local_grpo_rm.yaml": "runs/rm/sampler_weights/step_000200.nxw",
+};
+
+let snapshot: Promise<string> | undefined;
+/** A sampler snapshot of the untrained tiny model, saved once (in a folder removed after the tests). */
+function rewardModel(): Promise<string> {
+  snapshot ??= (async () => {
+    const service = new LocalTrainingService({ outputDir: snapshotDir, seed: 0 });
+    const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
+    const path = (await (await client.saveWeightsForSampler("rm")).result()).path;
+    await service.close();
+    return path;
+  })();
+  return snapshot;
+}
+
 let cache: string;
+let snapshotDir: string;
 let previousCache: string | undefined;
 beforeAll(async () => {
   // An empty tokenizer cache: the remote recipes' tokenizers are not there, and are not downloaded.
   cache = await mkdtemp(join(tmpdir(), "nexrl-validate-cache-"));
+  snapshotDir = await mkdtemp(join(tmpdir(), "nexrl-validate-rm-"));
   previousCache = process.env.XDG_CACHE_HOME;
   process.env.XDG_CACHE_HOME = cache;
 });
@@ -41,6 +63,7 @@ afterAll(async () => {
   if (previousCache === undefined) delete process.env.XDG_CACHE_HOME;
   else process.env.XDG_CACHE_HOME = previousCache;
   await rm(cache, { recursive: true, force: true });
+  await rm(snapshotDir, { recursive: true, force: true });
 });
 
 describe("validate on every shipped recipe", () => {
@@ -59,6 +82,7 @@ describe("validate on every shipped recipe", () => {
       "pig_latin/tinker.yaml",
       "pig_latin/weaver.yaml",
       "preference/local.yaml",
+      "preference/local_grpo_rm.yaml",
       "preference/local_reward_model.yaml",
     ]);
   });
@@ -66,7 +90,10 @@ describe("validate on every shipped recipe", () => {
   for (const name of shipped) {
     it(`${name} passes every check a run makes before its first rollout`, async () => {
       const env = { TINKER_API_KEY: "key-123456789", WEAVER_API_KEY: "key-123456789" };
-      const recipe = await loadRecipe(join(RECIPES, name), { env, cwd: root });
+      // The reward model is trained by another recipe first: a saved snapshot stands in for it here
+      // (the next test checks the refusal without it).
+      const overrides = name in NEEDS_FIRST ? [`rollout_worker.reward_model.sampler_path=${await rewardModel()}`] : [];
+      const recipe = await loadRecipe(join(RECIPES, name), { env, cwd: root, overrides });
       const notes = await checkRecipe(recipe, root, env);
       const { backend, model } = recipe.config.service.train_service;
       if (backend === "local") {
@@ -82,6 +109,28 @@ describe("validate on every shipped recipe", () => {
       }
     });
   }
+});
+
+describe("a recipe that needs another recipe's run first", () => {
+  it("preference/local_grpo_rm.yaml is refused until the reward model it names is trained, saying how", async () => {
+    const recipe = await loadRecipe(join(RECIPES, "preference/local_grpo_rm.yaml"), { env: {}, cwd: root });
+    const path = recipe.config.rollout_worker.reward_model!.sampler_path;
+    expect(path).toBe(NEEDS_FIRST["preference/local_grpo_rm.yaml"]);
+    const dir = await mkdtemp(join(tmpdir(), "nexrl-validate-rm-"));
+    try {
+      const error = await checkRecipe(recipe, dir).then(
+        () => undefined,
+        (e: unknown) => e as RecipeError,
+      );
+      expect(error).toBeInstanceOf(RecipeError);
+      expect(error!.issues.map((i) => i.keyPath)).toEqual(["rollout_worker.reward_model.sampler_path"]);
+      expect(error!.issues[0]!.message).toMatch(
+        /cannot open "runs\/rm\/sampler_weights\/step_000200\.nxw" .* no such file; .*recipe\/preference\/local_reward_model\.yaml/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("validate catches what used to fail only at start-up", () => {

@@ -3,8 +3,9 @@ import { appendFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import type { MetricsRow, SampleRow } from "../../src/pipeline/index.js";
-import { runRecipe } from "../../src/pipeline/index.js";
+import type { MetricsRow } from "../../src/pipeline/events.js";
+import type { SampleRow } from "../../src/pipeline/samples.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { writeReport } from "../../src/report/index.js";
 import { readJsonlRows } from "../../src/run-folder/read.js";
 import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
@@ -174,7 +175,7 @@ describe("the run report in headless Chromium", () => {
     async () => {
       const dir = await tempDir();
       const out = join(dir, "pig");
-      const { runRecipe: run } = await import("../../src/pipeline/index.js");
+      const { runRecipe: run } = await import("../../src/pipeline/run-recipe.js");
       await run(pigLatinRecipe, {
         outputDir: out,
         overrides: pigLatinOverrides({ steps: 2, saveFreq: 0, validateFreq: 0 }),

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { MetricsRow } from "../../src/pipeline/index.js";
+import type { MetricsRow } from "../../src/pipeline/events.js";
 import { firstLast, formatDuration } from "../../src/pipeline/run-summary.js";
 import { metricFamilies } from "../../src/report/data.js";
 import { readReportData, renderReportHtml } from "../../src/report/index.js";

@@ -3,7 +3,8 @@ import { cp, mkdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRunState } from "../../src/pipeline/checkpoint.js";
-import { runRecipe, type RunEvent } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { RunEvent } from "../../src/pipeline/events.js";
 import { additionRows, grpoRecipeYaml, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
 import { tempDir } from "./run-helpers.js";
 

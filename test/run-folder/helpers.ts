@@ -4,7 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach } from "vitest";
-import { runRecipe, type RunResult } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import type { RunResult } from "../../src/pipeline/events.js";
 
 /** The checkout's root. */
 export const root = resolve(import.meta.dirname, "../..");

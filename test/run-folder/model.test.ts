@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
 import { openRunModel, parseRunModelRef, readRunFolder, readRunWeights } from "../../src/run-folder/index.js";
 import { resolveRecordedPath } from "../../src/run-folder/weights.js";
-import { runRecipe } from "../../src/pipeline/index.js";
+import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { startServer } from "../../src/server/index.js";
 import { modelInputFromTokens } from "../../src/types/wire.js";
 import { pigLatinOverrides, pigLatinRecipe, pigLatinRun, root, tempDir } from "./helpers.js";

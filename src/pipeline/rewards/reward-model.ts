@@ -7,8 +7,8 @@
  * @module
  */
 import type { WorkerSettings } from "../../contracts/worker.js";
-import type { SamplingClient, TrainingService } from "../../services/training/types.js";
-import { NexrlError } from "../../errors.js";
+import type { SamplingClient, TrainingBackend, TrainingService } from "../../services/training/types.js";
+import { NexrlError, RecipeError } from "../../errors.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 
 /** The question appended after the answer (`prompt tokens`, `response tokens`, then this). */
@@ -72,7 +72,13 @@ export class RewardModelScorer {
   }
 }
 
-const scorers = new WeakMap<WorkerSettings, RewardModelScorer | null>();
+/** A run's reward model: the scorer its workers share and the sampler it scores with. */
+interface OpenedRewardModel {
+  scorer: RewardModelScorer;
+  sampler: Promise<SamplingClient>;
+}
+
+const rewardModels = new WeakMap<WorkerSettings, OpenedRewardModel | null>();
 
 /**
  * The reward model of a run's recipe (`rollout_worker.agent.math.judge_mode: reward_model`, the
@@ -85,11 +91,19 @@ export function rewardModelOf(
   service: TrainingService | undefined,
   tokenizer: Tokenizer,
 ): RewardModelScorer | undefined {
-  const known = scorers.get(settings);
+  return openedRewardModel(settings, service, tokenizer)?.scorer;
+}
+
+function openedRewardModel(
+  settings: WorkerSettings,
+  service: TrainingService | undefined,
+  tokenizer: Tokenizer,
+): OpenedRewardModel | undefined {
+  const known = rewardModels.get(settings);
   if (known !== undefined) return known ?? undefined;
   const config = settings.rewardModel;
   if (config === undefined) {
-    scorers.set(settings, null);
+    rewardModels.set(settings, null);
     return undefined;
   }
   if (!service)
@@ -97,9 +111,60 @@ export function rewardModelOf(
       "judge_mode reward_model scores with a sampler of the run's training service, and this worker was given none (RolloutWorkerContext.service)",
     );
   const sampler = service.createSamplingClient(config.samplerPath);
-  // A path that cannot be opened fails the rollouts that score with it, not the process.
+  // A path that cannot be opened fails the rollouts that score with it, not the process
+  // (a run opens it first with openRewardModel, and stops there).
   sampler.catch(() => undefined);
-  const scorer = new RewardModelScorer(sampler, tokenizer);
-  scorers.set(settings, scorer);
-  return scorer;
+  const opened = { scorer: new RewardModelScorer(sampler, tokenizer), sampler };
+  rewardModels.set(settings, opened);
+  return opened;
+}
+
+/**
+ * Opens the reward model of `judge_mode: reward_model` before a run's first rollout (the workers
+ * then share that sampler), so that a sampler path the training service cannot open stops the
+ * run at start-up instead of failing every rollout. Nothing to do in the other modes.
+ * @param recipeFile the recipe, named in the error.
+ * @throws {@link RecipeError} naming `rollout_worker.reward_model.sampler_path`, the path and what
+ * the service answered.
+ */
+export async function openRewardModel(
+  settings: WorkerSettings,
+  service: TrainingService,
+  tokenizer: Tokenizer,
+  recipeFile?: string,
+): Promise<void> {
+  const opened = openedRewardModel(settings, service, tokenizer);
+  if (!opened) return;
+  try {
+    await opened.sampler;
+  } catch (cause) {
+    throw rewardModelPathError(settings.rewardModel!.samplerPath, service.backend, cause, recipeFile);
+  }
+}
+
+/**
+ * The error for a reward-model sampler path that does not open: the key, the path, why, and what
+ * to set it to.
+ * @param cause what opening it threw.
+ */
+export function rewardModelPathError(
+  samplerPath: string,
+  backend: TrainingBackend,
+  cause: unknown,
+  recipeFile?: string,
+): RecipeError {
+  const why = cause instanceof Error ? cause.message : String(cause);
+  const where =
+    backend === "local"
+      ? "a sampler_weights/step_*.nxw file it wrote (a relative path resolves against the folder nexrl runs in)"
+      : `the ${backend} sampler path its saveWeightsForSampler returned`;
+  return new RecipeError(
+    [
+      {
+        keyPath: "rollout_worker.reward_model.sampler_path",
+        message: `the ${backend} training service cannot open "${samplerPath}" as the reward model's sampler (${why}); train the reward model first (trainer.type: remote_api_reward_model, as recipe/preference/local_reward_model.yaml does) and set this key to ${where}`,
+      },
+    ],
+    { ...(recipeFile !== undefined && { file: recipeFile }), cause },
+  );
 }

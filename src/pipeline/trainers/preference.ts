@@ -62,9 +62,8 @@ export abstract class RemoteApiPreferenceTrainer extends RemoteApiTrainer {
     Object.assign(metrics, rolloutMetrics(trajectories));
     const pairs = this.prepareTrajectories(trajectories);
     const sequences = pairs.map((t) => this.scoredSequence(t));
-    metrics["train/num_datums"] = sequences.length;
-    metrics["train/num_tokens"] = sequences.reduce((n, s) => n + s.scored.reduce((a, m) => a + m, 0), 0);
-    metrics["train/skipped"] = sequences.length === 0 ? 1 : 0;
+    const scoredTokens = sequences.reduce((n, s) => n + s.scored.reduce((a, m) => a + m, 0), 0);
+    this.putStepSize(metrics, sequences.length, scoredTokens);
     if (sequences.length === 0)
       return { trajectories: pairs, datums: 0, stepped: false, skipReason: "the step had no preference pairs" };
     const reference = await this.referenceLogprobs(sequences);
@@ -75,16 +74,14 @@ export abstract class RemoteApiPreferenceTrainer extends RemoteApiTrainer {
         ...(reference && { ref_logprobs: reference[i]!.slice(1) }),
       }),
     );
-    const client = this.context.trainingClient;
-    const forwardBackward = await client.forwardBackwardCustom(datums, this.pairLoss());
-    const optimStep = await client.optimStep(this.optimizerParams());
-    const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
+    const fb = await this.forwardBackwardAndStep(metrics, (client) =>
+      client.forwardBackwardCustom(datums, this.pairLoss()),
+    );
     for (const [key, value] of Object.entries(fb.metrics)) {
       if (key === "loss:sum") metrics["train/loss"] = value;
       else if (key.includes("/")) metrics[key] = value;
       else metrics[`train/${key}`] = value;
     }
-    for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
     return { trajectories: pairs, datums: datums.length, stepped: true };
   }
 }

@@ -9,6 +9,8 @@ import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
 import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "../../contracts/trainer.js";
+import type { ApiFuture, TrainingClient } from "../../services/training/types.js";
+import type { ForwardBackwardOutput } from "../../types/results.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
@@ -91,10 +93,9 @@ export abstract class RemoteApiTrainer implements Trainer {
       const d = trajectoryToDatum(t, { lossFn, backend, reduction: this.supervisedReduction() });
       if (d) built.push({ datum: d, mask: t.lossMask.slice(1), trajectory: t });
     }
-    metrics["train/num_datums"] = built.length;
+    const trainedTokens = built.reduce((n, b) => n + b.mask.reduce((a, m) => a + m, 0), 0);
+    this.putStepSize(metrics, built.length, trainedTokens);
     metrics["train/datums_without_signal"] = prepared.length - built.length;
-    metrics["train/num_tokens"] = built.reduce((n, b) => n + b.mask.reduce((a, m) => a + m, 0), 0);
-    metrics["train/skipped"] = built.length === 0 ? 1 : 0;
     if (built.length === 0)
       return {
         trajectories: prepared,
@@ -106,10 +107,9 @@ export abstract class RemoteApiTrainer implements Trainer {
     const lossFnConfig = this.lossFnConfig();
     // Every training client checks its datums against the loss contract (validateLossInputs)
     // before sending: no second check here.
-    const client = this.context.trainingClient;
-    const forwardBackward = await client.forwardBackward(datums, lossFn, lossFnConfig);
-    const optimStep = await client.optimStep(this.optimizerParams());
-    const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
+    const fb = await this.forwardBackwardAndStep(metrics, (client) =>
+      client.forwardBackward(datums, lossFn, lossFnConfig),
+    );
     this.putLossMetrics(
       metrics,
       built,
@@ -117,8 +117,34 @@ export abstract class RemoteApiTrainer implements Trainer {
       fb.metrics["loss:sum"] ?? NaN,
     );
     for (const [key, value] of Object.entries(fb.metrics)) if (key !== "loss:sum") metrics[`train/${key}`] = value;
-    for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
     return { trajectories: prepared, datums: datums.length, stepped: true };
+  }
+
+  /**
+   * Records the size of a step: `train/num_datums`, `train/num_tokens` (the tokens the loss
+   * trains) and `train/skipped` (1 when there is no datum to train on).
+   */
+  protected putStepSize(metrics: Record<string, number>, datums: number, tokens: number): void {
+    metrics["train/num_datums"] = datums;
+    metrics["train/num_tokens"] = tokens;
+    metrics["train/skipped"] = datums === 0 ? 1 : 0;
+  }
+
+  /**
+   * Submits a step's loss pass (`submitLossPass`: `forwardBackward` or `forwardBackwardCustom`)
+   * and `optimStep` back to back, awaits both together, adds the `optim/*` metrics and returns
+   * the loss pass's output.
+   */
+  protected async forwardBackwardAndStep(
+    metrics: Record<string, number>,
+    submitLossPass: (client: TrainingClient) => Promise<ApiFuture<ForwardBackwardOutput>>,
+  ): Promise<ForwardBackwardOutput> {
+    const client = this.context.trainingClient;
+    const forwardBackward = await submitLossPass(client);
+    const optimStep = await client.optimStep(this.optimizerParams());
+    const [fb, optim] = await Promise.all([forwardBackward.result(), optimStep.result()]);
+    for (const [key, value] of Object.entries(optim.metrics)) metrics[`optim/${key}`] = value;
+    return fb;
   }
 
   /** The Adam settings of every `optimStep`, from the recipe's algorithm. */

@@ -28,7 +28,8 @@ export const rewardModelSchema = z.strictObject({
    * `remote_api_reward_model` run's last sampler snapshot (the `sampler.path` of its checkpoint;
    * on the local backend a file such as `runs/rm/sampler_weights/step_000200.nxw`, relative to
    * the current folder). The reward of an answer is the model's score r(x, y) (see
-   * `RewardModelScorer`).
+   * `RewardModelScorer`). Checked before the first rollout: `nexrl validate` and the run load a
+   * local file; a remote service opens the sampler when the run connects.
    */
   sampler_path: nonEmpty,
 });

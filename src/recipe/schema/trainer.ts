@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../contracts/losses.js";
+import type { AdamParamsWire } from "../../types/wire.js";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
@@ -53,25 +54,14 @@ export type HyperParametersInput = z.input<typeof hyperParametersSchema>;
 /**
  * The hyper-parameters of a parsed recipe, with defaults filled (`trainer.algorithm` of
  * `RecipeConfig`), spelled as in the recipe; trainers receive them in camelCase as
- * `AlgorithmConfig` (see `pipeline/settings.ts`).
+ * `AlgorithmConfig` (see `pipeline/settings.ts`). The Adam keys are spelled as the wire's
+ * `adam_params`.
  */
-export interface RecipeAlgorithm {
+export interface RecipeAlgorithm extends AdamParamsWire {
   /** Loss sent as `loss_fn`. */
   loss_fn: LossFunctionName;
   /** Extra `loss_fn_config` entries. */
   loss_fn_config: Record<string, number>;
-  /** AdamW step size. */
-  learning_rate: number;
-  /** AdamW first-moment decay. */
-  beta1: number;
-  /** AdamW second-moment decay. */
-  beta2: number;
-  /** AdamW epsilon. */
-  eps: number;
-  /** Decoupled weight decay. */
-  weight_decay: number;
-  /** Global-norm gradient clipping; 0 disables it. */
-  grad_clip_norm: number;
   /** Entropy bonus. */
   entropy_coeff: number;
   /** On-policy distillation: weight of the reverse KL. */

@@ -10,7 +10,7 @@ import type { WorkerCommand } from "../../../src/cli/args.js";
 import type { CliIO } from "../../../src/cli/run.js";
 import { runWorker } from "../../../src/cli/worker.js";
 import { ConfigError } from "../../../src/errors.js";
-import { runRecipe } from "../../../src/pipeline/index.js";
+import { runRecipe } from "../../../src/pipeline/run-recipe.js";
 import { loadRecipe } from "../../../src/recipe/load.js";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
 import { heldTasks } from "./fixtures/holding-worker.js";

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { HttpTransport, type HttpRequest } from "../../../src/http/transport.js";
-import { trajectoryToDatum } from "../../../src/pipeline/index.js";
+import { trajectoryToDatum } from "../../../src/pipeline/trainers/datums.js";
 import {
   LocalTrainingService,
   TinkerTrainingService,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { trajectoryToDatum } from "../../../../src/pipeline/index.js";
+import { trajectoryToDatum } from "../../../../src/pipeline/trainers/datums.js";
 import { estimateDatumBytes } from "../../../../src/services/training/tinker/chunks.js";
 import { checkDatums, lossBody } from "../../../../src/services/training/tinker/loss-body.js";
 import { type LossFunctionName } from "../../../../src/contracts/losses.js";
