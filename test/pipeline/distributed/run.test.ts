@@ -12,6 +12,7 @@ import { startCli, until, type CliProcess } from "./cli.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
+const firstStep = fileURLToPath(new URL("./fixtures/first-step-worker.ts", import.meta.url));
 
 /** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
 interface FailureSettings {
@@ -236,10 +237,25 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const first = startCli(["worker", "-c", "recipe.yaml", "--concurrency", "2", "--name", "first"], dir);
+    // The first worker runs step 1 and then holds what it takes of step 2 until it is stopped.
+    const first = startCli(
+      [
+        "worker",
+        "-c",
+        "recipe.yaml",
+        "--concurrency",
+        "2",
+        "--name",
+        "first",
+        `rollout_worker.custom_rollout_worker_module_path=${firstStep}`,
+        "rollout_worker.custom_rollout_worker_class_name=FirstStepWorker",
+      ],
+      dir,
+    );
     await until(() => first.stdout().includes("rollout(s) at once"), "the worker started", first.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1"], dir);
-    // Step 1 is checkpointed; then only a worker that never finishes is left, holding tasks of step 2.
+    // Step 1 is checkpointed; the first worker hands back what it holds of step 2, and then only a
+    // worker that never finishes is left, holding tasks of step 2.
     await until(() => driver.stdout().includes("step 1/2"), "step 1 ended", driver.exited);
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
