@@ -14,6 +14,20 @@ import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
 const firstStep = fileURLToPath(new URL("./fixtures/first-step-worker.ts", import.meta.url));
 
+/** `nexrl worker` arguments for a worker of 2 rollouts at once running the fixture class `className` of `module`. */
+function workerArgs(module: string, className: string, name?: string): string[] {
+  return [
+    "worker",
+    "-c",
+    "recipe.yaml",
+    "--concurrency",
+    "2",
+    ...(name ? ["--name", name] : []),
+    `rollout_worker.custom_rollout_worker_module_path=${module}`,
+    `rollout_worker.custom_rollout_worker_class_name=${className}`,
+  ];
+}
+
 /** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
 interface FailureSettings {
   policy: "continue" | "stop_on_error";
@@ -129,21 +143,9 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const victim = startCli(
-      [
-        "worker",
-        "-c",
-        "recipe.yaml",
-        "--concurrency",
-        "2",
-        "--name",
-        "victim",
-        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
-        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
-      ],
-      dir,
-      { NEXRL_TEST_STARTED: started },
-    );
+    const victim = startCli(workerArgs(stalling, "StallingWorker", "victim"), dir, {
+      NEXRL_TEST_STARTED: started,
+    });
     await until(() => victim.stdout().includes("rollout(s) at once"), "the victim started", victim.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
     const taken = async (): Promise<number> => (await readFile(started, "utf8")).split("\n").filter(Boolean).length;
@@ -166,19 +168,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const leaving = startCli(
-      [
-        "worker",
-        "-c",
-        "recipe.yaml",
-        "--concurrency",
-        "2",
-        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
-        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
-      ],
-      dir,
-      { NEXRL_TEST_STARTED: started },
-    );
+    const leaving = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
     await until(() => leaving.stdout().includes("rollout(s) at once"), "the worker started", leaving.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
     await until(
@@ -238,20 +228,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const started = join(dir, "started.txt");
     await writeFile(started, "");
     // The first worker runs step 1 and then holds what it takes of step 2 until it is stopped.
-    const first = startCli(
-      [
-        "worker",
-        "-c",
-        "recipe.yaml",
-        "--concurrency",
-        "2",
-        "--name",
-        "first",
-        `rollout_worker.custom_rollout_worker_module_path=${firstStep}`,
-        "rollout_worker.custom_rollout_worker_class_name=FirstStepWorker",
-      ],
-      dir,
-    );
+    const first = startCli(workerArgs(firstStep, "FirstStepWorker", "first"), dir);
     await until(() => first.stdout().includes("rollout(s) at once"), "the worker started", first.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1"], dir);
     // Step 1 is checkpointed; the first worker hands back what it holds of step 2, and then only a
@@ -259,19 +236,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     await until(() => driver.stdout().includes("step 1/2"), "step 1 ended", driver.exited);
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
-    const stuck = startCli(
-      [
-        "worker",
-        "-c",
-        "recipe.yaml",
-        "--concurrency",
-        "2",
-        `rollout_worker.custom_rollout_worker_module_path=${stalling}`,
-        "rollout_worker.custom_rollout_worker_class_name=StallingWorker",
-      ],
-      dir,
-      { NEXRL_TEST_STARTED: started },
-    );
+    const stuck = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
     await until(
       async () => (await readFile(started, "utf8")).split("\n").filter(Boolean).length === 2,
       "the stuck worker took two tasks",
