@@ -72,6 +72,19 @@ export class RolloutInferenceClient implements InferenceClient {
 
   /** See {@link InferenceClient.completion}. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.send(options, (sent) => this.inner.completion(prompt, sent));
+  }
+
+  /** See {@link InferenceClient.chat}. */
+  chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
+    return this.send(options, (sent) => this.inner.chat(messages, sent));
+  }
+
+  /** Sends one call with the rollout's defaults through `call`, tracked until it settles. */
+  private send(
+    options: InferenceOptions,
+    call: (sent: InferenceOptions) => Promise<InferenceResult>,
+  ): Promise<InferenceResult> {
     let sent: InferenceOptions;
     try {
       sent = this.options(options);
@@ -81,24 +94,7 @@ export class RolloutInferenceClient implements InferenceClient {
     }
     let sending: Promise<InferenceResult>;
     try {
-      sending = this.inner.completion(prompt, sent);
-    } catch (error) {
-      sending = Promise.reject(error);
-    }
-    return this.track(sending);
-  }
-
-  /** See {@link InferenceClient.chat}. */
-  chat(messages: readonly ChatMessage[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    let sent: InferenceOptions;
-    try {
-      sent = this.options(options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    let sending: Promise<InferenceResult>;
-    try {
-      sending = this.inner.chat(messages, sent);
+      sending = call(sent);
     } catch (error) {
       sending = Promise.reject(error);
     }
