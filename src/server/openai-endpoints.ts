@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { z } from "zod";
 import type { SamplingParams } from "../types/results.js";
-import type { ChatMessage, ChatTemplateOptions, Tokenizer } from "../types/tokenizer.js";
+import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolDefinition } from "../types/tokenizer.js";
 import {
   chatCompletionBody,
   chatCompletionEvents,
@@ -44,6 +44,24 @@ export interface GenerationCall {
   maxTokens: number | undefined;
   /** Chat calls only: the conversation, and whether tool calls are to be parsed out of the answer. */
   chat?: { messages: ChatMessage[]; parseTools: boolean };
+}
+
+/** A conversation to sample, as every chat dialect translates its request. */
+export interface ChatCall {
+  /** The sampling fields (`n`, `temperature`, `stop`, vLLM's options, …) in chat completions' names. */
+  request: GenerationRequest;
+  /** The conversation. */
+  messages: ChatMessage[];
+  /** Function tools the chat template is to show the model. */
+  tools?: ToolDefinition[];
+  /** Whether tool calls are to be parsed out of the answer (tools given and not `tool_choice: none`). */
+  parseTools: boolean;
+  /** Largest number of tokens to sample; undefined leaves it to the server. */
+  maxTokens: number | undefined;
+  /** End the prompt with the assistant's turn opening (default true). */
+  addGenerationPrompt?: boolean;
+  /** Extra variables for the chat template (`enable_thinking`, …). */
+  chatTemplateKwargs?: Record<string, unknown>;
 }
 
 /** The choices of one prompt, and the prompt's token ids as the model read them. */
@@ -217,22 +235,37 @@ export class OpenAIEndpoints {
   async chat(req: IncomingMessage, res: ServerResponse, generatorFor: GeneratorFor<ChatRequest>): Promise<void> {
     const { request, generator } = await this.accept(req, this.schemas.chat, generatorFor);
     const tools = requestTools(request);
-    const messages = requestMessages(request);
-    const templateOptions: ChatTemplateOptions = {
-      addGenerationPrompt: request.add_generation_prompt ?? true,
+    const { choices, promptTokens } = await this.generateChat(generator, {
+      request,
+      messages: requestMessages(request),
       ...(tools && { tools }),
-      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
-    };
-    const prompt =
-      generator.renderChat?.(messages, templateOptions) ??
-      generator.tokenizer.applyChatTemplate(messages, templateOptions);
-    const { choices, promptTokens } = await generator.generate(prompt, request, {
+      parseTools: (tools?.length ?? 0) > 0 && request.tool_choice !== "none",
       maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
-      chat: { messages, parseTools: (tools?.length ?? 0) > 0 && request.tool_choice !== "none" },
+      addGenerationPrompt: request.add_generation_prompt ?? true,
+      ...(request.chat_template_kwargs && { chatTemplateKwargs: request.chat_template_kwargs }),
     });
     const format = responseFormat(request, `chatcmpl-${randomUUID()}`, generator.tokenizer);
     if (request.stream) sendOpenAIEvents(res, chatCompletionEvents(format, promptTokens, choices));
     else sendJson(res, 200, chatCompletionBody(format, promptTokens, choices));
+  }
+
+  /**
+   * Renders a conversation with the generator's chat template and samples its choices: the one
+   * path every chat dialect (chat completions, and the others that translate to it) goes through.
+   */
+  async generateChat(generator: OpenAIGenerator, call: ChatCall): Promise<Generation> {
+    const templateOptions: ChatTemplateOptions = {
+      addGenerationPrompt: call.addGenerationPrompt ?? true,
+      ...(call.tools && { tools: call.tools }),
+      ...(call.chatTemplateKwargs && { chatTemplateKwargs: call.chatTemplateKwargs }),
+    };
+    const prompt =
+      generator.renderChat?.(call.messages, templateOptions) ??
+      generator.tokenizer.applyChatTemplate(call.messages, templateOptions);
+    return generator.generate(prompt, call.request, {
+      maxTokens: call.maxTokens,
+      chat: { messages: call.messages, parseTools: call.parseTools },
+    });
   }
 
   /** Reads and checks a generation request, and picks its generator. */

@@ -193,6 +193,8 @@ export interface GeneratedChoice {
   stopReason: string | null;
   /** Chat only: tool calls parsed out of the generated text. */
   toolCalls?: ToolCall[];
+  /** Chat only: the model's reasoning, split out of the generated text (`<think>…</think>` and the like). */
+  reasoning?: string;
 }
 
 /**
