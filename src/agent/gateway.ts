@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
-import { listen } from "../server/bind.js";
+import { hostAddresses, listen } from "../server/bind.js";
 import {
   decodedChoice,
   endpointPath,
@@ -20,7 +20,13 @@ import {
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import { type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import {
+  openAIErrorOf,
+  sendOpenAIError,
+  type GeneratedChoice,
+  type GenerationRequest,
+} from "../server/openai-protocol.js";
+import { BrowserGuard } from "../server/browser-guard.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
@@ -28,7 +34,7 @@ import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
 import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { parseToolCalls } from "./tool-calls.js";
-import { ConfigError, ContextLengthError, ProtocolError } from "../errors.js";
+import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 
 /** Options of {@link AgentGateway.start}. */
 export interface AgentGatewayOptions {
@@ -46,6 +52,10 @@ export interface AgentGatewayOptions {
   unref?: boolean;
   /** Where failures of the model (500 answers) are reported (default: standard error). */
   log?: (line: string) => void;
+  /** Host names the `Host` header may give besides the bound address (and, on loopback, `localhost`); others get 403. */
+  allowedHosts?: readonly string[];
+  /** Origins whose browser requests are served, with CORS headers (`*` for any); other cross-origin requests get 403. */
+  corsOrigins?: readonly string[];
 }
 
 /** Header naming the rollout of a request sent to `/v1/...` instead of `/rollouts/{id}/v1/...`. */
@@ -118,6 +128,7 @@ export class AgentGateway {
     /** The server's address, `http://host:port`. */
     readonly url: string,
     options: AgentGatewayOptions,
+    private readonly guard: BrowserGuard,
   ) {
     this.modelName = options.modelName ?? "policy";
     this.maxClaimWaitMs = options.maxClaimWaitMs ?? 30_000;
@@ -137,19 +148,27 @@ export class AgentGateway {
     const host = options.host ?? "127.0.0.1";
     const port = options.port ?? 0;
     const server = createServer();
+    const hint = (problem: ListenProblem) =>
+      problem === "bad_host"
+        ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
+        : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)";
+    let guard: BrowserGuard;
     try {
-      await listen(server, port, host, (problem) =>
-        problem === "bad_host"
-          ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
-          : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)",
-      );
+      guard = new BrowserGuard({
+        boundHost: host,
+        boundAddresses: await hostAddresses(host, hint),
+        allowedHosts: options.allowedHosts,
+        corsOrigins: options.corsOrigins,
+        server: "the nexrl agent gateway",
+      });
+      await listen(server, port, host, hint);
     } catch (error) {
       throw new ConfigError(`the agent gateway: ${(error as Error).message}`, { cause: error });
     }
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
     const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options, guard);
     // Attached before any request can be read: the listen callback resumed us in a microtask.
     server.on("request", (req, res) => void gateway.handle(req, res));
     return gateway;
@@ -220,6 +239,12 @@ export class AgentGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (this.guard.check(req, res)) return;
+    } catch (error) {
+      sendOpenAIError(res, openAIErrorOf(error));
+      return;
+    }
     const path = endpointPath(req);
     const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
     const header = req.headers[ROLLOUT_ID_HEADER];

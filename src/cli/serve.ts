@@ -100,6 +100,8 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),
         ...(command.tinkerFlags && { tinkerClientConfig: command.tinkerFlags }),
+        ...(command.allowedHosts && { allowedHosts: command.allowedHosts }),
+        ...(command.corsOrigins && { corsOrigins: command.corsOrigins }),
         listenHint: listenHint(command),
         log: (line) => io.stderr.write(`${line}\n`),
         openaiModels: Object.fromEntries(runModels.map((m) => [m.name, m])),

@@ -36,6 +36,7 @@ import {
   type GenerationRequest,
 } from "./openai-protocol.js";
 import { sendJson } from "./io.js";
+import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { ProtocolError } from "../errors.js";
 
 /** What a generation call asks for beyond the request's sampling fields. */
@@ -205,6 +206,15 @@ export class OpenAIEndpoints {
     const prompts = texts.map((p) =>
       typeof p === "string" ? generator.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
     );
+    // The work of one request is capped, not just its `n`: a list of prompts multiplies it.
+    const sequences = prompts.length * (request.n ?? 1);
+    if (sequences > MAX_SAMPLES_PER_REQUEST)
+      throw new ProtocolError(
+        400,
+        "too_many_samples",
+        `this request asks for ${prompts.length} prompts × n ${request.n ?? 1} = ${sequences} sequences; ${this.options.server} samples at most ${MAX_SAMPLES_PER_REQUEST} per request: send several requests`,
+        { openaiType: "invalid_request_error", param: "prompt" },
+      );
     prompts.forEach((p, i) => {
       if (p.length === 0)
         throw new ProtocolError(
