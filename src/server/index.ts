@@ -84,6 +84,9 @@ export interface ServerOptions {
   corsOrigins?: readonly string[];
 }
 
+/** Shortest API key that serving other machines takes without a warning. */
+const MIN_EXPOSED_KEY_LENGTH = 16;
+
 /** What to do when the library's `startServer` cannot listen. */
 function defaultListenHint(problem: ListenProblem): string {
   switch (problem) {
@@ -200,6 +203,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       apiKey === undefined
         ? `warning: nexrl serve listens on ${host} without an API key (--insecure): anyone who can reach this port can use it`
         : `warning: nexrl serve listens on ${host}, reachable from other machines; the API key travels unencrypted over HTTP, so use a TLS proxy on untrusted networks`,
+    );
+  if (exposed && apiKey !== undefined && apiKey.length < MIN_EXPOSED_KEY_LENGTH)
+    log(
+      `warning: the API key is ${apiKey.length} character${apiKey.length === 1 ? "" : "s"} long, which anyone who can reach ${host} could guess; use at least ${MIN_EXPOSED_KEY_LENGTH} random characters (openssl rand -hex 16 makes 32)`,
     );
   const address = server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;

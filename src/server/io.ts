@@ -4,6 +4,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { prettifyError, type z } from "zod";
 import { ProtocolError } from "../errors.js";
 
@@ -24,7 +25,11 @@ export async function readBody(
   req: IncomingMessage,
   maxBytes = MAX_BODY_BYTES,
   tooLarge: () => Error = () =>
-    new ProtocolError(413, "body_too_large", `the request body exceeds ${maxBytes} bytes (${Math.round(maxBytes / 2 ** 20)} MiB); send fewer datums per call`),
+    new ProtocolError(
+      413,
+      "body_too_large",
+      `the request body exceeds ${maxBytes} bytes (${Math.round(maxBytes / 2 ** 20)} MiB); send fewer datums per call`,
+    ),
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -102,6 +107,16 @@ export function sendError(res: ServerResponse, error: unknown): void {
       retryable: true,
     });
   }
+}
+
+/**
+ * Whether the client has gone (closed the connection before the answer): a failure then is
+ * the client's choice, not the server's, and there is no one to answer.
+ */
+export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
+  // The connection, not the request stream: a server that stops reading a body destroys the stream itself.
+  const socket = (res.socket ?? req.socket) as Socket | null;
+  return !res.writableFinished && (res.destroyed || socket === null || socket.destroyed);
 }
 
 /** The request's path without the query string. */

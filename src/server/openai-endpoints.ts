@@ -35,7 +35,7 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
-import { sendJson } from "./io.js";
+import { clientGone, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { ProtocolError } from "../errors.js";
 
@@ -178,6 +178,7 @@ export class OpenAIEndpoints {
         );
       await run();
     } catch (error) {
+      if (clientGone(req, res)) return;
       const api = openAIErrorOf(error);
       if (api.status === 500)
         this.options.log(

@@ -217,12 +217,53 @@ describe("the work of one request is capped", () => {
     expect(JSON.parse(within.text).choices).toHaveLength(128);
   });
 
-  it("refuses a Tinker JSON body over 64 MiB with 413 before parsing it", async () => {
+  it("refuses a Tinker JSON body over 64 MiB with 413 as soon as it has read that much", async () => {
     const { url } = await server({ protocol: "tinker" });
-    const host = new URL(url).host;
-    const huge = `{"pad":"${"x".repeat(64 * 1024 * 1024)}"}`;
-    const answer = await send(url, "POST", "/api/v1/create_session", { ...JSON_TYPE, host }, huge);
-    expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.text)).toMatchObject({ error: "body_too_large" });
+    const target = new URL("/api/v1/create_session", url);
+    // The body is streamed until the answer comes: a server that stops reading at the cap answers
+    // then, while the client still has bytes to send.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(65 * 2 ** 20) },
+      });
+      let answered = false;
+      req.on("response", (res) => {
+        answered = true;
+        resolve(res.statusCode!);
+        res.resume();
+        req.destroy();
+      });
+      req.on("error", (error) => (answered ? undefined : reject(error)));
+      const chunk = Buffer.alloc(2 ** 20, 0x20);
+      const pump = (): void => {
+        while (!answered && req.write(chunk));
+        if (!answered) req.once("drain", pump);
+      };
+      pump();
+    });
+    expect(status).toBe(413);
+  });
+});
+
+describe("an API key that other machines could guess", () => {
+  it("warns when a server reachable from other machines has a short key, and not for a long one", async () => {
+    const lines: string[] = [];
+    await server({ protocol: "openai", host: "0.0.0.0", apiKey: "k", log: (line) => lines.push(line) });
+    expect(lines.filter((l) => l.includes("API key is"))).toEqual([
+      "warning: the API key is 1 character long, which anyone who can reach 0.0.0.0 could guess; use at least 16 random characters (openssl rand -hex 16 makes 32)",
+    ]);
+    lines.length = 0;
+    await server({
+      protocol: "openai",
+      host: "0.0.0.0",
+      apiKey: "0123456789abcdef0123456789abcdef",
+      log: (l) => lines.push(l),
+    });
+    await server({ protocol: "openai", apiKey: "k", log: (l) => lines.push(l) });
+    expect(lines.filter((l) => l.includes("API key is"))).toEqual([]);
   });
 });
