@@ -41,14 +41,15 @@ const toolUseBlock = z.strictObject({
   cache_control: cacheControl,
   caller: z.object({ type: z.literal("direct") }, { error: "only direct tool calls are supported" }).optional(),
 });
+const resultText = textBlock.extend({
+  type: z.literal("text", {
+    error: "tool_result content must be a string or text blocks (images and documents are not supported)",
+  }),
+});
 const toolResultBlock = z.strictObject({
   type: z.literal("tool_result"),
   tool_use_id: z.string().min(1),
-  content: z
-    .union([z.string(), z.array(textBlock)], {
-      error: "tool_result content must be a string or text blocks (images and documents are not supported)",
-    })
-    .optional(),
+  content: z.union([z.string(), z.array(resultText)]).optional(),
   is_error: z.boolean().optional(),
   cache_control: cacheControl,
 });
@@ -134,7 +135,7 @@ const thinkingConfig = (server: string) =>
           .nullish(),
       }),
     ],
-    { error: `thinking: type must be enabled, adaptive or disabled (between_tools is not supported by ${server})` },
+    { error: `must be enabled, adaptive or disabled (between_tools is not supported by ${server})` },
   );
 
 /** The request schemas of `POST /v1/messages` and `POST /v1/messages/count_tokens`, with `server` named in refusals. */

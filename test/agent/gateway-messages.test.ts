@@ -1,6 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mergeCalls, ROLLOUT_ID_HEADER, type RolloutSession } from "../../src/agent/index.js";
+import { answeredArguments } from "../../src/agent/render.js";
 import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "./helpers.js";
 
@@ -231,5 +232,22 @@ describe("agent gateway: Anthropic Messages", () => {
       expect(merged.sequences).toHaveLength(1);
       expect(merged.sequences[0]!.tokens).toEqual([...b!.promptTokens, ...b!.completionTokens]);
     }
+  });
+});
+
+describe("agent gateway: tool_use blocks sent back", () => {
+  it("take the arguments text the model wrote when id, name and input match an answered call, else compact JSON", () => {
+    // Integer-like keys come first in a parsed object, so JSON.stringify(input) would reorder them.
+    const written = '{"b": 1, "2": [true], "a": {"c": null}}';
+    const call = { id: "toolu_x", type: "function" as const, function: { name: "f", arguments: written } };
+    const argumentsOf = answeredArguments([{ content: "", toolCalls: [call], generated: "", tokens: [] }]);
+    const input = JSON.parse(written) as Record<string, unknown>;
+    expect(JSON.stringify(input)).not.toBe(written);
+    expect(argumentsOf({ id: "toolu_x", name: "f", input })).toBe(written);
+    expect(argumentsOf({ id: "toolu_x", name: "f", input: { ...input, b: 2 } })).toBe(
+      '{"2":[true],"b":2,"a":{"c":null}}',
+    );
+    expect(argumentsOf({ id: "toolu_y", name: "f", input })).toBe(JSON.stringify(input));
+    expect(argumentsOf({ id: "toolu_x", name: "g", input })).toBe(JSON.stringify(input));
   });
 });
