@@ -224,6 +224,13 @@ describe("Anthropic Messages: requests", () => {
       "messages[0].content[0].type: web_search_tool_result blocks belong to Anthropic's server tools, which the test server does not run; run tools in the agent and send tool_use / tool_result blocks",
     ]);
     expect(
+      refused({
+        ...base,
+        tool_choice: { type: "tool", name: "g" },
+        tools: [{ name: "f", input_schema: { type: "object" } }],
+      }),
+    ).toEqual([400, "tool_choice.name: names no tool of the request; name one of: f"]);
+    expect(
       refused({ ...base, service_tier: "auto", metadata: { user_id: "u" }, cache_control: { type: "ephemeral" } }),
     ).toBe(undefined);
   });
