@@ -350,7 +350,7 @@ export function newMessageId(): string {
 }
 
 /** Why a message ended, as Anthropic writes it. */
-export function stopReason(choice: GeneratedChoice): "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" {
+function stopReason(choice: GeneratedChoice): "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" {
   if (choice.toolCalls?.length) return "tool_use";
   if (choice.finishReason === "length") return "max_tokens";
   return choice.stopReason !== null ? "stop_sequence" : "end_turn";
