@@ -235,16 +235,21 @@ export class AgentGateway {
     const header = req.headers[ROLLOUT_ID_HEADER];
     const rolloutId = (): string | undefined =>
       match ? decodePathSegment(match[1]!, "rollout id") : typeof header === "string" ? header : undefined;
+    // The Anthropic SDK adds /v1 to its base URL, so the rollout's base URL given as it is doubles it.
+    const doubled = path.includes("/v1/v1/")
+      ? " (the Anthropic SDK adds /v1 itself: give it the rollout's base URL without the trailing /v1)"
+      : "";
     const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
       method: req.method ?? "GET",
       run: async () => {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
+      ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
     };
     await this.endpoints.answer(req, res, path, route.method, route.run, route.sendError);
   }

@@ -134,6 +134,16 @@ describe("agent gateway: Anthropic Messages", () => {
     const missing = await apiError(viaHeader.messages.create(body));
     expect([missing.status, missing.type]).toEqual([400, "invalid_request_error"]);
     expect(session.finish().calls.map((c) => c.endpoint)).toEqual(["messages"]);
+    const doubled = await apiError(
+      new Anthropic({ baseURL: session.baseURL, apiKey: "k", maxRetries: 0 }).messages.create(body),
+    );
+    expect([doubled.status, doubled.type, doubled.message]).toEqual([
+      404,
+      "not_found_error",
+      expect.stringMatching(
+        /\/v1\/v1\/messages \(the Anthropic SDK adds \/v1 itself: give it the rollout's base URL without the trailing \/v1\)/,
+      ),
+    ]);
     const done = await apiError(client(session).messages.create(body));
     expect([done.status, done.type]).toEqual([410, "not_found_error"]);
   });
