@@ -9,6 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
+import { AnthropicMessages } from "../server/anthropic-endpoints.js";
+import { sendAnthropicError } from "../server/anthropic-protocol.js";
 import { hostAddresses, listen } from "../server/bind.js";
 import {
   decodedChoice,
@@ -16,6 +18,7 @@ import {
   modelList,
   OpenAIEndpoints,
   requestSampling,
+  type ErrorWriter,
   type Generation,
   type GenerationCall,
   type OpenAIGenerator,
@@ -31,7 +34,7 @@ import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
-import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
+import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { parseToolCalls } from "./tool-calls.js";
 import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
@@ -98,6 +101,11 @@ const finished = (id: string) =>
  *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
  *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
+ * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
+ *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
+ *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
+ *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
+ *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  *
  * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
  * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
@@ -122,6 +130,7 @@ export class AgentGateway {
   private readonly modelName: string;
   private readonly maxClaimWaitMs: number;
   private readonly endpoints: OpenAIEndpoints;
+  private readonly messages: AnthropicMessages;
 
   private constructor(
     private readonly server: Server,
@@ -138,6 +147,7 @@ export class AgentGateway {
       maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
       log: (line) => log(`nexrl agent gateway: ${line}`),
     });
+    this.messages = new AnthropicMessages(this.endpoints, "the nexrl agent gateway");
   }
 
   /**
@@ -250,18 +260,23 @@ export class AgentGateway {
     const header = req.headers[ROLLOUT_ID_HEADER];
     const rolloutId = (): string | undefined =>
       match ? decodePathSegment(match[1]!, "rollout id") : typeof header === "string" ? header : undefined;
+    // The Anthropic SDK adds /v1 to its base URL, so the rollout's base URL given as it is doubles it.
+    const doubled = path.includes("/v1/v1/")
+      ? " (the Anthropic SDK adds /v1 itself: give it the rollout's base URL without the trailing /v1)"
+      : "";
     const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
       method: req.method ?? "GET",
       run: async () => {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
+      ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
     };
-    await this.endpoints.answer(req, res, path, route.method, route.run);
+    await this.endpoints.answer(req, res, path, route.method, route.run, route.sendError);
   }
 
   /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */
@@ -270,7 +285,7 @@ export class AgentGateway {
     rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
-  ): { method: string; run: () => Promise<void> } | undefined {
+  ): { method: string; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
@@ -306,6 +321,26 @@ export class AgentGateway {
         return {
           method: "POST",
           run: inRollout((session) => this.endpoints.chat(req, res, (request) => this.generator(session, request))),
+        };
+      case "/v1/messages":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.create(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
+        };
+      case "/v1/messages/count_tokens":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.countTokens(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
         };
       case "/v1/completions":
         return {
@@ -387,7 +422,7 @@ export class AgentGateway {
     const tokenizer = session.inference.tokenizer;
     const decoded = decodedChoice(tokenizer, result.responseTokens, result.logprobs, result.finishReason, request);
     const parsed = chat?.parseTools
-      ? parseToolCalls(decoded.text, newCallId)
+      ? parseToolCalls(decoded.text, chat.newToolCallId ?? newCallId)
       : { content: decoded.text, toolCalls: [] };
     const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
     // Ids beyond the tokenizer (counted by the rollout's inference client) read as nothing.
@@ -395,7 +430,7 @@ export class AgentGateway {
     session.record(
       {
         turn: budget.turn,
-        endpoint: chat ? "chat.completions" : "completions",
+        endpoint: chat ? (chat.dialect ?? "chat.completions") : "completions",
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,

@@ -118,8 +118,8 @@ export interface RunningServer {
  * protobuf generations, so the Tinker SDK from 0.18 to 0.25 works against it), the Weaver
  * protocol (`/api/v1/sessions`, `/models`, `/operations`, …) and the OpenAI-compatible
  * endpoints (`/v1/completions`, `/v1/chat/completions`, `/v1/models`: the presets by name, and
- * saved sampler snapshots by their `tinker://` / `weaver://` path), plus `/healthz` and
- * `/health`. The engine is deterministic: the same requests give the same numbers.
+ * saved sampler snapshots by their `tinker://` / `weaver://` path) with Anthropic's
+ * `/v1/messages` beside them, plus `/healthz` and `/health`. The engine is deterministic: the same requests give the same numbers.
  *
  * With `apiKey`, every route but the health checks answers 401 unless the request carries the
  * key (in `X-API-Key`, `X-WEAVER-API-KEY` or `Authorization: Bearer`). A `host` other machines
