@@ -50,6 +50,11 @@ export interface ChatMessage {
   tool_call_id?: string;
   /** Name of the speaker or, for a `tool` message, of the function that answered. */
   name?: string;
+  /**
+   * The reasoning of an assistant message, apart from its content (vLLM's `reasoning_content`):
+   * templates that read it (Qwen3) and the Harmony renderer (the analysis channel) write it.
+   */
+  reasoning_content?: string;
 }
 
 /** Options of {@link Tokenizer.applyChatTemplate}. */
