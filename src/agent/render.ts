@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../types/tokenizer.js";
 import { contentWithToolCalls } from "./tool-calls.js";
 import { appendAll } from "../types/arrays.js";
+import { SAMPLED_COMPLETION } from "../services/inference/renderers/index.js";
 
 /** An assistant message the gateway answered, with what the model generated for it. */
 export interface AnsweredMessage {
@@ -121,7 +122,11 @@ export function renderChat(
     if (!known) return withToolCallsInText(message, rendersToolCalls);
     const { tool_calls: _calls, ...rest } = message;
     spliced.push(known);
-    return { ...rest, content: marker(nonce, spliced.length - 1) };
+    // Marked as a sampled completion (with its tool calls, which later tool results name):
+    // nexrl's renderers (Harmony, Llama 3) then write the generation prompt and the marker only,
+    // since the sampled tokens carry the model's own headers and end token; Jinja templates do
+    // not see the mark.
+    return { ...rest, content: marker(nonce, spliced.length - 1), [SAMPLED_COMPLETION]: known.toolCalls };
   });
   if (spliced.length === 0) return tokenizer.applyChatTemplate(marked, options);
   const rendered = tokenizer.applyChatTemplate(marked, options);

@@ -9,7 +9,7 @@
 import type { ChatMessage, ChatTemplateOptions, ToolCall } from "../../../types/tokenizer.js";
 import { InputError } from "../../../errors.js";
 import { harmonyToolsSection } from "./harmony-tools.js";
-import { isSampledCompletion } from "./sampled.js";
+import { isSampledCompletion, toolCallsOf } from "./sampled.js";
 import { renderKwargs, type ChatRenderer } from "./types.js";
 
 const END = "<|end|>";
@@ -61,7 +61,7 @@ function toolCall(call: ToolCall): string {
 function toolName(tool: ChatMessage, earlier: readonly ChatMessage[]): string {
   if (tool.name) return tool.name;
   for (const m of earlier) {
-    const call = m.tool_calls?.find((c) => c.id === tool.tool_call_id);
+    const call = toolCallsOf(m).find((c) => c.id === tool.tool_call_id);
     if (call) return call.function.name;
   }
   throw new InputError(

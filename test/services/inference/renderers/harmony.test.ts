@@ -9,7 +9,15 @@ import { InputError } from "../../../../src/errors.js";
 import { lenmlHfTokenizer, lenmlReference } from "../lenml.js";
 
 /** Harmony's special token ids in o200k_harmony (the format guide's table). */
-const ID = { return: 200002, constrain: 200003, channel: 200005, start: 200006, end: 200007, message: 200008, call: 200012 };
+const ID = {
+  return: 200002,
+  constrain: 200003,
+  channel: 200005,
+  start: 200006,
+  end: 200007,
+  message: 200008,
+  call: 200012,
+};
 
 let tok: HfTokenizer;
 let reference: { encode(text: string): number[] };
@@ -57,7 +65,11 @@ const GUIDE_TOOLS: ToolDefinition[] = [
   },
 ];
 
-const call = { id: "call_1", type: "function" as const, function: { name: "get_weather", arguments: '{"location":"San Francisco"}' } };
+const call = {
+  id: "call_1",
+  type: "function" as const,
+  function: { name: "get_weather", arguments: '{"location":"San Francisco"}' },
+};
 
 describe("HarmonyRenderer (gpt-oss)", () => {
   it("is chosen for the gpt-oss tokenizer, which ships no chat template", () => {
@@ -83,7 +95,7 @@ describe("HarmonyRenderer (gpt-oss)", () => {
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2025-06-28\n\nReasoning: high\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.\nCalls to these tools must go to the commentary channel: 'functions'.<|end|>" +
       "<|start|>developer<|message|># Instructions\n\nUse a friendly tone.\n\n# Tools\n\n## functions\n\nnamespace functions {\n\n" +
       "// Gets the location of the user.\ntype get_location = () => any;\n\n" +
-      "// Gets the current weather in the provided location.\ntype get_current_weather = (_: {\n// The city and state, e.g. San Francisco, CA\nlocation: string,\nformat?: \"celsius\" | \"fahrenheit\", // default: celsius\n}) => any;\n\n" +
+      '// Gets the current weather in the provided location.\ntype get_current_weather = (_: {\n// The city and state, e.g. San Francisco, CA\nlocation: string,\nformat?: "celsius" | "fahrenheit", // default: celsius\n}) => any;\n\n' +
       '// Gets the current weather in the provided list of locations.\ntype get_multiple_weathers = (_: {\n// List of city and state, e.g. ["San Francisco, CA", "New York, NY"]\nlocations: string[],\nformat?: "celsius" | "fahrenheit", // default: celsius\n}) => any;\n\n' +
       "} // namespace functions<|end|>" +
       "<|start|>user<|message|>What is the weather like in SF?<|end|>" +
@@ -103,7 +115,11 @@ describe("HarmonyRenderer (gpt-oss)", () => {
   it("drops the analysis of a turn that ended in a final answer, as the guide's next-sampling example shows", () => {
     const messages: ChatMessage[] = [
       { role: "user", content: "What is 2 + 2?" },
-      { role: "assistant", content: "2 + 2 = 4.", reasoning_content: 'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.' },
+      {
+        role: "assistant",
+        content: "2 + 2 = 4.",
+        reasoning_content: 'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.',
+      },
       { role: "user", content: "What about 9 / 2?" },
     ];
     const text = tok.renderChatTemplate(messages, { addGenerationPrompt: true });
@@ -116,7 +132,11 @@ describe("HarmonyRenderer (gpt-oss)", () => {
   it("a training target keeps the last turn's analysis and ends with <|return|>; a preamble goes to commentary", () => {
     const messages: ChatMessage[] = [
       { role: "user", content: "Weather?" },
-      { role: "assistant", content: "Checking.", tool_calls: [{ ...call, function: { name: "get_weather", arguments: "{}" } }] },
+      {
+        role: "assistant",
+        content: "Checking.",
+        tool_calls: [{ ...call, function: { name: "get_weather", arguments: "{}" } }],
+      },
       { role: "tool", name: "get_weather", content: "sunny" },
       { role: "assistant", content: "Sunny.", reasoning_content: "It is sunny." },
     ];
@@ -141,6 +161,8 @@ describe("HarmonyRenderer (gpt-oss)", () => {
     expect(() => tok.applyChatTemplate([...user, { role: "tool", content: "r", tool_call_id: "nope" }])).toThrow(
       /answers no earlier tool call/,
     );
-    expect(() => tok.applyChatTemplate([...user, { role: "system", content: "late" }])).toThrow(/no "system" message here/);
+    expect(() => tok.applyChatTemplate([...user, { role: "system", content: "late" }])).toThrow(
+      /no "system" message here/,
+    );
   });
 });

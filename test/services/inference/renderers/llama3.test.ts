@@ -70,7 +70,13 @@ describe("Llama3Renderer", () => {
       {
         role: "assistant",
         content: "",
-        tool_calls: [{ id: "c1", type: "function", function: { name: "get_current_temperature", arguments: '{"location":"Paris, France"}' } }],
+        tool_calls: [
+          {
+            id: "c1",
+            type: "function",
+            function: { name: "get_current_temperature", arguments: '{"location":"Paris, France"}' },
+          },
+        ],
       },
       { role: "tool", content: "22.0", tool_call_id: "c1" },
       { role: "assistant", content: "It is 22 °C in Paris. " },
@@ -93,10 +99,15 @@ describe("Llama3Renderer", () => {
 
   it("without tools: the dated system block and plain turns; with tools_in_user_message false the tools go to the system message", () => {
     const chat: ChatMessage[] = [{ role: "user", content: "Hi" }];
-    expect(tok.renderChatTemplate(chat, { addGenerationPrompt: true, chatTemplateKwargs: { date_string: "01 Dec 2026" } })).toBe(
+    expect(
+      tok.renderChatTemplate(chat, { addGenerationPrompt: true, chatTemplateKwargs: { date_string: "01 Dec 2026" } }),
+    ).toBe(
       "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 01 Dec 2026\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
     );
-    const inSystem = tok.renderChatTemplate(chat, { tools: [TEMPERATURE], chatTemplateKwargs: { tools_in_user_message: false } });
+    const inSystem = tok.renderChatTemplate(chat, {
+      tools: [TEMPERATURE],
+      chatTemplateKwargs: { tools_in_user_message: false },
+    });
     expect(inSystem).toBe(
       "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" +
         'You have access to the following functions. To call a function, please respond with JSON for a function call.Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.\n\n' +
@@ -108,12 +119,20 @@ describe("Llama3Renderer", () => {
   it("a built-in tool call is <|python_tag|>name.call(…) ended by <|eom_id|> (ipython mode)", () => {
     const messages: ChatMessage[] = [
       { role: "user", content: "Search the news" },
-      { role: "assistant", content: "", tool_calls: [{ id: "b", type: "function", function: { name: "brave_search", arguments: '{"query":"news"}' } }] },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "b", type: "function", function: { name: "brave_search", arguments: '{"query":"news"}' } }],
+      },
     ];
     const options = { chatTemplateKwargs: { builtin_tools: ["brave_search", "code_interpreter"] } };
     const text = tok.renderChatTemplate(messages, options);
     expect(text).toContain("Environment: ipython\nTools: brave_search\n\nCutting Knowledge Date");
-    expect(text.endsWith('<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>brave_search.call(query="news")<|eom_id|>')).toBe(true);
+    expect(
+      text.endsWith(
+        '<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>brave_search.call(query="news")<|eom_id|>',
+      ),
+    ).toBe(true);
     const ids = tok.applyChatTemplate(messages, options);
     expect(ids.at(-1)).toBe(ID.eom);
     expect(ids).toContain(ID.pythonTag);
@@ -129,15 +148,17 @@ describe("Llama3Renderer", () => {
       ],
     };
     expect(() => tok.applyChatTemplate([{ role: "user", content: "x" }, two])).toThrow(/one tool per message/);
-    expect(() => tok.applyChatTemplate([{ role: "user", content: "x" }], { chatTemplateKwargs: { enable_thinking: true } })).toThrow(
-      InputError,
-    );
+    expect(() =>
+      tok.applyChatTemplate([{ role: "user", content: "x" }], { chatTemplateKwargs: { enable_thinking: true } }),
+    ).toThrow(InputError);
     expect(() => tok.applyChatTemplate([], { tools: [TEMPERATURE] })).toThrow(/first user message/);
   });
 
   it("renderer by family id: unknown ids and vocabularies without the tokens are refused", async () => {
     const qwen = await readTokenizerFolder(lenmlFolder("qwen3"));
     expect(() => new HfTokenizer(qwen, "qwen3", { renderer: "mistral" as never })).toThrow(ConfigError);
-    expect(() => new HfTokenizer(qwen, "qwen3", { renderer: "gpt_oss" })).toThrow(/<\|start\|>.*does not have as tokens/);
+    expect(() => new HfTokenizer(qwen, "qwen3", { renderer: "gpt_oss" })).toThrow(
+      /<\|start\|>.*does not have as tokens/,
+    );
   });
 });
