@@ -35,6 +35,8 @@ interface Episode {
   /** How the template differs from the spliced history, when it does (null: it does not). */
   rewrites: string | null;
   tools: boolean;
+  /** chat_template_kwargs of every call. */
+  kwargs?: Record<string, unknown>;
   /** Messages the agent adds before turn k (the first entry opens the conversation). */
   before: ChatMessage[][];
   turns: Turn[];
@@ -87,6 +89,21 @@ const EPISODES: Record<string, Episode> = {
         sampled: "<think>\nAlso easy.\n</think>\n\n6<|im_end|>",
         reply: { role: "assistant", content: "<think>\nAlso easy.\n</think>\n\n6" },
       },
+    ],
+  },
+  "qwen3 with enable_thinking false, a tool call then a second user turn": {
+    model: "qwen3",
+    rewrites: "the template writes no empty <think></think> block in front of earlier answers",
+    tools: true,
+    kwargs: { enable_thinking: false },
+    before: [[user("Weather in Paris?")], [tool('{"temp": 21}')], [user("Thanks!")]],
+    turns: [
+      {
+        sampled: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>',
+        reply: { role: "assistant", content: "", tool_calls: [paris('{"city": "Paris"}')] },
+      },
+      { sampled: "It is 21 °C.<|im_end|>", reply: { role: "assistant", content: "It is 21 °C." } },
+      { sampled: "You are welcome.<|im_end|>", reply: { role: "assistant", content: "You are welcome." } },
     ],
   },
   "deepseek_v3, a tool call then the answer": {
@@ -213,7 +230,11 @@ function call(turn: number, promptTokens: number[], completionTokens: number[]):
 
 /** Plays the episode as the gateway records it: each prompt built by renderChat from the conversation so far. */
 function play(tok: HfTokenizer, episode: Episode) {
-  const options: ChatTemplateOptions = { addGenerationPrompt: true, ...(episode.tools && { tools: [WEATHER] }) };
+  const base: ChatTemplateOptions = {
+    ...(episode.tools && { tools: [WEATHER] }),
+    ...(episode.kwargs && { chatTemplateKwargs: episode.kwargs }),
+  };
+  const options: ChatTemplateOptions = { ...base, addGenerationPrompt: true };
   const messages: ChatMessage[] = [];
   const answered: AnsweredMessage[] = [];
   const calls: GatewayCall[] = [];
@@ -231,7 +252,7 @@ function play(tok: HfTokenizer, episode: Episode) {
     });
   });
   const last = calls.at(-1)!;
-  const full = tok.applyChatTemplate(messages, { ...(episode.tools && { tools: [WEATHER] }) });
+  const full = tok.applyChatTemplate(messages, base);
   return { calls, history: [...last.promptTokens, ...last.completionTokens], full };
 }
 
