@@ -152,6 +152,48 @@ describe("HarmonyRenderer (gpt-oss)", () => {
     expect(tok.applyChatTemplate(messages).at(-1)).toBe(ID.return);
   });
 
+  it("declares complex schemas as openai/harmony does: titles, examples, nullable, enums, defaults, oneOf", () => {
+    const kitchensink: ToolDefinition = {
+      type: "function",
+      function: {
+        name: "kitchensink",
+        description: "A function with various complex schemas.",
+        parameters: {
+          type: "object",
+          description: "params object",
+          properties: {
+            string: { type: "string", title: "STRING", description: "A string", examples: ["hello", "world"] },
+            string_nullable: {
+              type: "string",
+              nullable: true,
+              description: "A nullable string",
+              default: "the default",
+            },
+            string_enum: { type: "string", enum: ["a", "b", "c"] },
+            oneof_string_or_number: {
+              oneOf: [
+                { type: "string", default: "default_string_in_oneof" },
+                { type: "number", description: "numbers can happen too" },
+              ],
+              description: "a oneof",
+              default: 20,
+            },
+          },
+        },
+      },
+    };
+    const text = tok.renderChatTemplate([{ role: "user", content: "x" }], { tools: [kitchensink] });
+    // openai/harmony test-data/test_render_functions_with_parameters.txt, the kitchensink tool.
+    expect(text).toContain(
+      "// A function with various complex schemas.\ntype kitchensink = (_: // params object\n{\n" +
+        '// STRING\n//\n// A string\n// Examples:\n// - "hello"\n// - "world"\nstring?: string,\n' +
+        '// A nullable string\nstring_nullable?: string | null, // default: "the default"\n' +
+        'string_enum?: "a" | "b" | "c",\n' +
+        '// a oneof\n// default: 20\noneof_string_or_number?:\n | string // default: "default_string_in_oneof"\n | number // numbers can happen too\n,\n' +
+        "}) => any;\n\n} // namespace functions<|end|>",
+    );
+  });
+
   it("refuses what Harmony cannot express, with messages that say what to change", () => {
     const user = [{ role: "user", content: "x" }];
     expect(() => tok.applyChatTemplate(user, { chatTemplateKwargs: { enable_thinking: false } })).toThrow(
