@@ -57,6 +57,12 @@ export interface ChatMessage {
   reasoning_content?: string;
 }
 
+/** Ids of the model families nexrl renders itself (ids shared with the tool-call parsers). */
+export const RENDERER_IDS = ["llama3", "gpt_oss"] as const;
+
+/** A model family nexrl renders itself: `llama3` (Llama 3.1–3.3 with tools), `gpt_oss` (Harmony). */
+export type RendererId = (typeof RENDERER_IDS)[number];
+
 /** Options of {@link Tokenizer.applyChatTemplate}. */
 export interface ChatTemplateOptions {
   /** Append the header of an assistant turn, so that sampling continues as the assistant. */

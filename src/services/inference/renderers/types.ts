@@ -4,14 +4,10 @@
  *
  * @module
  */
-import type { ChatMessage, ChatTemplateOptions } from "../../../types/tokenizer.js";
+import type { ChatMessage, ChatTemplateOptions, RendererId } from "../../../types/tokenizer.js";
 import { InputError } from "../../../errors.js";
 
-/** Ids of the model families nexrl renders itself (ids shared with the tool-call parsers). */
-export const RENDERER_IDS = ["llama3", "gpt_oss"] as const;
-
-/** A model family nexrl renders itself: `llama3` (Llama 3.1–3.3 with tools), `gpt_oss` (Harmony). */
-export type RendererId = (typeof RENDERER_IDS)[number];
+export { RENDERER_IDS, type RendererId } from "../../../types/tokenizer.js";
 
 /** A chat format written in TypeScript: conversation → text with the model's special tokens. */
 export interface ChatRenderer {
