@@ -139,7 +139,7 @@ export class HfTokenizer implements Tokenizer {
     return new HfTokenizer(await readTokenizerFolder(dir), dir, options);
   }
 
-  /** Whether the tokenizer has a chat template. */
+  /** Whether the tokenizer renders chats: with its chat template, or a renderer (see {@link HfTokenizer.renderer}). */
   get hasChatTemplate(): boolean {
     return this.template !== null;
   }
