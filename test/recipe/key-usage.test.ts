@@ -78,6 +78,7 @@ const READ: Record<string, string> = {
   "rollout_worker.max_response_length": "src/pipeline/setup.ts",
   "rollout_worker.max_sequence_length": "src/pipeline/preflight.ts",
   "rollout_worker.tokenizer": "src/pipeline/preflight.ts",
+  "rollout_worker.chat_renderer": "src/pipeline/preflight.ts",
   "rollout_worker.agent_cls": "src/pipeline/workers/registry.ts",
   "rollout_worker.agent_module_path": "src/agent/worker-class.ts",
   "rollout_worker.agent.max_turns": "src/agent/worker.ts",
