@@ -38,12 +38,15 @@ import {
 import { sendJson } from "./io.js";
 import { ProtocolError } from "../errors.js";
 
+/** The chat dialects that sample through {@link OpenAIEndpoints.generateChat}, by the endpoint a call came in on. */
+export type ChatEndpoint = "chat.completions" | "responses";
+
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
   /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
   maxTokens: number | undefined;
-  /** Chat calls only: the conversation, and whether tool calls are to be parsed out of the answer. */
-  chat?: { messages: ChatMessage[]; parseTools: boolean };
+  /** Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, and the dialect's endpoint. */
+  chat?: { messages: ChatMessage[]; parseTools: boolean; endpoint: ChatEndpoint };
 }
 
 /** A conversation to sample, as every chat dialect translates its request. */
@@ -62,6 +65,8 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
+  /** The endpoint the call came in on (default `chat.completions`). */
+  endpoint?: ChatEndpoint;
 }
 
 /** The choices of one prompt, and the prompt's token ids as the model read them. */
@@ -157,22 +162,23 @@ export class OpenAIEndpoints {
   }
 
   /**
-   * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
+   * Runs `run` for a request to `path`, which accepts `method` only (or one of a list; others get
+   * 405 with an `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
    */
   async answer(
     req: IncomingMessage,
     res: ServerResponse,
     path: string,
-    method: string,
+    method: string | readonly string[],
     run: () => Promise<void>,
   ): Promise<void> {
+    const methods = typeof method === "string" ? [method] : method;
     try {
-      if (req.method !== method)
+      if (!methods.includes(req.method ?? ""))
         throw new ProtocolError(
           405,
           "method_not_allowed",
-          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          `${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`,
           { openaiType: "invalid_request_error" },
         );
       await run();
@@ -182,7 +188,7 @@ export class OpenAIEndpoints {
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: method } : {});
+      sendOpenAIError(res, api, api.status === 405 ? { allow: methods.join(", ") } : {});
     }
   }
 
@@ -264,7 +270,7 @@ export class OpenAIEndpoints {
       generator.tokenizer.applyChatTemplate(call.messages, templateOptions);
     return generator.generate(prompt, call.request, {
       maxTokens: call.maxTokens,
-      chat: { messages: call.messages, parseTools: call.parseTools },
+      chat: { messages: call.messages, parseTools: call.parseTools, endpoint: call.endpoint ?? "chat.completions" },
     });
   }
 
