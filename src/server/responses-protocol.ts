@@ -117,8 +117,8 @@ export function responsesRequestSchema(server: string) {
         "give function tools ({ type: 'function', name, parameters }) and run them in the agent",
       ),
   });
-  const refused = <T extends z.ZodType>(schema: T, what: string, fix: string) =>
-    nullish(schema.refine(() => false, notSupported(what, fix)));
+  // The message follows the parameter's name (`conversation: not supported by …`).
+  const refused = (fix: string) => nullish(z.unknown().refine(() => false, `not supported by ${server}; ${fix}`));
   return z.object({
     model: z.string().min(1),
     input: nullish(
@@ -159,7 +159,7 @@ export function responsesRequestSchema(server: string) {
             }),
           }),
         ),
-        verbosity: refused(z.unknown(), "text.verbosity", "leave it out"),
+        verbosity: nullish(z.enum(["low", "medium", "high"])),
       }),
     ),
     reasoning: nullish(
@@ -192,12 +192,12 @@ export function responsesRequestSchema(server: string) {
     background: nullish(
       z.literal(false, { error: notSupported("background mode", "leave background out (or false)") }),
     ),
-    conversation: refused(z.unknown(), "conversation", "send previous_response_id or the whole input"),
-    prompt: refused(z.unknown(), "prompt (stored prompt templates)", "send instructions and input"),
-    context_management: refused(z.unknown(), "context_management", "leave it out"),
-    moderation: refused(z.unknown(), "moderation", "leave it out"),
-    prompt_cache_retention: refused(z.unknown(), "prompt_cache_retention", "leave it out"),
-    max_tool_calls: refused(z.unknown(), "max_tool_calls", "limit tool calls in the agent"),
+    conversation: refused("send previous_response_id or the whole input"),
+    prompt: refused("send instructions and input"),
+    context_management: refused("leave it out"),
+    moderation: refused("leave it out"),
+    prompt_cache_retention: refused("leave it out"),
+    max_tool_calls: refused("limit tool calls in the agent"),
   });
 }
 
@@ -408,7 +408,7 @@ export function responseObject(
     },
     service_tier: "default",
     temperature: request.temperature ?? 1,
-    text: { format: { type: "text" } },
+    text: { format: { type: "text" }, ...(request.text?.verbosity != null && { verbosity: request.text.verbosity }) },
     tool_choice: request.tool_choice ?? "auto",
     tools: (request.tools ?? []).map((t) => ({
       type: "function",

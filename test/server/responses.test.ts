@@ -191,6 +191,27 @@ describe("nexrl serve: the Responses API through the openai client", () => {
     expect((await apiError(openai.responses.retrieve(unstored.id))).status).toBe(404);
   });
 
+  it("accepts the hints the OpenAI Agents SDK sends by default (text.verbosity, reasoning.effort, include [], strict tools)", async () => {
+    // The request body @openai/agents 0.20.0 sends for an Agent with a function tool and no model settings (its model is "gpt-5.6-luna").
+    const response = await openai.responses.create({
+      model: "tiny",
+      instructions: "be brief",
+      input: [{ role: "user", content: "find a" }],
+      include: [],
+      tools: [{ type: "function", name: "lookup", parameters: { type: "object", properties: {} }, strict: true }],
+      stream: false,
+      text: { verbosity: "low" },
+      reasoning: { effort: "none" },
+      max_output_tokens: 2,
+    } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    expect(response).toMatchObject({
+      model: "tiny",
+      text: { format: { type: "text" }, verbosity: "low" },
+      reasoning: { effort: "none", summary: null },
+      tools: [{ type: "function", name: "lookup", strict: true, description: null }],
+    });
+  });
+
   it("refuses what it cannot honour with a 400 naming the parameter", async () => {
     const text = (input: string) => ({ model: "tiny", input, max_output_tokens: 2 });
     const cases: Array<[unknown, string, RegExp]> = [
@@ -218,7 +239,11 @@ describe("nexrl serve: the Responses API through the openai client", () => {
       [{ ...text("x"), tool_choice: "required" }, "tool_choice", /cannot be forced to call a tool/],
       [{ ...text("x"), top_logprobs: 3 }, "top_logprobs", /not supported/],
       [{ ...text("x"), include: ["message.output_text.logprobs"] }, "include[0]", /include values/],
-      [{ ...text("x"), conversation: "conv_1" }, "conversation", /conversation is not supported/],
+      [
+        { ...text("x"), conversation: "conv_1" },
+        "conversation",
+        /400 conversation: not supported by nexrl serve; send previous_response_id/,
+      ],
       [{ ...text("x"), temperature: 3 }, "temperature", /temperature/],
       [{ model: "tiny", input: [] }, "input", /give the input/],
       [{ input: "x" }, "model", /model/],
