@@ -105,11 +105,11 @@ export class ResponsesEndpoints {
     const request = parseOpenAIRequest(this.schema, await this.endpoints.readBody(req));
     const previousId = request.previous_response_id;
     const previous = previousId == null ? [] : this.previousConversation(store, previousId);
-    const resolve = (id: string, param: string): ResolvedItem =>
-      store.item(id) ??
-      (() => {
-        throw notStored(id, param, "item_not_found");
-      })();
+    const resolve = (id: string, param: string): ResolvedItem => {
+      const item = store.item(id);
+      if (!item) throw notStored(id, param, "item_not_found");
+      return item;
+    };
     const conversation = [...previous, ...inputMessages(request.input, resolve)];
     if (conversation.length === 0)
       throw new ProtocolError(400, null, "input: give the input (text, or a list of items)", {
