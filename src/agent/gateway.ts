@@ -221,6 +221,7 @@ export class AgentGateway {
 
   private forget(session: RolloutSession): void {
     this.sessions.delete(session.id);
+    this.responseStores.delete(session);
     this.finishedIds.add(session.id);
     if (this.finishedIds.size > FINISHED_MEMORY) this.finishedIds.delete(this.finishedIds.values().next().value!);
   }
