@@ -86,7 +86,7 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  *   `input_text`/`output_text` parts, `function_call`, `function_call_output`, `reasoning`,
  *   `item_reference`), `instructions`, function `tools`, `tool_choice` `auto`/`none`,
  *   `max_output_tokens`, `temperature`, `top_p`, `previous_response_id`, `store` (default true),
- *   `metadata`, `stream` (OpenAI's server-sent events, `response.created` … `response.completed`,
+ *   `metadata`, `include: ["message.output_text.logprobs"]` with `top_logprobs`, `stream` (OpenAI's server-sent events, `response.created` … `response.completed`,
  *   with `sequence_number`); built-in tools, background mode, non-text parts, structured
  *   outputs and the other options it cannot honour are refused with a 400 naming the parameter.
  * - `GET`/`DELETE /v1/responses/{id}`: a stored response (the last `storedResponses`, 1000 by default).
