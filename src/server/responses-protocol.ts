@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type OpenAI from "openai";
 import { z } from "zod";
+import { appendAll } from "../types/arrays.js";
 import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
 import type { GeneratedChoice, GenerationRequest } from "./openai-protocol.js";
 
@@ -455,7 +456,7 @@ function textDeltas(
     held = [];
   });
   // Tokens after the last piece of text (an end-of-sequence token) go with the last delta.
-  if (held.length > 0 && deltas.length > 0) deltas.at(-1)!.logprobs.push(...held);
+  if (held.length > 0 && deltas.length > 0) appendAll(deltas.at(-1)!.logprobs, held);
   return deltas;
 }
 
