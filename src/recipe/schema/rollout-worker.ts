@@ -73,6 +73,22 @@ export const agentOptionsSchema = z.strictObject({
       host: nonEmpty.default("127.0.0.1"),
       /** Port; 0 picks a free one (external agents need a fixed one). */
       port: nonNegativeInt.max(65535).default(0),
+      /**
+       * More host names agents may address the gateway by (a container's name for this machine);
+       * requests naming any other host get 403, so that no web page can rebind its name to it.
+       */
+      allowed_hosts: z.array(nonEmpty).default([]),
+      /** Web page origins (`http://localhost:3000`, or `*`) whose requests are served, with CORS headers; others get 403. */
+      cors: z
+        .array(
+          z
+            .string()
+            .refine(
+              (o) => o === "*" || (URL.canParse(o) && new URL(o).origin === o.replace(/\/+$/, "")),
+              "an origin such as http://localhost:3000 (scheme, host and port only), or *",
+            ),
+        )
+        .default([]),
     })
     .prefault({}),
 });
