@@ -30,6 +30,8 @@ import {
   type GenerationRequest,
 } from "../server/openai-protocol.js";
 import { BrowserGuard } from "../server/browser-guard.js";
+import { ResponsesEndpoints } from "../server/responses-endpoints.js";
+import { ResponseStore } from "../server/responses-store.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
@@ -101,6 +103,12 @@ const finished = (id: string) =>
  *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
  *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
+ * - `POST /responses` (OpenAI's Responses API, streamed or not, as in `nexrl serve`),
+ *   and `GET`/`DELETE /responses/{id}`: input items become the same chat as chat completions
+ *   (function calls sent back as `function_call` items, results as `function_call_output`), so
+ *   answered turns are rendered as their sampled tokens too; stored responses (the last 1000,
+ *   for `previous_response_id` and `item_reference`) belong to the rollout, and ids of another
+ *   rollout answer 404. Calls are recorded with the endpoint `responses`.
  * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
  *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
  *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
@@ -131,6 +139,9 @@ export class AgentGateway {
   private readonly maxClaimWaitMs: number;
   private readonly endpoints: OpenAIEndpoints;
   private readonly messages: AnthropicMessages;
+  private readonly responses: ResponsesEndpoints;
+  /** Each rollout's stored responses: `previous_response_id` and `item_reference` reach only those of their own rollout. */
+  private readonly responseStores = new WeakMap<RolloutSession, ResponseStore>();
 
   private constructor(
     private readonly server: Server,
@@ -148,6 +159,7 @@ export class AgentGateway {
       log: (line) => log(`nexrl agent gateway: ${line}`),
     });
     this.messages = new AnthropicMessages(this.endpoints, "the nexrl agent gateway");
+    this.responses = new ResponsesEndpoints(this.endpoints, "the nexrl agent gateway");
   }
 
   /**
@@ -238,6 +250,7 @@ export class AgentGateway {
 
   private forget(session: RolloutSession): void {
     this.sessions.delete(session.id);
+    this.responseStores.delete(session);
     this.finishedIds.add(session.id);
     if (this.finishedIds.size > FINISHED_MEMORY) this.finishedIds.delete(this.finishedIds.values().next().value!);
   }
@@ -270,7 +283,7 @@ export class AgentGateway {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,responses,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
@@ -285,7 +298,7 @@ export class AgentGateway {
     rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
-  ): { method: string; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
+  ): { method: string | readonly string[]; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
@@ -298,6 +311,14 @@ export class AgentGateway {
       }
       await run(this.session(id));
     };
+    const responses = this.responses.route(route, req, res);
+    if (responses)
+      return {
+        method: responses.method,
+        run: inRollout((session) =>
+          responses.run(this.responseStore(session), (request) => this.generator(session, request)),
+        ),
+      };
     switch (route) {
       case "/healthz":
         return {
@@ -361,6 +382,12 @@ export class AgentGateway {
       default:
         return undefined;
     }
+  }
+
+  private responseStore(session: RolloutSession): ResponseStore {
+    let store = this.responseStores.get(session);
+    if (!store) this.responseStores.set(session, (store = new ResponseStore()));
+    return store;
   }
 
   /**

@@ -335,7 +335,7 @@ Commands:
 
 Serve options:
   -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions,
-                             /v1/messages) or all (the default).
+                             /v1/responses, /v1/messages) or all (the default).
       --host HOST            interface to bind (default 127.0.0.1: this machine only). Another
                              address needs --api-key (or --insecure).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
@@ -357,7 +357,7 @@ Serve options:
                              pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
                              use_pyqwest_transport=false (the SDK uses httpx's transport).
       --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
-                             /v1/completions, /v1/chat/completions and /v1/messages as model
+                             the OpenAI-compatible endpoints and /v1/messages as model
                              "<run>:<step>"; repeat for more runs.
       --allow-host NAME      also answer requests addressed to NAME (a proxy's or container's
                              host name; repeatable). Others get 403, so that no web page can

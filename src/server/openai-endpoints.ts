@@ -51,7 +51,7 @@ export interface GenerationCall {
 }
 
 /** The chat endpoint a call came through. */
-export type ChatDialect = "chat.completions" | "messages";
+export type ChatDialect = "chat.completions" | "messages" | "responses";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -171,24 +171,25 @@ export class OpenAIEndpoints {
   }
 
   /**
-   * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's error
-   * shape; Anthropic's routes give theirs); 500s are logged.
+   * Runs `run` for a request to `path`, which accepts `method` only (or one of a list; others get
+   * 405 with an `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's
+   * error shape; Anthropic's routes give theirs); 500s are logged.
    */
   async answer(
     req: IncomingMessage,
     res: ServerResponse,
     path: string,
-    method: string,
+    method: string | readonly string[],
     run: () => Promise<void>,
     sendError: ErrorWriter = sendOpenAIError,
   ): Promise<void> {
+    const methods = typeof method === "string" ? [method] : method;
     try {
-      if (req.method !== method)
+      if (!methods.includes(req.method ?? ""))
         throw new ProtocolError(
           405,
           "method_not_allowed",
-          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          `${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`,
           { openaiType: "invalid_request_error" },
         );
       await run();
@@ -199,7 +200,7 @@ export class OpenAIEndpoints {
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendError(res, api, api.status === 405 ? { allow: method } : {});
+      sendError(res, api, api.status === 405 ? { allow: methods.join(", ") } : {});
     }
   }
 
