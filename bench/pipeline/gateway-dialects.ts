@@ -1,7 +1,8 @@
 /**
  * Row 7 of the pipeline suite: the agent gateway's cost per call in each chat dialect. The same
  * two-turn tool episode (the model calls a tool, the agent sends the result back, the model
- * answers) goes to one gateway as chat completions and as Responses items, against a policy
+ * answers) goes to one gateway as chat completions, as Responses items and as Anthropic
+ * Messages content blocks, against a policy
  * that answers at once, so what is timed is the gateway itself (parsing, rendering with the
  * sampled tokens spliced in, recording, answering) and loopback HTTP.
  */
@@ -40,6 +41,9 @@ interface ChatAnswer {
 interface ResponsesAnswer {
   output: Array<{ call_id?: string }>;
 }
+interface MessagesAnswer {
+  content: Array<{ type: string; id?: string }>;
+}
 
 async function post<T>(url: string, body: unknown): Promise<T> {
   const res = await fetch(url, {
@@ -70,13 +74,31 @@ async function responsesEpisode(baseURL: string): Promise<void> {
   await post(`${baseURL}/responses`, { model: "policy", input, tools });
 }
 
+/** The same episode as Anthropic Messages, the answer's content blocks sent back whole (as the Anthropic SDK's tool loop does): 2 calls. */
+async function messagesEpisode(baseURL: string): Promise<void> {
+  const tools = [{ name: "lookup", input_schema: { type: "object", properties: {} } }];
+  const messages: unknown[] = [{ role: "user", content: QUESTION }];
+  const first = await post<MessagesAnswer>(`${baseURL}/messages`, {
+    model: "policy",
+    max_tokens: 128,
+    messages,
+    tools,
+  });
+  const call = first.content.find((block) => block.type === "tool_use")!;
+  messages.push(
+    { role: "assistant", content: first.content },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: "7" }] },
+  );
+  await post(`${baseURL}/messages`, { model: "policy", max_tokens: 128, messages, tools });
+}
+
 /**
  * A gateway and one contender per dialect, each running `episodes` episodes (in a fresh rollout
  * each, as a training run opens them) per call and returning the calls made.
  */
 export async function gatewayDialectBench(
   episodes: number,
-): Promise<{ contenders: Record<"chat" | "responses", Contender>; close(): Promise<void> }> {
+): Promise<{ contenders: Record<"chat" | "responses" | "messages", Contender>; close(): Promise<void> }> {
   const gateway = await AgentGateway.start({ log: () => undefined });
   const dialect =
     (episode: (baseURL: string) => Promise<void>): Contender =>
@@ -89,7 +111,11 @@ export async function gatewayDialectBench(
       return 2 * episodes;
     };
   return {
-    contenders: { chat: dialect(chatEpisode), responses: dialect(responsesEpisode) },
+    contenders: {
+      chat: dialect(chatEpisode),
+      responses: dialect(responsesEpisode),
+      messages: dialect(messagesEpisode),
+    },
     close: () => gateway.close(),
   };
 }

@@ -112,7 +112,7 @@ function poolRss(): Promise<{ emptyMb: number; halfMb: number; fullMb: number; t
 
 export const suite: Suite = {
   description:
-    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, data loader memory, CLI start-up, the gateway's Responses API vs chat completions",
+    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, data loader memory, CLI start-up, the gateway's Responses API and Anthropic Messages vs chat completions",
   async *run(ctx): AsyncIterable<Row> {
     const samplesMs: Record<string, Record<string, number[]>> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -334,15 +334,24 @@ export const suite: Suite = {
     ctx.setup("gateway_dialects", {
       episode:
         "2 calls: the policy (answering at once) calls a tool, the agent sends the result back with the whole conversation, the policy answers",
-      baseline: "the episode as chat completions; ours: as Responses items (function_call, function_call_output)",
+      baseline:
+        "the episode as chat completions; ours: as Responses items (function_call, function_call_output) and as Anthropic Messages blocks (tool_use, tool_result)",
       ...GATEWAY,
     });
-    ctx.log("gateway_responses_calls: timing");
+    ctx.log("gateway_responses_calls, gateway_messages_calls: timing");
     const gateway = await gatewayDialectBench(GATEWAY.episodes);
     try {
       const d = await sideBySide(gateway.contenders, GATEWAY);
-      samplesMs.gateway_dialects = { chat: d.chat.samplesMs, responses: d.responses.samplesMs };
+      samplesMs.gateway_dialects = {
+        chat: d.chat.samplesMs,
+        responses: d.responses.samplesMs,
+        messages: d.messages.samplesMs,
+      };
       yield comparedRow("gateway_responses_calls", "calls/s", d.responses.perSecond, d.chat.perSecond, {
+        op: ">=",
+        bound: GATEWAY.bound,
+      });
+      yield comparedRow("gateway_messages_calls", "calls/s", d.messages.perSecond, d.chat.perSecond, {
         op: ">=",
         bound: GATEWAY.bound,
       });
