@@ -320,7 +320,7 @@ describe("recipe keys of the preference trainers", () => {
   });
 
   it("refuses trainer.dpo for other trainers, unknown or bad dpo keys, and losses the preference trainers would not use", async () => {
-    expect(await issues(base("remote_api_grpo", ", dpo: {beta: 0.1}"))).toEqual([
+    expect(await issues(base("remote_api_grpo", ", dpo: {beta: 0.1}"), ["++data.rollout_repeat_n=2"])).toEqual([
       "trainer.dpo: read only by `type: remote_api_dpo`, and this trainer is `remote_api_grpo`; remove it",
     ]);
     expect((await issues(base("remote_api_dpo", ", dpo: {beta: 0, betta: 1}"))).sort()).toEqual([

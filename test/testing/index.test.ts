@@ -36,7 +36,7 @@ async function setUp() {
   await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "abc" }]);
   const recipe = await writeRecipe(
     dir,
-    "data: {data_files: [train.jsonl]}\nrollout_worker: {type: simple, max_response_length: 6}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n",
+    "data: {data_files: [train.jsonl], rollout_repeat_n: 2}\nrollout_worker: {type: simple, max_response_length: 6}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n",
   );
   const tokenizer = new ByteTokenizer();
   const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
