@@ -8,8 +8,8 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "./handler.js";
-import { requestPath, sendJson } from "./io.js";
+import { speaksOpenAI, type RequestHandler } from "./handler.js";
+import { sendJson } from "./io.js";
 import { sendOpenAIError } from "./openai-protocol.js";
 import { ProtocolError } from "../errors.js";
 
@@ -44,7 +44,7 @@ export function presentsApiKey(req: IncomingMessage, apiKey: string): boolean {
 /**
  * A handler that answers 401 to every request lacking `apiKey` and not accepted by `alsoAccepts`
  * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the protocol of the path: OpenAI's
- * `{error: {message, type, param, code}}` under `/v1/`, `{error, message, retryable}` elsewhere.
+ * `{error: {message, type, param, code}}` for an OpenAI client (a path under `/v1/` or an OpenAI SDK's User-Agent), `{error, message, retryable}` otherwise.
  * The key is never echoed.
  */
 export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) => boolean): RequestHandler {
@@ -53,7 +53,7 @@ export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) 
     if (presentsApiKey(req, apiKey) || alsoAccepts?.(req) === true) return false;
     // The body is not read; the connection is closed after the answer rather than drained.
     const headers = { "www-authenticate": 'Bearer realm="nexrl serve"', connection: "close" };
-    if (requestPath(req).startsWith("/v1/"))
+    if (speaksOpenAI(req))
       sendOpenAIError(
         res,
         new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" }),

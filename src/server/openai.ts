@@ -84,7 +84,8 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * tokens as `token_id:<n>`, and `include_stop_str_in_output` keeps a matched stop string in the
  * text (token ids always include the tokens that completed it, as sampled). Logprobs are those of
  * the sampled tokens; `top_logprobs` entries hold the sampled token only, since a
- * {@link SamplingClient} reports no alternatives. Tool calls are not parsed out of answers.
+ * {@link SamplingClient} reports no alternatives, and more than one (`top_logprobs` or
+ * `logprobs` above 1) is refused with a 400. Tool calls are not parsed out of answers.
  *
  * Malformed requests get 400, unknown models 404, other methods 405, each with an OpenAI error
  * body `{ error: { message, type, param, code } }`; a failing sampler gets 500.

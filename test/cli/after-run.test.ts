@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import OpenAI from "openai";
@@ -9,7 +8,7 @@ import { runReport } from "../../src/cli/report.js";
 import { runCli, type CliIO } from "../../src/cli/run.js";
 import { runServe } from "../../src/cli/serve.js";
 import { LocalEngine } from "../../src/engine/index.js";
-import { pigLatinRun, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRun, runNexrl, startServe, tempDir } from "../run-folder/helpers.js";
 import { UsageError } from "../../src/errors.js";
 
 describe("the command lines of report, sample and serve --model", () => {
@@ -173,26 +172,6 @@ describe("nexrl sample", () => {
     expect(empty.stderr).toContain("no prompt: give one after RUN_DIR[:STEP]");
   });
 });
-
-/** Starts `nexrl serve ARGS` and resolves with its URL once it listens. */
-function startServe(args: readonly string[]) {
-  const child = spawn(process.execPath, [join(root, "dist/cli/main.js"), "serve", "--port", "0", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (match && stdout.includes("stop with Ctrl-C")) resolve(match[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`nexrl serve exited ${code}: ${stderr}`)));
-  });
-  return { child, url, exited, output: () => stdout, errors: () => stderr };
-}
 
 describe("nexrl serve --model", () => {
   it("serves a run's checkpoint to an unchanged openai client, with the engine's own logprobs", async () => {
