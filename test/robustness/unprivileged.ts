@@ -31,7 +31,9 @@ export function unprivilegedUser(): Unprivileged {
     encoding: "utf8",
   });
   if (run.status === 0) return (probed = NOBODY);
-  const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split("\n")[0];
+  // Node's "Error: Cannot find module …" line, not the loader's source location above it.
+  const lines = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split("\n");
+  const why = lines.find((line) => /Error/.test(line)) ?? lines[0];
   return (probed = {
     skip: `the test must run the CLI as nobody (uid 65534), which cannot read this checkout (${ROOT}): a folder above it is private, as root's home or a mktemp -d folder is (${why}); clone it under a folder others can read to run this part`,
   });
