@@ -16,7 +16,7 @@ async function sources(dir: string): Promise<string[]> {
 
 /** The error classes a `@throws` tag's text names more than once. */
 function repeatedErrors(tag: string): string[] {
-  const names = tag.match(/\b[A-Z]\w*Error\b/g) ?? [];
+  const names: string[] = tag.match(/\b[A-Z]\w*Error\b/g) ?? [];
   return [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
 }
 
