@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
@@ -77,6 +77,39 @@ describe("nexrl validate (the built CLI)", () => {
         ),
       ]);
     }
+  }, 60_000);
+
+  it("refuses a custom trainer extending RemoteApiGrpoTrainer with groups of one, in validate and in the run", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "node_modules"));
+    await symlink(root, join(dir, "node_modules", "nexrl"), "dir");
+    await writeFile(
+      join(dir, "trainer.ts"),
+      'import { RemoteApiGrpoTrainer } from "nexrl";\nexport class MyGrpo extends RemoteApiGrpoTrainer {}\n',
+    );
+    await writeFile(
+      join(dir, "recipe.yaml"),
+      [
+        `defaults: [${mathRecipe}, _self_]`,
+        "trainer: {type: custom, custom_trainer_module_path: trainer.ts, custom_trainer_class_name: MyGrpo}",
+        `data: {data_files: [${join(root, "recipe/math/data/easy_train.jsonl")}]}`,
+        `validate: {data: {data_files: [${join(root, "recipe/math/data/easy_test.jsonl")}]}}`,
+        "init: null",
+        "",
+      ].join("\n"),
+    );
+    for (const args of [
+      ["validate", "-c", "recipe.yaml", "data.rollout_repeat_n=1"],
+      ["train", "-c", "recipe.yaml", "-o", join(dir, "run"), "data.rollout_repeat_n=1"],
+    ]) {
+      const run = await runNexrl(args, { cwd: dir });
+      expect([run.code, run.stdout.includes("step 1/")]).toEqual([EXIT_CODES.invalidRecipe, false]);
+      expect(run.stderr).toContain(
+        "data.rollout_repeat_n: is 1, and the trainer MyGrpo (a RemoteApiGrpoTrainer) compares each rollout with the other rollouts of its task",
+      );
+    }
+    const groups = await runNexrl(["validate", "-c", "recipe.yaml", "data.rollout_repeat_n=2"], { cwd: dir });
+    expect([groups.code, groups.stderr]).toEqual([EXIT_CODES.ok, ""]);
   }, 60_000);
 
   it("refuses cross_entropy under remote_api_grpo unless trainer.allow_loss_without_advantages opts in", async () => {

@@ -145,7 +145,10 @@ describe("the preference worker and pairs", () => {
     });
     const worker = new PreferenceRolloutWorker({ name: "v", settings: workerSettings(config), tokenizer });
     const prompt = "lowercase: Red cAt";
-    const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0 })).response;
+    // runRollout samples at most the recipe's max_response_length, as a run does.
+    const maxTokens = workerSettings(config).maxResponseLength;
+    const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0, maxTokens }))
+      .response;
     const validate = async (chosen: string, rejected: string) => {
       const [t] = await runRollout(worker, task({ data: { prompt, chosen, rejected }, isVal: true }), {
         inferenceClient,
