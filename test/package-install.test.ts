@@ -212,6 +212,8 @@ let tarball = "";
 let quickstart: Promise<{ dir: string; code: number; stdout: string; stderr: string }>;
 /** A fresh ES-module project with the tarball installed (an error when installing failed). */
 let esmProject: Promise<string | Error>;
+/** What `npm install` of the tarball printed in that project. */
+let installOutput = "";
 
 async function tempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
@@ -222,7 +224,7 @@ async function tempDir(prefix: string): Promise<string> {
 beforeAll(async () => {
   if (!npm.ok) return;
   const packDir = await tempDir("nexrl-pack-");
-  // `prepare` builds dist/ first, as for a publish.
+  // `prepack` builds dist/ first, as for a publish, and keeps `prepare` out of the packed package.json.
   const { stdout } = await run("npm", ["pack", "--pack-destination", packDir], { cwd: root });
   tarball = path.join(packDir, stdout.trim().split("\n").at(-1)!);
   // Both installs start now and run side by side; each test waits for the one it needs.
@@ -236,7 +238,10 @@ beforeAll(async () => {
     const dir = await tempDir("nexrl-user-module-");
     const pkg = { name: "user-module", version: "1.0.0", private: true, type: "module" };
     await writeFile(path.join(dir, "package.json"), `${JSON.stringify(pkg, null, 2)}\n`);
-    await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], { cwd: dir });
+    const installed = await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], {
+      cwd: dir,
+    });
+    installOutput = `${installed.stdout}\n${installed.stderr}`;
     return dir;
   })().catch((error: Error) => error);
 }, 180_000);
@@ -277,6 +282,20 @@ describe.skipIf(!npm.ok)(`nexrl installed from its tarball (npm ${npm.ok ? npm.v
     expect(first).toBeLessThan(0.2);
     expect(last).toBeGreaterThan(0.8);
   }, 300_000);
+
+  it("installs without a warning about an install script of nexrl's: the tarball has no prepare script", async () => {
+    const dir = await project("module");
+    const installed = JSON.parse(await readFile(path.join(dir, "node_modules", "nexrl", "package.json"), "utf8")) as {
+      scripts?: Record<string, string>;
+    };
+    expect(Object.keys(installed.scripts ?? {})).not.toContain("prepare");
+    expect(installOutput).not.toMatch(/nexrl@[^\s]* \(/);
+    // The clone keeps it: `npm ci` there builds dist/.
+    const own = JSON.parse(await readFile(path.join(root, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    expect(own.scripts.prepare).toBe("npm run build");
+  });
 
   for (const kind of ["commonjs", "module"] as const) {
     it.concurrent(

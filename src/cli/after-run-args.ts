@@ -3,9 +3,11 @@
  * `nexrl report` and `nexrl sample`.
  * @module
  */
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import { corsOrigin } from "./cors-origin.js";
 import { UsageError } from "../errors.js";
+import { commandSpec } from "./commands.js";
+import type { HelpCommand } from "./args.js";
+import { parseOptions } from "./options.js";
 
 /** A parsed `nexrl report` command line. */
 export interface ReportCommand {
@@ -53,17 +55,13 @@ export interface SampleCommand {
   seed?: number;
 }
 
+/** The options of `command`, with its positionals. */
 function parse(
   args: readonly string[],
-  command: string,
-  options: NonNullable<ParseArgsConfig["options"]>,
+  command: "report" | "sample",
 ): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
-  try {
-    const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, strict: true, options });
-    return { values: values as Record<string, string | boolean | undefined>, positionals };
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nRun \`nexrl ${command} --help\` for the options.`);
-  }
+  const { values, positionals } = parseOptions(commandSpec(command), args);
+  return { values: values as Record<string, string | boolean | undefined>, positionals };
 }
 
 function integer(
@@ -82,26 +80,17 @@ function integer(
 }
 
 /** Parses the arguments of `nexrl report` (after the word `report`). */
-export function parseReport(args: readonly string[]): ReportCommand | { kind: "help" } {
-  const { values, positionals } = parse(args, "report", {
-    output: { type: "string", short: "o" },
-    open: { type: "boolean" },
-    watch: { type: "boolean", short: "w" },
-    port: { type: "string" },
-    interval: { type: "string" },
-    "allow-host": { type: "string", multiple: true },
-    cors: { type: "string", multiple: true },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) return { kind: "help" };
+export function parseReport(args: readonly string[]): ReportCommand | HelpCommand {
+  const { values, positionals } = parse(args, "report");
+  if (values.help) return { kind: "help", command: "report" };
   if (positionals.length !== 1)
     throw new UsageError(
       positionals.length === 0
-        ? "nexrl report needs the run folder: nexrl report RUN_DIR [-o report.html] [--open] [--watch]"
+        ? "nexrl report needs the run folder: nexrl report RUN_DIR [--output report.html] [--open] [--watch]"
         : `nexrl report takes one run folder, got ${positionals.length}: ${positionals.join(" ")}`,
     );
   if (values.watch && values.output !== undefined)
-    throw new UsageError("--watch serves the report instead of writing a file; leave out -o/--output with it");
+    throw new UsageError("--watch serves the report instead of writing a file; leave out --output with it");
   const allowedHosts = values["allow-host"] as string[] | undefined;
   const cors = values.cors as string[] | undefined;
   if (!values.watch && (allowedHosts ?? cors) !== undefined)
@@ -121,18 +110,9 @@ export function parseReport(args: readonly string[]): ReportCommand | { kind: "h
 }
 
 /** Parses the arguments of `nexrl sample` (after the word `sample`). */
-export function parseSample(args: readonly string[]): SampleCommand | { kind: "help" } {
-  const { values, positionals } = parse(args, "sample", {
-    chat: { type: "boolean" },
-    n: { type: "string", short: "n" },
-    temperature: { type: "string", short: "t" },
-    "max-tokens": { type: "string", short: "m" },
-    logprobs: { type: "boolean" },
-    json: { type: "boolean" },
-    seed: { type: "string" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) return { kind: "help" };
+export function parseSample(args: readonly string[]): SampleCommand | HelpCommand {
+  const { values, positionals } = parse(args, "sample");
+  if (values.help) return { kind: "help", command: "sample" };
   if (positionals.length === 0 || positionals.length > 2)
     throw new UsageError(
       positionals.length === 0

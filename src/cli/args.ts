@@ -1,8 +1,10 @@
-import { parseArgs } from "node:util";
 import { parseTinkerFlag } from "../server/tinker-flags.js";
 import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
 import { corsOrigin } from "./cors-origin.js";
 import { ConfigError, UsageError } from "../errors.js";
+import { COMMAND_NAMES, commandSpec } from "./commands.js";
+import { helpPointer, parseOptions } from "./options.js";
+import { didYouMean } from "../recipe/suggest.js";
 
 /** Process exit codes of the `nexrl` command (the README's table lists them too). */
 export const EXIT_CODES = {
@@ -35,7 +37,7 @@ export type CliMode = "training-service" | "self-hosted";
 
 /** A parsed `nexrl` command line. */
 export type CliCommand =
-  | { kind: "help" }
+  | HelpCommand
   | { kind: "version" }
   | { kind: "validate"; configPath: string; overrides: string[]; verbose?: true }
   | {
@@ -53,6 +55,14 @@ export type CliCommand =
   | WorkerCommand
   | ReportCommand
   | SampleCommand;
+
+/** `--help`: the general help, or one command's (`train`, `serve`, …; `nexrl` for NexRL's form). */
+export interface HelpCommand {
+  /** Discriminator. */
+  kind: "help";
+  /** The command whose help to print; absent for `nexrl --help`. */
+  command?: string;
+}
 
 /** A parsed `nexrl worker` command line. */
 export interface WorkerCommand {
@@ -106,45 +116,51 @@ export interface ServeCommand {
   corsOrigins?: string[];
 }
 
+/** `key.path=value`, `+key=value` (add) or `++key=value` (add or set). */
+const OVERRIDE = /^\+{0,2}[A-Za-z_][\w-]*(\.[\w-]+)*=/;
+
+/** The positionals of a recipe command, all of which must be overrides. */
+function overridesOf(positionals: readonly string[], name: string): string[] {
+  const bad = positionals.find((p) => !OVERRIDE.test(p));
+  if (bad !== undefined)
+    throw new UsageError(
+      `unexpected argument "${bad}"; overrides look like key.path=value (e.g. trainer.total_train_steps=10)\n${helpPointer(commandSpec(name))}`,
+    );
+  return [...positionals];
+}
+
+/** The recipe of a recipe command (`-c`, `--train-config` or `--config`). */
+function recipeOf(values: Record<string, unknown>, name: string): string {
+  const configPath = (values["train-config"] ?? values.config) as string | undefined;
+  if (!configPath)
+    throw new UsageError(
+      `no recipe given; pass it with -c/--train-config PATH (a .yaml or .ts recipe)\n${helpPointer(commandSpec(name))}`,
+    );
+  return configPath;
+}
+
+const str = (value: unknown): string | undefined => value as string | undefined;
+
 function parseServe(args: readonly string[]): CliCommand {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...args],
-      strict: true,
-      options: {
-        protocol: { type: "string", short: "p" },
-        host: { type: "string" },
-        port: { type: "string" },
-        "output-dir": { type: "string", short: "o" },
-        faults: { type: "string" },
-        seed: { type: "string" },
-        "api-key": { type: "string" },
-        insecure: { type: "boolean" },
-        "tinker-flag": { type: "string", multiple: true },
-        model: { type: "string", multiple: true },
-        threads: { type: "string" },
-        "allow-host": { type: "string", multiple: true },
-        cors: { type: "string", multiple: true },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nRun \`nexrl serve --help\` for the options.`);
-  }
-  if (values.help) return { kind: "help" };
-  const protocol = values.protocol ?? "all";
+  const { values, positionals } = parseOptions(commandSpec("serve"), args);
+  if (values.help) return { kind: "help", command: "serve" };
+  if (positionals.length > 0)
+    throw new UsageError(
+      `nexrl serve takes no arguments, got "${positionals[0]}"\n${helpPointer(commandSpec("serve"))}`,
+    );
+  const protocol = str(values.protocol) ?? "all";
   if (!(SERVE_PROTOCOLS as readonly string[]).includes(protocol))
     throw new UsageError(`unknown protocol "${protocol}"; use one of ${SERVE_PROTOCOLS.join(", ")}`);
   const port = Number(values.port ?? "8000");
   if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${values.port}"`);
+    throw new UsageError(`--port must be an integer from 0 to 65535 (0 picks a free port), got "${str(values.port)}"`);
   const seed = Number(values.seed ?? "0");
-  if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
-  if (values["api-key"] !== undefined && values["api-key"].trim() === "")
+  if (!Number.isSafeInteger(seed)) throw new UsageError(`--seed must be an integer, got "${str(values.seed)}"`);
+  const apiKey = str(values["api-key"]);
+  if (apiKey !== undefined && apiKey.trim() === "")
     throw new UsageError("--api-key is empty; give the key clients must send (or set NEXRL_SERVE_API_KEY)");
   let tinkerFlags: Record<string, boolean | number | string> | undefined;
-  for (const spec of values["tinker-flag"] ?? []) {
+  for (const spec of (values["tinker-flag"] as string[] | undefined) ?? []) {
     try {
       const [key, value] = parseTinkerFlag(spec);
       (tinkerFlags ??= {})[key] = value;
@@ -155,123 +171,59 @@ function parseServe(args: readonly string[]): CliCommand {
   }
   const threads = values.threads === undefined ? undefined : Number(values.threads);
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1 && threads <= 256))
-    throw new UsageError(`--threads must be an integer from 1 to 256, got "${values.threads}"`);
+    throw new UsageError(`--threads must be an integer from 1 to 256, got "${str(values.threads)}"`);
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
-    host: values.host ?? "127.0.0.1",
+    host: str(values.host) ?? "127.0.0.1",
     port,
     seed,
-    ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
-    ...(values.faults !== undefined && { faults: values.faults }),
-    ...(values["api-key"] !== undefined && { apiKey: values["api-key"] }),
-    ...(values.insecure && { insecure: true }),
+    ...(values["output-dir"] !== undefined && { outputDir: str(values["output-dir"])! }),
+    ...(values.faults !== undefined && { faults: str(values.faults)! }),
+    ...(apiKey !== undefined && { apiKey }),
+    ...(values.insecure === true && { insecure: true }),
     ...(tinkerFlags && { tinkerFlags }),
-    ...(values.model !== undefined && { models: values.model }),
+    ...(values.model !== undefined && { models: values.model as string[] }),
     ...(threads !== undefined && { threads }),
-    ...(values["allow-host"] !== undefined && { allowedHosts: values["allow-host"] }),
-    ...(values.cors !== undefined && { corsOrigins: values.cors.map((o) => corsOrigin(o)) }),
+    ...(values["allow-host"] !== undefined && { allowedHosts: values["allow-host"] as string[] }),
+    ...(values.cors !== undefined && { corsOrigins: (values.cors as string[]).map((o) => corsOrigin(o)) }),
   };
 }
 
-const OVERRIDE = /^\+?[A-Za-z_][\w-]*(\.[\w-]+)*=/;
-
 /** Parses the arguments of `nexrl worker`. */
 function parseWorker(argv: readonly string[]): CliCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        "train-config": { type: "string", short: "c" },
-        config: { type: "string" },
-        redis: { type: "string" },
-        concurrency: { type: "string" },
-        name: { type: "string" },
-        verbose: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nRun \`nexrl --help\` for the options.`);
-  }
-  const { values, positionals } = parsed;
-  if (values.help) return { kind: "help" };
-  const bad = positionals.find((p) => !OVERRIDE.test(p));
-  if (bad !== undefined)
-    throw new UsageError(
-      `unexpected argument "${bad}"; overrides look like key.path=value (e.g. rollout_worker.num_workers=8)`,
-    );
-  const configPath = values["train-config"] ?? values.config;
-  if (!configPath) throw new UsageError("no recipe given; pass the run's recipe with -c/--train-config PATH");
+  const { values, positionals } = parseOptions(commandSpec("worker"), argv);
+  if (values.help) return { kind: "help", command: "worker" };
+  const overrides = overridesOf(positionals, "worker");
+  const configPath = recipeOf(values, "worker");
   let concurrency: number | undefined;
   if (values.concurrency !== undefined) {
     concurrency = Number(values.concurrency);
     if (!Number.isInteger(concurrency) || concurrency < 1)
-      throw new UsageError(`--concurrency must be a whole number of at least 1, not "${values.concurrency}"`);
+      throw new UsageError(`--concurrency must be a whole number of at least 1, not "${str(values.concurrency)}"`);
   }
   return {
     kind: "worker",
     configPath,
-    overrides: positionals,
-    ...(values.redis !== undefined && { redis: values.redis }),
+    overrides,
+    ...(values.redis !== undefined && { redis: str(values.redis)! }),
     ...(concurrency !== undefined && { concurrency }),
-    ...(values.name !== undefined && { name: values.name }),
-    ...(values.verbose && { verbose: true as const }),
+    ...(values.name !== undefined && { name: str(values.name)! }),
+    ...(values.verbose === true && { verbose: true as const }),
   };
 }
 
-/** Parses `argv` (without the node and script entries) into a {@link CliCommand}. */
-export function parseCommandLine(argv: readonly string[]): CliCommand {
-  const [first, ...rest] = argv;
-  if (first === "serve") return parseServe(rest);
-  if (first === "report") return parseReport(rest);
-  if (first === "sample") return parseSample(rest);
-  if (first === "worker") return parseWorker(rest);
-  const subcommand = first === "validate" ? first : undefined;
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: subcommand ? rest : [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        mode: { type: "string", short: "m" },
-        "train-config": { type: "string", short: "c" },
-        config: { type: "string" },
-        "run-nexrl": { type: "boolean", short: "r" },
-        tag: { type: "string", short: "t" },
-        "output-dir": { type: "string", short: "o" },
-        help: { type: "boolean", short: "h" },
-        version: { type: "boolean", short: "v" },
-        verbose: { type: "boolean" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nRun \`nexrl --help\` for the options.`);
-  }
-  const { values, positionals } = parsed;
-  if (values.help) return { kind: "help" };
+/** Parses `nexrl validate`, `nexrl train` and NexRL's form (`name` is `nexrl`). */
+function parseRecipeCommand(name: "validate" | "train" | "nexrl", args: readonly string[]): CliCommand {
+  const { values, positionals } = parseOptions(commandSpec(name), args);
+  if (values.help) return { kind: "help", ...(name !== "nexrl" && { command: name }) };
   if (values.version) return { kind: "version" };
-  const overrides: string[] = [];
-  for (const p of positionals) {
-    if (!OVERRIDE.test(p)) {
-      throw new UsageError(
-        `unexpected argument "${p}"; overrides look like key.path=value (e.g. trainer.total_train_steps=10); the only command is validate`,
-      );
-    }
-    overrides.push(p);
-  }
-  const configPath = values["train-config"] ?? values.config;
-  if (!configPath) {
-    if (argv.length === 0) return { kind: "help" };
-    throw new UsageError("no recipe given; pass it with -c/--train-config PATH (a .yaml or .ts recipe)");
-  }
-  const verbose = values.verbose ? { verbose: true as const } : {};
-  if (subcommand === "validate") return { kind: "validate", configPath, overrides, ...verbose };
-  const mode = values.mode ?? "training-service";
+  const overrides = overridesOf(positionals, name);
+  if (name === "nexrl" && args.length === 0) return { kind: "help" };
+  const configPath = recipeOf(values, name);
+  const verbose = values.verbose === true ? { verbose: true as const } : {};
+  if (name === "validate") return { kind: "validate", configPath, overrides, ...verbose };
+  const mode = str(values.mode) ?? "training-service";
   if (mode !== "training-service" && mode !== "self-hosted") {
     throw new UsageError(`unknown mode "${mode}"; use -m training-service`);
   }
@@ -280,128 +232,50 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
     mode,
     configPath,
     overrides,
-    runNexrl: values["run-nexrl"] ?? false,
-    ...(values.tag !== undefined && { tag: values.tag }),
-    ...(values["output-dir"] !== undefined && { outputDir: values["output-dir"] }),
+    runNexrl: name === "train" || values["run-nexrl"] === true,
+    ...(values.tag !== undefined && { tag: str(values.tag)! }),
+    ...(values["output-dir"] !== undefined && { outputDir: str(values["output-dir"])! }),
     ...verbose,
   };
 }
 
-/** The text of `nexrl --help`. */
-export function helpText(version: string): string {
-  return `nexrl ${version} — post-train LLMs and agents with RL and SFT
+/** Words users try for a command that has another name here. */
+const COMMAND_SYNONYMS: Record<string, string> = { run: "train", fit: "train", check: "validate", eval: "sample" };
 
-Usage:
-  nexrl -m training-service -c RECIPE [--run-nexrl] [--tag TAG] [--output-dir DIR] [--verbose] [key.path=value ...]
-  nexrl validate -c RECIPE [--verbose] [key.path=value ...]
-  nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
-              [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
-              [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
-              [--allow-host NAME ...] [--cors ORIGIN ...]
-  nexrl worker -c RECIPE [--redis URL] [--concurrency N] [--name NAME] [key.path=value ...]
-  nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT] [--allow-host NAME] [--cors ORIGIN]]
-  nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
-               [--logprobs] [--json] [--seed N]
+/** The error for a first word that is no command. */
+function unknownCommand(word: string): UsageError {
+  const close = COMMAND_SYNONYMS[word] ?? didYouMean(word, COMMAND_NAMES);
+  return new UsageError(
+    `unknown command "${word}"${close ? `; did you mean "${close}"?` : ""}\n` +
+      `The commands are ${COMMAND_NAMES.join(", ")}, and NexRL's form: nexrl -m training-service -c RECIPE [--run-nexrl].\n` +
+      "Run `nexrl --help` for what each does, `nexrl COMMAND --help` for its options.",
+  );
+}
 
-Options:
-  -m, --mode MODE            training-service (the default; trains through a training service:
-                             local, tinker or weaver). self-hosted is not supported.
-  -c, --train-config PATH    the recipe: YAML in NexRL's schema or a .ts module whose default
-                             export is defineRecipe({...}). Alias: --config.
-  -r, --run-nexrl            run the training. Without it, the resolved recipe and the plan are
-                             printed and nothing runs.
-  -t, --tag TAG              names the run; outputs go to $NEXRL_STORAGE_PATH/<TAG>
-                             (./runs/<TAG> by default; a UTC timestamp without a tag).
-  -o, --output-dir DIR       where the run writes metrics, samples and checkpoints.
-      --verbose              on failure, print the whole stack and the chain of causes (also
-                             with the environment variable NEXRL_DEBUG=1).
-  -h, --help                 this text.
-  -v, --version              the version.
-  key.path=value             override a recipe key, e.g. trainer.total_train_steps=10.
-
-Commands:
-  validate                   a dry run of the checks a run makes before its first rollout (modules,
-                             model, tokenizer, reward, lengths, data); exit 1 if a run would fail.
-  serve                      serve the local engine over the Tinker, Weaver and OpenAI-compatible
-                             protocols until stopped (Ctrl-C), so tinker/weaver recipes run
-                             without a remote service.
-  worker                     run the rollouts of a run whose recipe sets rollout_worker.distributed:
-                             takes tasks from its Redis server until stopped (SIGTERM or Ctrl-C
-                             hands back the tasks in flight and exits 0).
-  report                     write a run folder's report: one HTML file (summary, a chart per
-                             metric, rollouts token by token, checkpoints, configuration).
-  sample                     sample from a run's trained weights (the latest checkpoint, or
-                             STEP); prompts from PROMPT or standard input, one per line.
-
-Serve options:
-  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions,
-                             /v1/responses, /v1/messages) or all (the default).
-      --host HOST            interface to bind (default 127.0.0.1: this machine only). Another
-                             address needs --api-key (or --insecure).
-      --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
-  -o, --output-dir DIR       where models write checkpoints and sampler snapshots (default: a
-                             new temporary folder, removed when the server stops).
-      --faults SPEC          answer a share of requests with faults, to test clients, e.g.
-                             408:0.1,410:0.05,429:0.1,500:0.1,error:0.05,drop:0.05.
-      --seed N               seed of the faults and of models created without one (default 0).
-      --threads N            threads of each model's engine (default: the machine's cores);
-                             training results are reproducible for a given count.
-      --api-key KEY          every request but /health must carry KEY in X-API-Key,
-                             X-WEAVER-API-KEY or Authorization: Bearer (else 401). The
-                             environment variable NEXRL_SERVE_API_KEY sets it without showing it
-                             in the process list.
-      --insecure             serve a non-loopback --host without an API key.
-      --tinker-flag KEY=VALUE
-                             a flag the Tinker protocol's client/config answers (repeatable), e.g.
-                             proto_write_fwdbwd=true (SDK 0.19-0.24 then write protobuf),
-                             pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
-                             use_pyqwest_transport=false (the SDK uses httpx's transport).
-      --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
-                             the OpenAI-compatible endpoints and /v1/messages as model
-                             "<run>:<step>"; repeat for more runs.
-      --allow-host NAME      also answer requests addressed to NAME (a proxy's or container's
-                             host name; repeatable). Others get 403, so that no web page can
-                             point its own name at this machine and read the answers.
-      --cors ORIGIN          serve browser requests from the web page origin ORIGIN (e.g.
-                             http://localhost:3000, or *), with CORS headers; repeatable. Other
-                             cross-origin requests get 403, and bodies must be JSON or protobuf.
-  The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
-  a port in use or a privileged port exits 3.
-
-Worker options:
-  -c, --train-config PATH    the run's recipe: the worker loads its rollout worker (and agent).
-      --redis URL            the Redis server (default: rollout_worker.distributed.url);
-                             redis://[[user]:password@]host[:port][/db], rediss:// for TLS.
-      --concurrency N        rollouts at once (default: rollout_worker.num_workers).
-      --name NAME            the worker's name in the driver's metrics (default: host-pid).
-
-Report options:
-  -o, --output FILE          the HTML file (default: RUN_DIR/report.html).
-      --open                 open it in the browser (xdg-open, open or start).
-  -w, --watch                serve the report on 127.0.0.1 instead, redrawn as the run writes
-                             more, until Ctrl-C; --port PORT (default: a free one, printed),
-                             --interval MS between checks (default 2000); --allow-host and
-                             --cors as for serve.
-
-Sample options:
-      --chat                 send each prompt as a user message through the chat template.
-  -n N                       completions per prompt (default 1).
-  -t, --temperature T        0 is greedy (default: the recipe's rollout_worker.temperature).
-  -m, --max-tokens M         most tokens per completion (default: the recipe's
-                             rollout_worker.max_response_length, else 256).
-      --logprobs             print each generated token with its logprob.
-      --json                 one JSON object per completion (prompt, text, tokens, logprobs).
-      --seed N               sampling seed.
-
-Exit codes:
-  ${EXIT_CODES.ok}    success
-  ${EXIT_CODES.invalidRecipe}    the recipe is invalid (file, key path and a suggestion are printed)
-  ${EXIT_CODES.usage}    the command line is malformed
-  ${EXIT_CODES.runFailed}    the run failed, or asked for something this version cannot do yet
-  ${EXIT_CODES.outputDir}    the output folder cannot be written, or another run is using it
-  ${EXIT_CODES.noRolloutSucceeded}    a training step had no successful rollout (see failures.jsonl)
-  ${EXIT_CODES.hung}    the run hung: user code never settled and nothing could progress
-  ${EXIT_CODES.interrupted}  interrupted (Ctrl-C): the step in flight finished, a checkpoint was saved
-  ${EXIT_CODES.terminated}  terminated (SIGTERM): as for Ctrl-C
-`;
+/** Parses `argv` (without the node and script entries) into a {@link CliCommand}. */
+export function parseCommandLine(argv: readonly string[]): CliCommand {
+  const [first, ...rest] = argv;
+  switch (first) {
+    case "serve":
+      return parseServe(rest);
+    case "report":
+      return parseReport(rest);
+    case "sample":
+      return parseSample(rest);
+    case "worker":
+      return parseWorker(rest);
+    case "validate":
+    case "train":
+      return parseRecipeCommand(first, rest);
+    case "help": {
+      const [command] = rest;
+      if (command === undefined) return { kind: "help" };
+      if (!COMMAND_NAMES.includes(command)) throw unknownCommand(command);
+      return { kind: "help", command };
+    }
+    default:
+      break;
+  }
+  if (first !== undefined && !first.startsWith("-") && !OVERRIDE.test(first)) throw unknownCommand(first);
+  return parseRecipeCommand("nexrl", argv);
 }

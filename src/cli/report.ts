@@ -1,5 +1,5 @@
 /**
- * `nexrl report RUN_DIR [-o FILE] [--open] [--watch]`.
+ * `nexrl report RUN_DIR [--output FILE] [--open] [--watch]`.
  * @module
  */
 import { spawn } from "node:child_process";

@@ -2,7 +2,8 @@ import path from "node:path";
 import { resolveRunDirectory } from "../pipeline/run-dir.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, redactText, secretRedactor } from "../recipe/redact.js";
-import { EXIT_CODES, helpText, parseCommandLine } from "./args.js";
+import { EXIT_CODES, parseCommandLine } from "./args.js";
+import { commandHelp, helpText } from "./help.js";
 import { NexrlError, RecipeError, RolloutError, RunError, UsageError, UserCodeError } from "../errors.js";
 
 // The recipe loader (zod, tsx), the pipeline, yaml and the server are imported by the commands
@@ -52,7 +53,9 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
     if ("verbose" in command && command.verbose) verbose = true;
     switch (command.kind) {
       case "help":
-        io.stdout.write(helpText(io.version));
+        io.stdout.write(
+          command.command === undefined ? helpText(io.version) : commandHelp(command.command, io.version),
+        );
         return EXIT_CODES.ok;
       case "version":
         io.stdout.write(`${io.version}\n`);

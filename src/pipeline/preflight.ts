@@ -23,6 +23,8 @@ import { checkInferenceBackend } from "./services.js";
 import { openDataLoader } from "./setup.js";
 import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
+import { isDerivedFrom } from "../recipe/brand.js";
+import { RemoteApiGrpoTrainer } from "./trainers/grpo.js";
 import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
 import {
   checkRolloutWorkerClass,
@@ -190,6 +192,27 @@ async function checkSettings(recipe: LoadedRecipe, cwd: string): Promise<string[
 }
 
 /**
+ * Refuses a custom trainer whose advantages are group-relative (a subclass of
+ * {@link RemoteApiGrpoTrainer}) with groups of one rollout, where every advantage is 0; the
+ * recipe schema refuses `remote_api_grpo` itself the same way.
+ * @throws {@link RecipeError} naming `data.rollout_repeat_n`.
+ */
+function checkTrainerGroups(recipe: LoadedRecipe, trainer: TrainerClass): void {
+  const { config } = recipe;
+  const repeat = config.data.rollout_repeat_n;
+  if (config.trainer.type !== "custom" || repeat >= 2 || !isDerivedFrom(trainer, RemoteApiGrpoTrainer)) return;
+  throw new RecipeError(
+    [
+      {
+        keyPath: "data.rollout_repeat_n",
+        message: `is ${repeat}, and the trainer ${config.trainer.custom_trainer_class_name} (a RemoteApiGrpoTrainer) compares each rollout with the other rollouts of its task: in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more (e.g. 4 or 8)`,
+      },
+    ],
+    { file: recipe.path },
+  );
+}
+
+/**
  * Checks a recipe and opens what its run needs: the services it names are reachable through this
  * build, a local model is a preset, sequences fit a preset's context, the worker and trainer
  * classes load (the agent gateway starts; `signal` closes it), the agent has a reward source, a
@@ -203,6 +226,7 @@ export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Pro
     worker: await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, signal),
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
   };
+  checkTrainerGroups(recipe, classes.trainer);
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   return { classes, tokenizer, loaders: await openLoaders(config, tokenizer), notes };
 }
@@ -234,7 +258,7 @@ async function checkRecipeIn(
   const { config } = recipe;
   const notes = await checkSettings(recipe, cwd);
   await checkRolloutWorkerClass(config, recipe.dir, recipe.path);
-  await resolveTrainerClass(config, recipe.dir, recipe.path);
+  checkTrainerGroups(recipe, await resolveTrainerClass(config, recipe.dir, recipe.path));
   const name = tokenizerName(config);
   const source = await locateTokenizer(name);
   let tokenizer: Tokenizer | undefined;

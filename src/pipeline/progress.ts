@@ -20,36 +20,52 @@ function duration(seconds: number): string {
   return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s` : `${s}s`;
 }
 
+/** Steps the rate and the ETA are measured over: recent ones, so a slow start (loading, the first compile) fades out. */
+export const RATE_WINDOW_STEPS = 10;
+
+/** Options of {@link ProgressPrinter}. */
+export interface ProgressOptions {
+  /** False prints no step lines (`console` missing from `logger.backend`), only messages. */
+  steps?: boolean;
+  /** The clock, in milliseconds (default `performance.now`). */
+  now?: () => number;
+}
+
 /**
  * Prints `step 12/40 | reward 0.512 | loss 1.234 | 3.2 s/step | eta 1m30s` (a step that trained
  * nothing says why instead of its loss): rewritten in place on a terminal, one line per step
- * otherwise. Messages (warnings, checkpoints, validation) print on lines of their own.
+ * otherwise. `s/step` and `eta` are measured over the last {@link RATE_WINDOW_STEPS} steps.
+ * Messages (warnings, checkpoints, validation) print on lines of their own.
  */
 export class ProgressPrinter {
   private live = "";
-  private readonly started = performance.now();
-  private stepsDone = 0;
+  private readonly now: () => number;
+  /** When the printer started, then when each of the recent steps ended (at most the window + 1 times). */
+  private readonly times: number[];
 
   private readonly steps: boolean;
 
   /**
    * @param out where to print.
    * @param totalSteps steps the run will take.
-   * @param options `steps: false` prints no step lines (`console` missing from `logger.backend`), only messages.
+   * @param options step lines or none, and the clock.
    */
   constructor(
     private readonly out: ProgressOutput,
     private readonly totalSteps: number,
-    options: { steps?: boolean } = {},
+    options: ProgressOptions = {},
   ) {
     this.steps = options.steps ?? true;
+    this.now = options.now ?? (() => performance.now());
+    this.times = [this.now()];
   }
 
   /** Reports a finished step with its metrics, and why it trained nothing if it did not (`skipped`). */
   step(step: number, metrics: Readonly<Record<string, unknown>>, skipped?: string): void {
-    this.stepsDone++;
+    this.times.push(this.now());
+    if (this.times.length > RATE_WINDOW_STEPS + 1) this.times.shift();
     if (!this.steps) return;
-    const perStep = (performance.now() - this.started) / 1000 / this.stepsDone;
+    const perStep = (this.times.at(-1)! - this.times[0]!) / 1000 / (this.times.length - 1);
     const num = (key: string): number | undefined =>
       typeof metrics[key] === "number" ? (metrics[key] as number) : undefined;
     const line = [

@@ -123,10 +123,14 @@ async function planStart(recipe: LoadedRecipe, checkpointDir: string, cwd: strin
  * const result = await runRecipe("recipe/pig_latin/local.yaml", { tag: "demo", overrides: ["trainer.total_train_steps=10"] });
  * console.log(result.metrics.at(-1)?.["train/loss"], result.summary.bestValidation);
  * ```
- * @throws RecipeError for an invalid recipe, and the pipeline's errors (`RolloutError`,
- * `RunError`, `UserCodeError`, `RunError`, `InputError`,
- * `RunError`, `RunError`, `InputError`, `RunError`,
- * `RunError`, `RunError`) when the run cannot go on.
+ * @throws `RecipeError` for an invalid recipe (schema, modules, data, the start-up checks).
+ * @throws `RunError` when the run cannot start, resume or go on; its `problem` says why: its
+ * output folder (`output_dir`, `locked`, `run_folder`), a checkpoint it cannot resume
+ * (`resume_settings`), a step with no successful rollout (`no_successful_rollout`), user code
+ * that never settled (`stalled`), the service (`backend`) or the rest of start-up (`setup`).
+ * @throws `RolloutError` for a failed rollout the failure policy does not skip.
+ * @throws `UserCodeError` for an error in user code outside a rollout (a trainer's, say).
+ * @throws `InputError` for a trajectory or datum the model cannot take.
  */
 export function runRecipe(recipe: string | LoadedRecipe, options: RunRecipeOptions = {}): Promise<RunResult> {
   return runInChain(recipe, options, []);

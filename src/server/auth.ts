@@ -8,7 +8,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "./handler.js";
+import { speaksOpenAI, type RequestHandler } from "./handler.js";
 import { requestPath, sendJson } from "./io.js";
 import { sendAnthropicError } from "./anthropic-protocol.js";
 import { sendOpenAIError } from "./openai-protocol.js";
@@ -44,9 +44,9 @@ export function presentsApiKey(req: IncomingMessage, apiKey: string): boolean {
 
 /**
  * A handler that answers 401 to every request lacking `apiKey` and not accepted by `alsoAccepts`
- * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the protocol of the path: Anthropic's
+ * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the client's protocol: Anthropic's
  * `{type: "error", error: {type: "authentication_error", message}}` under `/v1/messages`, OpenAI's
- * `{error: {message, type, param, code}}` elsewhere under `/v1/`, `{error, message, retryable}` elsewhere.
+ * `{error: {message, type, param, code}}` for another OpenAI client (a path under `/v1/` or an OpenAI SDK's User-Agent), `{error, message, retryable}` otherwise.
  * The key is never echoed.
  */
 export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) => boolean): RequestHandler {
@@ -58,7 +58,7 @@ export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) 
     const path = requestPath(req);
     const unauthorized = new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" });
     if (/^\/v1\/messages(\/|$)/.test(path)) sendAnthropicError(res, unauthorized, headers);
-    else if (path.startsWith("/v1/")) sendOpenAIError(res, unauthorized, headers);
+    else if (speaksOpenAI(req)) sendOpenAIError(res, unauthorized, headers);
     else sendJson(res, 401, { error: "unauthorized", message, retryable: false }, headers);
     return true;
   };

@@ -6,7 +6,8 @@
  * @module
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { clientGone, sendError } from "./io.js";
+import { clientGone, requestPath, sendError } from "./io.js";
+import { sendOpenAIError } from "./openai-protocol.js";
 import { NexrlError, ProtocolError } from "../errors.js";
 
 /** A request as a protocol handler parsed it, handed to request observers (tests capture bodies with it). */
@@ -28,13 +29,42 @@ export interface CapturedRequest {
   rawBody?: Uint8Array;
 }
 
+/**
+ * Whether `req` comes from an OpenAI client, whose errors must be in OpenAI's shape
+ * (`{error: {message, type, param, code}}`) for the client to show their message: a path under
+ * `/v1/`, or an OpenAI SDK's User-Agent (`OpenAI/JS …`, `OpenAI/Python …`) on any path, such as
+ * an OpenAI client pointed at the Tinker or Weaver prefix.
+ */
+export function speaksOpenAI(req: IncomingMessage): boolean {
+  return requestPath(req).startsWith("/v1/") || /^OpenAI\//i.test(req.headers["user-agent"] ?? "");
+}
+
+/** OpenAI's error type for an HTTP status. */
+function openAIType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 429) return "rate_limit_error";
+  return status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+/** `error` as the ProtocolError answered to an OpenAI client: its status and code, with OpenAI's type. */
+function toOpenAIError(error: ProtocolError): ProtocolError {
+  if (error.openaiType !== undefined) return error;
+  return new ProtocolError(error.status, error.code, error.message, {
+    headers: error.headers,
+    openaiType: openAIType(error.status),
+    ...(error.param !== null && { param: error.param }),
+  });
+}
+
 /** Answers a request and resolves true, or resolves false to let the next handler try. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 /**
  * The `node:http` request listener trying `handlers` in order. A handler that throws a
  * {@link ProtocolError} answers with its status, another {@link NexrlError} (bad input
- * found deeper down) with 400, and any other error with 500, logged.
+ * found deeper down) with 400, and any other error with 500, logged; in OpenAI's error shape for
+ * an OpenAI client (see {@link speaksOpenAI}), else in the Tinker and Weaver shape.
  */
 export function composeHandlers(
   handlers: readonly RequestHandler[],
@@ -53,15 +83,17 @@ export function composeHandlers(
         );
       } catch (error) {
         if (clientGone(req, res)) return;
-        if (error instanceof NexrlError && !(error instanceof ProtocolError)) {
-          sendError(res, new ProtocolError(400, "invalid_request", error.message));
-          return;
-        }
-        if (!(error instanceof ProtocolError))
+        let answer: ProtocolError;
+        if (error instanceof ProtocolError) answer = error;
+        else if (error instanceof NexrlError) answer = new ProtocolError(400, "invalid_request", error.message);
+        else {
           log(
             `nexrl serve: ${req.method ?? "?"} ${req.url ?? "?"} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
           );
-        sendError(res, error);
+          answer = new ProtocolError(500, "internal_error", error instanceof Error ? error.message : String(error));
+        }
+        if (speaksOpenAI(req)) sendOpenAIError(res, toOpenAIError(answer), answer.headers);
+        else sendError(res, answer);
       }
     })();
   };

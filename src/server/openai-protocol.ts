@@ -20,6 +20,14 @@ import { InputError, NexrlError, ProtocolError } from "../errors.js";
 const tokenIds = z.array(z.int().min(0)).min(1);
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();
 
+/**
+ * Why more than one logprob per position is refused: a `SamplingClient` reports the logprob of
+ * each sampled token and no alternatives, and answering N with the sampled token alone would look
+ * like an answer to N.
+ */
+const ALTERNATIVES_REFUSED =
+  "at most 1: this server reports the logprob of each sampled token and no alternatives to it; ask 0 or 1 (the sampled token's logprob), or compute other tokens' logprobs with a forward pass";
+
 /** Fields both generation endpoints take (vLLM's token-id options included); `server` names the server in messages. */
 function generationFields(server: string) {
   const unsupported = (field: string, neutral: string) => `${field} is not supported by ${server}; leave it ${neutral}`;
@@ -84,7 +92,7 @@ export function openAIRequestSchemas(server: string) {
     completion: z.object({
       ...fields,
       prompt: z.union([z.string(), tokenIds, z.array(z.string()).min(1), z.array(tokenIds).min(1)]),
-      logprobs: nullish(z.int().min(0).max(20)),
+      logprobs: nullish(z.int().min(0).max(1, { error: ALTERNATIVES_REFUSED })),
       add_special_tokens: nullish(z.boolean()),
     }),
     /** `POST /v1/chat/completions`. */
@@ -93,7 +101,7 @@ export function openAIRequestSchemas(server: string) {
       messages: z.array(chatMessage).min(1),
       max_completion_tokens: nullish(z.int().min(1)),
       logprobs: nullish(z.boolean()),
-      top_logprobs: nullish(z.int().min(0).max(20)),
+      top_logprobs: nullish(z.int().min(0).max(1, { error: ALTERNATIVES_REFUSED })),
       tools: nullish(z.array(tool)),
       tool_choice: nullish(toolChoice),
       parallel_tool_calls: nullish(z.boolean()),

@@ -98,7 +98,8 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * tokens as `token_id:<n>`, and `include_stop_str_in_output` keeps a matched stop string in the
  * text (token ids always include the tokens that completed it, as sampled). Logprobs are those of
  * the sampled tokens; `top_logprobs` entries hold the sampled token only, since a
- * {@link SamplingClient} reports no alternatives. Tool calls are not parsed out of answers.
+ * {@link SamplingClient} reports no alternatives, and more than one (`top_logprobs` or
+ * `logprobs` above 1) is refused with a 400. Tool calls are not parsed out of answers.
  *
  * - `POST /v1/messages`, `POST /v1/messages/count_tokens`: Anthropic's Messages API (the
  *   `@anthropic-ai/sdk` client, `x-api-key` and `anthropic-version` headers), translated to the

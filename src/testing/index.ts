@@ -22,7 +22,9 @@
  * @module nexrl/testing
  */
 import type { DataRow } from "../pipeline/data/files.js";
-import { seededRandom } from "../pipeline/seed.js";
+import { deriveSeed, seededRandom } from "../pipeline/seed.js";
+import { checkSequenceLength } from "../pipeline/rollout/runner.js";
+import { ATTEMPT_OVER, RolloutInferenceClient } from "../pipeline/workers/rollout-inference.js";
 import { workerSettings } from "../pipeline/settings.js";
 import { isTaskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
@@ -41,10 +43,14 @@ export interface RunRolloutOptions {
 
 /**
  * Runs `worker.rollout(task)` once, as a training run would, and returns the trajectories it put
- * (with `putTrajectory`) followed by those it returned, each validated. Errors of the worker
- * propagate; `putTrajectory` after the rollout has ended throws, as in a run.
+ * (with `putTrajectory`) followed by those it returned, each validated. As in a run, the worker's
+ * `this.inferenceClient` samples with the recipe's `rollout_worker.temperature` and
+ * `max_response_length` (from the worker's settings) and a seed derived from `task.seed`, unless
+ * a call passes its own, and a trajectory longer than `max_sequence_length` is refused. Errors of
+ * the worker propagate; `putTrajectory` after the rollout has ended throws, as in a run.
  *
  * @throws `TrajectoryError` for a trajectory that does not validate.
+ * @throws `InputError` for a trajectory longer than `rollout_worker.max_sequence_length`.
  */
 export async function runRollout(
   worker: BaseRolloutWorker,
@@ -52,8 +58,15 @@ export async function runRollout(
   options: RunRolloutOptions = {},
 ): Promise<Trajectory[]> {
   const put: Trajectory[] = [];
+  const ended = new AbortController();
+  const { temperature, maxResponseLength, maxSequenceLength } = worker.settings;
   worker[ROLLOUT_SCOPE] = {
-    inference: options.inferenceClient,
+    inference:
+      options.inferenceClient &&
+      new RolloutInferenceClient(options.inferenceClient, deriveSeed(task.seed, 0), ended.signal, {
+        temperature,
+        maxTokens: maxResponseLength,
+      }),
     put: (trajectory) => put.push(asTrajectory(trajectory)),
   };
   let result;
@@ -62,11 +75,14 @@ export async function runRollout(
   } finally {
     // As in a run: the worker's putTrajectory and inferenceClient throw once the rollout is over.
     worker[ROLLOUT_SCOPE] = undefined;
+    ended.abort(ATTEMPT_OVER);
   }
   const returned = result === undefined ? [] : Array.isArray(result) ? result : [result];
-  return [...put, ...returned.map((value: Trajectory | TrajectoryInit) => asTrajectory(value))].map((t) =>
-    t.validate(),
-  );
+  return [...put, ...returned.map((value: Trajectory | TrajectoryInit) => asTrajectory(value))].map((t) => {
+    t.validate();
+    checkSequenceLength(t, maxSequenceLength);
+    return t;
+  });
 }
 
 /** A trajectory of this copy of nexrl from what a worker produced. */

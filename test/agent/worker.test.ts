@@ -22,7 +22,7 @@ import { workerSettings } from "../../src/pipeline/settings.js";
 /** The rollout_worker section of a recipe for an agent worker. */
 function recipeYaml(worker: string, maxResponseLength: number): string {
   return [
-    "data: {data_files: [train.jsonl], prompt_key: question, max_prompt_length: 32}",
+    "data: {data_files: [train.jsonl], prompt_key: question, max_prompt_length: 32, rollout_repeat_n: 2}",
     `rollout_worker: {max_response_length: ${maxResponseLength}, max_sequence_length: 128, ${worker}}`,
     "trainer: {type: remote_api_grpo, total_train_steps: 1}",
     "service: {train_service: {backend: local, model: tiny}}",

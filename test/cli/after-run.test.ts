@@ -1,14 +1,14 @@
-import { spawn } from "node:child_process";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { helpText, parseCommandLine } from "../../src/cli/args.js";
+import { parseCommandLine } from "../../src/cli/args.js";
+import { commandHelp } from "../../src/cli/help.js";
 import { runReport } from "../../src/cli/report.js";
 import { runCli, type CliIO } from "../../src/cli/run.js";
 import { runServe } from "../../src/cli/serve.js";
 import { LocalEngine } from "../../src/engine/index.js";
-import { pigLatinRun, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRun, runNexrl, startServe, tempDir } from "../run-folder/helpers.js";
 import { UsageError } from "../../src/errors.js";
 
 describe("the command lines of report, sample and serve --model", () => {
@@ -21,7 +21,7 @@ describe("the command lines of report, sample and serve --model", () => {
       port: 0,
       intervalMs: 2000,
     });
-    expect(parseCommandLine(["report", "runs/pig", "-o", "r.html", "--open"])).toMatchObject({
+    expect(parseCommandLine(["report", "runs/pig", "--output", "r.html", "--open"])).toMatchObject({
       output: "r.html",
       open: true,
     });
@@ -46,9 +46,9 @@ describe("the command lines of report, sample and serve --model", () => {
         "--chat",
         "-n",
         "3",
-        "-t",
+        "--temperature",
         "0.7",
-        "-m",
+        "--max-tokens",
         "20",
         "--logprobs",
         "--json",
@@ -68,23 +68,27 @@ describe("the command lines of report, sample and serve --model", () => {
       seed: 5,
     });
     expect(parseCommandLine(["serve", "--model", "a", "--model", "b:3"])).toMatchObject({ models: ["a", "b:3"] });
-    expect(parseCommandLine(["report", "--help"])).toEqual({ kind: "help" });
-    expect(helpText("1.0.0")).toMatch(
-      /nexrl report RUN_DIR[\s\S]*nexrl sample RUN_DIR\[:STEP\][\s\S]*--model RUN_DIR\[:STEP\]/,
-    );
+    expect(parseCommandLine(["report", "--help"])).toEqual({ kind: "help", command: "report" });
+    expect(commandHelp("report", "1.0.0")).toMatch(/^Usage:\n {2}nexrl report RUN_DIR /m);
+    expect(commandHelp("sample", "1.0.0")).toMatch(/^Usage:\n {2}nexrl sample RUN_DIR\[:STEP\] /m);
+    expect(commandHelp("serve", "1.0.0")).toMatch(/--model RUN_DIR\[:STEP\]/);
   });
 
   it.each([
     [["report"], "nexrl report needs the run folder"],
     [["report", "a", "b"], "nexrl report takes one run folder, got 2: a b"],
-    [["report", "a", "--watch", "-o", "x.html"], "--watch serves the report instead of writing a file"],
+    [["report", "a", "--watch", "--output", "x.html"], "--watch serves the report instead of writing a file"],
     [["report", "a", "--port", "70000"], '--port must be an integer from 0 to 65535, got "70000"'],
-    [["report", "a", "--bogus"], "Unknown option '--bogus'"],
+    [["report", "a", "--bogus"], "nexrl report has no option --bogus\nRun `nexrl report --help` for its options."],
+    [["report", "a", "-o", "x.html"], "nexrl report has no option -o; did you mean --output FILE?"],
     [["sample"], "nexrl sample needs a run folder"],
     [["sample", "a", "b", "c"], "at most one PROMPT (quote it), got 3 arguments"],
     [["sample", "a", "-n", "0"], '-n must be an integer from 1 to 64, got "0"'],
     [["sample", "a", "--temperature=-1"], '--temperature must be a number ≥ 0 (0 samples greedily), got "-1"'],
-    [["sample", "a", "-m", "1.5"], '--max-tokens must be an integer from 1 up, got "1.5"'],
+    [["sample", "a", "--max-tokens", "1.5"], '--max-tokens must be an integer from 1 up, got "1.5"'],
+    [["sample", "a", "-t", "0"], "nexrl sample has no option -t; did you mean --temperature T?"],
+    [["sample", "a", "-m", "8"], "nexrl sample has no option -m; did you mean --max-tokens M?"],
+    [["sample", "a", "--temprature", "0"], "nexrl sample has no option --temprature; did you mean --temperature T?"],
   ])("refuse %j", (argv, message) => {
     expect(() => parseCommandLine(argv)).toThrow(UsageError);
     expect(() => parseCommandLine(argv)).toThrow(message);
@@ -111,7 +115,7 @@ const PROMPT = "English: the dog runs\nPig Latin:";
 describe("nexrl sample", () => {
   it("prints the completions of a checkpoint: the engine's own greedy tokens and logprobs", async () => {
     const { out } = await trainedRun();
-    const result = await runNexrl(["sample", `${out}:2`, PROMPT, "--json", "--logprobs", "-m", "12"]);
+    const result = await runNexrl(["sample", `${out}:2`, PROMPT, "--json", "--logprobs", "--max-tokens", "12"]);
     expect(result.code, result.stderr).toBe(0);
     // the recipe samples greedily (rollout_worker.temperature 0), and that is the default here
     expect(result.stderr).toContain("nexrl sample: pig:2: local model tiny, weights of step 2");
@@ -135,9 +139,12 @@ describe("nexrl sample", () => {
 
   it("reads prompts from standard input, one per line, and prints n completions of each as text", async () => {
     const { out } = await trainedRun();
-    const result = await runNexrl(["sample", out, "-n", "2", "-t", "1", "--seed", "3", "-m", "5", "--logprobs"], {
-      input: "English: a cat\n\nEnglish: a dog\n",
-    });
+    const result = await runNexrl(
+      ["sample", out, "-n", "2", "--temperature", "1", "--seed", "3", "--max-tokens", "5", "--logprobs"],
+      {
+        input: "English: a cat\n\nEnglish: a dog\n",
+      },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain("pig:4: local model tiny, weights of step 4");
     const text = result.stdout;
@@ -165,26 +172,6 @@ describe("nexrl sample", () => {
     expect(empty.stderr).toContain("no prompt: give one after RUN_DIR[:STEP]");
   });
 });
-
-/** Starts `nexrl serve ARGS` and resolves with its URL once it listens. */
-function startServe(args: readonly string[]) {
-  const child = spawn(process.execPath, [join(root, "dist/cli/main.js"), "serve", "--port", "0", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (match && stdout.includes("stop with Ctrl-C")) resolve(match[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`nexrl serve exited ${code}: ${stderr}`)));
-  });
-  return { child, url, exited, output: () => stdout, errors: () => stderr };
-}
 
 describe("nexrl serve --model", () => {
   it("serves a run's checkpoint to an unchanged openai client, with the engine's own logprobs", async () => {
@@ -312,10 +299,10 @@ function bufferIO(cwd: string, stdin?: { lines: string[]; isTTY: boolean }) {
 }
 
 describe("report, sample and serve --model in this process", () => {
-  it("sample reads a terminal's lines, report writes beside the run or where -o says", async () => {
+  it("sample reads a terminal's lines, report writes beside the run or where --output says", async () => {
     const { dir, out } = await trainedRun();
     const cli = bufferIO(dir, { lines: ["English: a cat\nEng", "lish: a dog\n"], isTTY: true });
-    expect(await runCli(["sample", "pig", "-m", "3", "--json"], cli.io)).toBe(0);
+    expect(await runCli(["sample", "pig", "--max-tokens", "3", "--json"], cli.io)).toBe(0);
     expect(cli.err()).toContain("reading prompts from standard input, one per line (Ctrl-D ends)");
     expect(cli.err()).toContain("weights of step 4 (pig/checkpoints/step_000004.nxs)");
     expect(
@@ -326,13 +313,18 @@ describe("report, sample and serve --model in this process", () => {
         .map((line) => JSON.parse(line).prompt),
     ).toEqual(["English: a cat", "English: a dog"]);
     const chat = bufferIO(dir);
-    expect(await runCli(["sample", out, "hello", "--chat", "-m", "4", "--seed", "1", "-t", "1"], chat.io)).toBe(0);
+    expect(
+      await runCli(
+        ["sample", out, "hello", "--chat", "--max-tokens", "4", "--seed", "1", "--temperature", "1"],
+        chat.io,
+      ),
+    ).toBe(0);
     expect(chat.out()).toMatch(/^=== prompt: "hello"\n--- completion \((stop|length), \d tokens\)\n/);
 
     const report = bufferIO(dir);
     expect(await runCli(["report", "pig"], report.io)).toBe(0);
     expect(report.out()).toBe(`${join(out, "report.html")}\n`);
-    expect(await runCli(["report", "pig", "-o", "elsewhere.html"], report.io)).toBe(0);
+    expect(await runCli(["report", "pig", "--output", "elsewhere.html"], report.io)).toBe(0);
     expect(await readFile(join(dir, "elsewhere.html"), "utf8")).toContain("<title>pig — nexrl run report</title>");
   });
 

@@ -4,7 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { helpText, parseCommandLine } from "../../src/cli/args.js";
+import { parseCommandLine } from "../../src/cli/args.js";
+import { commandHelp } from "../../src/cli/help.js";
 import { runCli, type CliIO } from "../../src/cli/run.js";
 import { runServe } from "../../src/cli/serve.js";
 import { UsageError } from "../../src/errors.js";
@@ -64,14 +65,16 @@ describe("nexrl serve command line", () => {
       faults: "429:0.1",
       seed: 7,
     });
-    expect(parseCommandLine(["serve", "--help"])).toEqual({ kind: "help" });
+    expect(parseCommandLine(["serve", "--help"])).toEqual({ kind: "help", command: "serve" });
     expect(() => parseCommandLine(["serve", "--protocol", "grpc"])).toThrow(
       /unknown protocol "grpc"; use one of tinker, weaver, openai, all/,
     );
     expect(() => parseCommandLine(["serve", "--port", "70000"])).toThrow(UsageError);
     expect(() => parseCommandLine(["serve", "--seed", "x"])).toThrow(/--seed must be an integer/);
     expect(() => parseCommandLine(["serve", "-c", "recipe.yaml"])).toThrow(/nexrl serve --help/);
-    expect(helpText("1.0.0")).toMatch(/nexrl serve \[--protocol tinker\|weaver\|openai\|all\][\s\S]*--faults SPEC/);
+    expect(commandHelp("serve", "1.0.0")).toMatch(
+      /nexrl serve \[--protocol tinker\|weaver\|openai\|all\][\s\S]*--faults SPEC/,
+    );
   });
 
   it("prints the URL of a server on a free port, serves until stopped, and exits 0", async () => {

@@ -1,8 +1,18 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { pigLatinRecipe, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+
+const mathRecipe = join(root, "recipe/math/local.yaml");
+const agentToolsRecipe = join(root, "recipe/agent_tools/local.yaml");
+
+/** The problem lines (`  - key: message`) of a refused recipe. */
+const problems = (stderr: string): string[] =>
+  stderr
+    .split("\n")
+    .filter((line) => line.startsWith("  - "))
+    .map((line) => line.slice(4));
 
 describe("nexrl validate (the built CLI)", () => {
   it("refuses an unsupported logger and keys nothing would read, naming each with what to do", async () => {
@@ -51,5 +61,97 @@ describe("nexrl validate (the built CLI)", () => {
     const fixed = await runNexrl(["validate", "-c", recipe], { cwd: dir });
     expect([fixed.code, fixed.stderr]).toEqual([EXIT_CODES.ok, ""]);
     expect(fixed.stdout).toContain(`recipe ok: ${recipe}`);
+  }, 60_000);
+
+  it("refuses GRPO with groups of one, in validate and in the run, naming data.rollout_repeat_n", async () => {
+    const dir = await tempDir();
+    for (const args of [
+      ["validate", "-c", mathRecipe, "data.rollout_repeat_n=1"],
+      ["-m", "training-service", "-c", mathRecipe, "--run-nexrl", "-o", join(dir, "run"), "data.rollout_repeat_n=1"],
+    ]) {
+      const run = await runNexrl(args, { cwd: dir });
+      expect([run.code, run.stdout]).toEqual([EXIT_CODES.invalidRecipe, ""]);
+      expect(problems(run.stderr)).toEqual([
+        expect.stringMatching(
+          /^data\.rollout_repeat_n: is 1, and `remote_api_grpo` compares each rollout with the other rollouts of its task: in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more/,
+        ),
+      ]);
+    }
+  }, 60_000);
+
+  it("refuses a custom trainer extending RemoteApiGrpoTrainer with groups of one, in validate and in the run", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "node_modules"));
+    await symlink(root, join(dir, "node_modules", "nexrl"), "dir");
+    await writeFile(
+      join(dir, "trainer.ts"),
+      'import { RemoteApiGrpoTrainer } from "nexrl";\nexport class MyGrpo extends RemoteApiGrpoTrainer {}\n',
+    );
+    await writeFile(
+      join(dir, "recipe.yaml"),
+      [
+        `defaults: [${mathRecipe}, _self_]`,
+        "trainer: {type: custom, custom_trainer_module_path: trainer.ts, custom_trainer_class_name: MyGrpo}",
+        `data: {data_files: [${join(root, "recipe/math/data/easy_train.jsonl")}]}`,
+        `validate: {data: {data_files: [${join(root, "recipe/math/data/easy_test.jsonl")}]}}`,
+        "init: null",
+        "",
+      ].join("\n"),
+    );
+    for (const args of [
+      ["validate", "-c", "recipe.yaml", "data.rollout_repeat_n=1"],
+      ["train", "-c", "recipe.yaml", "-o", join(dir, "run"), "data.rollout_repeat_n=1"],
+    ]) {
+      const run = await runNexrl(args, { cwd: dir });
+      expect([run.code, run.stdout.includes("step 1/")]).toEqual([EXIT_CODES.invalidRecipe, false]);
+      expect(run.stderr).toContain(
+        "data.rollout_repeat_n: is 1, and the trainer MyGrpo (a RemoteApiGrpoTrainer) compares each rollout with the other rollouts of its task",
+      );
+    }
+    const groups = await runNexrl(["validate", "-c", "recipe.yaml", "data.rollout_repeat_n=2"], { cwd: dir });
+    expect([groups.code, groups.stderr]).toEqual([EXIT_CODES.ok, ""]);
+  }, 60_000);
+
+  it("refuses cross_entropy under remote_api_grpo unless trainer.allow_loss_without_advantages opts in", async () => {
+    const dir = await tempDir();
+    const refused = await runNexrl(
+      ["validate", "-c", mathRecipe, "service.train_service.config.loss_fn=cross_entropy"],
+      {
+        cwd: dir,
+      },
+    );
+    expect(refused.code).toBe(EXIT_CODES.invalidRecipe);
+    expect(problems(refused.stderr)).toEqual([
+      expect.stringMatching(
+        /^service\.train_service\.config\.loss_fn: `cross_entropy` reads no advantages, .*set `trainer\.allow_loss_without_advantages: true` if that is what you want/,
+      ),
+    ]);
+    const optedIn = await runNexrl(
+      [
+        "validate",
+        "-c",
+        mathRecipe,
+        "service.train_service.config.loss_fn=cross_entropy",
+        "++trainer.allow_loss_without_advantages=true",
+      ],
+      { cwd: dir },
+    );
+    expect([optedIn.code, optedIn.stderr]).toEqual([EXIT_CODES.ok, ""]);
+  }, 60_000);
+
+  it("accepts NexRL's trajectory_pool.group_size when it equals data.rollout_repeat_n, and refuses another", async () => {
+    const dir = await tempDir();
+    // recipe/agent_tools/local.yaml: rollout_repeat_n 8, group_size 1 (NexRL's "no grouping in the pool").
+    const ported = await runNexrl(["validate", "-c", agentToolsRecipe, "trajectory_pool.group_size=8"], { cwd: dir });
+    expect([ported.code, ported.stderr]).toEqual([EXIT_CODES.ok, ""]);
+    const inconsistent = await runNexrl(["validate", "-c", agentToolsRecipe, "trajectory_pool.group_size=4"], {
+      cwd: dir,
+    });
+    expect(inconsistent.code).toBe(EXIT_CODES.invalidRecipe);
+    expect(problems(inconsistent.stderr)).toEqual([
+      expect.stringMatching(
+        /^trajectory_pool\.group_size: is 4, and data\.rollout_repeat_n is 8: .*set it to 8 \(or 1, or remove it\)/,
+      ),
+    ]);
   }, 60_000);
 });

@@ -145,7 +145,10 @@ describe("the preference worker and pairs", () => {
     });
     const worker = new PreferenceRolloutWorker({ name: "v", settings: workerSettings(config), tokenizer });
     const prompt = "lowercase: Red cAt";
-    const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0 })).response;
+    // runRollout samples at most the recipe's max_response_length, as a run does.
+    const maxTokens = workerSettings(config).maxResponseLength;
+    const greedy = (await inferenceClient.chat([{ role: "user", content: prompt }], { temperature: 0, maxTokens }))
+      .response;
     const validate = async (chosen: string, rejected: string) => {
       const [t] = await runRollout(worker, task({ data: { prompt, chosen, rejected }, isVal: true }), {
         inferenceClient,
@@ -320,7 +323,7 @@ describe("recipe keys of the preference trainers", () => {
   });
 
   it("refuses trainer.dpo for other trainers, unknown or bad dpo keys, and losses the preference trainers would not use", async () => {
-    expect(await issues(base("remote_api_grpo", ", dpo: {beta: 0.1}"))).toEqual([
+    expect(await issues(base("remote_api_grpo", ", dpo: {beta: 0.1}"), ["++data.rollout_repeat_n=2"])).toEqual([
       "trainer.dpo: read only by `type: remote_api_dpo`, and this trainer is `remote_api_grpo`; remove it",
     ]);
     expect((await issues(base("remote_api_dpo", ", dpo: {beta: 0, betta: 1}"))).sort()).toEqual([

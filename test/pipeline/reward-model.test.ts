@@ -167,7 +167,7 @@ describe("remote_api_reward_model and judge_mode: reward_model on the local engi
     const dir = await tempDir();
     await writeJsonl(join(dir, "train.jsonl"), [{ prompt: "p" }]);
     const base = (worker: string) =>
-      `data: {data_files: [train.jsonl], max_prompt_length: 16}\nrollout_worker: {type: single_turn_math, max_response_length: 16${worker}}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`;
+      `data: {data_files: [train.jsonl], max_prompt_length: 16, rollout_repeat_n: 2}\nrollout_worker: {type: single_turn_math, max_response_length: 16${worker}}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`;
     const issues = async (yaml: string) =>
       (await recipeError(writeRecipe(dir, yaml))).issues.map((i) => `${i.keyPath}: ${i.message}`);
     expect(await issues(base(", agent: {math: {judge_mode: reward_model}}"))).toEqual([

@@ -21,7 +21,7 @@ import { workerSettings } from "../../src/pipeline/settings.js";
 async function recipeConfig(): Promise<RecipeConfig> {
   const dir = await tempDir();
   await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "x" }]);
-  const yaml = `data: {data_files: [train.jsonl]}\nrollout_worker: {type: custom, custom_rollout_worker_module_path: train.jsonl}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`;
+  const yaml = `data: {data_files: [train.jsonl], rollout_repeat_n: 2}\nrollout_worker: {type: custom, custom_rollout_worker_module_path: train.jsonl}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n`;
   return (await writeRecipe(dir, yaml)).config;
 }
 

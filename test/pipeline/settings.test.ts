@@ -54,7 +54,7 @@ service: {train_service: {backend: local, model: tiny}}
     );
     expect(trainerSettings(dpo).dpo).toEqual({ beta: 0.3, reference: "local://ref" });
     const graded = await recipe(
-      `data: {data_files: [train.jsonl]}
+      `data: {data_files: [train.jsonl], rollout_repeat_n: 2}
 rollout_worker:
   type: single_turn_math
   agent: {math: {judge_mode: reward_model}}
@@ -69,7 +69,7 @@ service: {train_service: {backend: local, model: tiny}}
 
   it("give workers their rollout_worker settings in camelCase, one object per recipe, and no judge under judge_mode rule", async () => {
     const config = await recipe(
-      `data: {data_files: [train.jsonl], max_prompt_length: 20}
+      `data: {data_files: [train.jsonl], rollout_repeat_n: 2, max_prompt_length: 20}
 rollout_worker:
   type: agent
   agent_module_path: agent.ts
@@ -110,7 +110,7 @@ service: {train_service: {backend: local, model: tiny}}
 
   it("carry the math worker's LLM judge without its key, which is read from the named variable when the judge is made", async () => {
     const config = await recipe(
-      `data: {data_files: [train.jsonl]}
+      `data: {data_files: [train.jsonl], rollout_repeat_n: 2}
 rollout_worker:
   type: single_turn_math
   agent: {math: {judge_mode: rule+llm_judge}}

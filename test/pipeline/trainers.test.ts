@@ -21,7 +21,7 @@ async function context(trainer: string, config: string, extra = "") {
   await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "x" }]);
   const recipe = await writeRecipe(
     dir,
-    `data: {data_files: [train.jsonl], max_prompt_length: 16}\nrollout_worker: {type: single_turn_math, max_response_length: 16}\ntrainer: {type: ${trainer}, total_train_steps: 1${extra}}\nservice: {train_service: {backend: local, model: tiny, config: {${config}}}}\n`,
+    `data: {data_files: [train.jsonl], max_prompt_length: 16, rollout_repeat_n: 2}\nrollout_worker: {type: single_turn_math, max_response_length: 16}\ntrainer: {type: ${trainer}, total_train_steps: 1${extra}}\nservice: {train_service: {backend: local, model: tiny, config: {${config}}}}\n`,
   );
   const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
   const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });

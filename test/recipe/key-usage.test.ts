@@ -200,7 +200,8 @@ const CHECKED: Record<string, string> = {
   "rollout_worker.resource.num_workers": "only 0: no agent pods",
   "rollout_worker.resource.agents_per_worker": "only with num_workers 0, where it counts no pod (as in NexRL)",
   "trajectory_pool.type": "only `default`",
-  "trajectory_pool.group_size": "only 1",
+  "trajectory_pool.group_size": "only 1 or data.rollout_repeat_n",
+  "trainer.allow_loss_without_advantages": "lets an RL trainer train a supervised loss, refused without it",
   "trajectory_pool.key_list": "only []",
   "trainer.sync_weight_path": "only empty",
   "trainer.teachers[].base_url": "refused when set",
@@ -379,7 +380,44 @@ const REFUSED: Refusal[] = [
     keyPath: "rollout_worker.custom_rollout_worker_module_path",
     says: "read only when `type` is `custom`, and this worker is `pig_latin`",
   },
-  { overrides: ["++trajectory_pool.group_size=8"], keyPath: "trajectory_pool.group_size", says: "rollout_repeat_n" },
+  {
+    overrides: ["++trajectory_pool.group_size=8"],
+    keyPath: "trajectory_pool.group_size",
+    says: "is 8, and data.rollout_repeat_n is 1",
+  },
+  {
+    overrides: ["++data.rollout_repeat_n=4", "++trajectory_pool.group_size=2"],
+    keyPath: "trajectory_pool.group_size",
+    says: "set it to 4 (or 1, or remove it)",
+  },
+  {
+    overrides: ["trainer.type=remote_api_grpo"],
+    keyPath: "data.rollout_repeat_n",
+    says: "in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more",
+  },
+  {
+    overrides: [
+      "trainer.type=remote_api_grpo",
+      "++data.rollout_repeat_n=4",
+      "++trainer.algorithm={loss_fn: cross_entropy}",
+    ],
+    keyPath: "trainer.algorithm.loss_fn",
+    says: "set `trainer.allow_loss_without_advantages: true`",
+  },
+  {
+    overrides: [
+      "trainer.type=remote_api_opd",
+      "++trainer.teachers=[{base_model: tiny}]",
+      "++service.train_service.config={loss_fn: cross_entropy}",
+    ],
+    keyPath: "service.train_service.config.loss_fn",
+    says: "`cross_entropy` reads no advantages",
+  },
+  {
+    overrides: ["++trainer.allow_loss_without_advantages=true"],
+    keyPath: "trainer.allow_loss_without_advantages",
+    says: "this trainer is `remote_api_cross_entropy`; remove it",
+  },
   { overrides: ["++trajectory_pool.key_list=[group_id]"], keyPath: "trajectory_pool.key_list", says: "does not group" },
   {
     overrides: ["++trainer.sync_weight_path=/w"],
@@ -568,5 +606,29 @@ describe("every recipe key is read or refused", () => {
     });
     expect(config.logger.backend).toEqual(["console", "jsonl"]);
     expect(config.service.inference_service.tool_parser).toBe("hermes");
+  });
+
+  it("accepts a NexRL pool group_size equal to data.rollout_repeat_n, the grouping nexrl does", async () => {
+    const dir = await recipeDir();
+    const { config } = await loadRecipe(join(dir, "r.yaml"), {
+      env: {},
+      overrides: ["trainer.type=remote_api_grpo", "++data.rollout_repeat_n=4", "++trajectory_pool.group_size=4"],
+    });
+    expect(config.trajectory_pool.group_size).toBe(4);
+    expect(config.data.rollout_repeat_n).toBe(4);
+  });
+
+  it("trains cross_entropy under remote_api_grpo only with trainer.allow_loss_without_advantages", async () => {
+    const dir = await recipeDir();
+    const { config } = await loadRecipe(join(dir, "r.yaml"), {
+      env: {},
+      overrides: [
+        "trainer.type=remote_api_grpo",
+        "++data.rollout_repeat_n=2",
+        "++trainer.algorithm={loss_fn: cross_entropy}",
+        "++trainer.allow_loss_without_advantages=true",
+      ],
+    });
+    expect(config.trainer.algorithm.loss_fn).toBe("cross_entropy");
   });
 });

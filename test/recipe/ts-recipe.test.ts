@@ -45,7 +45,7 @@ describe("TS recipes", () => {
       "recipe.mts": RECIPE_TS,
       "commonjs.ts": RECIPE_TS,
       "plain.js":
-        "export default { defaults: ['common'], trainer: { type: 'remote_api_grpo', total_train_steps: 2 } };\n",
+        "export default { defaults: ['common'], data: { rollout_repeat_n: 2 }, trainer: { type: 'remote_api_grpo', total_train_steps: 2 } };\n",
     });
     expect((await loadRecipe(join(dir, "recipe.mts"))).config.experiment_name).toBe("ts-4");
     expect((await loadRecipe(join(dir, "commonjs.ts"))).config.experiment_name).toBe("ts-4");

@@ -50,7 +50,7 @@ describe("the run report in headless Chromium", () => {
         ...pigLatinOverrides({ steps: 6, saveFreq: 3, validateFreq: 3 }),
       ]);
       expect(trained.code, trained.stderr).toBe(0);
-      const reported = await runNexrl(["report", out, "-o", join(dir, "report.html")]);
+      const reported = await runNexrl(["report", out, "--output", join(dir, "report.html")]);
       expect([reported.code, reported.stdout]).toEqual([0, `${join(dir, "report.html")}\n`]);
       const metrics = await readJsonlRows<MetricsRow>(join(out, "metrics.jsonl"));
       const samples = await readJsonlRows<SampleRow>(join(out, "samples.jsonl"));

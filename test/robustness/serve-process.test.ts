@@ -10,6 +10,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { call, runCli, startCli, tempDir } from "./serve-helpers.js";
+import { unprivilegedUser, type Unprivileged } from "./unprivileged.js";
 
 /** Expects a single `nexrl: …` line on stderr, with no stack trace and no "unexpected error". */
 function expectOneLine(stderr: string, message: RegExp): void {
@@ -25,12 +26,12 @@ const exists = (file: string) =>
   );
 
 /** The unprivileged user to run a child as when this process is root (privileged ports are open to root). */
-async function unprivileged(): Promise<{ uid: number } | { skip: string }> {
+async function unprivileged(): Promise<Unprivileged> {
   const start = Number(
     (await readFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", "utf8").catch(() => "1024")).trim(),
   );
   if (start <= 80) return { skip: `every user may bind port 80 here (ip_unprivileged_port_start is ${start})` };
-  return { uid: process.getuid?.() === 0 ? 65534 : (process.getuid?.() ?? 65534) };
+  return unprivilegedUser();
 }
 
 describe("nexrl serve: addresses it cannot bind", () => {
@@ -75,7 +76,7 @@ describe("nexrl serve: addresses it cannot bind", () => {
       ctx.skip();
       return;
     }
-    const { code, stderr } = await runCli(["serve", "--port", "80"], { uid: user.uid, cwd: tmpdir() });
+    const { code, stderr } = await runCli(["serve", "--port", "80"], { uid: user.uid, gid: user.gid, cwd: tmpdir() });
     expect(code).toBe(EXIT_CODES.runFailed);
     expectOneLine(
       stderr,

@@ -73,3 +73,23 @@ export function runNexrl(
     child.stdin.end(options.input ?? "");
   });
 }
+
+/** Starts `nexrl serve ARGS` and resolves with its URL once it listens. */
+export function startServe(args: readonly string[]) {
+  const child = spawn(process.execPath, [join(root, "dist/cli/main.js"), "serve", "--port", "0", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const url = new Promise<string>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (match && stdout.includes("stop with Ctrl-C")) resolve(match[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`nexrl serve exited ${code}: ${stderr}`)));
+  });
+  return { child, url, exited, output: () => stdout, errors: () => stderr };
+}

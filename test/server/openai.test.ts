@@ -215,7 +215,7 @@ describe("OpenAI-compatible endpoints driven by the openai client", () => {
       seed: 11,
       n: 2,
       logprobs: true,
-      top_logprobs: 2,
+      top_logprobs: 1,
       return_token_ids: true,
     } as OpenAI.ChatCompletionCreateParamsNonStreaming)) as OpenAI.ChatCompletion & VllmTokenIdFields;
     const call = cat.calls[before]!;
@@ -340,6 +340,31 @@ describe("OpenAI-compatible endpoint errors", () => {
       /The model `gpt-9` does not exist\. Served models: tiny, cat/,
       "model_not_found",
     );
+  });
+
+  it("refuses more than one logprob per position, which the sampler cannot give, instead of answering only the sampled token", async () => {
+    const calls = cat.calls.length;
+    await expectError(
+      openai.chat.completions.create({
+        model: "cat",
+        messages: [{ role: "user", content: "the " }],
+        logprobs: true,
+        top_logprobs: 5,
+      }),
+      400,
+      "top_logprobs",
+      /^top_logprobs: at most 1: this server reports the logprob of each sampled token and no alternatives/,
+    );
+    await expectError(
+      openai.completions.create({ model: "cat", prompt: "the ", logprobs: 3 }),
+      400,
+      "logprobs",
+      /^logprobs: at most 1: /,
+    );
+    expect(cat.calls.length).toBe(calls);
+    // One is the sampled token's logprob, as documented.
+    const one = await openai.completions.create({ model: "cat", prompt: "the ", logprobs: 1, max_tokens: 2, seed: 1 });
+    expect(one.choices[0]!.logprobs!.top_logprobs).toHaveLength(one.choices[0]!.logprobs!.tokens!.length);
   });
 
   it("answers malformed requests with 400 naming the parameter", async () => {

@@ -4,6 +4,7 @@ import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
 import type { RolloutTask } from "../../src/contracts/task.js";
 import { LocalTrainingService } from "../../src/services/training/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import type { InferenceClient, InferenceOptions } from "../../src/services/inference/types.js";
 import { rolloutTask, runRollout, seededRandom, workerSettings } from "../../src/testing/index.js";
 import { InputError } from "../../src/errors.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
@@ -36,7 +37,7 @@ async function setUp() {
   await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "abc" }]);
   const recipe = await writeRecipe(
     dir,
-    "data: {data_files: [train.jsonl]}\nrollout_worker: {type: simple, max_response_length: 6}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n",
+    "data: {data_files: [train.jsonl], rollout_repeat_n: 2}\nrollout_worker: {type: simple, max_response_length: 6}\ntrainer: {type: remote_api_grpo, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n",
   );
   const tokenizer = new ByteTokenizer();
   const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
@@ -65,6 +66,51 @@ describe("nexrl/testing", () => {
       expect(returned!.reward).toBe(responseLength);
       expect(put!.tokens).toEqual(returned!.tokens);
       expect(put!.logprobs!.slice(4).every((lp) => lp <= 0)).toBe(true);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("runRollout samples with the recipe's temperature and max_response_length, and refuses what max_sequence_length would", async () => {
+    const dir = await tempDir();
+    await writeJsonl(`${dir}/train.jsonl`, [{ prompt: "abc" }]);
+    const { config } = await writeRecipe(
+      dir,
+      "data: {data_files: [train.jsonl], max_prompt_length: 8}\nrollout_worker: {type: simple, temperature: 0.5, max_response_length: 3, max_sequence_length: 11}\ntrainer: {type: remote_api_cross_entropy, total_train_steps: 1}\nservice: {train_service: {backend: local, model: tiny}}\n",
+    );
+    const tokenizer = new ByteTokenizer();
+    const service = new LocalTrainingService({ outputDir: dir, seed: 0 });
+    try {
+      const samplingClient = await service.createSamplingClient("tiny");
+      // The client's own default (256 tokens) is what a worker got before: the recipe's length must win.
+      const sampler = new SamplerInferenceClient({ samplingClient, tokenizer });
+      const sent: InferenceOptions[] = [];
+      const recording: InferenceClient = Object.assign(Object.create(sampler) as InferenceClient, {
+        completion: (prompt: string | number[], options: InferenceOptions = {}) => {
+          sent.push(options);
+          return sampler.completion(prompt, options);
+        },
+      });
+      const worker = new TwoTrajectoryWorker({ name: "lengths", settings: workerSettings(config), tokenizer });
+      const [put] = await runRollout(worker, rolloutTask({ prompt: "abc" }, { seed: 5 }), {
+        inferenceClient: recording,
+      });
+      expect(sent).toEqual([expect.objectContaining({ temperature: 0.5, maxTokens: 3, seed: expect.any(Number) })]);
+      expect(put!.tokens.length - 4).toBeLessThanOrEqual(3);
+      // A trajectory longer than max_sequence_length (11) fails the rollout, as in a run.
+      class LongWorker extends BaseRolloutWorker {
+        rollout() {
+          return {
+            tokens: Array.from({ length: 12 }, () => 1),
+            lossMask: Array.from({ length: 12 }, () => 1),
+            reward: 0,
+          };
+        }
+      }
+      const long = new LongWorker({ name: "long", settings: workerSettings(config), tokenizer });
+      await expect(runRollout(long, rolloutTask({ prompt: "abc" }))).rejects.toThrow(
+        "tokens has length 12, more than rollout_worker.max_sequence_length (11)",
+      );
     } finally {
       await service.close();
     }

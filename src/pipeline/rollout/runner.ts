@@ -598,12 +598,7 @@ export class RolloutRunner {
       t.policyVersion ??= version;
       t.isVal = task.isVal;
       t.validate();
-      if (max !== undefined && t.tokens.length > max) {
-        throw new InputError(
-          `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
-          { field: "tokens" },
-        );
-      }
+      checkSequenceLength(t, max);
       return t;
     });
   }
@@ -652,4 +647,17 @@ function shownValue(value: unknown): string {
 function describeError(error: unknown): string {
   if (!(error instanceof Error)) return `a throw of ${shownValue(error)}`;
   return error instanceof NexrlError ? error.message : `${error.name}: ${error.message}`;
+}
+
+/**
+ * Refuses a trajectory longer than `rollout_worker.max_sequence_length` (`max`; undefined for no limit).
+ * @throws {@link InputError} naming the trajectory, its length and the limit.
+ */
+export function checkSequenceLength(t: Trajectory, max: number | undefined): void {
+  if (max !== undefined && t.tokens.length > max) {
+    throw new InputError(
+      `Trajectory (group ${t.groupId}, run ${t.runId}): tokens has length ${t.tokens.length}, more than rollout_worker.max_sequence_length (${max}); cut it with this.truncate(...) in the worker or raise the limit`,
+      { field: "tokens" },
+    );
+  }
 }

@@ -4,6 +4,7 @@
  */
 import type { SamplingClient } from "../../services/training/types.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
+import { NEXRL_BRAND } from "../../recipe/brand.js";
 import { putSummary } from "../stats.js";
 import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
@@ -45,6 +46,8 @@ export interface GrpoTrainerOptions extends GroupAdvantageOptions {
  * ```
  */
 export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
+  /** Brand by which the run recognises group-relative trainers across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiGrpoTrainer";
   /** The options in use. */
   protected readonly options: GrpoTrainerOptions;
   private reference: Promise<SamplingClient> | undefined;

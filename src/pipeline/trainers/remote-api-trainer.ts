@@ -37,7 +37,7 @@ import type { ForwardBackwardOutput } from "../../types/results.js";
  */
 export abstract class RemoteApiTrainer implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
-  static readonly [NEXRL_BRAND] = "nexrl.RemoteApiTrainer";
+  static readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiTrainer";
   /** Services, settings and tokenizer. */
   protected readonly context: TrainerContext;
   /** Seconds the service keeps each sampler snapshot (default one day). */

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { lossFunctions, type LossFunctionName } from "../../contracts/losses.js";
 import { dataSchema, validateSchema } from "./data.js";
-import { rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
+import { POOL_GROUPING, rolloutWorkerSchema, trajectoryPoolSchema } from "./rollout-worker.js";
 import {
   accountingSchema,
   environmentSchema,
@@ -27,7 +27,9 @@ import {
   weightSchema,
 } from "./service.js";
 import {
+  ADVANTAGE_TRAINER_TYPES,
   ALGORITHM_DEFAULTS,
+  GROUP_RELATIVE_TRAINER_TYPES,
   PREFERENCE_TRAINER_TYPES,
   trainerSchema,
   type HyperParametersInput,
@@ -295,13 +297,33 @@ export const recipeSchema = z
       );
     }
     const lossFn = fromTrainer.loss_fn ?? fromService.loss_fn;
-    if (lossFn !== undefined && !(lossFunctions[lossFn].backends as readonly string[]).includes(backend)) {
-      const path =
-        fromTrainer.loss_fn === undefined
-          ? ["service", "train_service", "config", "loss_fn"]
-          : ["trainer", "algorithm", "loss_fn"];
+    const lossPath =
+      fromTrainer.loss_fn === undefined
+        ? ["service", "train_service", "config", "loss_fn"]
+        : ["trainer", "algorithm", "loss_fn"];
+    if (GROUP_RELATIVE_TRAINER_TYPES.includes(trainerType) && data.rollout_repeat_n < 2)
       issue(
-        path,
+        ["data", "rollout_repeat_n"],
+        `is ${data.rollout_repeat_n}, and \`${trainerType}\` compares each rollout with the other rollouts of its task: in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more (e.g. 4 or 8)`,
+      );
+    if (
+      lossFn !== undefined &&
+      ADVANTAGE_TRAINER_TYPES.includes(trainerType) &&
+      "weights" in lossFunctions[lossFn].inputs &&
+      !recipe.trainer.allow_loss_without_advantages
+    )
+      issue(
+        lossPath,
+        `\`${lossFn}\` reads no advantages, so \`${trainerType}\` would train plain likelihood of the model's own samples whatever their reward; use a policy loss (importance_sampling, ppo, cispo, dro), \`trainer.type: remote_api_cross_entropy\` for supervised fine-tuning, or set \`trainer.allow_loss_without_advantages: true\` if that is what you want`,
+      );
+    if (pool.group_size !== 1 && pool.group_size !== data.rollout_repeat_n)
+      issue(
+        ["trajectory_pool", "group_size"],
+        `is ${pool.group_size}, and data.rollout_repeat_n is ${data.rollout_repeat_n}: ${POOL_GROUPING}; set it to ${data.rollout_repeat_n} (or 1, or remove it)`,
+      );
+    if (lossFn !== undefined && !(lossFunctions[lossFn].backends as readonly string[]).includes(backend)) {
+      issue(
+        lossPath,
         `\`${lossFn}\` is not available on ${backend} (available on: ${lossFunctions[lossFn].backends.join(", ")})`,
       );
     }

@@ -354,6 +354,10 @@ export const rolloutWorkerSchema = z
     need_llm_inference: worker.need_llm_inference ?? !NON_SAMPLING_WORKERS.includes(worker.type),
   }));
 
+/** Why the pool takes no grouping settings of its own. */
+export const POOL_GROUPING =
+  "the pool does not group trajectories: GRPO groups are the data.rollout_repeat_n rollouts of a task, and a batch releases whole groups";
+
 /** Shape of `trajectory_pool:`. */
 export const trajectoryPoolSchema = z
   .strictObject({
@@ -361,7 +365,11 @@ export const trajectoryPoolSchema = z
     type: z.enum(["default"]).default("default"),
     /** Trajectories per training batch for the `batch_size_reached*` readiness checks. */
     batch_size: positiveInt.default(32),
-    /** NexRL's pool grouping: only `1` is accepted (GRPO groups are the `data.rollout_repeat_n` rollouts of a task). */
+    /**
+     * NexRL's pool grouping: `1` (no grouping in the pool) or `data.rollout_repeat_n`, the grouping
+     * nexrl does anyway (GRPO groups are the `data.rollout_repeat_n` rollouts of a task); any other
+     * value is refused.
+     */
     group_size: positiveInt.default(1),
     /** NexRL's pool grouping by trajectory fields: only `[]` is accepted. */
     key_list: z.array(nonEmpty).default([]),
@@ -371,10 +379,8 @@ export const trajectoryPoolSchema = z
       .default("loaded_batch_finished"),
   })
   .superRefine((pool, ctx) => {
-    const why =
-      "the pool does not group trajectories: GRPO groups are the data.rollout_repeat_n rollouts of a task, and a batch releases whole groups";
-    if (pool.group_size !== 1) refuse(ctx, ["group_size"], `${why}; remove it (or set 1)`);
-    if (pool.key_list.length > 0) refuse(ctx, ["key_list"], `${why}; remove it (or set [])`);
+    // `group_size` is checked against `data.rollout_repeat_n` with the whole recipe (schema/recipe.ts).
+    if (pool.key_list.length > 0) refuse(ctx, ["key_list"], `${POOL_GROUPING}; remove it (or set [])`);
   })
   .prefault({});
 

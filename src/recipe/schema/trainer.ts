@@ -22,6 +22,12 @@ export const TRAINER_TYPES = [
 /** The trainers that learn from chosen/rejected pairs through a custom loss. */
 export const PREFERENCE_TRAINER_TYPES: readonly string[] = ["remote_api_dpo", "remote_api_reward_model"];
 
+/** The built-in trainers that train a policy loss on advantages (a supervised loss would ignore them). */
+export const ADVANTAGE_TRAINER_TYPES: readonly string[] = ["remote_api_grpo", "remote_api_opd"];
+
+/** The built-in trainers whose advantages are relative to the other rollouts of a task's group. */
+export const GROUP_RELATIVE_TRAINER_TYPES: readonly string[] = ["remote_api_grpo"];
+
 /** Optimisation keys accepted in `service.train_service.config` and `trainer.algorithm`; all optional. */
 export const hyperParametersSchema = z.strictObject({
   /** Loss sent as `loss_fn` (default: `cross_entropy` for `remote_api_cross_entropy` and the preference trainers `remote_api_dpo` and `remote_api_reward_model`, which accept no other, else `importance_sampling`). */
@@ -134,6 +140,11 @@ export const trainerSchema = z
     teachers: z.array(teacherSchema).optional(),
     /** Options of `remote_api_dpo` (β and the reference model); refused for other trainers. */
     dpo: dpoSchema.optional(),
+    /**
+     * `remote_api_grpo` and `remote_api_opd` only: train with a loss that reads no advantages
+     * (`cross_entropy`, plain likelihood of the model's own samples), which is refused without it.
+     */
+    allow_loss_without_advantages: z.boolean().default(false),
     /** Hyper-parameters; merged with `service.train_service.config` (null is NexRL's placeholder). */
     algorithm: hyperParametersSchema.nullable().optional(),
   })
@@ -176,6 +187,12 @@ export const trainerSchema = z
         ctx,
         ["custom_trainer_module_path"],
         `read only when \`type\` is \`custom\`, and this trainer is \`${trainer.type}\`: remove it, or set \`type: custom\` to run your class`,
+      );
+    if (trainer.allow_loss_without_advantages && !ADVANTAGE_TRAINER_TYPES.includes(trainer.type))
+      refuse(
+        ctx,
+        ["allow_loss_without_advantages"],
+        `read only by the trainers that learn from advantages (${ADVANTAGE_TRAINER_TYPES.join(", ")}), and this trainer is \`${trainer.type}\`; remove it`,
       );
     if (trainer.sync_weight_path) refuse(ctx, ["sync_weight_path"], SELF_HOSTED_WEIGHTS);
   });

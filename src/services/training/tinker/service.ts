@@ -64,8 +64,8 @@ export class TinkerTrainingService implements TrainingService {
 
   /**
    * @param options key, base URL, timeouts and retries.
-   * @throws ConfigError when neither `apiKey` nor `TINKER_API_KEY` is set;
-   * ConfigError for an unknown `wire` / `NEXRL_TINKER_WIRE`.
+   * @throws ConfigError when neither `apiKey` nor `TINKER_API_KEY` is set, or for an unknown
+   * `wire` / `NEXRL_TINKER_WIRE`.
    */
   constructor(private readonly options: TinkerServiceOptions = {}) {
     this.wire = resolveWire(options.wire, options.env ?? process.env);
