@@ -159,6 +159,7 @@ export class OpenAIEndpoints {
   /**
    * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
    * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
+   * `onError` sees each error answered.
    */
   async answer(
     req: IncomingMessage,
@@ -166,6 +167,7 @@ export class OpenAIEndpoints {
     path: string,
     method: string,
     run: () => Promise<void>,
+    onError?: (error: ProtocolError) => void,
   ): Promise<void> {
     try {
       if (req.method !== method)
@@ -178,6 +180,7 @@ export class OpenAIEndpoints {
       await run();
     } catch (error) {
       const api = openAIErrorOf(error);
+      onError?.(api);
       if (api.status === 500)
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
