@@ -9,6 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
+import { AnthropicMessages } from "../server/anthropic-endpoints.js";
+import { sendAnthropicError } from "../server/anthropic-protocol.js";
 import { listen } from "../server/bind.js";
 import {
   decodedChoice,
@@ -16,16 +18,17 @@ import {
   modelList,
   OpenAIEndpoints,
   requestSampling,
+  type ErrorWriter,
   type Generation,
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import { type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import { sendOpenAIError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
-import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
+import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { parseToolCalls } from "./tool-calls.js";
 import { ConfigError, ContextLengthError, ProtocolError } from "../errors.js";
@@ -88,6 +91,11 @@ const finished = (id: string) =>
  *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
  *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
+ * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
+ *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
+ *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
+ *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
+ *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  *
  * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
  * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
@@ -112,6 +120,7 @@ export class AgentGateway {
   private readonly modelName: string;
   private readonly maxClaimWaitMs: number;
   private readonly endpoints: OpenAIEndpoints;
+  private readonly messages: AnthropicMessages;
 
   private constructor(
     private readonly server: Server,
@@ -127,6 +136,7 @@ export class AgentGateway {
       maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
       log: (line) => log(`nexrl agent gateway: ${line}`),
     });
+    this.messages = new AnthropicMessages(this.endpoints, "the nexrl agent gateway");
   }
 
   /**
@@ -231,7 +241,7 @@ export class AgentGateway {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
@@ -239,6 +249,7 @@ export class AgentGateway {
     // Under /rollouts/{id} even when the rest of the path is wrong (a base URL that lost its /v1).
     const named = /^\/rollouts\/([^/]+)/.exec(path)?.[1] ?? (typeof header === "string" ? header : undefined);
     const session = this.openSession(named);
+    const sendError = route.sendError ?? sendOpenAIError;
     const request = `${req.method ?? "GET"} ${path}`;
     await this.endpoints.answer(
       req,
@@ -246,15 +257,18 @@ export class AgentGateway {
       path,
       route.method,
       route.run,
-      session &&
-        ((error) =>
-          // The id is random: written as a placeholder, the note reads the same in every rollout.
-          session.noteFailedRequest(
-            `${error.status} ${error.message}${error.message.includes(request) ? "" : ` (${request})`}`.replaceAll(
-              session.id,
-              "{rolloutId}",
-            ),
-          )),
+      session
+        ? (response, error, headers) => {
+            // The id is random: written as a placeholder, the note reads the same in every rollout.
+            session.noteFailedRequest(
+              `${error.status} ${error.message}${error.message.includes(request) ? "" : ` (${request})`}`.replaceAll(
+                session.id,
+                "{rolloutId}",
+              ),
+            );
+            sendError(response, error, headers);
+          }
+        : sendError,
     );
   }
 
@@ -270,7 +284,7 @@ export class AgentGateway {
     rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
-  ): { method: string; run: () => Promise<void> } | undefined {
+  ): { method: string; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
@@ -306,6 +320,26 @@ export class AgentGateway {
         return {
           method: "POST",
           run: inRollout((session) => this.endpoints.chat(req, res, (request) => this.generator(session, request))),
+        };
+      case "/v1/messages":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.create(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
+        };
+      case "/v1/messages/count_tokens":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.countTokens(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
         };
       case "/v1/completions":
         return {
@@ -387,7 +421,7 @@ export class AgentGateway {
     const tokenizer = session.inference.tokenizer;
     const decoded = decodedChoice(tokenizer, result.responseTokens, result.logprobs, result.finishReason, request);
     const parsed = chat?.parseTools
-      ? parseToolCalls(decoded.text, newCallId)
+      ? parseToolCalls(decoded.text, chat.newToolCallId ?? newCallId)
       : { content: decoded.text, toolCalls: [] };
     const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
     // Ids beyond the tokenizer (counted by the rollout's inference client) read as nothing.
@@ -395,7 +429,7 @@ export class AgentGateway {
     session.record(
       {
         turn: budget.turn,
-        endpoint: chat ? "chat.completions" : "completions",
+        endpoint: chat ? (chat.dialect ?? "chat.completions") : "completions",
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,

@@ -7,7 +7,9 @@
  * @module
  */
 import { randomBytes } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../types/tokenizer.js";
+import { jsonArguments, type ToolArguments } from "../server/anthropic-protocol.js";
 import { contentWithToolCalls } from "./tool-calls.js";
 import { appendAll } from "../types/arrays.js";
 
@@ -60,6 +62,30 @@ function answeredOf(message: ChatMessage, answered: readonly AnsweredMessage[]):
   if (message.role !== "assistant") return undefined;
   const calls = message.tool_calls ?? [];
   return answered.find((a) => a.content === message.content && sameCalls(a.toolCalls, calls));
+}
+
+/**
+ * Writes a tool_use block sent back as the arguments the gateway answered for that call — the
+ * very text the model wrote, whose key order and spacing `JSON.stringify(input)` need not repeat
+ * — when its id and name are those of an answered call and its input is what they parse to;
+ * otherwise as compact JSON. So an answered turn sent back as Anthropic blocks matches it.
+ */
+export function answeredArguments(answered: readonly AnsweredMessage[]): ToolArguments {
+  return (use) => {
+    for (const message of answered)
+      for (const call of message.toolCalls)
+        if (call.id === use.id && call.function.name === use.name && sameInput(call.function.arguments, use.input))
+          return call.function.arguments;
+    return jsonArguments(use);
+  };
+}
+
+function sameInput(args: string, input: Record<string, unknown>): boolean {
+  try {
+    return isDeepStrictEqual(JSON.parse(args), input);
+  } catch {
+    return false;
+  }
 }
 
 /** `message` with its tool calls written into the text when the template ignores `tool_calls`. */

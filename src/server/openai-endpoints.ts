@@ -42,9 +42,15 @@ import { ProtocolError } from "../errors.js";
 export interface GenerationCall {
   /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
   maxTokens: number | undefined;
-  /** Chat calls only: the conversation, and whether tool calls are to be parsed out of the answer. */
-  chat?: { messages: ChatMessage[]; parseTools: boolean };
+  /**
+   * Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, the
+   * dialect called, and how the dialect writes tool call ids.
+   */
+  chat?: { messages: ChatMessage[]; parseTools: boolean; dialect?: ChatDialect; newToolCallId?: () => string };
 }
+
+/** The chat endpoint a call came through. */
+export type ChatDialect = "chat.completions" | "messages";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -62,6 +68,10 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
+  /** The endpoint called (default `chat.completions`), as the agent gateway records it. */
+  dialect?: ChatDialect;
+  /** Makes the id of each tool call parsed out of the answer, in the dialect's form (default: the server's). */
+  newToolCallId?: () => string;
 }
 
 /** The choices of one prompt, and the prompt's token ids as the model read them. */
@@ -81,6 +91,9 @@ export interface OpenAIGenerator {
   /** Samples the choices of `prompt` (`request.n` of them where the server allows that), decoded with {@link decodedChoice}. */
   generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
 }
+
+/** Answers a failure in a dialect's error shape (or drops the connection when a stream has begun). */
+export type ErrorWriter = (res: ServerResponse, error: ProtocolError, headers?: Record<string, string>) => void;
 
 /** Picks the generator of a parsed request, or throws a {@link ProtocolError} to refuse it. */
 export type GeneratorFor<R> = (request: R) => OpenAIGenerator | Promise<OpenAIGenerator>;
@@ -158,8 +171,8 @@ export class OpenAIEndpoints {
 
   /**
    * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
-   * `onError` sees each error answered.
+   * `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's error
+   * shape; Anthropic's routes give theirs); 500s are logged.
    */
   async answer(
     req: IncomingMessage,
@@ -167,7 +180,7 @@ export class OpenAIEndpoints {
     path: string,
     method: string,
     run: () => Promise<void>,
-    onError?: (error: ProtocolError) => void,
+    sendError: ErrorWriter = sendOpenAIError,
   ): Promise<void> {
     try {
       if (req.method !== method)
@@ -180,12 +193,11 @@ export class OpenAIEndpoints {
       await run();
     } catch (error) {
       const api = openAIErrorOf(error);
-      onError?.(api);
       if (api.status === 500)
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: method } : {});
+      sendError(res, api, api.status === 405 ? { allow: method } : {});
     }
   }
 
@@ -257,18 +269,28 @@ export class OpenAIEndpoints {
    * path every chat dialect (chat completions, and the others that translate to it) goes through.
    */
   async generateChat(generator: OpenAIGenerator, call: ChatCall): Promise<Generation> {
+    return generator.generate(this.chatPrompt(generator, call), call.request, {
+      maxTokens: call.maxTokens,
+      chat: {
+        messages: call.messages,
+        parseTools: call.parseTools,
+        ...(call.dialect && { dialect: call.dialect }),
+        ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
+      },
+    });
+  }
+
+  /** The prompt token ids of a conversation, rendered as {@link OpenAIEndpoints.generateChat} samples it. */
+  chatPrompt(generator: OpenAIGenerator, call: Omit<ChatCall, "request" | "parseTools" | "maxTokens">): number[] {
     const templateOptions: ChatTemplateOptions = {
       addGenerationPrompt: call.addGenerationPrompt ?? true,
       ...(call.tools && { tools: call.tools }),
       ...(call.chatTemplateKwargs && { chatTemplateKwargs: call.chatTemplateKwargs }),
     };
-    const prompt =
+    return (
       generator.renderChat?.(call.messages, templateOptions) ??
-      generator.tokenizer.applyChatTemplate(call.messages, templateOptions);
-    return generator.generate(prompt, call.request, {
-      maxTokens: call.maxTokens,
-      chat: { messages: call.messages, parseTools: call.parseTools },
-    });
+      generator.tokenizer.applyChatTemplate(call.messages, templateOptions)
+    );
   }
 
   /** Reads and checks a generation request, and picks its generator. */
