@@ -24,6 +24,8 @@ import {
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
 import { sendOpenAIError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import { ResponsesEndpoints } from "../server/responses-endpoints.js";
+import { ResponseStore } from "../server/responses-store.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
@@ -96,6 +98,12 @@ const finished = (id: string) =>
  *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
  *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
  *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
+ * - `POST /responses` (OpenAI's Responses API, streamed or not, as in `nexrl serve`),
+ *   and `GET`/`DELETE /responses/{id}`: input items become the same chat as chat completions
+ *   (function calls sent back as `function_call` items, results as `function_call_output`), so
+ *   answered turns are rendered as their sampled tokens too; stored responses (the last 1000,
+ *   for `previous_response_id` and `item_reference`) belong to the rollout, and ids of another
+ *   rollout answer 404. Calls are recorded with the endpoint `responses`.
  *
  * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
  * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
@@ -121,6 +129,9 @@ export class AgentGateway {
   private readonly maxClaimWaitMs: number;
   private readonly endpoints: OpenAIEndpoints;
   private readonly messages: AnthropicMessages;
+  private readonly responses: ResponsesEndpoints;
+  /** Each rollout's stored responses: `previous_response_id` and `item_reference` reach only those of their own rollout. */
+  private readonly responseStores = new WeakMap<RolloutSession, ResponseStore>();
 
   private constructor(
     private readonly server: Server,
@@ -137,6 +148,7 @@ export class AgentGateway {
       log: (line) => log(`nexrl agent gateway: ${line}`),
     });
     this.messages = new AnthropicMessages(this.endpoints, "the nexrl agent gateway");
+    this.responses = new ResponsesEndpoints(this.endpoints, "the nexrl agent gateway");
   }
 
   /**
@@ -241,7 +253,7 @@ export class AgentGateway {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,responses,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
@@ -284,7 +296,7 @@ export class AgentGateway {
     rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
-  ): { method: string; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
+  ): { method: string | readonly string[]; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
@@ -297,6 +309,14 @@ export class AgentGateway {
       }
       await run(this.session(id));
     };
+    const responses = this.responses.route(route, req, res);
+    if (responses)
+      return {
+        method: responses.method,
+        run: inRollout((session) =>
+          responses.run(this.responseStore(session), (request) => this.generator(session, request)),
+        ),
+      };
     switch (route) {
       case "/healthz":
         return {
@@ -360,6 +380,12 @@ export class AgentGateway {
       default:
         return undefined;
     }
+  }
+
+  private responseStore(session: RolloutSession): ResponseStore {
+    let store = this.responseStores.get(session);
+    if (!store) this.responseStores.set(session, (store = new ResponseStore()));
+    return store;
   }
 
   /**
@@ -429,7 +455,7 @@ export class AgentGateway {
     session.record(
       {
         turn: budget.turn,
-        endpoint: chat ? (chat.dialect ?? "chat.completions") : "completions",
+        endpoint: chat ? chat.endpoint : "completions",
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,

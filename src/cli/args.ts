@@ -324,8 +324,8 @@ Commands:
                              STEP); prompts from PROMPT or standard input, one per line.
 
 Serve options:
-  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
-                             all (the default).
+  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions,
+                             /v1/responses) or all (the default).
       --host HOST            interface to bind (default 127.0.0.1: this machine only). Another
                              address needs --api-key (or --insecure).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
@@ -347,7 +347,7 @@ Serve options:
                              pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
                              use_pyqwest_transport=false (the SDK uses httpx's transport).
       --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
-                             /v1/completions and /v1/chat/completions as model "<run>:<step>";
+                             the OpenAI-compatible endpoints as model "<run>:<step>";
                              repeat for more runs.
   The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
   a port in use or a privileged port exits 3.

@@ -113,7 +113,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         runModels
           .map(
             (m) =>
-              `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions)\n`,
+              `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions, /v1/responses)\n`,
           )
           .join("") +
         (apiKey === undefined

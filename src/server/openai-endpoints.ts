@@ -38,19 +38,19 @@ import {
 import { sendJson } from "./io.js";
 import { ProtocolError } from "../errors.js";
 
+/** The chat dialects that sample through {@link OpenAIEndpoints.generateChat}, by the endpoint a call came in on. */
+export type ChatEndpoint = "chat.completions" | "responses" | "messages";
+
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
   /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
   maxTokens: number | undefined;
   /**
    * Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, the
-   * dialect called, and how the dialect writes tool call ids.
+   * dialect's endpoint, and how the dialect writes tool call ids.
    */
-  chat?: { messages: ChatMessage[]; parseTools: boolean; dialect?: ChatDialect; newToolCallId?: () => string };
+  chat?: { messages: ChatMessage[]; parseTools: boolean; endpoint: ChatEndpoint; newToolCallId?: () => string };
 }
-
-/** The chat endpoint a call came through. */
-export type ChatDialect = "chat.completions" | "messages";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -68,8 +68,8 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
-  /** The endpoint called (default `chat.completions`), as the agent gateway records it. */
-  dialect?: ChatDialect;
+  /** The endpoint the call came in on (default `chat.completions`), as the agent gateway records it. */
+  endpoint?: ChatEndpoint;
   /** Makes the id of each tool call parsed out of the answer, in the dialect's form (default: the server's). */
   newToolCallId?: () => string;
 }
@@ -170,24 +170,25 @@ export class OpenAIEndpoints {
   }
 
   /**
-   * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's error
-   * shape; Anthropic's routes give theirs); 500s are logged.
+   * Runs `run` for a request to `path`, which accepts `method` only (or one of a list; others get
+   * 405 with an `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's
+   * error shape; Anthropic's routes give theirs); 500s are logged.
    */
   async answer(
     req: IncomingMessage,
     res: ServerResponse,
     path: string,
-    method: string,
+    method: string | readonly string[],
     run: () => Promise<void>,
     sendError: ErrorWriter = sendOpenAIError,
   ): Promise<void> {
+    const methods = typeof method === "string" ? [method] : method;
     try {
-      if (req.method !== method)
+      if (!methods.includes(req.method ?? ""))
         throw new ProtocolError(
           405,
           "method_not_allowed",
-          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          `${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`,
           { openaiType: "invalid_request_error" },
         );
       await run();
@@ -197,7 +198,7 @@ export class OpenAIEndpoints {
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendError(res, api, api.status === 405 ? { allow: method } : {});
+      sendError(res, api, api.status === 405 ? { allow: methods.join(", ") } : {});
     }
   }
 
@@ -274,7 +275,7 @@ export class OpenAIEndpoints {
       chat: {
         messages: call.messages,
         parseTools: call.parseTools,
-        ...(call.dialect && { dialect: call.dialect }),
+        endpoint: call.endpoint ?? "chat.completions",
         ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
       },
     });

@@ -244,7 +244,7 @@ describe("Anthropic Messages: requests", () => {
     expect(disabled!.options.chatTemplateKwargs).toEqual({ enable_thinking: false });
     expect(plain!.options.chatTemplateKwargs).toBeUndefined();
     expect(
-      [enabled, disabled, plain].map((s) => [s!.call.chat!.parseTools, s!.call.chat!.dialect, s!.call.maxTokens]),
+      [enabled, disabled, plain].map((s) => [s!.call.chat!.parseTools, s!.call.chat!.endpoint, s!.call.maxTokens]),
     ).toEqual([
       [true, "messages", 2048],
       [false, "messages", 2048],
