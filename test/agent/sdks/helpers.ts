@@ -100,9 +100,9 @@ const STEPS = 2;
 /**
  * A recipe of examples/agents trained for a few steps on the local backend, in a temporary folder.
  * Its reward is swapped for one that varies with the answer's characters: the untrained tiny model
- * never answers right, and GRPO skips groups whose rewards are all equal.
+ * never answers right, and GRPO skips groups whose rewards are all equal. `overrides` come last.
  */
-export async function trainExample(recipe: string): Promise<RunResult> {
+export async function trainExample(recipe: string, overrides: string[] = []): Promise<RunResult> {
   const dir = await tempDir();
   return runRecipe(join(EXAMPLES, recipe), {
     outputDir: join(dir, "run"),
@@ -111,16 +111,19 @@ export async function trainExample(recipe: string): Promise<RunResult> {
     overrides: [
       `trainer.total_train_steps=${STEPS}`,
       `rollout_worker.evaluator_module_path=${fixture("evaluators.ts")}:CharacterEvaluator`,
+      ...overrides,
     ],
   });
 }
 
-/** The rows of a JSONL file. */
-export async function readJsonl<T>(path: string): Promise<T[]> {
-  return (await readFile(path, "utf8"))
+/** The endpoints the calls of a run's samples (samples.jsonl) came through, each once. */
+export async function endpointsCalled(result: RunResult): Promise<string[]> {
+  const samples = (await readFile(join(result.outputDir, "samples.jsonl"), "utf8"))
     .split("\n")
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as T);
+    .map((line) => JSON.parse(line) as { calls: Array<{ endpoint: string }> });
+  expect(samples.length).toBeGreaterThan(0);
+  return [...new Set(samples.flatMap((s) => s.calls.map((c) => c.endpoint)))].sort();
 }
 
 /** The tool call the scripted policy writes first (Hermes format, as the byte chat template renders calls). */

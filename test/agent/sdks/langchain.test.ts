@@ -3,8 +3,9 @@
  * train unchanged through the gateway: `ChatOpenAI` over two turns, and a prebuilt ReAct agent
  * with a tool. `@langchain/openai` 1 needs Node >= 22: these run in the Node 24 pass.
  */
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
+  endpointsCalled,
   episode,
   exampleAgent,
   expectToolLoop,
@@ -14,15 +15,18 @@ import {
   scriptedInference,
   trainExample,
 } from "./helpers.js";
-import { expect } from "vitest";
 
 describe.skipIf(!nodeAtLeast(22))("LangChain.js and LangGraph.js agents (@langchain/openai 1 needs Node >= 22)", () => {
   it("ChatOpenAI with configuration.baseURL: each two-turn episode is one trajectory, 0 prefix breaks, trained", async () => {
-    expectTrained(await trainExample("langchain.yaml"), 2);
+    const trained = await trainExample("langchain.yaml");
+    expectTrained(trained, 2);
+    expect(await endpointsCalled(trained)).toEqual(["chat.completions"]);
   });
 
   it("a LangGraph ReAct agent with a tool: trains, and runs the tool loop against the gateway", async () => {
-    expectTrained(await trainExample("langgraph.yaml"), "at least one");
+    const trained = await trainExample("langgraph.yaml");
+    expectTrained(trained, "at least one");
+    expect(await endpointsCalled(trained)).toEqual(["chat.completions"]);
     const policy = scriptedInference([LOOKUP_CALL, "7"]);
     const run = await episode(await exampleAgent("langgraph.ts"), policy);
     expectToolLoop(run, policy);

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  endpointsCalled,
   episode,
   exampleAgent,
   expectToolLoop,
@@ -17,7 +18,9 @@ import {
 
 describe.skipIf(!nodeAtLeast(22, 13))("a Mastra agent (@mastra/core 1 needs Node >= 22.13)", () => {
   it("trains with one trajectory per episode and 0 prefix breaks, and runs its tool loop against the gateway", async () => {
-    expectTrained(await trainExample("mastra.yaml"), "at least one");
+    const trained = await trainExample("mastra.yaml");
+    expectTrained(trained, "at least one");
+    expect(await endpointsCalled(trained)).toEqual(["chat.completions"]);
     const policy = scriptedInference([LOOKUP_CALL, "7"]);
     const run = await episode(await exampleAgent("mastra.ts"), policy);
     expectToolLoop(run, policy);
