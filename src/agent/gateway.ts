@@ -11,7 +11,7 @@ import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
 import { AnthropicMessages } from "../server/anthropic-endpoints.js";
 import { sendAnthropicError } from "../server/anthropic-protocol.js";
-import { listen } from "../server/bind.js";
+import { hostAddresses, listen } from "../server/bind.js";
 import {
   decodedChoice,
   endpointPath,
@@ -23,7 +23,13 @@ import {
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import { sendOpenAIError, type GeneratedChoice, type GenerationRequest } from "../server/openai-protocol.js";
+import {
+  openAIErrorOf,
+  sendOpenAIError,
+  type GeneratedChoice,
+  type GenerationRequest,
+} from "../server/openai-protocol.js";
+import { BrowserGuard } from "../server/browser-guard.js";
 import { ResponsesEndpoints } from "../server/responses-endpoints.js";
 import { ResponseStore } from "../server/responses-store.js";
 import { sendJson } from "../server/io.js";
@@ -33,7 +39,7 @@ import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
 import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { parseToolCalls } from "./tool-calls.js";
-import { ConfigError, ContextLengthError, ProtocolError } from "../errors.js";
+import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 
 /** Options of {@link AgentGateway.start}. */
 export interface AgentGatewayOptions {
@@ -51,6 +57,10 @@ export interface AgentGatewayOptions {
   unref?: boolean;
   /** Where failures of the model (500 answers) are reported (default: standard error). */
   log?: (line: string) => void;
+  /** Host names the `Host` header may give besides the bound address (and, on loopback, `localhost`); others get 403. */
+  allowedHosts?: readonly string[];
+  /** Origins whose browser requests are served, with CORS headers (`*` for any); other cross-origin requests get 403. */
+  corsOrigins?: readonly string[];
 }
 
 /** Header naming the rollout of a request sent to `/v1/...` instead of `/rollouts/{id}/v1/...`. */
@@ -138,6 +148,7 @@ export class AgentGateway {
     /** The server's address, `http://host:port`. */
     readonly url: string,
     options: AgentGatewayOptions,
+    private readonly guard: BrowserGuard,
   ) {
     this.modelName = options.modelName ?? "policy";
     this.maxClaimWaitMs = options.maxClaimWaitMs ?? 30_000;
@@ -159,19 +170,27 @@ export class AgentGateway {
     const host = options.host ?? "127.0.0.1";
     const port = options.port ?? 0;
     const server = createServer();
+    const hint = (problem: ListenProblem) =>
+      problem === "bad_host"
+        ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
+        : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)";
+    let guard: BrowserGuard;
     try {
-      await listen(server, port, host, (problem) =>
-        problem === "bad_host"
-          ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
-          : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)",
-      );
+      guard = new BrowserGuard({
+        boundHost: host,
+        boundAddresses: await hostAddresses(host, hint),
+        allowedHosts: options.allowedHosts,
+        corsOrigins: options.corsOrigins,
+        server: "the nexrl agent gateway",
+      });
+      await listen(server, port, host, hint);
     } catch (error) {
       throw new ConfigError(`the agent gateway: ${(error as Error).message}`, { cause: error });
     }
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
     const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options, guard);
     // Attached before any request can be read: the listen callback resumed us in a microtask.
     server.on("request", (req, res) => void gateway.handle(req, res));
     return gateway;
@@ -242,21 +261,32 @@ export class AgentGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (this.guard.check(req, res)) return;
+    } catch (error) {
+      sendOpenAIError(res, openAIErrorOf(error));
+      return;
+    }
     const path = endpointPath(req);
     const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
     const header = req.headers[ROLLOUT_ID_HEADER];
     const rolloutId = (): string | undefined =>
       match ? decodePathSegment(match[1]!, "rollout id") : typeof header === "string" ? header : undefined;
+    // The Anthropic SDK adds /v1 to its base URL, so the rollout's base URL given as it is doubles it.
+    const doubled = path.includes("/v1/v1/")
+      ? " (the Anthropic SDK adds /v1 itself: give it the rollout's base URL without the trailing /v1)"
+      : "";
     const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
       method: req.method ?? "GET",
       run: async () => {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,responses,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,responses,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
+      ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
     };
     // Under /rollouts/{id} even when the rest of the path is wrong (a base URL that lost its /v1).
     const named = /^\/rollouts\/([^/]+)/.exec(path)?.[1] ?? (typeof header === "string" ? header : undefined);
@@ -455,7 +485,7 @@ export class AgentGateway {
     session.record(
       {
         turn: budget.turn,
-        endpoint: chat ? chat.endpoint : "completions",
+        endpoint: chat ? (chat.dialect ?? "chat.completions") : "completions",
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,

@@ -78,7 +78,7 @@ export class AnthropicMessages {
       parseTools: (tools?.length ?? 0) > 0 && request.tool_choice?.type !== "none",
       maxTokens: request.max_tokens,
       ...(kwargs && { chatTemplateKwargs: kwargs }),
-      endpoint: "messages",
+      dialect: "messages",
       newToolCallId: newToolUseId,
     });
     const format = { id: newMessageId(), model: request.model };

@@ -116,27 +116,21 @@ const toolChoice = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("none") }),
 ]);
 
-const thinkingConfig = (server: string) =>
-  z.discriminatedUnion(
+const thinkingConfig = (server: string) => {
+  // Thinking is always returned in full, never omitted.
+  const display = z
+    .literal("summarized", { error: `display "omitted" is not supported by ${server}; leave display out` })
+    .nullish();
+  return z.discriminatedUnion(
     "type",
     [
-      z.strictObject({
-        type: z.literal("enabled"),
-        budget_tokens: z.int().min(1024),
-        display: z
-          .literal("summarized", { error: `display "omitted" is not supported by ${server}; leave display out` })
-          .nullish(),
-      }),
+      z.strictObject({ type: z.literal("enabled"), budget_tokens: z.int().min(1024), display }),
       z.strictObject({ type: z.literal("disabled") }),
-      z.strictObject({
-        type: z.literal("adaptive"),
-        display: z
-          .literal("summarized", { error: `display "omitted" is not supported by ${server}; leave display out` })
-          .nullish(),
-      }),
+      z.strictObject({ type: z.literal("adaptive"), display }),
     ],
     { error: `must be enabled, adaptive or disabled (between_tools is not supported by ${server})` },
   );
+};
 
 /** The request schemas of `POST /v1/messages` and `POST /v1/messages/count_tokens`, with `server` named in refusals. */
 export function anthropicRequestSchemas(server: string) {
@@ -170,13 +164,20 @@ export function anthropicRequestSchemas(server: string) {
         service_tier: z.enum(["auto", "standard_only"]).optional(),
       })
       .check((ctx) => {
-        const { thinking, max_tokens } = ctx.value;
+        const { thinking, max_tokens, tool_choice, tools } = ctx.value;
         if (thinking?.type === "enabled" && thinking.budget_tokens >= max_tokens)
           ctx.issues.push({
             code: "custom",
             input: thinking.budget_tokens,
             path: ["thinking", "budget_tokens"],
             message: `must be less than max_tokens (${max_tokens}), which bounds thinking and answer together`,
+          });
+        if (tool_choice?.type === "tool" && !tools?.some((t) => t.name === tool_choice.name))
+          ctx.issues.push({
+            code: "custom",
+            input: tool_choice.name,
+            path: ["tool_choice", "name"],
+            message: `names no tool of the request; name one of: ${tools?.map((t) => t.name).join(", ") || "none given"}`,
           });
       }),
     /** `POST /v1/messages/count_tokens`. */
@@ -349,7 +350,7 @@ export function newMessageId(): string {
 }
 
 /** Why a message ended, as Anthropic writes it. */
-export function stopReason(choice: GeneratedChoice): "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" {
+function stopReason(choice: GeneratedChoice): "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" {
   if (choice.toolCalls?.length) return "tool_use";
   if (choice.finishReason === "length") return "max_tokens";
   return choice.stopReason !== null ? "stop_sequence" : "end_turn";

@@ -1,6 +1,6 @@
 /**
  * API-key authentication of `nexrl serve`. Each protocol's clients send the key in their own
- * header — Tinker's SDK `X-API-Key`, Weaver's `X-WEAVER-API-KEY`, OpenAI clients
+ * header — Tinker's SDK and Anthropic's `X-API-Key`, Weaver's `X-WEAVER-API-KEY`, OpenAI clients
  * `Authorization: Bearer` — and the same client may call several protocols (a Tinker run samples
  * through the OpenAI endpoints), so every route accepts the key in any of the three.
  *

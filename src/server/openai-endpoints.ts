@@ -35,11 +35,9 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
-import { sendJson } from "./io.js";
+import { clientGone, sendJson } from "./io.js";
+import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { ProtocolError } from "../errors.js";
-
-/** The chat dialects that sample through {@link OpenAIEndpoints.generateChat}, by the endpoint a call came in on. */
-export type ChatEndpoint = "chat.completions" | "responses" | "messages";
 
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
@@ -47,10 +45,13 @@ export interface GenerationCall {
   maxTokens: number | undefined;
   /**
    * Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, the
-   * dialect's endpoint, and how the dialect writes tool call ids.
+   * dialect called, and how the dialect writes tool call ids.
    */
-  chat?: { messages: ChatMessage[]; parseTools: boolean; endpoint: ChatEndpoint; newToolCallId?: () => string };
+  chat?: { messages: ChatMessage[]; parseTools: boolean; dialect?: ChatDialect; newToolCallId?: () => string };
 }
+
+/** The chat endpoint a call came through. */
+export type ChatDialect = "chat.completions" | "messages" | "responses";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -68,8 +69,8 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
-  /** The endpoint the call came in on (default `chat.completions`), as the agent gateway records it. */
-  endpoint?: ChatEndpoint;
+  /** The endpoint called (default `chat.completions`), as the agent gateway records it. */
+  dialect?: ChatDialect;
   /** Makes the id of each tool call parsed out of the answer, in the dialect's form (default: the server's). */
   newToolCallId?: () => string;
 }
@@ -193,6 +194,7 @@ export class OpenAIEndpoints {
         );
       await run();
     } catch (error) {
+      if (clientGone(req, res)) return;
       const api = openAIErrorOf(error);
       if (api.status === 500)
         this.options.log(
@@ -221,6 +223,15 @@ export class OpenAIEndpoints {
     const prompts = texts.map((p) =>
       typeof p === "string" ? generator.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
     );
+    // The work of one request is capped, not just its `n`: a list of prompts multiplies it.
+    const sequences = prompts.length * (request.n ?? 1);
+    if (sequences > MAX_SAMPLES_PER_REQUEST)
+      throw new ProtocolError(
+        400,
+        "too_many_samples",
+        `this request asks for ${prompts.length} prompts × n ${request.n ?? 1} = ${sequences} sequences; ${this.options.server} samples at most ${MAX_SAMPLES_PER_REQUEST} per request: send several requests`,
+        { openaiType: "invalid_request_error", param: "prompt" },
+      );
     prompts.forEach((p, i) => {
       if (p.length === 0)
         throw new ProtocolError(
@@ -275,7 +286,7 @@ export class OpenAIEndpoints {
       chat: {
         messages: call.messages,
         parseTools: call.parseTools,
-        endpoint: call.endpoint ?? "chat.completions",
+        ...(call.dialect && { dialect: call.dialect }),
         ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
       },
     });

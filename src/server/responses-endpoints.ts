@@ -130,7 +130,7 @@ export class ResponsesEndpoints {
       ...(tools && { tools }),
       parseTools: (tools?.length ?? 0) > 0 && request.tool_choice !== "none",
       maxTokens: request.max_output_tokens ?? undefined,
-      endpoint: "responses",
+      dialect: "responses",
     });
     const choice = choices[0]!;
     const response = responseObject(

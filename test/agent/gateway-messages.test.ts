@@ -1,9 +1,17 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { beforeAll, describe, expect, it } from "vitest";
-import { mergeCalls, ROLLOUT_ID_HEADER, type RolloutSession } from "../../src/agent/index.js";
+import { AgentGateway, mergeCalls, ROLLOUT_ID_HEADER, type RolloutSession } from "../../src/agent/index.js";
 import { answeredArguments } from "../../src/agent/render.js";
 import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "./helpers.js";
+import {
+  gateway,
+  memorisingInference,
+  onCleanup,
+  recording,
+  tinyInference,
+  tokenizer,
+  TOOL_CALL_TEXT,
+} from "./helpers.js";
 
 /** The SDK pointed at a rollout: its base URL without `/v1`, which the SDK adds. */
 const client = (session: RolloutSession, apiKey = "unused") =>
@@ -126,8 +134,50 @@ describe("agent gateway: Anthropic Messages", () => {
     const missing = await apiError(viaHeader.messages.create(body));
     expect([missing.status, missing.type]).toEqual([400, "invalid_request_error"]);
     expect(session.finish().calls.map((c) => c.endpoint)).toEqual(["messages"]);
+    const doubled = await apiError(
+      new Anthropic({ baseURL: session.baseURL, apiKey: "k", maxRetries: 0 }).messages.create(body),
+    );
+    expect([doubled.status, doubled.type, doubled.message]).toEqual([
+      404,
+      "not_found_error",
+      expect.stringMatching(
+        /\/v1\/v1\/messages \(the Anthropic SDK adds \/v1 itself: give it the rollout's base URL without the trailing \/v1\)/,
+      ),
+    ]);
     const done = await apiError(client(session).messages.create(body));
     expect([done.status, done.type]).toEqual([410, "not_found_error"]);
+  });
+
+  it("answers a failing model 500 api_error (logged) and a body past the limit 413 request_too_large", async () => {
+    const logged: string[] = [];
+    const g = await AgentGateway.start({ maxBodyBytes: 400, log: (line) => logged.push(line) });
+    onCleanup(() => g.close());
+    const tiny = await tinyInference();
+    const session = g.openRollout({
+      tokenizer: tiny.tokenizer,
+      completion: () => Promise.reject(new Error("the GPU caught fire")),
+      chat: () => Promise.reject(new Error("unused")),
+    });
+    const anthropic = client(session);
+    const failed = await apiError(
+      anthropic.messages.create({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }),
+    );
+    expect(failed).toBeInstanceOf(Anthropic.InternalServerError);
+    expect([failed.status, failed.type, failed.message]).toEqual([
+      500,
+      "api_error",
+      expect.stringMatching(/the model failed: the GPU caught fire/),
+    ]);
+    expect(logged).toEqual([
+      expect.stringMatching(
+        /^nexrl agent gateway: POST \/rollouts\/.*\/v1\/messages failed: Error: the GPU caught fire/,
+      ),
+    ]);
+    const large = await apiError(
+      anthropic.messages.create({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x".repeat(500) }] }),
+    );
+    expect([large.status, large.type]).toEqual([413, "request_too_large"]);
+    expect(session.finish().calls).toHaveLength(0);
   });
 
   it("streams message events whose text adds up to the recorded call, with create({stream}) and messages.stream", async () => {

@@ -224,6 +224,13 @@ describe("Anthropic Messages: requests", () => {
       "messages[0].content[0].type: web_search_tool_result blocks belong to Anthropic's server tools, which the test server does not run; run tools in the agent and send tool_use / tool_result blocks",
     ]);
     expect(
+      refused({
+        ...base,
+        tool_choice: { type: "tool", name: "g" },
+        tools: [{ name: "f", input_schema: { type: "object" } }],
+      }),
+    ).toEqual([400, "tool_choice.name: names no tool of the request; name one of: f"]);
+    expect(
       refused({ ...base, service_tier: "auto", metadata: { user_id: "u" }, cache_control: { type: "ephemeral" } }),
     ).toBe(undefined);
   });
@@ -244,7 +251,7 @@ describe("Anthropic Messages: requests", () => {
     expect(disabled!.options.chatTemplateKwargs).toEqual({ enable_thinking: false });
     expect(plain!.options.chatTemplateKwargs).toBeUndefined();
     expect(
-      [enabled, disabled, plain].map((s) => [s!.call.chat!.parseTools, s!.call.chat!.endpoint, s!.call.maxTokens]),
+      [enabled, disabled, plain].map((s) => [s!.call.chat!.parseTools, s!.call.chat!.dialect, s!.call.maxTokens]),
     ).toEqual([
       [true, "messages", 2048],
       [false, "messages", 2048],

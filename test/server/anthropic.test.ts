@@ -172,7 +172,11 @@ describe("nexrl serve: Anthropic Messages driven by @anthropic-ai/sdk", () => {
     expect([wrong.status, wrong.type]).toEqual([401, "authentication_error"]);
     expect(wrong.message).toMatch(/missing or wrong API key/);
     expect(wrong.message).not.toMatch(/sk-ant-wrong/);
-    const none = await fetch(`${url}/v1/messages/count_tokens`, { method: "POST", body: "{}" });
+    const none = await fetch(`${url}/v1/messages/count_tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect([none.status, await none.json()]).toEqual([
       401,
       { type: "error", error: { type: "authentication_error", message: expect.stringMatching(/X-API-Key/) } },
@@ -190,7 +194,11 @@ describe("nexrl serve: Anthropic Messages driven by @anthropic-ai/sdk", () => {
       get.headers.get("allow"),
       ((await get.json()) as { error: { type: string } }).error.type,
     ]).toEqual([405, "POST", "invalid_request_error"]);
-    const bad = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": API_KEY }, body: "{" });
+    const bad = await fetch(`${url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": API_KEY, "content-type": "application/json" },
+      body: "{",
+    });
     expect([bad.status, await bad.json()]).toEqual([
       400,
       {
