@@ -103,17 +103,17 @@ const finished = (id: string) =>
  *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
  *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
- * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
- *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
- *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
- *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
- *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  * - `POST /responses` (OpenAI's Responses API, streamed or not, as in `nexrl serve`),
  *   and `GET`/`DELETE /responses/{id}`: input items become the same chat as chat completions
  *   (function calls sent back as `function_call` items, results as `function_call_output`), so
  *   answered turns are rendered as their sampled tokens too; stored responses (the last 1000,
  *   for `previous_response_id` and `item_reference`) belong to the rollout, and ids of another
  *   rollout answer 404. Calls are recorded with the endpoint `responses`.
+ * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
+ *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
+ *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
+ *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
+ *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  *
  * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
  * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
@@ -250,6 +250,7 @@ export class AgentGateway {
 
   private forget(session: RolloutSession): void {
     this.sessions.delete(session.id);
+    this.responseStores.delete(session);
     this.finishedIds.add(session.id);
     if (this.finishedIds.size > FINISHED_MEMORY) this.finishedIds.delete(this.finishedIds.values().next().value!);
   }

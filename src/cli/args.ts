@@ -357,8 +357,8 @@ Serve options:
                              pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
                              use_pyqwest_transport=false (the SDK uses httpx's transport).
       --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
-                             /v1/completions, /v1/chat/completions, /v1/responses and
-                             /v1/messages as model "<run>:<step>"; repeat for more runs.
+                             the OpenAI-compatible endpoints and /v1/messages as model
+                             "<run>:<step>"; repeat for more runs.
       --allow-host NAME      also answer requests addressed to NAME (a proxy's or container's
                              host name; repeatable). Others get 403, so that no web page can
                              point its own name at this machine and read the answers.

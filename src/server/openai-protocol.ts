@@ -301,7 +301,7 @@ function completionLogprobs(
 }
 
 /** Chat logprobs; `top_logprobs` holds the sampled token only when any are asked (the sampler reports no alternatives). */
-function chatLogprobs(format: ResponseFormat, tokens: readonly number[], logprobs: readonly number[]) {
+export function chatLogprobs(format: ResponseFormat, tokens: readonly number[], logprobs: readonly number[]) {
   return {
     content: tokens.map((id, i) => {
       const token = tokenText(format, id);

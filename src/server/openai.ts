@@ -18,10 +18,10 @@ import {
   requestSampling,
   type OpenAIGenerator,
 } from "./openai-endpoints.js";
-import { AnthropicMessages } from "./anthropic-endpoints.js";
-import { sendAnthropicError } from "./anthropic-protocol.js";
 import { ResponsesEndpoints } from "./responses-endpoints.js";
 import { ResponseStore, STORED_RESPONSES } from "./responses-store.js";
+import { AnthropicMessages } from "./anthropic-endpoints.js";
+import { sendAnthropicError } from "./anthropic-protocol.js";
 import { sendJson } from "./io.js";
 import { decodePathSegment } from "./url-path.js";
 import { ProtocolError } from "../errors.js";
@@ -88,7 +88,7 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  *   `input_text`/`output_text` parts, `function_call`, `function_call_output`, `reasoning`,
  *   `item_reference`), `instructions`, function `tools`, `tool_choice` `auto`/`none`,
  *   `max_output_tokens`, `temperature`, `top_p`, `previous_response_id`, `store` (default true),
- *   `metadata`, `stream` (OpenAI's server-sent events, `response.created` … `response.completed`,
+ *   `metadata`, `include: ["message.output_text.logprobs"]` with `top_logprobs`, `stream` (OpenAI's server-sent events, `response.created` … `response.completed`,
  *   with `sequence_number`); built-in tools, background mode, non-text parts, structured
  *   outputs and the other options it cannot honour are refused with a 400 naming the parameter.
  * - `GET`/`DELETE /v1/responses/{id}`: a stored response (the last `storedResponses`, 1000 by default).
@@ -120,9 +120,9 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     log: (line) => log(`nexrl serve: ${line}`),
   });
   const chatMaxTokens = options.defaultChatMaxTokens ?? 1024;
-  const messages = new AnthropicMessages(endpoints, "nexrl serve");
   const responses = new ResponsesEndpoints(endpoints, "nexrl serve");
   const store = new ResponseStore(options.storedResponses ?? STORED_RESPONSES);
+  const messages = new AnthropicMessages(endpoints, "nexrl serve");
 
   const modelNotFound = (name: string, served: string) =>
     new ProtocolError(404, "model_not_found", `The model \`${name}\` does not exist.${served}`, {

@@ -7,7 +7,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ChatMessage } from "../types/tokenizer.js";
 import type { GeneratorFor, OpenAIEndpoints } from "./openai-endpoints.js";
-import { parseOpenAIRequest, textPieces, type GenerationRequest } from "./openai-protocol.js";
+import {
+  chatLogprobs,
+  parseOpenAIRequest,
+  responseFormat,
+  textPieces,
+  type GenerationRequest,
+} from "./openai-protocol.js";
 import {
   answerMessage,
   inputMessages,
@@ -20,6 +26,7 @@ import {
   responsesTools,
   responseUsage,
   sendResponseEvents,
+  wantsLogprobs,
   type ResolvedItem,
 } from "./responses-protocol.js";
 import type { ResponseStore } from "./responses-store.js";
@@ -47,8 +54,8 @@ const notStored = (id: string, param: string | null, code: string) =>
  * The Responses API of one server. `POST /v1/responses` takes `input` (text, or items: messages
  * with text parts, `function_call`, `function_call_output`, `reasoning`, `item_reference`),
  * `instructions`, function `tools`, `tool_choice` (`auto`, `none`), `max_output_tokens`,
- * `temperature`, `top_p`, `previous_response_id`, `store` (default true), `metadata` and
- * `stream`; what the schema of `responses-protocol.ts` does not support is refused with a 400
+ * `temperature`, `top_p`, `previous_response_id`, `store` (default true), `metadata`,
+ * `include: ["message.output_text.logprobs"]` with `top_logprobs`, and `stream`; what the schema of `responses-protocol.ts` does not support is refused with a 400
  * naming the parameter. The request becomes one chat (instructions as a system message first,
  * then the previous response's conversation, then the input) sampled by
  * {@link OpenAIEndpoints.generateChat}; the answer is output items (reasoning, message,
@@ -105,11 +112,11 @@ export class ResponsesEndpoints {
     const request = parseOpenAIRequest(this.schema, await this.endpoints.readBody(req));
     const previousId = request.previous_response_id;
     const previous = previousId == null ? [] : this.previousConversation(store, previousId);
-    const resolve = (id: string, param: string): ResolvedItem =>
-      store.item(id) ??
-      (() => {
-        throw notStored(id, param, "item_not_found");
-      })();
+    const resolve = (id: string, param: string): ResolvedItem => {
+      const item = store.item(id);
+      if (!item) throw notStored(id, param, "item_not_found");
+      return item;
+    };
     const conversation = [...previous, ...inputMessages(request.input, resolve)];
     if (conversation.length === 0)
       throw new ProtocolError(400, null, "input: give the input (text, or a list of items)", {
@@ -133,11 +140,23 @@ export class ResponsesEndpoints {
       dialect: "responses",
     });
     const choice = choices[0]!;
+    const id = responsesId("resp");
+    const logprobs = wantsLogprobs(request)
+      ? chatLogprobs(
+          responseFormat(
+            { ...sampling, logprobs: true, top_logprobs: request.top_logprobs ?? 0 },
+            id,
+            generator.tokenizer,
+          ),
+          choice.tokens,
+          choice.logprobs,
+        ).content
+      : undefined;
     const response = responseObject(
       request,
-      responsesId("resp"),
+      id,
       createdAt,
-      responseOutput(choice),
+      responseOutput(choice, logprobs),
       responseUsage(generator.tokenizer, promptTokens.length, choice),
     );
     if (request.store ?? true) store.put({ response, conversation: [...conversation, answerMessage(choice)] });

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type OpenAI from "openai";
 import { z } from "zod";
+import { appendAll } from "../types/arrays.js";
 import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
 import type { GeneratedChoice, GenerationRequest } from "./openai-protocol.js";
 
@@ -117,8 +118,8 @@ export function responsesRequestSchema(server: string) {
         "give function tools ({ type: 'function', name, parameters }) and run them in the agent",
       ),
   });
-  const refused = <T extends z.ZodType>(schema: T, what: string, fix: string) =>
-    nullish(schema.refine(() => false, notSupported(what, fix)));
+  // The message follows the parameter's name (`conversation: not supported by …`).
+  const refused = (fix: string) => nullish(z.unknown().refine(() => false, `not supported by ${server}; ${fix}`));
   return z.object({
     model: z.string().min(1),
     input: nullish(
@@ -159,7 +160,7 @@ export function responsesRequestSchema(server: string) {
             }),
           }),
         ),
-        verbosity: refused(z.unknown(), "text.verbosity", "leave it out"),
+        verbosity: nullish(z.enum(["low", "medium", "high"])),
       }),
     ),
     reasoning: nullish(
@@ -171,10 +172,10 @@ export function responsesRequestSchema(server: string) {
     ),
     include: nullish(
       z.array(
-        z.literal("reasoning.encrypted_content", {
+        z.enum(["message.output_text.logprobs", "reasoning.encrypted_content"], {
           error: notSupported(
-            "include values other than reasoning.encrypted_content",
-            "leave them out (reasoning is answered as text in reasoning items)",
+            "include values other than message.output_text.logprobs and reasoning.encrypted_content",
+            "leave them out",
           ),
         }),
       ),
@@ -188,16 +189,16 @@ export function responsesRequestSchema(server: string) {
     user: nullish(z.string()),
     safety_identifier: nullish(z.string()),
     prompt_cache_key: nullish(z.string()),
-    top_logprobs: nullish(z.literal(0, { error: notSupported("top_logprobs", "leave it out or send 0") })),
+    top_logprobs: nullish(z.int().min(0).max(20)),
     background: nullish(
       z.literal(false, { error: notSupported("background mode", "leave background out (or false)") }),
     ),
-    conversation: refused(z.unknown(), "conversation", "send previous_response_id or the whole input"),
-    prompt: refused(z.unknown(), "prompt (stored prompt templates)", "send instructions and input"),
-    context_management: refused(z.unknown(), "context_management", "leave it out"),
-    moderation: refused(z.unknown(), "moderation", "leave it out"),
-    prompt_cache_retention: refused(z.unknown(), "prompt_cache_retention", "leave it out"),
-    max_tool_calls: refused(z.unknown(), "max_tool_calls", "limit tool calls in the agent"),
+    conversation: refused("send previous_response_id or the whole input"),
+    prompt: refused("send instructions and input"),
+    context_management: refused("leave it out"),
+    moderation: refused("leave it out"),
+    prompt_cache_retention: refused("leave it out"),
+    max_tool_calls: refused("limit tool calls in the agent"),
   });
 }
 
@@ -310,12 +311,22 @@ export function responsesId(prefix: string): string {
   return `${prefix}_${randomBytes(24).toString("hex")}`;
 }
 
+/** Logprobs of sampled tokens as `output_text.logprobs` holds them. */
+export type TokenLogprob = OpenAI.Responses.ResponseOutputText.Logprob;
+
+/** Whether a request asks for logprobs (`include: ["message.output_text.logprobs"]`). */
+export function wantsLogprobs(request: ResponsesRequest): boolean {
+  return request.include?.includes("message.output_text.logprobs") ?? false;
+}
+
 /**
  * The output items of a choice: its reasoning (when split out of the text), its message (unless
- * the choice only calls tools), then one `function_call` item per tool call, whose `call_id` is
- * the call's id. An answer cut by the token limit is `incomplete`.
+ * the choice only calls tools and no `logprobs` are to be given), then one `function_call` item
+ * per tool call, whose `call_id` is the call's id. `logprobs`, when given, are those of every
+ * sampled token (reasoning and tool-call text included) and go with the message's text. An
+ * answer cut by the token limit is `incomplete`.
  */
-export function responseOutput(choice: GeneratedChoice): ResponseOutputItem[] {
+export function responseOutput(choice: GeneratedChoice, logprobs?: TokenLogprob[]): ResponseOutputItem[] {
   const status = choice.finishReason === "length" ? "incomplete" : "completed";
   const output: ResponseOutputItem[] = [];
   if (choice.reasoning !== undefined)
@@ -327,13 +338,13 @@ export function responseOutput(choice: GeneratedChoice): ResponseOutputItem[] {
       status,
     });
   const calls = choice.toolCalls ?? [];
-  if (choice.text !== "" || calls.length === 0)
+  if (choice.text !== "" || calls.length === 0 || logprobs)
     output.push({
       id: responsesId("msg"),
       type: "message",
       role: "assistant",
       status,
-      content: [{ type: "output_text", text: choice.text, annotations: [], logprobs: [] }],
+      content: [{ type: "output_text", text: choice.text, annotations: [], logprobs: logprobs ?? [] }],
     });
   for (const call of calls)
     output.push({
@@ -408,7 +419,8 @@ export function responseObject(
     },
     service_tier: "default",
     temperature: request.temperature ?? 1,
-    text: { format: { type: "text" } },
+    text: { format: { type: "text" }, ...(request.text?.verbosity != null && { verbosity: request.text.verbosity }) },
+    top_logprobs: request.top_logprobs ?? 0,
     tool_choice: request.tool_choice ?? "auto",
     tools: (request.tools ?? []).map((t) => ({
       type: "function",
@@ -425,9 +437,35 @@ export function responseObject(
 }
 
 /**
+ * The deltas of a streamed text: one per non-empty piece, each with the logprobs of the tokens
+ * since the last one (a piece per token), or the whole text in one delta when the pieces do not
+ * spell it (a choice whose tool calls or reasoning were split out of the text).
+ */
+function textDeltas(
+  part: OpenAI.Responses.ResponseOutputText,
+  pieces: readonly string[],
+): Array<{ delta: string; logprobs: TokenLogprob[] }> {
+  const logprobs = part.logprobs ?? [];
+  if (pieces.join("") !== part.text) return part.text === "" ? [] : [{ delta: part.text, logprobs }];
+  const deltas: Array<{ delta: string; logprobs: TokenLogprob[] }> = [];
+  let held: TokenLogprob[] = [];
+  pieces.forEach((delta, t) => {
+    if (logprobs[t]) held.push(logprobs[t]);
+    if (delta === "") return;
+    deltas.push({ delta, logprobs: held });
+    held = [];
+  });
+  // Tokens after the last piece of text (an end-of-sequence token) go with the last delta.
+  if (held.length > 0 && deltas.length > 0) appendAll(deltas.at(-1)!.logprobs, held);
+  return deltas;
+}
+
+/**
  * The server-sent events of a streamed response, as OpenAI sends them: `response.created` and
  * `response.in_progress` (no output yet), then per output item `response.output_item.added`, its
- * content (`response.content_part.added`, `response.output_text.delta` per piece of `textPieces`,
+ * content (`response.content_part.added`, `response.output_text.delta` per piece of `textPieces`
+ * (the text each sampled token adds, as `textPieces` of `openai-protocol.ts` makes them; with the
+ * logprobs of the tokens since the last delta),
  * `response.output_text.done`, `response.content_part.done`; reasoning as `reasoning_text`;
  * `response.function_call_arguments.delta`/`.done`) and `response.output_item.done`, and
  * `response.completed` (or `response.incomplete`); numbered by `sequence_number` from 0.
@@ -454,10 +492,15 @@ export function responseEvents(response: ResponseObject, textPieces: readonly st
       item.content.forEach((part, content_index) => {
         if (part.type !== "output_text") return;
         push({ type: "response.content_part.added", ...at, content_index, part: { ...part, text: "" } });
-        const pieces = textPieces.join("") === part.text ? textPieces : [part.text];
-        for (const delta of pieces)
-          if (delta !== "") push({ type: "response.output_text.delta", ...at, content_index, delta, logprobs: [] });
-        push({ type: "response.output_text.done", ...at, content_index, text: part.text, logprobs: [] });
+        for (const { delta, logprobs } of textDeltas(part, textPieces))
+          push({ type: "response.output_text.delta", ...at, content_index, delta, logprobs });
+        push({
+          type: "response.output_text.done",
+          ...at,
+          content_index,
+          text: part.text,
+          logprobs: part.logprobs ?? [],
+        });
         push({ type: "response.content_part.done", ...at, content_index, part });
       });
     } else if (item.type === "reasoning") {

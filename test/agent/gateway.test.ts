@@ -198,7 +198,11 @@ describe("agent gateway: errors", () => {
   it("notes a rollout's failed requests, under a wrong path or by header, its id written as a placeholder", async () => {
     const g = await gateway();
     const session = g.openRollout(await tinyInference());
-    const lostV1 = await fetch(`${g.url}/rollouts/${session.id}/chat/completions`, { method: "POST", body: "{}" });
+    const lostV1 = await fetch(`${g.url}/rollouts/${session.id}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(lostV1.status).toBe(404);
     await client(session.baseURL).completions.create({ model: "tiny", prompt: "a", max_tokens: 2 });
     const wrongMethod = await fetch(`${g.url}/v1/completions`, { headers: { [ROLLOUT_ID_HEADER]: session.id } });

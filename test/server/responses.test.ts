@@ -191,6 +191,59 @@ describe("nexrl serve: the Responses API through the openai client", () => {
     expect((await apiError(openai.responses.retrieve(unstored.id))).status).toBe(404);
   });
 
+  it("gives the sampled tokens' logprobs on request, whole and in the streamed deltas, as chat completions does", async () => {
+    const chat = await openai.chat.completions.create({
+      model: "tiny",
+      messages: [{ role: "user", content: "hey" }],
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 1,
+    });
+    const expected = chat.choices[0]!.logprobs!.content!;
+    const request = {
+      model: "tiny",
+      input: "hey",
+      max_output_tokens: 8,
+      temperature: 0,
+      include: ["message.output_text.logprobs" as const],
+      top_logprobs: 1,
+    };
+    const whole = await openai.responses.create(request);
+    const part = (whole.output[0] as OpenAI.Responses.ResponseOutputMessage)
+      .content[0] as OpenAI.Responses.ResponseOutputText;
+    expect(part.logprobs).toEqual(expected);
+    expect(part.logprobs).toHaveLength(whole.usage!.output_tokens);
+    expect(whole.top_logprobs).toBe(1);
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.create({ ...request, stream: true })) events.push(event);
+    const deltas = events.filter((e) => e.type === "response.output_text.delta");
+    expect(deltas.flatMap((d) => d.logprobs.map((l) => l.logprob))).toEqual(expected.map((l) => l.logprob));
+    const done = events.find((e) => e.type === "response.output_text.done")!;
+    expect(done.logprobs).toEqual(expected);
+  });
+
+  it("accepts the hints the OpenAI Agents SDK sends by default (text.verbosity, reasoning.effort, include [], strict tools)", async () => {
+    // The request body @openai/agents 0.20.0 sends for an Agent with a function tool and no model settings (its model is "gpt-5.6-luna").
+    const response = await openai.responses.create({
+      model: "tiny",
+      instructions: "be brief",
+      input: [{ role: "user", content: "find a" }],
+      include: [],
+      tools: [{ type: "function", name: "lookup", parameters: { type: "object", properties: {} }, strict: true }],
+      stream: false,
+      text: { verbosity: "low" },
+      reasoning: { effort: "none" },
+      max_output_tokens: 2,
+    } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    expect(response).toMatchObject({
+      model: "tiny",
+      text: { format: { type: "text" }, verbosity: "low" },
+      reasoning: { effort: "none", summary: null },
+      tools: [{ type: "function", name: "lookup", strict: true, description: null }],
+    });
+  });
+
   it("refuses what it cannot honour with a 400 naming the parameter", async () => {
     const text = (input: string) => ({ model: "tiny", input, max_output_tokens: 2 });
     const cases: Array<[unknown, string, RegExp]> = [
@@ -216,9 +269,13 @@ describe("nexrl serve: the Responses API through the openai client", () => {
         /text\.format other than text is not supported/,
       ],
       [{ ...text("x"), tool_choice: "required" }, "tool_choice", /cannot be forced to call a tool/],
-      [{ ...text("x"), top_logprobs: 3 }, "top_logprobs", /not supported/],
-      [{ ...text("x"), include: ["message.output_text.logprobs"] }, "include[0]", /include values/],
-      [{ ...text("x"), conversation: "conv_1" }, "conversation", /conversation is not supported/],
+      [{ ...text("x"), top_logprobs: 21 }, "top_logprobs", /top_logprobs/],
+      [{ ...text("x"), include: ["file_search_call.results"] }, "include[0]", /include values other than/],
+      [
+        { ...text("x"), conversation: "conv_1" },
+        "conversation",
+        /400 conversation: not supported by nexrl serve; send previous_response_id/,
+      ],
       [{ ...text("x"), temperature: 3 }, "temperature", /temperature/],
       [{ model: "tiny", input: [] }, "input", /give the input/],
       [{ input: "x" }, "model", /model/],
