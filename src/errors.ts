@@ -477,7 +477,8 @@ export class ContextLengthError extends InputError {
  * rejection nobody handled; `timeout` a rollout that took longer than
  * `rollout_worker.rollout_timeout_seconds`; `hung` a rollout that can never finish (the process
  * had nothing left to do while its promise was unsettled; counted as a timeout); `agent_result`
- * an agent episode that cannot be scored.
+ * an agent episode that cannot be scored or trained on (nothing gives it a reward, or no model
+ * call of it was recorded).
  */
 export type UserCodeProblem = "uncaught" | "timeout" | "hung" | "agent_result";
 

@@ -257,7 +257,7 @@ export { AgentGateway, ROLLOUT_ID_HEADER, type AgentGatewayOptions } from "./age
 /** @category Agents */
 export { RolloutSession, type RolloutOptions } from "./agent/session.js";
 /** @category Agents */
-export type { GatewayCall, RolloutTrace, TruncationReason } from "./agent/trace.js";
+export type { FailedRequests, GatewayCall, RolloutTrace, TruncationReason } from "./agent/trace.js";
 /** @category Agents */
 export {
   mergeCalls,

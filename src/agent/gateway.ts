@@ -289,7 +289,36 @@ export class AgentGateway {
       },
       ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
     };
-    await this.endpoints.answer(req, res, path, route.method, route.run, route.sendError);
+    // Under /rollouts/{id} even when the rest of the path is wrong (a base URL that lost its /v1).
+    const named = /^\/rollouts\/([^/]+)/.exec(path)?.[1] ?? (typeof header === "string" ? header : undefined);
+    const session = this.openSession(named);
+    const sendError = route.sendError ?? sendOpenAIError;
+    const request = `${req.method ?? "GET"} ${path}`;
+    await this.endpoints.answer(
+      req,
+      res,
+      path,
+      route.method,
+      route.run,
+      session
+        ? (response, error, headers) => {
+            // The id is random: written as a placeholder, the note reads the same in every rollout.
+            session.noteFailedRequest(
+              `${error.status} ${error.message}${error.message.includes(request) ? "" : ` (${request})`}`.replaceAll(
+                session.id,
+                "{rolloutId}",
+              ),
+            );
+            sendError(response, error, headers);
+          }
+        : sendError,
+    );
+  }
+
+  /** The open rollout a request names (ids are base64url: no decoding needed), if any: its failed requests are noted. */
+  private openSession(id: string | undefined): RolloutSession | undefined {
+    const session = id === undefined ? undefined : this.sessions.get(id);
+    return session?.isOpen ? session : undefined;
   }
 
   /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */

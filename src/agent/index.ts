@@ -6,7 +6,7 @@
  */
 export { AgentGateway, ROLLOUT_ID_HEADER, type AgentGatewayOptions } from "./gateway.js";
 export { RolloutSession, type RolloutOptions } from "./session.js";
-export type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
+export type { FailedRequests, GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 export { mergeCalls, type MergedSequence, type MergedTrace, type MergeOptions, type PrefixBreak } from "./merge.js";
 export {
   episodeTrajectories,

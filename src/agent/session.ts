@@ -5,7 +5,7 @@
  */
 import type { InferenceClient } from "../services/inference/types.js";
 import type { AnsweredMessage } from "./render.js";
-import type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
+import type { FailedRequests, GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 import { ProtocolError } from "../errors.js";
 
 /** How a rollout's calls are rendered and limited. */
@@ -53,6 +53,7 @@ export class RolloutSession {
   private sampled = 0;
   private reserved = 0;
   private truncation: RolloutTrace["truncation"];
+  private failed: FailedRequests | undefined;
   private open = true;
 
   /**
@@ -139,6 +140,16 @@ export class RolloutSession {
       );
   }
 
+  /**
+   * Notes a request of this rollout the gateway answered with an error (`first` describes it),
+   * so that an episode none of whose calls succeeded can say why. @internal
+   */
+  noteFailedRequest(first: string): void {
+    if (!this.open) return;
+    if (this.failed) this.failed.count++;
+    else this.failed = { count: 1, first };
+  }
+
   /** Gives back the budget of a call that failed. @internal */
   release(budget: CallBudget): void {
     this.reserved -= budget.maxTokens;
@@ -162,6 +173,11 @@ export class RolloutSession {
     }
     if (!this.abort.signal.aborted) this.abort.abort(new Error(`rollout ${this.id} finished`));
     const calls = [...this.calls].sort((a, b) => a.turn - b.turn);
-    return { rolloutId: this.id, calls, ...(this.truncation && { truncation: this.truncation }) };
+    return {
+      rolloutId: this.id,
+      calls,
+      ...(this.failed && { failedRequests: { ...this.failed } }),
+      ...(this.truncation && { truncation: this.truncation }),
+    };
   }
 }

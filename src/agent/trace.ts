@@ -45,12 +45,22 @@ export interface GatewayCall {
   durationMs: number;
 }
 
+/** The requests of a rollout the gateway answered with an error (a wrong path, a malformed request, a limit). */
+export interface FailedRequests {
+  /** How many. */
+  count: number;
+  /** The first: its status and message, with its method and path unless the message names them (the rollout id written `{rolloutId}`). */
+  first: string;
+}
+
 /** Everything recorded of one rollout once it finished. */
 export interface RolloutTrace {
   /** The rollout id. */
   rolloutId: string;
   /** Its calls, by turn. */
   calls: GatewayCall[];
+  /** Its requests answered with an error, when there were any. */
+  failedRequests?: FailedRequests;
   /** Set when a limit cut the episode short. */
   truncation?: {
     /** Which limit. */

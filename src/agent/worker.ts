@@ -15,6 +15,7 @@ import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./
 import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "./evaluator.js";
 import type { AgentGateway } from "./gateway.js";
 import { mergeCalls, type PrefixBreak } from "./merge.js";
+import { noRecordedCallError } from "./no-calls.js";
 import type { PushedEpisode } from "./push.js";
 import type { RolloutSession } from "./session.js";
 import type { RolloutTrace } from "./trace.js";
@@ -104,7 +105,9 @@ function observationOf(result: unknown, trace: RolloutTrace): ChatMessage[] {
  *    (`agent.trajectory_weight`).
  *
  * An agent that throws fails the rollout (the recipe's failure policy applies), unless a limit
- * had refused one of its calls: then the episode counts as truncated.
+ * had refused one of its calls: then the episode counts as truncated. So does an episode with no
+ * recorded model call (the agent's SDK is not pointed at the base URL, or its calls all failed):
+ * its failure says which, quotes the first failed request and says what to check.
  */
 export class AgentRolloutWorker extends BaseRolloutWorker {
   /** What the run's agent workers share. */
@@ -119,7 +122,12 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     this.setup = setup;
   }
 
-  /** Runs one episode of `task` and returns its trajectories (none when the agent never called the model). */
+  /**
+   * Runs one episode of `task` and returns its trajectories.
+   * @throws {@link UserCodeError} (`agent_result`) when no model call was recorded (none reached
+   * the gateway, or all failed) and no limit cut the episode short, or when nothing scores it;
+   * else what the agent threw.
+   */
   async rollout(task: RolloutTask): Promise<TrajectoryInit[]> {
     const { options } = this.setup;
     const inference = this.inferenceClient;
@@ -136,7 +144,14 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     } finally {
       trace = session.finish();
     }
-    if (outcome.error !== undefined && !trace.truncation) throw outcome.error;
+    // No recorded call and no limit to blame: the agent never reached the policy (or every call failed).
+    const recordedNothing = trace.calls.length === 0 && !trace.truncation && !outcome.pushed?.trajectories;
+    const agentKind = this.setup.agent === "external" ? "external" : "module";
+    if (outcome.error !== undefined && !trace.truncation)
+      throw recordedNothing && trace.failedRequests
+        ? noRecordedCallError(trace, agentKind, { error: outcome.error })
+        : outcome.error;
+    if (recordedNothing) throw noRecordedCallError(trace, agentKind);
     let sequences: EpisodeSequence[];
     let breaks: PrefixBreak[] = [];
     if (outcome.pushed?.trajectories) {

@@ -56,7 +56,7 @@ function original(error: unknown): unknown {
 /**
  * Records failed rollout attempts: each one a line of `failures.jsonl` (written in order, in the
  * background; {@link FailureLog.flush} waits for them), telling whether it is the first of its
- * kind (the same kind, error class and message up to its numbers) in this session.
+ * kind (the same kind, error class and message up to its numbers and rollout ids) in this session.
  */
 export class FailureLog {
   private readonly seen = new Set<string>();
@@ -122,7 +122,8 @@ export class FailureLog {
     };
     this.total++;
     this.writing = this.writing.then(() => this.log.append(row)).catch((e: unknown) => void (this.writeError ??= e));
-    const key = `${kind}|${row.error}|${row.message.replace(/\d+/g, "#")}`;
+    // The agent gateway's rollout ids (`r-` and 22 random characters) differ in every rollout.
+    const key = `${kind}|${row.error}|${row.message.replace(/\br-[\w-]{22}\b/g, "r-#").replace(/\d+/g, "#")}`;
     const first = !this.seen.has(key);
     this.seen.add(key);
     return { row, first };

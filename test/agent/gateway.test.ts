@@ -188,7 +188,34 @@ describe("agent gateway: errors", () => {
       404,
       "not_found",
     ]);
-    expect(session.finish().calls).toEqual([]);
+    const trace = session.finish();
+    expect(trace.calls).toEqual([]);
+    // Each refused request of the rollout is counted (the 404 at /elsewhere names no rollout).
+    expect(trace.failedRequests?.count).toBe(cases.length + 2);
+    expect(trace.failedRequests?.first).toMatch(/^400 /);
+  });
+
+  it("notes a rollout's failed requests, under a wrong path or by header, its id written as a placeholder", async () => {
+    const g = await gateway();
+    const session = g.openRollout(await tinyInference());
+    const lostV1 = await fetch(`${g.url}/rollouts/${session.id}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(lostV1.status).toBe(404);
+    await client(session.baseURL).completions.create({ model: "tiny", prompt: "a", max_tokens: 2 });
+    const wrongMethod = await fetch(`${g.url}/v1/completions`, { headers: { [ROLLOUT_ID_HEADER]: session.id } });
+    expect(wrongMethod.status).toBe(405);
+    const trace = session.finish();
+    expect(trace.calls).toHaveLength(1);
+    expect(trace.failedRequests).toEqual({
+      count: 2,
+      first: expect.stringMatching(
+        /^404 no route POST \/rollouts\/\{rolloutId\}\/chat\/completions; the gateway serves \/rollouts\/\{rolloutId\}\/v1\/\{models,completions,chat\/completions[,}]/,
+      ),
+    });
+    expect(g.openRollout(await tinyInference()).finish().failedRequests).toBeUndefined();
   });
 
   it("refuses calls past the turn and token limits and truncates the episode", async () => {

@@ -16,7 +16,7 @@ import {
   writeFiles,
   writeRecipe,
 } from "./helpers.js";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError, UserCodeError } from "../../src/errors.js";
 import { workerSettings } from "../../src/pipeline/settings.js";
 
 /** The rollout_worker section of a recipe for an agent worker. */
@@ -230,6 +230,40 @@ describe("agent worker: limits and failures", () => {
     );
     const selfScoring = await agentRunner(agent("scripted-agents.ts", "selfScoring"), await tinyInference());
     expect((await selfScoring.run(task({ question: "hi" }))).trajectories.map((t) => t.reward)).toEqual([0.25]);
+  });
+
+  it("fails an episode with no recorded call, saying whether no call reached the gateway or all failed, and what to check", async () => {
+    const check =
+      "there is nothing to train on; check that the agent passes context.baseURL (its AgentContext's base URL, ending in /v1) to its SDK's base-URL option unchanged";
+    const failure = async (name: string) => {
+      const runner = await agentRunner(
+        `${agent("unreachable-agents.ts", name)}, ${evaluator("ParityEvaluator")}`,
+        await tinyInference(),
+      );
+      const error = await runner.run(task({ question: "hi" })).then(
+        () => undefined,
+        (e: unknown) => e as Error & { cause?: unknown },
+      );
+      expect(error?.cause).toBeInstanceOf(UserCodeError);
+      expect((error!.cause as UserCodeError).problem).toBe("agent_result");
+      return (error!.cause as UserCodeError).message;
+    };
+    expect(await failure("noCall")).toBe(
+      `no model call of this episode reached the agent gateway, and the agent returned: ${check} (openai: new OpenAI({ baseURL }); AI SDK: createOpenAI({ baseURL }); LangChain: new ChatOpenAI({ configuration: { baseURL } })) and calls the model with context.model; docs/guides/agents.md shows each SDK`,
+    );
+    const notFound =
+      "404 no route POST /rollouts/{rolloutId}/chat/completions; the gateway serves /rollouts/{rolloutId}/v1/{";
+    // Both swallowed 404s are counted, the first quoted with the rollout's random id as a placeholder.
+    const swallowed = await failure("wrongPathSwallowed");
+    expect(swallowed).toMatch(
+      `none of the 2 request(s) this episode sent to the agent gateway succeeded (the first: ${notFound}`,
+    );
+    expect(swallowed).toMatch(`POST /tasks/claim and POST /trajectories), and the agent returned: ${check}`);
+    const thrown = await failure("wrongPathThrows");
+    expect(thrown).toMatch(
+      `none of the 1 request(s) this episode sent to the agent gateway succeeded (the first: ${notFound}`,
+    );
+    expect(thrown).toMatch(`POST /tasks/claim and POST /trajectories), and the agent then threw that error: ${check}`);
   });
 
   it("explains agent modules that cannot be used", async () => {
