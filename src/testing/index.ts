@@ -24,7 +24,7 @@
 import type { DataRow } from "../pipeline/data/files.js";
 import { seededRandom } from "../pipeline/seed.js";
 import { workerSettings } from "../pipeline/settings.js";
-import { isTaskPrompt, type RolloutTask } from "../contracts/task.js";
+import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
 import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
 import { ROLLOUT_SCOPE } from "../contracts/worker.js";
@@ -88,7 +88,7 @@ export function rolloutTask(data: DataRow, fields: Partial<Omit<RolloutTask, "da
     );
   return {
     data,
-    prompt,
+    prompt: taskPrompt(prompt),
     index: 0,
     epoch: 0,
     batchIndex: 0,
