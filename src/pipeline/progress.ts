@@ -31,18 +31,22 @@ export class ProgressPrinter {
   private stepsDone = 0;
 
   private readonly steps: boolean;
+  private readonly reward: boolean;
 
   /**
    * @param out where to print.
    * @param totalSteps steps the run will take.
-   * @param options `steps: false` prints no step lines (`console` missing from `logger.backend`), only messages.
+   * @param options `steps: false` prints no step lines (`console` missing from `logger.backend`), only
+   *   messages; `reward: false` leaves the rollout reward out of them (SFT, whose rows all get the same
+   *   reward), so that they lead with the loss.
    */
   constructor(
     private readonly out: ProgressOutput,
     private readonly totalSteps: number,
-    options: { steps?: boolean } = {},
+    options: { steps?: boolean; reward?: boolean } = {},
   ) {
     this.steps = options.steps ?? true;
+    this.reward = options.reward ?? true;
   }
 
   /** Reports a finished step with its metrics, and why it trained nothing if it did not (`skipped`). */
@@ -54,8 +58,9 @@ export class ProgressPrinter {
       typeof metrics[key] === "number" ? (metrics[key] as number) : undefined;
     const line = [
       `step ${step}/${this.totalSteps}`,
-      `reward ${fmt(num("rollout/reward_mean"))}`,
+      ...(this.reward ? [`reward ${fmt(num("rollout/reward_mean"))}`] : []),
       skipped === undefined ? `loss ${fmt(num("train/loss"))}` : `nothing trained: ${skipped}`,
+      ...(num("val/nll") !== undefined ? [`val nll ${fmt(num("val/nll"))}`] : []),
       ...(num("val/reward_mean") !== undefined ? [`val ${fmt(num("val/reward_mean"))}`] : []),
       ...(num("workers/alive") !== undefined
         ? [

@@ -163,6 +163,8 @@ async function runInChain(
   const progress = options.progress
     ? new ProgressPrinter(redactingOutput(options.progress, redact), config.trainer.total_train_steps, {
         steps: config.logger.backend.includes("console"),
+        // Trajectories built from the rows (SFT) all have the reward their worker gives them: no signal to show.
+        reward: config.rollout_worker.need_llm_inference,
       })
     : undefined;
   const emit = (event: RunEvent): void => {
@@ -345,7 +347,7 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       break;
     case "validation":
       progress.message(
-        `validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
+        `validation at step ${event.step}: ${event.metrics["val/nll"] === undefined ? "" : `nll ${event.metrics["val/nll"].toFixed(3)} per target token, `}reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
       );
       for (const line of formatValidationExamples(event.examples ?? [])) progress.message(line);
       break;

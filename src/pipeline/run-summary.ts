@@ -72,6 +72,7 @@ export const HEADLINE_METRICS: readonly string[] = [
   "train/loss",
   "dpo/accuracy",
   "rm/accuracy",
+  "val/nll",
   "val/reward_mean",
 ];
 
@@ -81,6 +82,7 @@ const HEADLINE_NAMES: Readonly<Record<string, string>> = {
   "train/loss": "loss",
   "dpo/accuracy": "DPO pair accuracy",
   "rm/accuracy": "reward-model pair accuracy",
+  "val/nll": "validation NLL",
   "val/reward_mean": "validation",
 };
 
@@ -105,6 +107,11 @@ export function firstLast(rows: readonly MetricsRow[], key: string): FirstLast |
   if (points.length === 0) return undefined;
   const max = points.reduce((best, p) => (p.value > best.value ? p : best));
   return { key, first: points[0]!, last: points.at(-1)!, max };
+}
+
+/** Whether `key` takes more than one value over `rows`. */
+function isMoving(rows: readonly MetricsRow[], key: string): boolean {
+  return new Set(rows.flatMap((row) => (typeof row[key] === "number" ? [row[key]] : []))).size > 1;
 }
 
 /** The sum of `key` over `rows` (rows without it count 0). */
@@ -147,7 +154,10 @@ export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: numbe
         rows.filter((row) => row.step === 0),
         "time/validation_s",
       ),
-    trends: HEADLINE_METRICS.flatMap((key) => firstLast(rows, key) ?? []),
+    // A reward that never changed (SFT rows all score 1) says nothing: the loss leads instead.
+    trends: HEADLINE_METRICS.flatMap((key) => firstLast(rows, key) ?? []).filter(
+      (trend) => trend.key !== "rollout/reward_mean" || isMoving(rows, trend.key),
+    ),
     bestValidation: validation?.max,
     accounting: accountingFigures(rows),
     problems: PROBLEMS.map(([key, label]) => ({ key, label, count: sumOf(rows, key) })).filter((p) => p.count > 0),

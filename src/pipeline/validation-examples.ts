@@ -35,8 +35,8 @@ function inputText(prompt: unknown): string {
   return JSON.stringify(prompt) ?? "";
 }
 
-/** The target a worker recorded: `answer` (pig_latin), `ground_truth` (math), or an evaluator's `expected`. */
-function targetOf(extra: Readonly<Record<string, unknown>>): string | undefined {
+/** The target a worker recorded: `answer` (pig_latin, sft), `ground_truth` (math), or an evaluator's `expected`. */
+export function targetOf(extra: Readonly<Record<string, unknown>>): string | undefined {
   const evaluation = extra.evaluation;
   const candidates = [
     extra.answer,
