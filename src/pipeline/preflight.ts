@@ -21,6 +21,8 @@ import type { DataLoader } from "./data/data-loader.js";
 import { RunError } from "../errors.js";
 import { checkInferenceBackend } from "./services.js";
 import { openDataLoader } from "./setup.js";
+import { checkFirstRows } from "./row-check.js";
+import { appendAll } from "../types/arrays.js";
 import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
 import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
@@ -198,7 +200,9 @@ export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Pro
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
   };
   const tokenizer = await loadTokenizer(tokenizerName(config));
-  return { classes, tokenizer, loaders: await openLoaders(config, tokenizer), notes };
+  const loaders = await openLoaders(config, tokenizer);
+  appendAll(notes, checkFirstRows(config, loaders, tokenizer));
+  return { classes, tokenizer, loaders, notes };
 }
 
 /**
@@ -240,7 +244,7 @@ async function checkRecipeIn(
   } else {
     tokenizer = await loadTokenizer(name);
   }
-  await openLoaders(config, tokenizer);
+  appendAll(notes, checkFirstRows(config, await openLoaders(config, tokenizer), tokenizer));
   if (config.resume.mode === "from_path") {
     const path = await locateResumeState(recipe, cwd);
     checkCheckpointModel(config, await readRunState(path), path);

@@ -16,7 +16,7 @@ import { SingleTurnMathRolloutWorker } from "./single-turn-math.js";
 export type RolloutWorkerClass = new (context: RolloutWorkerContext) => BaseRolloutWorker;
 
 /** Whether an `agent` worker runs NexRL's built-in `single_turn_math` agent rather than an agent of the agent service. */
-function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
+export function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
   return (
     worker.agent_cls !== undefined ||
     (worker.agent_module_path == null && worker.nexau_agent_config_path === undefined && !worker.agent?.external)
