@@ -102,6 +102,7 @@ service: {train_service: {backend: local, model: tiny}}
         gateway: { host: "127.0.0.1", port: 4567 },
       },
       mathJudge: undefined,
+      sft: { trainOn: "all_assistant_messages" },
     });
     // The run's workers share one settings object, and with it what hangs off it (the math judge).
     expect(workerSettings(config)).toBe(settings);
