@@ -250,7 +250,11 @@ async function runInChain(
     stop.abort();
     const result: RunResult = {
       ...looped,
-      summary: summarizeMetrics(looped.metrics, config.trainer.total_train_steps),
+      summary: summarizeMetrics(
+        looped.metrics,
+        config.trainer.total_train_steps,
+        config.rollout_worker.need_llm_inference,
+      ),
       outputs: await runOutputs(looped, loaded, checkpointDir),
       ...(init && { init }),
     };

@@ -109,11 +109,6 @@ export function firstLast(rows: readonly MetricsRow[], key: string): FirstLast |
   return { key, first: points[0]!, last: points.at(-1)!, max };
 }
 
-/** Whether `key` takes more than one value over `rows`. */
-function isMoving(rows: readonly MetricsRow[], key: string): boolean {
-  return new Set(rows.flatMap((row) => (typeof row[key] === "number" ? [row[key]] : []))).size > 1;
-}
-
 /** The sum of `key` over `rows` (rows without it count 0). */
 export function sumOf(rows: readonly MetricsRow[], key: string): number {
   return rows.reduce((total, row) => total + (typeof row[key] === "number" ? row[key] : 0), 0);
@@ -141,8 +136,11 @@ function accountingFigures(rows: readonly MetricsRow[]): AccountingFigure[] {
 /**
  * Summarises the metrics rows of a run (`RunResult.metrics`, or `metrics.jsonl` read back).
  * @param totalSteps `trainer.total_train_steps`, when known.
+ * @param sampled false for a run whose worker builds its trajectories from the rows without
+ *   sampling (`rollout_worker.need_llm_inference: false`, SFT): their reward is the worker's
+ *   constant, so the summary leaves it out and leads with the loss.
  */
-export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: number): RunSummary {
+export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: number, sampled = true): RunSummary {
   const trainingRows = rows.filter((row) => row.step > 0);
   const validation = firstLast(rows, "val/reward_mean");
   return {
@@ -154,9 +152,8 @@ export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: numbe
         rows.filter((row) => row.step === 0),
         "time/validation_s",
       ),
-    // A reward that never changed (SFT rows all score 1) says nothing: the loss leads instead.
-    trends: HEADLINE_METRICS.flatMap((key) => firstLast(rows, key) ?? []).filter(
-      (trend) => trend.key !== "rollout/reward_mean" || isMoving(rows, trend.key),
+    trends: HEADLINE_METRICS.filter((key) => sampled || key !== "rollout/reward_mean").flatMap(
+      (key) => firstLast(rows, key) ?? [],
     ),
     bestValidation: validation?.max,
     accounting: accountingFigures(rows),
