@@ -49,6 +49,10 @@ describe("recipe/chat_sft on the sft worker", () => {
     expect(stepLines[0]).toMatch(/^step 1\/30 \| loss \d/);
     expect(stepLines.at(-1)).toMatch(/^step 30\/30 \| loss [\d.]+ \| val nll [\d.]+ \| val [\d.]+ \|/);
     expect(lines.join("")).not.toMatch(/reward 1\.000 \|/);
+    // The validation examples show the question (the last user message), what the model wrote and the target.
+    expect(lines.join("")).toMatch(
+      /\n {2}\w+ (plus|minus) \w+ → .* \(target: \w+ (plus|minus) \w+ is \w+\., reward [01]\.000\)\n/,
+    );
     expect(result.summary.trends.map((t) => t.key)).toEqual(["train/loss", "val/nll", "val/reward_mean"]);
 
     const samples = await readJsonlRows<SampleRow>(join(outputDir, "samples.jsonl"));
