@@ -5,6 +5,7 @@ import { HfTokenizer } from "../../src/services/inference/tokenizers/hf-tokenize
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
+import { DataLoader } from "../../src/pipeline/data/data-loader.js";
 import { SftRolloutWorker, renderSftExample } from "../../src/pipeline/workers/sft.js";
 import { readSftRow, type SftTrainOn } from "../../src/pipeline/workers/sft-rows.js";
 import { VALIDATION_TARGET } from "../../src/pipeline/validation-nll.js";
@@ -194,6 +195,27 @@ describe("sft rows rendered with the chat template", () => {
       ],
       tools: [{ type: "function", function: { name: "f" } }],
     }).toThrow(/^row 3: the chat template of this model does not describe "tools"/);
+  });
+});
+
+describe("the data loader and OpenAI's tool-call messages", () => {
+  it('accepts an assistant message that only calls tools (content null) and hands it out with content ""', async () => {
+    const dir = await tempDir();
+    const call = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } };
+    const messages = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "tool", tool_call_id: "c1", content: "done" },
+      { role: "assistant", content: "ok" },
+    ];
+    const file = await writeJsonl(`${dir}/rows.jsonl`, [{ messages }]);
+    const loader = await DataLoader.fromFiles([file], { promptKey: "messages", batchSize: 1, seed: 0 });
+    const [task] = loader.nextBatch()![0]!.tasks;
+    expect(task!.prompt).toEqual([messages[0], { ...messages[1], content: "" }, messages[2], messages[3]]);
+    await writeJsonl(file, [{ messages: [{ role: "assistant", content: null }] }]);
+    await expect(DataLoader.fromFiles([file], { promptKey: "messages", batchSize: 1, seed: 0 })).rejects.toThrow(
+      /must be text or a list of \{role, content\} chat messages/,
+    );
   });
 });
 
