@@ -3,7 +3,8 @@
  * Tinker request encoding against `JSON.stringify`, rollouts against a bare undici loop (at a
  * loopback server's answer delays of 20 ms, 100 ms and 1 s), the overlap of rollouts and
  * training against its ideal, the trajectory pool's memory per token, the data loader's memory
- * per row against the data file's size, and the CLI's start-up against Node's.
+ * per row against the data file's size, the CLI's start-up against Node's, and the agent
+ * gateway's cost per call in the Responses API against chat completions.
  */
 import { fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -12,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadRecipe } from "../../dist/recipe/index.js";
 import { dataMemory, writePromptFile } from "../pipeline/data-file.js";
+import { gatewayDialectBench } from "../pipeline/gateway-dialects.js";
 import { encodingBench, LOSS_FN } from "../pipeline/encoding.js";
 import { stepMs, timerStepMs } from "../pipeline/overlap.js";
 import { inferenceLayers, rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
@@ -51,6 +53,8 @@ const POOL_TRAJECTORY_TOKENS = 1_000;
 const DATA_ROWS = 1_000_000;
 /** Row 6: fresh processes per contender. */
 const STARTUP = { warmup: 2, runs: 15 };
+/** Row 7: tool episodes (2 calls each) per timed call, rounds, and the bound (within 1.1× the cost of chat completions). */
+const GATEWAY = { episodes: 20, warmup: 2, runs: 9, bound: 0.91 };
 // A recipe that passes: validate runs every start-up check of a run (math/local.yaml needs its SFT stage first).
 const VALIDATE_RECIPE = "recipe/pig_latin/local.yaml";
 
@@ -108,7 +112,7 @@ function poolRss(): Promise<{ emptyMb: number; halfMb: number; fullMb: number; t
 
 export const suite: Suite = {
   description:
-    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, data loader memory, CLI start-up",
+    "the pipeline's own cost: encoding vs JSON.stringify, rollouts vs bare undici, rollout/training overlap, pool memory, data loader memory, CLI start-up, the gateway's Responses API vs chat completions",
   async *run(ctx): AsyncIterable<Row> {
     const samplesMs: Record<string, Record<string, number[]>> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -325,5 +329,25 @@ export const suite: Suite = {
       `nexrl validate -c ${VALIDATE_RECIPE}: ${t.validate.medianMs.toFixed(0)} ms (${(t.validate.medianMs / t.node.medianMs).toFixed(2)} × node -e 0; no target)`,
     );
     yield comparedRow("cli_help", "ms", t.help.medianMs, t.node.medianMs, { op: "<=", bound: 3 });
+
+    // 7. The agent gateway's cost per call in each dialect, the same tool episode sent both ways.
+    ctx.setup("gateway_dialects", {
+      episode:
+        "2 calls: the policy (answering at once) calls a tool, the agent sends the result back with the whole conversation, the policy answers",
+      baseline: "the episode as chat completions; ours: as Responses items (function_call, function_call_output)",
+      ...GATEWAY,
+    });
+    ctx.log("gateway_responses_calls: timing");
+    const gateway = await gatewayDialectBench(GATEWAY.episodes);
+    try {
+      const d = await sideBySide(gateway.contenders, GATEWAY);
+      samplesMs.gateway_dialects = { chat: d.chat.samplesMs, responses: d.responses.samplesMs };
+      yield comparedRow("gateway_responses_calls", "calls/s", d.responses.perSecond, d.chat.perSecond, {
+        op: ">=",
+        bound: GATEWAY.bound,
+      });
+    } finally {
+      await gateway.close();
+    }
   },
 };

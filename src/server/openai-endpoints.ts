@@ -35,16 +35,23 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
-import { sendJson } from "./io.js";
+import { clientGone, sendJson } from "./io.js";
+import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { ProtocolError } from "../errors.js";
 
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
   /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
   maxTokens: number | undefined;
-  /** Chat calls only: the conversation, and whether tool calls are to be parsed out of the answer. */
-  chat?: { messages: ChatMessage[]; parseTools: boolean };
+  /**
+   * Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, the
+   * dialect called, and how the dialect writes tool call ids.
+   */
+  chat?: { messages: ChatMessage[]; parseTools: boolean; dialect?: ChatDialect; newToolCallId?: () => string };
 }
+
+/** The chat endpoint a call came through. */
+export type ChatDialect = "chat.completions" | "messages" | "responses";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -62,6 +69,10 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
+  /** The endpoint called (default `chat.completions`), as the agent gateway records it. */
+  dialect?: ChatDialect;
+  /** Makes the id of each tool call parsed out of the answer, in the dialect's form (default: the server's). */
+  newToolCallId?: () => string;
 }
 
 /** The choices of one prompt, and the prompt's token ids as the model read them. */
@@ -81,6 +92,9 @@ export interface OpenAIGenerator {
   /** Samples the choices of `prompt` (`request.n` of them where the server allows that), decoded with {@link decodedChoice}. */
   generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
 }
+
+/** Answers a failure in a dialect's error shape (or drops the connection when a stream has begun). */
+export type ErrorWriter = (res: ServerResponse, error: ProtocolError, headers?: Record<string, string>) => void;
 
 /** Picks the generator of a parsed request, or throws a {@link ProtocolError} to refuse it. */
 export type GeneratorFor<R> = (request: R) => OpenAIGenerator | Promise<OpenAIGenerator>;
@@ -157,32 +171,36 @@ export class OpenAIEndpoints {
   }
 
   /**
-   * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
+   * Runs `run` for a request to `path`, which accepts `method` only (or one of a list; others get
+   * 405 with an `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's
+   * error shape; Anthropic's routes give theirs); 500s are logged.
    */
   async answer(
     req: IncomingMessage,
     res: ServerResponse,
     path: string,
-    method: string,
+    method: string | readonly string[],
     run: () => Promise<void>,
+    sendError: ErrorWriter = sendOpenAIError,
   ): Promise<void> {
+    const methods = typeof method === "string" ? [method] : method;
     try {
-      if (req.method !== method)
+      if (!methods.includes(req.method ?? ""))
         throw new ProtocolError(
           405,
           "method_not_allowed",
-          `${path} accepts ${method} requests, not ${req.method ?? "?"}`,
+          `${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`,
           { openaiType: "invalid_request_error" },
         );
       await run();
     } catch (error) {
+      if (clientGone(req, res)) return;
       const api = openAIErrorOf(error);
       if (api.status === 500)
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: method } : {});
+      sendError(res, api, api.status === 405 ? { allow: methods.join(", ") } : {});
     }
   }
 
@@ -205,6 +223,15 @@ export class OpenAIEndpoints {
     const prompts = texts.map((p) =>
       typeof p === "string" ? generator.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
     );
+    // The work of one request is capped, not just its `n`: a list of prompts multiplies it.
+    const sequences = prompts.length * (request.n ?? 1);
+    if (sequences > MAX_SAMPLES_PER_REQUEST)
+      throw new ProtocolError(
+        400,
+        "too_many_samples",
+        `this request asks for ${prompts.length} prompts × n ${request.n ?? 1} = ${sequences} sequences; ${this.options.server} samples at most ${MAX_SAMPLES_PER_REQUEST} per request: send several requests`,
+        { openaiType: "invalid_request_error", param: "prompt" },
+      );
     prompts.forEach((p, i) => {
       if (p.length === 0)
         throw new ProtocolError(
@@ -254,18 +281,28 @@ export class OpenAIEndpoints {
    * path every chat dialect (chat completions, and the others that translate to it) goes through.
    */
   async generateChat(generator: OpenAIGenerator, call: ChatCall): Promise<Generation> {
+    return generator.generate(this.chatPrompt(generator, call), call.request, {
+      maxTokens: call.maxTokens,
+      chat: {
+        messages: call.messages,
+        parseTools: call.parseTools,
+        ...(call.dialect && { dialect: call.dialect }),
+        ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
+      },
+    });
+  }
+
+  /** The prompt token ids of a conversation, rendered as {@link OpenAIEndpoints.generateChat} samples it. */
+  chatPrompt(generator: OpenAIGenerator, call: Omit<ChatCall, "request" | "parseTools" | "maxTokens">): number[] {
     const templateOptions: ChatTemplateOptions = {
       addGenerationPrompt: call.addGenerationPrompt ?? true,
       ...(call.tools && { tools: call.tools }),
       ...(call.chatTemplateKwargs && { chatTemplateKwargs: call.chatTemplateKwargs }),
     };
-    const prompt =
+    return (
       generator.renderChat?.(call.messages, templateOptions) ??
-      generator.tokenizer.applyChatTemplate(call.messages, templateOptions);
-    return generator.generate(prompt, call.request, {
-      maxTokens: call.maxTokens,
-      chat: { messages: call.messages, parseTools: call.parseTools },
-    });
+      generator.tokenizer.applyChatTemplate(call.messages, templateOptions)
+    );
   }
 
   /** Reads and checks a generation request, and picks its generator. */

@@ -262,7 +262,7 @@ export function responseFormat(
 }
 
 /** The text each token adds to a streamed choice; together they spell `choice.text` exactly. */
-function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
+export function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
   let emitted = 0;
   return choice.tokens.map((_, i) => {
     const last = i === choice.tokens.length - 1;
@@ -301,7 +301,7 @@ function completionLogprobs(
 }
 
 /** Chat logprobs; `top_logprobs` holds the sampled token only when any are asked (the sampler reports no alternatives). */
-function chatLogprobs(format: ResponseFormat, tokens: readonly number[], logprobs: readonly number[]) {
+export function chatLogprobs(format: ResponseFormat, tokens: readonly number[], logprobs: readonly number[]) {
   return {
     content: tokens.map((id, i) => {
       const token = tokenText(format, id);

@@ -1,6 +1,6 @@
 /**
- * The OpenAI-compatible endpoints of `nexrl serve`: `GET /v1/models`, `POST /v1/completions` and
- * `POST /v1/chat/completions` (with streaming), over any {@link SamplingClient}, with vLLM's
+ * The OpenAI-compatible endpoints of `nexrl serve`: `GET /v1/models`, `POST /v1/completions`,
+ * `POST /v1/chat/completions` and the Responses API `POST /v1/responses` (each with streaming), over any {@link SamplingClient}, with vLLM's
  * token-id extensions so that RL clients get the exact ids the model read and sampled.
  *
  * @module
@@ -18,6 +18,10 @@ import {
   requestSampling,
   type OpenAIGenerator,
 } from "./openai-endpoints.js";
+import { ResponsesEndpoints } from "./responses-endpoints.js";
+import { ResponseStore, STORED_RESPONSES } from "./responses-store.js";
+import { AnthropicMessages } from "./anthropic-endpoints.js";
+import { sendAnthropicError } from "./anthropic-protocol.js";
 import { sendJson } from "./io.js";
 import { decodePathSegment } from "./url-path.js";
 import { ProtocolError } from "../errors.js";
@@ -40,6 +44,8 @@ export interface OpenAIHandlerOptions {
   defaultChatMaxTokens?: number;
   /** Largest request body in bytes (default 16 MiB). */
   maxBodyBytes?: number;
+  /** Responses kept for `previous_response_id` and `GET /v1/responses/{id}`, the most recently used (default 1000). */
+  storedResponses?: number;
   /** Where failures of the model (500 answers) are reported (default: standard error). */
   log?: (line: string) => void;
 }
@@ -78,6 +84,14 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  *   `tools` and `chat_template_kwargs`); `n`, `max_tokens`/`max_completion_tokens`, sampling
  *   fields, `stop`, `logprobs`/`top_logprobs`, `stream` (SSE chunks ending in `data: [DONE]`,
  *   with `stream_options.include_usage`).
+ * - `POST /v1/responses` (OpenAI's Responses API): `input` as text or items (messages with
+ *   `input_text`/`output_text` parts, `function_call`, `function_call_output`, `reasoning`,
+ *   `item_reference`), `instructions`, function `tools`, `tool_choice` `auto`/`none`,
+ *   `max_output_tokens`, `temperature`, `top_p`, `previous_response_id`, `store` (default true),
+ *   `metadata`, `include: ["message.output_text.logprobs"]` with `top_logprobs`, `stream` (OpenAI's server-sent events, `response.created` … `response.completed`,
+ *   with `sequence_number`); built-in tools, background mode, non-text parts, structured
+ *   outputs and the other options it cannot honour are refused with a 400 naming the parameter.
+ * - `GET`/`DELETE /v1/responses/{id}`: a stored response (the last `storedResponses`, 1000 by default).
  *
  * vLLM's `return_token_ids` adds `prompt_token_ids` and each choice's `token_ids` (in streams:
  * each chunk's ids, the prompt's in the first chunk), `return_tokens_as_token_ids` writes logprob
@@ -85,6 +99,13 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * text (token ids always include the tokens that completed it, as sampled). Logprobs are those of
  * the sampled tokens; `top_logprobs` entries hold the sampled token only, since a
  * {@link SamplingClient} reports no alternatives. Tool calls are not parsed out of answers.
+ *
+ * - `POST /v1/messages`, `POST /v1/messages/count_tokens`: Anthropic's Messages API (the
+ *   `@anthropic-ai/sdk` client, `x-api-key` and `anthropic-version` headers), translated to the
+ *   chat path above: `system`, text / tool_use / tool_result / thinking blocks, `tools`,
+ *   `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `thinking`, `stream`
+ *   (`message_start` … `message_stop` events); what it cannot do (images, server tools, …) is
+ *   refused with a 400. Its errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  *
  * Malformed requests get 400, unknown models 404, other methods 405, each with an OpenAI error
  * body `{ error: { message, type, param, code } }`; a failing sampler gets 500.
@@ -99,6 +120,9 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     log: (line) => log(`nexrl serve: ${line}`),
   });
   const chatMaxTokens = options.defaultChatMaxTokens ?? 1024;
+  const responses = new ResponsesEndpoints(endpoints, "nexrl serve");
+  const store = new ResponseStore(options.storedResponses ?? STORED_RESPONSES);
+  const messages = new AnthropicMessages(endpoints, "nexrl serve");
 
   const modelNotFound = (name: string, served: string) =>
     new ProtocolError(404, "model_not_found", `The model \`${name}\` does not exist.${served}`, {
@@ -114,6 +138,8 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
 
   /** The method and answer of the route at `path`, or undefined when it is not one of these endpoints. */
   const route = (path: string, req: IncomingMessage, res: ServerResponse) => {
+    const responsesRoute = responses.route(path, req, res);
+    if (responsesRoute) return { method: responsesRoute.method, run: () => responsesRoute.run(store, generatorFor) };
     const named = /^\/v1\/models\/(.+)$/.exec(path)?.[1];
     if (named !== undefined)
       return {
@@ -134,6 +160,14 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
         return { method: "POST", run: () => endpoints.completions(req, res, generatorFor) };
       case "/v1/chat/completions":
         return { method: "POST", run: () => endpoints.chat(req, res, generatorFor) };
+      case "/v1/messages":
+        return { method: "POST", run: () => messages.create(req, res, generatorFor), sendError: sendAnthropicError };
+      case "/v1/messages/count_tokens":
+        return {
+          method: "POST",
+          run: () => messages.countTokens(req, res, generatorFor),
+          sendError: sendAnthropicError,
+        };
       default:
         return undefined;
     }
@@ -143,7 +177,7 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     const path = endpointPath(req);
     const found = route(path, req, res);
     if (!found) return false;
-    await endpoints.answer(req, res, path, found.method, found.run);
+    await endpoints.answer(req, res, path, found.method, found.run, found.sendError);
     return true;
   };
 }

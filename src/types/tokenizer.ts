@@ -50,7 +50,18 @@ export interface ChatMessage {
   tool_call_id?: string;
   /** Name of the speaker or, for a `tool` message, of the function that answered. */
   name?: string;
+  /**
+   * The reasoning of an assistant message, apart from its content (vLLM's `reasoning_content`):
+   * templates that read it (Qwen3) and the Harmony renderer (the analysis channel) write it.
+   */
+  reasoning_content?: string;
 }
+
+/** Ids of the model families nexrl renders itself (ids shared with the tool-call parsers). */
+export const RENDERER_IDS = ["llama3", "gpt_oss"] as const;
+
+/** A model family nexrl renders itself: `llama3` (Llama 3.1–3.3 with tools), `gpt_oss` (Harmony). */
+export type RendererId = (typeof RENDERER_IDS)[number];
 
 /** Options of {@link Tokenizer.applyChatTemplate}. */
 export interface ChatTemplateOptions {
