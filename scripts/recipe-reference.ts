@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { z } from "zod";
 import { recipeSchema } from "../src/recipe/schema/recipe.js";
+import { ROW_FORMATS } from "../src/pipeline/workers/row-formats.js";
+import { ROWS_CHECKED } from "../src/pipeline/row-check.js";
 
 const OUT = fileURLToPath(new URL("../docs/guides/recipe-reference.md", import.meta.url));
 const SCHEMA_FILE = fileURLToPath(new URL("../src/recipe/schema/recipe.ts", import.meta.url));
@@ -126,6 +128,18 @@ function page(): string {
     lines.push(`| **\`${name}\`** | section | | ${cell(docs.get(name) ?? "")} |`);
     rows(section, name, docs, lines);
   }
+  lines.push(
+    "",
+    "## Row fields of the built-in workers",
+    "",
+    `What each built-in \`rollout_worker.type\` reads of a data row. \`nexrl validate\` and the run check the first ${ROWS_CHECKED} rows of \`data\` and \`validate.data\` against it.`,
+    "",
+    "| worker | fields | example |",
+    "|---|---|---|",
+    ...Object.entries(ROW_FORMATS).map(
+      ([type, format]) => `| \`${type}\` | ${cell(format.fields)} | ${cell(`\`${format.example}\``)} |`,
+    ),
+  );
   return `${lines.join("\n")}\n`;
 }
 

@@ -50,6 +50,7 @@ export {
   type DecodeOptions,
   type UnknownIdHandling,
   unknownTokenPlaceholder,
+  encodePrompt,
 } from "./types/index.js";
 /** @category Contracts */
 export type { RolloutTask, TaskGroup } from "./contracts/task.js";
@@ -153,6 +154,10 @@ export { RESUME_SAFE_SETTINGS } from "./pipeline/resume-settings.js";
 
 /** @category Built-in workers and trainers */
 export { PigLatinRolloutWorker } from "./pipeline/workers/pig-latin.js";
+/** @category Built-in workers and trainers */
+export { SftRolloutWorker } from "./pipeline/workers/sft.js";
+/** @category Contracts */
+export { VALIDATION_TARGET, type ValidationTarget } from "./pipeline/validation-nll.js";
 /** @category Built-in workers and trainers */
 export { SingleTurnMathRolloutWorker } from "./pipeline/workers/single-turn-math.js";
 /** @category Built-in workers and trainers */

@@ -4,7 +4,7 @@
  *   so a CommonJS project) with `npm i nexrl` installing the tarball;
  * - a fresh ES-module project with the tarball installed;
  * - in both, a rollout worker and a recipe in TypeScript trained for two steps with `npx nexrl`
- *   on the local backend (user modules load in the module system their package.json says), every
+ *   on the local backend, and (ES module) SFT on a messages JSONL with a YAML recipe and no code (user modules load in the module system their package.json says), every
  *   entry point imported (the names each exports are those of its API report in `etc/`), and a
  *   user file type-checked against the installed declarations with `skipLibCheck: false`.
  */
@@ -335,6 +335,76 @@ describe.skipIf(!npm.ok)(`nexrl installed from its tarball (npm ${npm.ok ? npm.v
       300_000,
     );
   }
+
+  it.concurrent(
+    "fine-tunes on the user's own messages JSONL with a YAML recipe and no code (rollout_worker.type: sft)",
+    async () => {
+      const dir = await project("module");
+      const work = path.join(dir, "chat");
+      await mkdir(work);
+      const pairs = [
+        ["hi", "hello there."],
+        ["bye", "see you soon."],
+        ["thanks", "you are welcome."],
+        ["ping", "pong."],
+      ];
+      const rows = pairs.map(([user, assistant], i) => ({
+        messages: [
+          ...(i % 2 === 0 ? [{ role: "system", content: "Be polite." }] : []),
+          { role: "user", content: user },
+          { role: "assistant", content: assistant },
+        ],
+      }));
+      const jsonl = (list: object[]) => `${list.map((row) => JSON.stringify(row)).join("\n")}\n`;
+      await writeFile(path.join(work, "chat.jsonl"), jsonl(rows));
+      await writeFile(path.join(work, "val.jsonl"), jsonl(rows.slice(0, 2)));
+      await writeFile(
+        path.join(work, "recipe.yaml"),
+        [
+          "data: {data_files: [chat.jsonl], batch_size: 4, prompt_key: messages, max_prompt_length: 48}",
+          "rollout_worker: {type: sft, max_response_length: 24, max_sequence_length: 96}",
+          "trainer: {type: remote_api_cross_entropy, total_train_steps: 20}",
+          "validate: {validate_before_train: true, data: {data_files: [val.jsonl], prompt_key: messages}, eval: {validate_freq: 20}}",
+          "service: {train_service: {backend: local, model: tiny, config: {loss_fn: cross_entropy, learning_rate: 1e-2}}}",
+          "",
+        ].join("\n"),
+      );
+      const checked = await runIn(work, "npx", ["--no-install", "nexrl", "validate", "-c", "recipe.yaml"]);
+      expect(checked.code, checked.stderr).toBe(0);
+      const result = await runIn(work, "npx", [
+        "--no-install",
+        "nexrl",
+        "-m",
+        "training-service",
+        "-c",
+        "recipe.yaml",
+        "--run-nexrl",
+        "-o",
+        "out",
+      ]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain("done after step 20");
+      expect(result.stdout).toMatch(/validation at step 20: nll [\d.]+ per target token/);
+      const metrics = (await readFile(path.join(work, "out", "metrics.jsonl"), "utf8"))
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, number>);
+      const nll = metrics.filter((m) => typeof m["val/nll"] === "number").map((m) => m["val/nll"]!);
+      expect(nll).toHaveLength(2);
+      expect(nll[1]!).toBeLessThan(0.7 * nll[0]!);
+      const samples = (await readFile(path.join(work, "out", "samples.jsonl"), "utf8"))
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { validation?: boolean; step: number; target?: string });
+      expect(samples.filter((s) => s.validation).map((s) => [s.step, s.target])).toEqual([
+        [0, "hello there."],
+        [0, "see you soon."],
+        [20, "hello there."],
+        [20, "see you soon."],
+      ]);
+    },
+    300_000,
+  );
 
   it.concurrent(
     "every entry point imports with exactly the values its API report lists; require gives the root",

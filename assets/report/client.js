@@ -322,7 +322,7 @@
       ),
       el("span", {
         class: "count",
-        text: `${at.length} rollouts at step ${step}${state.step === null ? " (latest)" : ""}`,
+        text: `${countText(at)} at step ${step}${state.step === null ? " (latest)" : ""}`,
       }),
     );
     const maxAbs = Math.max(
@@ -336,6 +336,13 @@
       legend(),
       el("div", { class: "cards" }, ...at.map((/** @type {any} */ s, /** @type {number} */ i) => card(s, i, maxAbs))),
     );
+  }
+
+  /** @param {any[]} rows the sample rows of a step */
+  function countText(rows) {
+    const validation = rows.filter((s) => s.validation).length;
+    const training = `${rows.length - validation} rollouts`;
+    return validation === 0 ? training : `${training} and ${validation} validation rollouts`;
   }
 
   function rerenderRollouts() {
@@ -378,12 +385,16 @@
         ...facts.map(([k, v]) => el("span", { class: "fact" }, el("b", { text: k }), ` ${v}`)),
         s.diagnostics ? el("span", { class: "badge warn", text: `${s.diagnostics.length} prefix break(s)` }) : null,
         s.calls ? el("span", { class: "badge", text: `${s.calls.length} call(s)` }) : null,
-        s.trained === false ? el("span", { class: "badge", text: "not trained on" }) : null,
+        s.validation ? el("span", { class: "badge validation", text: "validation" }) : null,
+        s.trained === false && !s.validation ? el("span", { class: "badge", text: "not trained on" }) : null,
       ),
       el("div", { class: "label", text: "prompt" }),
       el("pre", { class: "prompt", text: s.prompt }),
-      el("div", { class: "label", text: "response" }),
+      el("div", { class: "label", text: s.validation ? "what the model wrote" : "response" }),
       s.response_tokens ? tokens(s, maxAbs) : el("pre", { class: "response", text: s.response }),
+      // A validation row's target (for SFT, the row's own answer) beside what the model wrote.
+      typeof s.target === "string" ? el("div", { class: "label", text: "target" }) : null,
+      typeof s.target === "string" ? el("pre", { class: "target", text: s.target }) : null,
       s.calls ? calls(s.calls) : null,
       s.diagnostics ? diagnostics(s.diagnostics) : null,
     );

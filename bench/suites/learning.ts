@@ -4,8 +4,8 @@
  * fresh `nexrl` process timed from spawn to exit. The folder is new, so the warm starts of math
  * and agent_tools (`init.from_recipe`) run inside that command and count in its time.
  *
- * `NEXRL_BENCH_LEARNING=agent_tools` (a comma-separated list of pig_latin, math, agent_tools,
- * preference)
+ * `NEXRL_BENCH_LEARNING=agent_tools` (a comma-separated list of pig_latin, chat_sft, math,
+ * agent_tools, preference)
  * runs only those stages; their rows then go to `learning-<stages>.json` (e.g.
  * `learning-agent_tools.json`), leaving the whole suite's `learning.json` as it was.
  */
@@ -20,7 +20,7 @@ import { curve, rewardGain, runStage, warmStartOf, type StageResult } from "../l
 const GAIN_STEPS = 5;
 
 /** The stages of the suite, in the order they run. */
-const STAGES = ["pig_latin", "math", "agent_tools", "preference"] as const;
+const STAGES = ["pig_latin", "chat_sft", "math", "agent_tools", "preference"] as const;
 
 /** The stages `NEXRL_BENCH_LEARNING` selects (all when unset). */
 function selectedStages(): Set<string> {
@@ -55,7 +55,7 @@ async function runJob(name: string, cwd: string, recipe: string, tag: string, ct
 }
 export const suite: Suite = {
   description:
-    "the local demos learn: pig_latin validation word accuracy, math and agent_tools reward gains and the preference recipe's dpo/accuracy gain (last 5 vs first 5 steps), wall times with warm starts",
+    "the local demos learn: pig_latin validation word accuracy, the chat_sft validation NLL fall, math and agent_tools reward gains and the preference recipe's dpo/accuracy gain (last 5 vs first 5 steps), wall times with warm starts",
   async *run(ctx): AsyncIterable<Row> {
     const stages = selectedStages();
     const cwd = await mkdtemp(path.join(os.tmpdir(), "nexrl-bench-learning-"));
@@ -64,6 +64,7 @@ export const suite: Suite = {
     ctx.setup("gain", `mean rollout/reward_mean of the last ${GAIN_STEPS} steps minus that of the first ${GAIN_STEPS}`);
     try {
       if (stages.has("pig_latin")) yield* pigLatin(cwd, ctx);
+      if (stages.has("chat_sft")) yield* chatSft(cwd, ctx);
       if (stages.has("math")) yield* math(cwd, ctx);
       if (stages.has("agent_tools")) yield* agentTools(cwd, ctx);
       if (stages.has("preference")) yield* preference(cwd, ctx);
@@ -84,6 +85,20 @@ async function* pigLatin(cwd: string, ctx: SuiteContext): AsyncIterable<Row> {
   if (accuracy === undefined) throw new Error("the pig_latin run did not validate at its last step");
   yield targetRow("pig_latin_val_word_accuracy", "accuracy", accuracy, { op: ">=", bound: 0.5 });
   yield targetRow("pig_latin_wall_s", "s", pig.seconds, { op: "<=", bound: 300 });
+}
+
+/** The chat SFT recipe (the built-in `sft` worker): how far its validation NLL falls from before training to its end, and its wall time. */
+async function* chatSft(cwd: string, ctx: SuiteContext): AsyncIterable<Row> {
+  const run = await runJob("chat_sft", cwd, "recipe/chat_sft/local.yaml", "chat", ctx);
+  const nll = curve(run.metrics, "val/nll");
+  ctx.setup("chat_sft_val_nll", nll);
+  const [first, last] = [nll[0], nll.at(-1)];
+  if (first === undefined || last === undefined || nll.length < 2)
+    throw new Error("the chat_sft run did not report val/nll before and after training");
+  yield targetRow("chat_sft_val_nll_fall", "fraction", 1 - last[1] / first[1], { op: ">=", bound: 0.3 });
+  yield reportRow("chat_sft_val_nll_first", "nats/token", first[1]);
+  yield reportRow("chat_sft_val_nll_last", "nats/token", last[1]);
+  yield targetRow("chat_sft_wall_s", "s", run.seconds, { op: "<=", bound: 60 });
 }
 
 /** The math recipe: its reward gain and wall time, warm start included. */

@@ -5,9 +5,16 @@
 import type { ChatMessage } from "../types/tokenizer.js";
 import type { DataRow } from "../pipeline/data/files.js";
 
+/** Whether `m` is an assistant message that only calls tools: content null or absent, as OpenAI writes it. */
+function onlyCallsTools(m: object): boolean {
+  const { content, tool_calls: calls } = m as { content?: unknown; tool_calls?: unknown };
+  return (content === null || content === undefined) && Array.isArray(calls) && calls.length > 0;
+}
+
 /**
  * Whether `value` can be a task's prompt: text, or a list of `{role, content}` chat messages
- * with text content. The data loader refuses rows whose prompt field is anything else.
+ * with text content (an assistant message that only calls tools may have content null, as in
+ * OpenAI's format). The data loader refuses rows whose prompt field is anything else.
  */
 export function isTaskPrompt(value: unknown): value is string | readonly ChatMessage[] {
   return (
@@ -18,9 +25,20 @@ export function isTaskPrompt(value: unknown): value is string | readonly ChatMes
           typeof m === "object" &&
           m !== null &&
           typeof (m as ChatMessage).role === "string" &&
-          typeof (m as ChatMessage).content === "string",
+          (typeof (m as ChatMessage).content === "string" || onlyCallsTools(m)),
       ))
   );
+}
+
+/**
+ * A prompt field {@link isTaskPrompt} accepted, as a task's prompt: the same value, except that
+ * messages that only call tools get content `""` (in a copy of the list).
+ */
+export function taskPrompt(value: unknown): string | readonly ChatMessage[] {
+  if (typeof value === "string") return value;
+  const messages = value as ChatMessage[];
+  if (messages.every((m) => typeof m.content === "string")) return messages;
+  return messages.map((m) => (typeof m.content === "string" ? m : { ...m, content: "" }));
 }
 
 /**

@@ -65,6 +65,11 @@ export interface WorkerSettings {
   readonly enableTracePrefixMerge: boolean;
   /** Options of agent episodes (`agent`). */
   readonly agent: AgentOptions;
+  /** Options of the `sft` worker (`sft`, defaults filled). */
+  readonly sft: {
+    /** Which assistant messages without a `weight` are trained (`train_on`). */
+    readonly trainOn: "all_assistant_messages" | "last_assistant_message";
+  };
   /**
    * The LLM judge of the math worker (`judge`, with `agent.math.judge_mode` other than `rule`);
    * undefined otherwise. The API key is not here: it is read from `apiKeyEnv` when the judge is made.

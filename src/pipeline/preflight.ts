@@ -21,6 +21,8 @@ import type { DataLoader } from "./data/data-loader.js";
 import { RunError } from "../errors.js";
 import { checkInferenceBackend } from "./services.js";
 import { openDataLoader } from "./setup.js";
+import { checkFirstRows } from "./row-check.js";
+import { appendAll } from "../types/arrays.js";
 import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
 import { isDerivedFrom } from "../recipe/brand.js";
@@ -228,7 +230,9 @@ export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Pro
   };
   checkTrainerGroups(recipe, classes.trainer);
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
-  return { classes, tokenizer, loaders: await openLoaders(config, tokenizer), notes };
+  const loaders = await openLoaders(config, tokenizer);
+  appendAll(notes, checkFirstRows(config, loaders, tokenizer));
+  return { classes, tokenizer, loaders, notes };
 }
 
 /**
@@ -270,7 +274,7 @@ async function checkRecipeIn(
   } else {
     tokenizer = await loadTokenizer(name, tokenizerOptions(config));
   }
-  await openLoaders(config, tokenizer);
+  appendAll(notes, checkFirstRows(config, await openLoaders(config, tokenizer), tokenizer));
   if (config.resume.mode === "from_path") {
     const path = await locateResumeState(recipe, cwd);
     checkCheckpointModel(config, await readRunState(path), path);

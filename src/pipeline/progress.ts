@@ -27,6 +27,8 @@ export const RATE_WINDOW_STEPS = 10;
 export interface ProgressOptions {
   /** False prints no step lines (`console` missing from `logger.backend`), only messages. */
   steps?: boolean;
+  /** False leaves the rollout reward out of the step lines (SFT, whose rows all get the same reward), so that they lead with the loss. */
+  reward?: boolean;
   /** The clock, in milliseconds (default `performance.now`). */
   now?: () => number;
 }
@@ -44,11 +46,12 @@ export class ProgressPrinter {
   private readonly times: number[];
 
   private readonly steps: boolean;
+  private readonly reward: boolean;
 
   /**
    * @param out where to print.
    * @param totalSteps steps the run will take.
-   * @param options step lines or none, and the clock.
+   * @param options step lines or none, the reward in them or not (SFT), and the clock.
    */
   constructor(
     private readonly out: ProgressOutput,
@@ -56,6 +59,7 @@ export class ProgressPrinter {
     options: ProgressOptions = {},
   ) {
     this.steps = options.steps ?? true;
+    this.reward = options.reward ?? true;
     this.now = options.now ?? (() => performance.now());
     this.times = [this.now()];
   }
@@ -70,8 +74,9 @@ export class ProgressPrinter {
       typeof metrics[key] === "number" ? (metrics[key] as number) : undefined;
     const line = [
       `step ${step}/${this.totalSteps}`,
-      `reward ${fmt(num("rollout/reward_mean"))}`,
+      ...(this.reward ? [`reward ${fmt(num("rollout/reward_mean"))}`] : []),
       skipped === undefined ? `loss ${fmt(num("train/loss"))}` : `nothing trained: ${skipped}`,
+      ...(num("val/nll") !== undefined ? [`val nll ${fmt(num("val/nll"))}`] : []),
       ...(num("val/reward_mean") !== undefined ? [`val ${fmt(num("val/reward_mean"))}`] : []),
       ...(num("workers/alive") !== undefined
         ? [

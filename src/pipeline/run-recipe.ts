@@ -167,6 +167,8 @@ async function runInChain(
   const progress = options.progress
     ? new ProgressPrinter(redactingOutput(options.progress, redact), config.trainer.total_train_steps, {
         steps: config.logger.backend.includes("console"),
+        // Trajectories built from the rows (SFT) all have the reward their worker gives them: no signal to show.
+        reward: config.rollout_worker.need_llm_inference,
       })
     : undefined;
   const emit = (event: RunEvent): void => {
@@ -252,7 +254,11 @@ async function runInChain(
     stop.abort();
     const result: RunResult = {
       ...looped,
-      summary: summarizeMetrics(looped.metrics, config.trainer.total_train_steps),
+      summary: summarizeMetrics(
+        looped.metrics,
+        config.trainer.total_train_steps,
+        config.rollout_worker.need_llm_inference,
+      ),
       outputs: await runOutputs(looped, loaded, checkpointDir),
       ...(init && { init }),
     };
@@ -349,7 +355,7 @@ function report(progress: ProgressPrinter, event: RunEvent): void {
       break;
     case "validation":
       progress.message(
-        `validation at step ${event.step}: reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
+        `validation at step ${event.step}: ${event.metrics["val/nll"] === undefined ? "" : `nll ${event.metrics["val/nll"].toFixed(3)} per target token, `}reward ${event.metrics["val/reward_mean"]?.toFixed(3) ?? "-"} over ${event.metrics["val/num_samples"]} samples`,
       );
       for (const line of formatValidationExamples(event.examples ?? [])) progress.message(line);
       break;

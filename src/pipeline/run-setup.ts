@@ -28,6 +28,7 @@ import { createRunner } from "./setup.js";
 import type { DistributedRun } from "./distributed/driver-parts.js";
 import type { Trainer } from "../contracts/trainer.js";
 import { Validator } from "./validation.js";
+import { forwardTargetScorer } from "./validation-nll.js";
 import { WeightSync } from "./weight-sync.js";
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
 export type StartPlan =
@@ -242,7 +243,9 @@ export async function setUpRun(
         ...(distributed && { remote: distributed.validation() }),
       });
       runners.push(validationRunner);
-      validator = new Validator(validationLoader, validationRunner);
+      validator = new Validator(validationLoader, validationRunner, {
+        scoreTargets: forwardTargetScorer(client, service.backend),
+      });
     }
     const trainer = new trainerClass({
       settings: trainerSettings(config),

@@ -72,6 +72,7 @@ export const HEADLINE_METRICS: readonly string[] = [
   "train/loss",
   "dpo/accuracy",
   "rm/accuracy",
+  "val/nll",
   "val/reward_mean",
 ];
 
@@ -81,6 +82,7 @@ const HEADLINE_NAMES: Readonly<Record<string, string>> = {
   "train/loss": "loss",
   "dpo/accuracy": "DPO pair accuracy",
   "rm/accuracy": "reward-model pair accuracy",
+  "val/nll": "validation NLL",
   "val/reward_mean": "validation",
 };
 
@@ -134,8 +136,11 @@ function accountingFigures(rows: readonly MetricsRow[]): AccountingFigure[] {
 /**
  * Summarises the metrics rows of a run (`RunResult.metrics`, or `metrics.jsonl` read back).
  * @param totalSteps `trainer.total_train_steps`, when known.
+ * @param sampled false for a run whose worker builds its trajectories from the rows without
+ *   sampling (`rollout_worker.need_llm_inference: false`, SFT): their reward is the worker's
+ *   constant, so the summary leaves it out and leads with the loss.
  */
-export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: number): RunSummary {
+export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: number, sampled = true): RunSummary {
   const trainingRows = rows.filter((row) => row.step > 0);
   const validation = firstLast(rows, "val/reward_mean");
   return {
@@ -147,7 +152,9 @@ export function summarizeMetrics(rows: readonly MetricsRow[], totalSteps?: numbe
         rows.filter((row) => row.step === 0),
         "time/validation_s",
       ),
-    trends: HEADLINE_METRICS.flatMap((key) => firstLast(rows, key) ?? []),
+    trends: HEADLINE_METRICS.filter((key) => sampled || key !== "rollout/reward_mean").flatMap(
+      (key) => firstLast(rows, key) ?? [],
+    ),
     bestValidation: validation?.max,
     accounting: accountingFigures(rows),
     problems: PROBLEMS.map(([key, label]) => ({ key, label, count: sumOf(rows, key) })).filter((p) => p.count > 0),

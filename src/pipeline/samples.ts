@@ -5,6 +5,8 @@
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "../contracts/trajectory.js";
 import type { StepRow } from "./jsonl-log.js";
+import { targetOf } from "./validation-examples.js";
+import { VALIDATION_TARGET } from "./validation-nll.js";
 
 /** One line of `samples.jsonl`; its keys are the file's (snake_case), as other tools read them. */
 export interface SampleRow extends StepRow {
@@ -30,9 +32,13 @@ export interface SampleRow extends StepRow {
   calls?: unknown[];
   /** The LLM judge's verdict (`extraFields.judge`: its score, rank, words and attempts), when a judge scored it. */
   judge?: unknown;
-  /** False for a rollout the trainer did not train on (a constant-reward group, say). */
+  /** False for a rollout the trainer did not train on (a constant-reward group, say), and for validation rollouts. */
   trained: boolean;
-  /** The worker's other `extraFields` (all but `diagnostics`, `calls` and `judge`), when it set any. */
+  /** True for a validation rollout: what the weights of `step` answered to a validation row. */
+  validation?: true;
+  /** For a validation rollout, what it should have answered, when the worker recorded it (`extraFields.answer`, `ground_truth` or `expected`). */
+  target?: string;
+  /** The worker's other `extraFields` (all but `diagnostics`, `calls`, `judge` and `validation_target`), when it set any. */
   extra_fields?: Record<string, unknown>;
 }
 
@@ -78,7 +84,7 @@ function diagnosticsOf(t: Trajectory): unknown[] | undefined {
 }
 
 /** Fields of `extraFields` a sample row shows on their own. */
-const SHOWN_APART = new Set(["diagnostics", "calls", "judge"]);
+const SHOWN_APART = new Set(["diagnostics", "calls", "judge", VALIDATION_TARGET]);
 
 /** The worker's other `extraFields`, as JSON can hold them (a value it cannot is described instead). */
 function otherExtraFields(t: Trajectory): Record<string, unknown> | undefined {
@@ -111,33 +117,57 @@ export function sampleRows(
   const trained = new Set(trajectories);
   const inBatch = new Set(batch);
   const pool = trajectories.every((t) => inBatch.has(t)) ? batch : trajectories;
-  const picked = new Set<Trajectory>();
-  const n = Math.min(count, pool.length);
-  for (let k = 0; k < n; k++) picked.add(pool[Math.floor((k * pool.length) / n)]!);
+  const picked = new Set<Trajectory>(spread(pool, count));
   for (const t of batch) if (diagnosticsOf(t)) picked.add(t);
-  return [...picked].map((t) => {
-    const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
-    let advantage: number | null = t.advantage ?? null;
-    if (t.advantages) {
-      const trained = t.advantages.filter((_, j) => t.lossMask[j] === 1);
-      advantage = trained.length ? trained.reduce((a, b) => a + b, 0) / trained.length : 0;
-    }
-    return {
-      step,
-      group: t.groupId ?? null,
-      run: t.runId ?? null,
-      reward: t.reward,
-      advantage,
-      policy_version: t.policyVersion ?? null,
-      // Ids the tokenizer has no token for (a sampler's, beyond its vocabulary) show as <unk:ID>.
-      prompt: tokenizer.decode(t.tokens.slice(0, split), PLACEHOLDERS),
-      response: tokenizer.decode(t.tokens.slice(split), PLACEHOLDERS),
-      ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
-      response_tokens: responseTokens(t, split, tokenizer),
-      ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
-      ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge }),
-      trained: trained.has(t),
-      ...(otherExtraFields(t) && { extra_fields: otherExtraFields(t) }),
-    };
+  return [...picked].map((t) => sampleRow(step, t, tokenizer, trained.has(t)));
+}
+
+/** Evenly spread picks of `count` items of `items` (all of them when there are fewer), in order. */
+function spread<T>(items: readonly T[], count: number): T[] {
+  const n = Math.min(count, items.length);
+  return Array.from({ length: n }, (_, k) => items[Math.floor((k * items.length) / n)]!);
+}
+
+/** The row of one trajectory. */
+function sampleRow(step: number, t: Trajectory, tokenizer: Tokenizer, trained: boolean): SampleRow {
+  const split = t.lossMask.indexOf(1) < 0 ? t.tokens.length : t.lossMask.indexOf(1);
+  let advantage: number | null = t.advantage ?? null;
+  if (t.advantages) {
+    const onMask = t.advantages.filter((_, j) => t.lossMask[j] === 1);
+    advantage = onMask.length ? onMask.reduce((a, b) => a + b, 0) / onMask.length : 0;
+  }
+  return {
+    step,
+    group: t.groupId ?? null,
+    run: t.runId ?? null,
+    reward: t.reward,
+    advantage,
+    policy_version: t.policyVersion ?? null,
+    // Ids the tokenizer has no token for (a sampler's, beyond its vocabulary) show as <unk:ID>.
+    prompt: tokenizer.decode(t.tokens.slice(0, split), PLACEHOLDERS),
+    response: tokenizer.decode(t.tokens.slice(split), PLACEHOLDERS),
+    ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
+    response_tokens: responseTokens(t, split, tokenizer),
+    ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
+    ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge }),
+    trained,
+    ...(otherExtraFields(t) && { extra_fields: otherExtraFields(t) }),
+  };
+}
+
+/**
+ * Up to `count` rollouts of the validation at `step`, spread evenly over the validation rows (the
+ * same rows each time), decoded as {@link sampleRows} does and marked `validation: true`, with
+ * their `target` when the worker recorded one. The response is what the model wrote.
+ */
+export function validationSampleRows(
+  step: number,
+  trajectories: readonly Trajectory[],
+  tokenizer: Tokenizer,
+  count: number,
+): SampleRow[] {
+  return spread(trajectories, count).map((t) => {
+    const target = targetOf(t.extraFields);
+    return { ...sampleRow(step, t, tokenizer, false), validation: true, ...(target !== undefined && { target }) };
   });
 }

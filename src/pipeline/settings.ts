@@ -101,6 +101,7 @@ export function workerSettings(recipe: RecipeConfig): WorkerSettings {
       taskName: worker.task_name,
       enableTracePrefixMerge: worker.enable_trace_prefix_merge,
       agent: agentOptions(recipe),
+      sft: { trainOn: worker.sft?.train_on ?? "all_assistant_messages" },
       mathJudge: mathJudgeSettings(recipe),
       rewardModel:
         worker.agent?.math.judge_mode === "reward_model" && worker.reward_model !== undefined

@@ -5,7 +5,7 @@
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import type { InferenceClient } from "../services/inference/types.js";
 import type { TrainingService } from "../services/training/types.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import { encodePrompt, type Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
 import { RolloutRunner, type RemoteAttempts, type RolloutFailure } from "./rollout/runner.js";
@@ -18,7 +18,7 @@ export type DataConfig = Omit<RecipeConfig["data"], "keep_batch_order">;
 
 /** Tokens of a prompt as the model reads it: text with BOS, chat messages through the template. */
 function promptLength(tokenizer: Tokenizer, prompt: RolloutTask["prompt"]): number {
-  if (typeof prompt === "string") return tokenizer.encode(prompt, { addBos: true }).length;
+  if (typeof prompt === "string") return encodePrompt(tokenizer, prompt).length;
   return tokenizer.applyChatTemplate(prompt, { addGenerationPrompt: true }).length;
 }
 

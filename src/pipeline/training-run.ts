@@ -13,7 +13,7 @@ import type { MetricsRow, RunResult, StopReason } from "./events.js";
 import { type PoolState } from "./pool.js";
 import type { RolloutFailure } from "./rollout/runner.js";
 import { runGuarded, type GuardedRun } from "./run-guard.js";
-import { sampleRows } from "./samples.js";
+import { sampleRows, validationSampleRows } from "./samples.js";
 import { describeTask } from "../contracts/task.js";
 import { summarize } from "./stats.js";
 import { type SamplerState } from "./weight-sync.js";
@@ -402,8 +402,17 @@ class TrainingRun {
   private async validate(): Promise<{ metrics: Record<string, number>; seconds: number }> {
     const t0 = performance.now();
     await this.syncSampler();
-    const metrics = await this.parts.validator!.run(this.step);
-    this.options.emit({ type: "validation", step: this.step, metrics, examples: this.parts.validator!.examples });
+    const validator = this.parts.validator!;
+    const metrics = await validator.run(this.step);
+    // What the model wrote on validation rows is kept beside the training rows.
+    for (const sample of validationSampleRows(
+      this.step,
+      validator.trajectories,
+      this.parts.tokenizer,
+      this.options.samplesPerStep,
+    ))
+      await this.parts.samples.append(redactValue(sample, this.options.redact));
+    this.options.emit({ type: "validation", step: this.step, metrics, examples: validator.examples });
     return { metrics, seconds: seconds(t0) };
   }
 

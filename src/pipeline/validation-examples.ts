@@ -8,7 +8,7 @@ import type { RolloutTask } from "../contracts/task.js";
 
 /** One validation rollout as text. */
 export interface ValidationExample {
-  /** The task's prompt: its text, or the content of its last chat message. */
+  /** The task's prompt: its text, or the content of its last user message. */
   readonly input: string;
   /** What the model answered (`extraFields.response` of the trajectory). */
   readonly output: string;
@@ -24,19 +24,24 @@ export const VALIDATION_EXAMPLES = 3;
 /** Longest text shown for an input, output or target; longer ones are cut with `…`. */
 const MAX_CHARS = 100;
 
-/** The prompt as text: itself, or the content of the last message of a chat prompt. */
+/**
+ * The prompt as text: itself, or the content of the last user message of a chat prompt (of the
+ * last message when none is a user's; an `sft` row's conversation ends with the answer).
+ */
 function inputText(prompt: unknown): string {
   if (typeof prompt === "string") return prompt;
   if (Array.isArray(prompt)) {
-    const last: unknown = prompt.at(-1);
+    const isUser = (m: unknown): boolean =>
+      typeof m === "object" && m !== null && (m as { role?: unknown }).role === "user";
+    const last: unknown = prompt.findLast(isUser) ?? prompt.at(-1);
     if (typeof last === "object" && last !== null && typeof (last as { content?: unknown }).content === "string")
       return (last as { content: string }).content;
   }
   return JSON.stringify(prompt) ?? "";
 }
 
-/** The target a worker recorded: `answer` (pig_latin), `ground_truth` (math), or an evaluator's `expected`. */
-function targetOf(extra: Readonly<Record<string, unknown>>): string | undefined {
+/** The target a worker recorded: `answer` (pig_latin, sft), `ground_truth` (math), or an evaluator's `expected`. */
+export function targetOf(extra: Readonly<Record<string, unknown>>): string | undefined {
   const evaluation = extra.evaluation;
   const candidates = [
     extra.answer,

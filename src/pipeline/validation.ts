@@ -8,11 +8,14 @@ import type { RolloutRunner } from "./rollout/runner.js";
 import { putSummary } from "./stats.js";
 import { maxOf } from "../types/arrays.js";
 import { validationExamples, type ValidationExample } from "./validation-examples.js";
+import { validationTargetOf, type TargetScorer, type ValidationTarget } from "./validation-nll.js";
 
 /** Options of {@link Validator}. */
 export interface ValidatorOptions {
   /** A rollout passes (for pass@k) when its reward is at least this (default 1: full credit). */
   passThreshold?: number;
+  /** Scores the validation targets workers attach (`extraFields.validation_target`) into `val/nll`; without it they are not scored. */
+  scoreTargets?: TargetScorer;
 }
 
 /** C(n, k) as a float. */
@@ -34,10 +37,15 @@ export function passAtK(n: number, c: number, k: number): number {
  * current sampler and summarises: `val/reward_mean`, `val/reward_std`, `val/num_samples`,
  * `val/response_len_mean`, `val/<data_source>/reward_mean` for rows with a `data_source` field, and when
  * rows are repeated (n > 1) `val/pass@1` and `val/pass@n`; failures appear as `val/failed` and
- * `val/skipped`.
+ * `val/skipped`. When rollouts carry validation targets (the `sft` worker's), `val/nll` is the
+ * negative log-likelihood per target token under the current weights and `val/nll_tokens` the
+ * tokens it is measured over.
  */
 export class Validator {
   private readonly passThreshold: number;
+  private readonly scoreTargets: TargetScorer | undefined;
+  /** The trajectories of the last {@link Validator.run}, in the order of the validation rows. */
+  trajectories: readonly Trajectory[] = [];
   /** A few rollouts of the last {@link Validator.run} as text (the first validation rows), for the progress output. */
   examples: readonly ValidationExample[] = [];
 
@@ -52,6 +60,7 @@ export class Validator {
     options: ValidatorOptions = {},
   ) {
     this.passThreshold = options.passThreshold ?? 1;
+    this.scoreTargets = options.scoreTargets;
   }
 
   /**
@@ -62,6 +71,7 @@ export class Validator {
     const groups = this.loader.allGroups(version);
     const outcomes = await Promise.all(groups.flatMap((group) => group.tasks.map((task) => this.runner.run(task))));
     const trajectories = outcomes.flatMap((o) => o.trajectories);
+    this.trajectories = trajectories;
     this.examples = validationExamples(outcomes);
     const counts = this.runner.takeCounts();
     const metrics: Record<string, number> = {
@@ -90,6 +100,7 @@ export class Validator {
     }
     for (const [source, rewards] of [...bySource].sort(([a], [b]) => a.localeCompare(b)))
       putSummary(metrics, `val/${source}/reward`, rewards, ["mean"]);
+    await this.putTargetNll(metrics, trajectories);
     const n = groups[0]?.tasks.length ?? 1;
     if (n > 1)
       this.putPassAtK(
@@ -98,6 +109,19 @@ export class Validator {
         n,
       );
     return metrics;
+  }
+
+  /** `val/nll` and `val/nll_tokens` of the trajectories' validation targets, when they have any and a scorer is set. */
+  private async putTargetNll(metrics: Record<string, number>, trajectories: readonly Trajectory[]): Promise<void> {
+    const targets = trajectories.flatMap((t): ValidationTarget[] => {
+      const target = validationTargetOf(t.extraFields);
+      return target ? [target] : [];
+    });
+    if (targets.length === 0 || !this.scoreTargets) return;
+    const { nll, tokens } = await this.scoreTargets(targets);
+    if (tokens === 0) return;
+    metrics["val/nll"] = nll / tokens;
+    metrics["val/nll_tokens"] = tokens;
   }
 
   private putPassAtK(

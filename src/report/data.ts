@@ -143,7 +143,11 @@ function summarize(run: RunFolder, weights: RunWeights): ReportSummary {
     return typeof value === "string" || typeof value === "number" ? String(value) : undefined;
   };
   const total = Number(cfg("trainer.total_train_steps"));
-  const summary = summarizeMetrics(run.metrics, Number.isInteger(total) ? total : undefined);
+  const summary = summarizeMetrics(
+    run.metrics,
+    Number.isInteger(total) ? total : undefined,
+    configValue(run.config, "rollout_worker.need_llm_inference") !== false,
+  );
   const project = cfg("project_name");
   const experiment = cfg("experiment_name");
   const items: SummaryItem[] = [

@@ -26,7 +26,7 @@ import { deriveSeed, seededRandom } from "../pipeline/seed.js";
 import { checkSequenceLength } from "../pipeline/rollout/runner.js";
 import { ATTEMPT_OVER, RolloutInferenceClient } from "../pipeline/workers/rollout-inference.js";
 import { workerSettings } from "../pipeline/settings.js";
-import { isTaskPrompt, type RolloutTask } from "../contracts/task.js";
+import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
 import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
 import { ROLLOUT_SCOPE } from "../contracts/worker.js";
@@ -104,7 +104,7 @@ export function rolloutTask(data: DataRow, fields: Partial<Omit<RolloutTask, "da
     );
   return {
     data,
-    prompt,
+    prompt: taskPrompt(prompt),
     index: 0,
     epoch: 0,
     batchIndex: 0,

@@ -158,6 +158,18 @@ export function decodeTolerantly(
   return { text, unknownIds: count };
 }
 
+/**
+ * The tokens of a text prompt: `text` encoded with BOS first (when the model has one). This is
+ * nexrl's one BOS rule. A whole sequence starts with BOS: a text prompt given to
+ * `InferenceClient.completion()` is encoded this way, chat templates write BOS themselves, and the
+ * `sft` worker encodes text prompts this way, so that trained and sampled sequences begin alike.
+ * `Tokenizer.encode` adds no BOS unless asked (`addBos: true`), because it also encodes pieces
+ * that continue a sequence (an answer after its prompt).
+ */
+export function encodePrompt(tokenizer: Tokenizer, text: string): number[] {
+  return tokenizer.encode(text, { addBos: true });
+}
+
 /** Text ↔ token ids, plus the special ids and chat template a model was trained with. */
 export interface Tokenizer {
   /** Number of token ids (the model's vocabulary must be at least this large). */

@@ -50,8 +50,10 @@ describe("the end-of-run summary", () => {
     const series = (key: string) => rows.filter((r) => typeof r[key] === "number").map((r) => [r.step, r[key]!]);
     const close = (printed: number, value: number) =>
       expect(Math.abs(printed - value)).toBeLessThanOrEqual(Math.abs(value) * 5e-4);
+    // pig_latin builds its trajectories from the rows (reward 1 each): the summary leads with the loss.
+    expect(summary).not.toContain("(rollout/reward_mean)");
+    expect(summary.split("\n")[1]).toMatch(/^ {2}loss \(train\/loss\)/);
     for (const [label, key] of [
-      ["reward (rollout/reward_mean)", "rollout/reward_mean"],
       ["loss (train/loss)", "train/loss"],
       ["validation (val/reward_mean)", "val/reward_mean"],
     ] as const) {

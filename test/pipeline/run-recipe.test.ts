@@ -89,8 +89,8 @@ describe("runRecipe", () => {
     expect(rows[2]!["val/reward_mean"]).toEqual(expect.any(Number));
     const samples = await readJsonl(join(dir, "out", "samples.jsonl"));
     expect(samples.filter((s) => s.step === 1)).toHaveLength(4);
-    // sync mode: the rollouts of step k+1 were sampled by the weights of step k
-    for (const s of samples) expect(s.policy_version).toBe((s.step as number) - 1);
+    // sync mode: the rollouts of step k+1 were sampled by the weights of step k; validation at step k by those of step k
+    for (const s of samples) expect(s.policy_version).toBe((s.step as number) - (s.validation ? 0 : 1));
     expect(samples[0]).toMatchObject({
       prompt: expect.stringContaining("What is"),
       response: expect.any(String),

@@ -99,9 +99,10 @@ service: {train_service: {backend: local, model: tiny}}
         trajectoryWeight: "one",
         replayAnswers: "text",
         external: false,
-        gateway: { host: "127.0.0.1", port: 4567 },
+        gateway: { host: "127.0.0.1", port: 4567, allowedHosts: [], corsOrigins: [] },
       },
       mathJudge: undefined,
+      sft: { trainOn: "all_assistant_messages" },
     });
     // The run's workers share one settings object, and with it what hangs off it (the math judge).
     expect(workerSettings(config)).toBe(settings);

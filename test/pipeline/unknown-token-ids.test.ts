@@ -92,7 +92,7 @@ describe("token ids beyond the tokenizer", () => {
     expect(result.steps).toBe(2);
     const samples = await readJsonl(join(dir, "out", "samples.jsonl"));
     for (const row of result.metrics.slice(1)) {
-      const rows = samples.filter((s) => s.step === row.step);
+      const rows = samples.filter((s) => s.step === row.step && !s.validation);
       expect(rows).toHaveLength(row["rollout/num_trajectories"]!);
       const placeholders = rows.reduce((n, s) => n + (s.response.match(/<unk:\d+>/g)?.length ?? 0), 0);
       // The tiny model samples all 259 ids; the tokenizer knows 41 of them.
@@ -104,6 +104,11 @@ describe("token ids beyond the tokenizer", () => {
       expect(row["val/num_samples"]).toBe(4);
       expect(row["val/failed"]).toBe(0);
       expect(row["val/unknown_token_ids"]).toBeGreaterThan(0);
+      // The validation rollouts are kept too, their unknown ids shown as placeholders.
+      const validation = samples.filter((s) => s.step === row.step && s.validation);
+      expect(validation).toHaveLength(4);
+      const placeholders = validation.reduce((n, s) => n + (s.response.match(/<unk:\d+>/g)?.length ?? 0), 0);
+      expect(placeholders).toBe(row["val/unknown_token_ids"]);
     }
   });
 });

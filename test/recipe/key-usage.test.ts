@@ -101,6 +101,7 @@ const READ: Record<string, string> = {
   "rollout_worker.custom_rollout_worker_class_name": "src/pipeline/workers/registry.ts",
   "rollout_worker.rollout_timeout_seconds": "src/pipeline/setup.ts",
   "rollout_worker.agent.math.judge_mode": "src/pipeline/rewards/math-judge.ts",
+  "rollout_worker.sft.train_on": "src/pipeline/settings.ts",
   "rollout_worker.judge.base_url": "src/pipeline/settings.ts",
   "rollout_worker.reward_model.sampler_path": "src/pipeline/settings.ts",
   "rollout_worker.judge.model": "src/pipeline/rewards/math-judge.ts",
@@ -327,6 +328,11 @@ const REFUSED: Refusal[] = [
     overrides: [`${VAL}, max_response_length: 7}`],
     keyPath: "validate.data.max_response_length",
     says: "must equal `rollout_worker.max_response_length`",
+  },
+  {
+    overrides: ["++rollout_worker.sft={train_on: last_assistant_message}"],
+    keyPath: "rollout_worker.sft",
+    says: "read only by the `sft` worker",
   },
   {
     overrides: ["++rollout_worker.agent.math.judge_mode=llm_judge"],

@@ -21,11 +21,14 @@ const shipped = readdirSync(RECIPES, { withFileTypes: true })
   );
 
 describe("shipped recipes", () => {
-  it("include local, tinker and weaver variants of agent_tools, pig_latin and math, and the local preference recipes", () => {
+  it("include local, tinker and weaver variants of agent_tools, chat_sft, pig_latin and math, and the local preference recipes", () => {
     expect(shipped.sort()).toEqual([
       "agent_tools/local.yaml",
       "agent_tools/tinker.yaml",
       "agent_tools/weaver.yaml",
+      "chat_sft/local.yaml",
+      "chat_sft/tinker.yaml",
+      "chat_sft/weaver.yaml",
       "math/local.yaml",
       "math/tinker.yaml",
       "math/weaver.yaml",

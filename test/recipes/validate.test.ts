@@ -67,12 +67,15 @@ afterAll(async () => {
 });
 
 describe("validate on every shipped recipe", () => {
-  it("finds the YAML and TS recipes of agent_tools, math, pig_latin and preference", () => {
+  it("finds the YAML and TS recipes of agent_tools, chat_sft, math, pig_latin and preference", () => {
     expect(shipped).toEqual([
       "agent_tools/local.yaml",
       "agent_tools/sft_local.ts",
       "agent_tools/tinker.yaml",
       "agent_tools/weaver.yaml",
+      "chat_sft/local.yaml",
+      "chat_sft/tinker.yaml",
+      "chat_sft/weaver.yaml",
       "math/local.yaml",
       "math/sft_local.ts",
       "math/tinker.yaml",

@@ -61,13 +61,12 @@ describe("the run report in headless Chromium", () => {
       try {
         await page.goto(`file://${join(dir, "report.html")}`);
         await page.waitForSelector(".chart canvas");
-        // the summary: reward, loss and validation first → last, each with its sparkline
+        // the summary: loss and validation first → last, each with its sparkline (no reward: SFT rows all score 1)
         expect(await page.locator(".trend").evaluateAll((cards: any[]) => cards.map((c) => c.dataset.key))).toEqual([
-          "rollout/reward_mean",
           "train/loss",
           "val/reward_mean",
         ]);
-        expect(await page.locator(".trend .spark canvas").count()).toBe(3);
+        expect(await page.locator(".trend .spark canvas").count()).toBe(2);
         for (const [family, keys] of families) {
           const shown = await page.$$eval(`.family[data-family="${family}"] .chart`, chartKeys);
           expect(shown.sort(), family).toEqual([...keys].sort());
@@ -101,7 +100,15 @@ describe("the run report in headless Chromium", () => {
             `token ${sample.response_tokens.ids[0]} ${JSON.stringify(sample.response_tokens.text[0])}`,
           );
           expect(title).toContain("trained (loss mask 1)");
+          // a validation rollout: what the model wrote, marked, beside its target
+          expect(await card.locator(".badge.validation").count()).toBe(sample.validation ? 1 : 0);
+          expect(await card.locator("pre.target").count()).toBe(sample.target === undefined ? 0 : 1);
+          if (sample.target !== undefined) expect(await card.locator("pre.target").textContent()).toBe(sample.target);
         }
+        expect(atStep.filter((s) => s.validation).length).toBeGreaterThan(0);
+        expect(await page.locator("#rollout-browser .count").textContent()).toMatch(
+          /^\d+ rollouts and \d+ validation rollouts at step 3$/,
+        );
         expect(await page.locator("#checkpoints table tr").count()).toBe(3);
         expect(await page.locator("#config pre").textContent()).toContain("type: remote_api_cross_entropy");
         await page.screenshot({ path: join(dir, "report.png"), fullPage: true });

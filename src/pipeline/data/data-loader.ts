@@ -4,7 +4,7 @@
  * @module
  */
 import { deriveSeed, shuffleInPlace } from "../seed.js";
-import { isTaskPrompt, type RolloutTask, type TaskGroup } from "../../contracts/task.js";
+import { isTaskPrompt, taskPrompt, type RolloutTask, type TaskGroup } from "../../contracts/task.js";
 import { readRowTable, type DataRow } from "./files.js";
 import { RowTable } from "./row-table.js";
 import { InputError } from "../../errors.js";
@@ -132,7 +132,7 @@ export class DataLoader {
           `${where}: its prompt field "${promptKey}" (data.prompt_key) must be text or a list of {role, content} chat messages with text content, got ${JSON.stringify(prompt)?.slice(0, 80)}`,
         );
       }
-      if (filter === undefined || filter.measure(prompt) <= filter.maxPromptLength) kept[count++] = i;
+      if (filter === undefined || filter.measure(taskPrompt(prompt)) <= filter.maxPromptLength) kept[count++] = i;
     }
     this.kept = kept.subarray(0, count);
     this.filtered = rows.length - count;
@@ -296,7 +296,7 @@ export class DataLoader {
     for (let runId = 0; runId < n; runId++) {
       tasks.push({
         data,
-        prompt: data[promptKey] as RolloutTask["prompt"],
+        prompt: taskPrompt(data[promptKey]),
         index,
         epoch,
         batchIndex,

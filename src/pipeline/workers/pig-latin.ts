@@ -6,6 +6,7 @@ import { Trajectory } from "../../contracts/trajectory.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { BaseRolloutWorker } from "./base.js";
 import { completionTrajectory } from "./completion-trajectory.js";
+import { encodePrompt } from "../../types/tokenizer.js";
 import { NexrlError } from "../../errors.js";
 
 /** Fraction of the words of `expected` that `answer` has at the same place. */
@@ -42,7 +43,7 @@ export class PigLatinRolloutWorker extends BaseRolloutWorker {
       const result = await this.inferenceClient.completion(prompt, { temperature: 0 });
       return completionTrajectory(result, wordAccuracy(result.response, output), { answer: output });
     }
-    const promptTokens = this.tokenizer.encode(prompt, { addBos: true });
+    const promptTokens = encodePrompt(this.tokenizer, prompt);
     const answerTokens = [...this.tokenizer.encode(` ${output}`), this.tokenizer.eosId];
     const { tokens, lossMask, truncated } = this.truncate(
       [...promptTokens, ...answerTokens],

@@ -8,6 +8,7 @@ import { BaseRolloutWorker } from "./base.js";
 import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { PigLatinRolloutWorker } from "./pig-latin.js";
 import { PreferenceRolloutWorker } from "./preference.js";
+import { SftRolloutWorker } from "./sft.js";
 import { SimpleRolloutWorker } from "./simple.js";
 import { SingleTurnMathRolloutWorker } from "./single-turn-math.js";
 
@@ -15,7 +16,7 @@ import { SingleTurnMathRolloutWorker } from "./single-turn-math.js";
 export type RolloutWorkerClass = new (context: RolloutWorkerContext) => BaseRolloutWorker;
 
 /** Whether an `agent` worker runs NexRL's built-in `single_turn_math` agent rather than an agent of the agent service. */
-function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
+export function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
   return (
     worker.agent_cls !== undefined ||
     (worker.agent_module_path == null && worker.nexau_agent_config_path === undefined && !worker.agent?.external)
@@ -23,7 +24,7 @@ function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
 }
 
 /**
- * The class for `rollout_worker.type`: `pig_latin`, `preference`, `single_turn_math` (also `agent` with
+ * The class for `rollout_worker.type`: `pig_latin`, `preference`, `sft`, `single_turn_math` (also `agent` with
  * `agent_cls: single_turn_math` or no agent of its own), `simple`, `agent` / `nexau` (the agent
  * service's worker: an agent module, a declarative agent or external agents, through the agent
  * gateway), or `custom` (the recipe's `custom_rollout_worker_class_name` exported by
@@ -44,6 +45,8 @@ export async function resolveRolloutWorkerClass(
       return PigLatinRolloutWorker;
     case "preference":
       return PreferenceRolloutWorker;
+    case "sft":
+      return SftRolloutWorker;
     case "single_turn_math":
       return SingleTurnMathRolloutWorker;
     case "agent":

@@ -12,6 +12,7 @@ import { RENDERER_IDS } from "../../types/tokenizer.js";
 export const ROLLOUT_WORKER_TYPES = [
   "pig_latin",
   "preference",
+  "sft",
   "single_turn_math",
   "simple",
   "agent",
@@ -20,7 +21,17 @@ export const ROLLOUT_WORKER_TYPES = [
 ] as const;
 
 /** The workers that build their training trajectories from the rows without sampling. */
-const NON_SAMPLING_WORKERS: readonly string[] = ["pig_latin", "preference"];
+const NON_SAMPLING_WORKERS: readonly string[] = ["pig_latin", "preference", "sft"];
+
+/** Shape of `rollout_worker.sft:`, the options of the `sft` worker (every key has a default). */
+export const sftOptionsSchema = z.strictObject({
+  /**
+   * Which assistant messages of a `messages` row are trained when they have no `weight`:
+   * `all_assistant_messages` (OpenAI's fine-tuning default) or `last_assistant_message`. A message's
+   * `weight` (0 or 1) overrides it; a `prompt`/`completion` row trains its completion either way.
+   */
+  train_on: z.enum(["all_assistant_messages", "last_assistant_message"]).default("all_assistant_messages"),
+});
 
 /** Shape of `rollout_worker.reward_model:`, the trained reward model of `agent.math.judge_mode: reward_model`. */
 export const rewardModelSchema = z.strictObject({
@@ -163,7 +174,7 @@ export const rolloutWorkerSchema = z
     type: z.enum(ROLLOUT_WORKER_TYPES),
     /** Rollouts run concurrently. */
     num_workers: positiveInt.default(4),
-    /** Whether the worker samples from the inference service; defaults to true for every type but `pig_latin` and `preference`. */
+    /** Whether the worker samples from the inference service; defaults to true for every type but `pig_latin`, `preference` and `sft`. */
     need_llm_inference: z.boolean().optional(),
     /** Sampling temperature. */
     temperature: z.number().min(0).default(1),
@@ -190,6 +201,8 @@ export const rolloutWorkerSchema = z
      * (to switch a composed recipe to another agent).
      */
     agent_module_path: nonEmpty.nullish(),
+    /** Options of the `sft` worker. */
+    sft: sftOptionsSchema.optional(),
     /** Options of the `agent` and `nexau` workers' episodes. */
     agent: agentOptionsSchema.optional(),
     /** NexAU agent YAML (`nexau` worker). */
@@ -310,6 +323,12 @@ export const rolloutWorkerSchema = z
         ["judge"],
         "read only when `agent.math.judge_mode` is `llm_judge` or `rule+llm_judge`: set one of them, or remove the judge",
       );
+    if (worker.sft !== undefined && worker.type !== "sft")
+      refuse(
+        ctx,
+        ["sft"],
+        `read only by the \`sft\` worker, and this worker is \`${worker.type}\`: remove it, or set \`type: sft\``,
+      );
     if (worker.save_trace)
       refuse(
         ctx,
@@ -350,7 +369,7 @@ export const rolloutWorkerSchema = z
   })
   .transform((worker) => ({
     ...worker,
-    /** Whether the worker samples from the inference service (true for every type but `pig_latin` and `preference` unless set). */
+    /** Whether the worker samples from the inference service (true for every type but `pig_latin`, `preference` and `sft` unless set). */
     need_llm_inference: worker.need_llm_inference ?? !NON_SAMPLING_WORKERS.includes(worker.type),
   }));
 

@@ -1,4 +1,4 @@
-import { decodeTolerantly, type ChatMessage, type Tokenizer } from "../../types/tokenizer.js";
+import { decodeTolerantly, encodePrompt, type ChatMessage, type Tokenizer } from "../../types/tokenizer.js";
 import { modelInputFromTokens } from "../../types/wire.js";
 import type { SamplingClient } from "../training/types.js";
 import type { InferenceClient, InferenceOptions, InferenceResult } from "./types.js";
@@ -47,9 +47,9 @@ export class SamplerInferenceClient implements InferenceClient {
     this.version = policyVersion;
   }
 
-  /** Continues `prompt`; text is encoded with BOS, token ids are used as they are. */
+  /** Continues `prompt`; text is encoded with BOS ({@link encodePrompt}), token ids are used as they are. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    const tokens = typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt;
+    const tokens = typeof prompt === "string" ? encodePrompt(this.tokenizer, prompt) : prompt;
     return this.generate(tokens, options);
   }
 

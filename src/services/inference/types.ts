@@ -64,7 +64,10 @@ export interface InferenceResult {
 export interface InferenceClient {
   /** The tokenizer of the served model. */
   readonly tokenizer: Tokenizer;
-  /** Continues `prompt` (text, or token ids used as they are). */
+  /**
+   * Continues `prompt`: text is encoded with BOS first (`encodePrompt`, nexrl's one BOS rule, which
+   * the `sft` worker trains text prompts with too); token ids are used as they are.
+   */
   completion(prompt: string | number[], options?: InferenceOptions): Promise<InferenceResult>;
   /** Answers a conversation, formatted with the model's chat template. */
   chat(messages: readonly ChatMessage[], options?: InferenceOptions): Promise<InferenceResult>;

@@ -6,7 +6,7 @@
  */
 import type { ErrorHints } from "../../../http/errors.js";
 import { HttpTransport, type HttpResponse } from "../../../http/transport.js";
-import type { ChatMessage, Tokenizer, ToolCall } from "../../../types/tokenizer.js";
+import { encodePrompt, type ChatMessage, type Tokenizer, type ToolCall } from "../../../types/tokenizer.js";
 import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
 import { parseTokenIdStrings, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";
 import { UnexpectedResponseError } from "../../../errors.js";
@@ -169,12 +169,9 @@ export class OpenAIInferenceClient implements InferenceClient {
     this.version = policyVersion;
   }
 
-  /** Continues `prompt` on `/v1/completions`; text is encoded with BOS, token ids are sent as they are. */
+  /** Continues `prompt` on `/v1/completions`; text is encoded with BOS ({@link encodePrompt}), token ids are sent as they are. */
   completion(prompt: string | number[], options: InferenceOptions = {}): Promise<InferenceResult> {
-    return this.complete(
-      typeof prompt === "string" ? this.tokenizer.encode(prompt, { addBos: true }) : prompt,
-      options,
-    );
+    return this.complete(typeof prompt === "string" ? encodePrompt(this.tokenizer, prompt) : prompt, options);
   }
 
   /** Answers a conversation (with `options.tools` and `options.chatTemplateKwargs`), as `chatVia` says. */
