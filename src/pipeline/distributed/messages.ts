@@ -1,6 +1,7 @@
 /**
  * The messages of the tasks and results streams: JSON in one `body` field, with numbers JSON
- * cannot hold (NaN, ±Infinity, which logprobs and rewards may be) kept as tagged strings.
+ * cannot hold (NaN, ±Infinity, which logprobs and rewards may be) kept as tagged strings, and
+ * the zod schemas every message read is checked against.
  * @module
  */
 import type { RolloutTask } from "../../contracts/task.js";
@@ -60,44 +61,55 @@ export type ResultMessage = {
   deliveries: number;
 } & ({ ok: true; trajectories: TrajectoryInit[]; unknownTokenIds: number } | { ok: false; error: RemoteFailure });
 
-const NUMBER_TAG = "\u0000number:";
-/** How {@link NUMBER_TAG} reads inside JSON text (`JSON.stringify` escapes the NUL). */
-const NUMBER_TAG_IN_JSON = JSON.stringify(NUMBER_TAG).slice(1, -1);
+/**
+ * Non-finite numbers travel as strings that start with NUL: `"\u0000number:NaN"`. A string of
+ * the data that starts with NUL itself travels as `"\u0000string:"` and the string, so no string
+ * can read back as a number (or as anything but itself).
+ */
+const TAG_START = "\u0000";
+const NUMBER_TAG = `${TAG_START}number:`;
+const STRING_TAG = `${TAG_START}string:`;
+/** How {@link TAG_START} reads inside JSON text (`JSON.stringify` escapes the NUL). */
+const TAG_START_IN_JSON = JSON.stringify(TAG_START).slice(1, -1);
 
-function tagNonFinite(_key: string, item: unknown): unknown {
-  return typeof item === "number" && !Number.isFinite(item) ? `${NUMBER_TAG}${item}` : item;
+function tag(_key: string, item: unknown): unknown {
+  if (typeof item === "number") return Number.isFinite(item) ? item : `${NUMBER_TAG}${item}`;
+  return typeof item === "string" && item.startsWith(TAG_START) ? `${STRING_TAG}${item}` : item;
 }
 
-function untagNonFinite(_key: string, item: unknown): unknown {
-  return typeof item === "string" && item.startsWith(NUMBER_TAG) ? Number(item.slice(NUMBER_TAG.length)) : item;
+function untag(_key: string, item: unknown): unknown {
+  if (typeof item !== "string" || !item.startsWith(TAG_START)) return item;
+  if (item.startsWith(NUMBER_TAG)) return Number(item.slice(NUMBER_TAG.length));
+  return item.startsWith(STRING_TAG) ? item.slice(STRING_TAG.length) : item;
 }
 
 /**
- * Whether `value` holds no number JSON cannot write. A replacer costs a call per value written
- * (and a key string per array item), several times this walk; objects with their own `toJSON`
- * are left to the replacer.
+ * Whether `value` holds nothing to tag: no number JSON cannot write, no string that starts with
+ * NUL. A replacer costs a call per value written (and a key string per array item), several
+ * times this walk; objects with their own `toJSON` are left to the replacer.
  */
-function allFinite(value: unknown): boolean {
+function untagged(value: unknown): boolean {
   if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value === "string") return value.charCodeAt(0) !== 0;
   if (typeof value !== "object" || value === null) return true;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!allFinite(value[i])) return false;
+    for (let i = 0; i < value.length; i++) if (!untagged(value[i])) return false;
     return true;
   }
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
-  for (const key in value) if (!allFinite((value as Record<string, unknown>)[key])) return false;
+  for (const key in value) if (!untagged((value as Record<string, unknown>)[key])) return false;
   return true;
 }
 
 /** JSON text of `value`, non-finite numbers included. */
 export function encode(value: unknown): string {
-  return allFinite(value) ? JSON.stringify(value) : JSON.stringify(value, tagNonFinite);
+  return untagged(value) ? JSON.stringify(value) : JSON.stringify(value, tag);
 }
 
-/** A value back from {@link encode}'s text (the caller knows its type). */
+/** A value back from {@link encode}'s text (the caller knows its type, or checks it). */
 export function decode<T>(text: string): T {
   // Text without a tag needs no reviver (which costs a call per value read).
-  return (text.includes(NUMBER_TAG_IN_JSON) ? JSON.parse(text, untagNonFinite) : JSON.parse(text)) as T;
+  return (text.includes(TAG_START_IN_JSON) ? JSON.parse(text, untag) : JSON.parse(text)) as T;
 }
 
 /** A failed attempt that came back from a worker, for the driver's failure policy. */

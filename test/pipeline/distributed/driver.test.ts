@@ -90,23 +90,25 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const keys = new StreamKeys(s.stream_prefix);
     try {
       const attempts = rollouts.attempts("train", undefined);
-      const timedOut = attempts.run(task(), 0, 0, new AbortController().signal);
+      // Each attempt's rejection is handled from the start: the driver may read the worker's
+      // answer (and reject the attempt) before the test's own XADD has returned.
+      const timedOut = attempts.run(task(), 0, 0, new AbortController().signal).catch((e: unknown) => e);
       const first = await takeTask(keys, "w1");
       await answer(first.message, {
         ok: false,
         error: { name: "UserCodeError", message: "took too long", problem: "timeout", retryable: true },
       });
-      const error = await timedOut.catch((e: unknown) => e);
+      const error = await timedOut;
       expect(error).toBeInstanceOf(UserCodeError);
       expect((error as UserCodeError).problem).toBe("timeout");
       expect((error as Error).message).toBe("took too long (on nexrl worker test)");
-      const buggy = attempts.run(task(), 0, 0, new AbortController().signal);
+      const buggy = attempts.run(task(), 0, 0, new AbortController().signal).catch((e: unknown) => e);
       const second = await takeTask(keys, "w1");
       await answer(second.message, {
         ok: false,
         error: { name: "TypeError", message: "x is undefined", retryable: false },
       });
-      await expect(buggy).rejects.toMatchObject({
+      expect(await buggy).toMatchObject({
         message: "TypeError: x is undefined (on nexrl worker test)",
         isRetryable: false,
       });
