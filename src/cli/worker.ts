@@ -57,8 +57,8 @@ export async function runWorker(
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
   const tokenizer = await loadTokenizer(tokenizerName(config));
   const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
-  const redis = await connectRedis(settings.url, (error) => log(error.message));
-  const reader = await connectRedis(settings.url, (error) => log(error.message));
+  const redis = await connectRedis(settings.url, log);
+  const reader = await connectRedis(settings.url);
   // Worker instances see the worker's concurrency as rollout_worker.num_workers.
   const workerConfig = { ...config, rollout_worker: { ...config.rollout_worker, num_workers: concurrency } };
   const runners = new Map<string, ReturnType<typeof createRunner>>();

@@ -2,7 +2,10 @@
  * {@link RedisRollouts}: the driver's side of distributed rollouts. Each attempt the runners hand
  * it goes to the tasks stream; one loop reads the session's results stream and settles the
  * attempt it answers. A result whose attempt is already settled (a slow worker and the worker
- * that claimed its task both finished) is counted once and otherwise ignored.
+ * that claimed its task both finished) is counted once and otherwise ignored. The driver keeps
+ * every task it waits for: after a lost connection (a Redis restart) it puts back what the
+ * server lost (the consumer group, the session key) and sends again the tasks that are gone
+ * from the stream without a result, which a restart without persistence loses.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -11,9 +14,10 @@ import type { RemoteAttemptResult, RemoteAttempts } from "../rollout/runner.js";
 import type { RolloutTask } from "../../contracts/task.js";
 import { readHeartbeats, type WorkerHealth } from "./heartbeats.js";
 import { decode, encode, failureError, type InferenceTarget, type ResultMessage, type TaskKind } from "./messages.js";
-import { connectRedis, describeFailure, StreamKeys, type Redis } from "./redis.js";
+import { connectRedis, describeFailure, serverAway, StreamKeys, type Redis } from "./redis.js";
+import { sleep } from "../../http/backoff.js";
 import { serverName } from "./server-name.js";
-import type { DistributedError } from "../../errors.js";
+import { DistributedError } from "../../errors.js";
 
 /** Counters of the results since the last {@link RedisRollouts.takeCounts}. */
 export interface ResultCounts {
@@ -31,10 +35,25 @@ export interface ResultCounts {
 interface Waiting {
   resolve(result: RemoteAttemptResult): void;
   reject(error: unknown): void;
+  /** Its task message. */
+  body: string;
+  /** Its entry in the tasks stream, once the server took it. */
+  entry: string | undefined;
+  /** Whether an XADD of it is waiting for its reply. */
+  sending: boolean;
 }
 
 /** Milliseconds the results loop blocks on the stream per read. */
 const READ_BLOCK_MS = 1_000;
+/** Milliseconds before a read that failed because the server is away is tried again. */
+const RETRY_MS = 250;
+/**
+ * Milliseconds after a reconnection during which the driver looks for lost tasks, every
+ * {@link SWEEP_MS}: tasks a restarted server took before the session key was back can be dropped
+ * by workers, and are sent again by a later look.
+ */
+const RECOVERY_WINDOW_MS = 15_000;
+const SWEEP_MS = 2_000;
 
 /** Publishes rollout attempts to Redis and collects their results. */
 export class RedisRollouts {
@@ -44,6 +63,9 @@ export class RedisRollouts {
   private closed = false;
   private readonly reading: Promise<void>;
   private failure: DistributedError | undefined;
+  /** Until when (`Date.now()`) the results loop looks for lost tasks; 0: no reconnection to recover from. */
+  private recoverUntil = 0;
+  private nextSweep = 0;
   /**
    * `redis` without the client's default command timeout for the tasks sent, which costs a timer
    * and an abort signal per command; the results loop's reads keep it, and fail every attempt
@@ -58,8 +80,10 @@ export class RedisRollouts {
     /** This driver session: a restarted driver has another, so stale results and tasks are ignored. */
     readonly session: string,
     private readonly name: string,
+    private readonly say: (line: string) => void,
   ) {
     this.sender = redis.withCommandOptions({ timeout: 0 }) as unknown as Redis;
+    for (const client of [redis, reader]) client.on("ready", () => this.reconnected());
     this.reading = this.readResults();
   }
 
@@ -69,8 +93,9 @@ export class RedisRollouts {
    * @param onError told of connection trouble after the start.
    */
   static async open(settings: DistributedOptions, onError: (error: DistributedError) => void): Promise<RedisRollouts> {
-    const redis = await connectRedis(settings.url, onError);
-    const reader = await connectRedis(settings.url, onError);
+    const say = (line: string): void => onError(new DistributedError(line));
+    const redis = await connectRedis(settings.url, say);
+    const reader = await connectRedis(settings.url);
     const keys = new StreamKeys(settings.stream_prefix);
     const session = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
     try {
@@ -83,7 +108,7 @@ export class RedisRollouts {
       reader.destroy();
       throw describeFailure(serverName(settings.url), error);
     }
-    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url));
+    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say);
   }
 
   /** The {@link RemoteAttempts} of one runner: its kind, and the relay its rollouts sample from (none when they may not). */
@@ -104,9 +129,16 @@ export class RedisRollouts {
     return counts;
   }
 
-  /** The workers beating now. */
-  workers(): Promise<WorkerHealth[]> {
-    return readHeartbeats(this.redis, this.keys);
+  /** The workers beating now (waiting for a server that is away to come back). */
+  async workers(): Promise<WorkerHealth[]> {
+    for (;;) {
+      try {
+        return await readHeartbeats(this.redis, this.keys);
+      } catch (error) {
+        if (this.closed || !serverAway(error)) throw error;
+        await sleep(RETRY_MS);
+      }
+    }
   }
 
   /** Stops reading results, drops this session's streams and disconnects; attempts still waiting fail. */
@@ -135,25 +167,81 @@ export class RedisRollouts {
   ): Promise<RemoteAttemptResult> {
     if (this.failure) throw this.failure;
     const id = `${this.session}:${++this.sent}`;
-    const result = new Promise<RemoteAttemptResult>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-    });
     // A TaskMessage; what is the same for every task of the runner is encoded once.
     const body = `{"id":${JSON.stringify(id)},"attempt":${attempt},"version":${version},${shared},"task":${encode(task)}}`;
+    const result = new Promise<RemoteAttemptResult>((resolve, reject) => {
+      const waiting: Waiting = { resolve, reject, body, entry: undefined, sending: false };
+      this.waiting.set(id, waiting);
+      this.send(id, waiting);
+    });
     const abort = (): void => {
       this.settle(id, (waiting) => waiting.reject(signal.reason));
     };
     signal.addEventListener("abort", abort, { once: true });
-    // Not awaited on its own: a task that could not be sent fails its attempt, as a lost server
-    // (noticed by the results loop) fails every attempt waiting.
-    this.sender.xAdd(this.keys.tasks, "*", { body }).catch((error: unknown) => {
-      this.settle(id, (waiting) => waiting.reject(error));
-    });
     try {
       return await result;
     } finally {
       signal.removeEventListener("abort", abort);
     }
+  }
+
+  /**
+   * Adds attempt `id`'s task to the stream. Not awaited: a task lost with the connection is sent
+   * again by {@link RedisRollouts.recover}; one the server refuses fails its attempt.
+   */
+  private send(id: string, waiting: Waiting): void {
+    waiting.sending = true;
+    this.sender.xAdd(this.keys.tasks, "*", { body: waiting.body }).then(
+      (entry) => {
+        waiting.entry = entry;
+        waiting.sending = false;
+      },
+      (error: unknown) => {
+        waiting.sending = false;
+        if (serverAway(error)) this.reconnected();
+        else this.settle(id, (it) => it.reject(describeFailure(this.name, error)));
+      },
+    );
+  }
+
+  /** A connection was lost (and may be back): the results loop looks for lost tasks for a while. */
+  private reconnected(): void {
+    this.recoverUntil = Date.now() + RECOVERY_WINDOW_MS;
+    this.nextSweep = 0;
+  }
+
+  /**
+   * After a reconnection: creates the group and the session key again if the server lost them,
+   * and sends again the tasks waiting whose entries are gone without a result (a worker that
+   * answers deletes its task's entry in the transaction that writes the result, so a task gone
+   * with no result in the results stream was lost). A task answered meanwhile and sent again
+   * only gives a duplicate result, which is ignored.
+   */
+  private async recover(): Promise<void> {
+    const { redis, keys } = this;
+    await keys.ensureGroup(redis);
+    await redis.set(keys.session, this.session, { NX: true });
+    const candidates = [...this.waiting].filter(([, waiting]) => !waiting.sending);
+    const present = await Promise.all(
+      candidates.map(async ([, { entry }]) =>
+        entry === undefined ? false : ((await redis.xRange(keys.tasks, entry, entry)) ?? []).length > 0,
+      ),
+    );
+    const missing = candidates.filter((_, index) => !present[index]);
+    if (missing.length === 0) return;
+    const answered = new Set<string>();
+    for (const result of (await redis.xRange(keys.results(this.session), "-", "+")) ?? [])
+      if (result) answered.add(resultId(String(result.message.body)));
+    let sent = 0;
+    for (const [id, waiting] of missing)
+      if (this.waiting.get(id) === waiting && !answered.has(id) && !waiting.sending) {
+        this.send(id, waiting);
+        sent++;
+      }
+    if (sent > 0)
+      this.say(
+        `the Redis server ${this.name} lost ${sent} task(s) waiting for a result (restarted without persistence?): sent them again`,
+      );
   }
 
   /** Hands attempt `id`'s waiter to `action` and forgets it; false when it was settled already. */
@@ -165,16 +253,28 @@ export class RedisRollouts {
     return true;
   }
 
-  /** Reads the session's results stream until closed; a lost server fails every attempt waiting. */
+  /**
+   * Reads the session's results stream until closed. A server that is away is waited for (the
+   * client reconnects); one that refuses the read fails every attempt waiting.
+   */
   private async readResults(): Promise<void> {
     const stream = this.keys.results(this.session);
     let last = "0-0";
     while (!this.closed) {
       let replies;
       try {
+        if (Date.now() < this.recoverUntil && Date.now() >= this.nextSweep) {
+          this.nextSweep = Date.now() + SWEEP_MS;
+          await this.recover();
+        }
         replies = await this.reader.xRead({ key: stream, id: last }, { BLOCK: READ_BLOCK_MS, COUNT: 256 });
       } catch (error) {
         if (this.closed) return;
+        if (serverAway(error)) {
+          this.reconnected();
+          await sleep(RETRY_MS);
+          continue;
+        }
         this.failure = describeFailure(this.name, error);
         for (const id of [...this.waiting.keys()]) this.settle(id, (waiting) => waiting.reject(this.failure));
         return;
@@ -201,6 +301,16 @@ export class RedisRollouts {
     this.counts.tasks++;
     if (!result.ok) this.counts.failures++;
     if (result.deliveries > 1) this.counts.reclaimed++;
+  }
+}
+
+/** The attempt id of a result message's text ("" when it has none). */
+function resultId(body: string): string {
+  try {
+    const id = (decode<{ id?: unknown } | null>(body) ?? {}).id;
+    return typeof id === "string" ? id : "";
+  } catch {
+    return "";
   }
 }
 

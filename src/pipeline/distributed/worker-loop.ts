@@ -7,7 +7,9 @@
  * task is claimed by another worker only once its worker stopped beating for the claim time,
  * however long the rollout. On {@link WorkerLoop.stop} it takes no more tasks and hands back
  * those in flight (queued again, then acknowledged), so no task waits for the claim time after
- * a clean stop.
+ * a clean stop. A server that is away (a lost connection, a restart, a stall) is waited for:
+ * the loop reads again once the client has reconnected (creating the group again if the server
+ * lost it), and results are written once it is back.
  * @module
  */
 import { hostname } from "node:os";
@@ -15,7 +17,8 @@ import type { RolloutRunner } from "../rollout/runner.js";
 import { retryCouldHelp, userFrames } from "../rollout/error-origin.js";
 import { Heartbeat } from "./heartbeats.js";
 import { decode, encode, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
-import type { Redis, StreamKeys } from "./redis.js";
+import { serverAway, type Redis, type StreamKeys } from "./redis.js";
+import { sleep } from "../../http/backoff.js";
 import { NexrlError, UserCodeError } from "../../errors.js";
 
 /** Options of {@link WorkerLoop}. */
@@ -60,6 +63,8 @@ interface Batch {
 
 /** Milliseconds a read of the tasks stream blocks. */
 const READ_BLOCK_MS = 500;
+/** Milliseconds before a command that failed because the server is away is tried again. */
+const RETRY_MS = 250;
 
 /** Consumes rollout tasks until stopped. */
 export class WorkerLoop {
@@ -112,28 +117,58 @@ export class WorkerLoop {
     await this.heartbeat.start();
     try {
       while (!this.stopping) {
-        const free = this.options.concurrency - this.inFlight.size;
-        if (free === 0) {
-          await new Promise<void>((resolve) => (this.slotFreed = resolve));
-          // The slots freed in the same turn of the event loop are filled by one read.
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
+        try {
+          await this.takeTasks();
+        } catch (error) {
+          if (this.stopping || !serverAway(error)) throw error;
+          // The client reconnects meanwhile; a server that restarted empty lost the group.
+          await sleep(RETRY_MS);
+          await keys.ensureGroup(redis).catch(() => undefined);
         }
-        // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
-        let batch: Batch | undefined;
-        if (Date.now() >= this.nextClaim) {
-          this.nextClaim = Date.now() + this.options.heartbeatMs;
-          const claimed = await this.claim(free);
-          // There may be more to claim.
-          if (claimed.length === free) this.nextClaim = 0;
-          if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
-        }
-        if (!batch && !this.stopping) batch = await this.read(free);
-        if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
       }
     } finally {
       await this.handBack();
       await this.heartbeat.stop();
+    }
+  }
+
+  /** Fills the free slots with tasks claimed or read (waits for a slot when none is free). */
+  private async takeTasks(): Promise<void> {
+    const { keys, redis } = this.options;
+    const free = this.options.concurrency - this.inFlight.size;
+    if (free === 0) {
+      await new Promise<void>((resolve) => (this.slotFreed = resolve));
+      // The slots freed in the same turn of the event loop are filled by one read.
+      await new Promise((resolve) => setImmediate(resolve));
+      return;
+    }
+    // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
+    let batch: Batch | undefined;
+    if (Date.now() >= this.nextClaim) {
+      this.nextClaim = Date.now() + this.options.heartbeatMs;
+      const claimed = await this.claim(free);
+      // There may be more to claim.
+      if (claimed.length === free) this.nextClaim = 0;
+      if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
+    }
+    if (!batch && !this.stopping) batch = await this.read(free);
+    if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
+  }
+
+  /**
+   * Runs `write` until the server takes it, waiting out a server that is away; gives up when
+   * the worker stops meanwhile. A transaction whose reply was lost may run twice: each of ours
+   * may (a result twice is a duplicate the driver ignores).
+   */
+  private async untilWritten(write: () => Promise<unknown>): Promise<void> {
+    for (;;) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        if (this.stopping || !serverAway(error)) throw error;
+        await sleep(RETRY_MS);
+      }
     }
   }
 
@@ -247,12 +282,15 @@ export class WorkerLoop {
     }
     if (this.stopping && !this.inFlight.has(delivery.entry)) return;
     // The result and the acknowledgement go together (MULTI): a task is acknowledged only with its result written.
-    await redis
-      .multi()
-      .xAdd(message.results, "*", { body: encode(result) })
-      .xAck(keys.tasks, keys.group, delivery.entry)
-      .xDel(keys.tasks, delivery.entry)
-      .exec();
+    const body = encode(result);
+    await this.untilWritten(() =>
+      redis
+        .multi()
+        .xAdd(message.results, "*", { body })
+        .xAck(keys.tasks, keys.group, delivery.entry)
+        .xDel(keys.tasks, delivery.entry)
+        .exec(),
+    );
     this.tasks++;
     if (!result.ok) this.failures++;
   }
@@ -260,7 +298,7 @@ export class WorkerLoop {
   /** Acknowledges task `entry` and deletes it: the stream holds only tasks not yet answered. */
   private async acknowledge(entry: string): Promise<void> {
     const { redis, keys } = this.options;
-    await redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec();
+    await this.untilWritten(() => redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec());
   }
 
   /** Queues the tasks in flight again (each as a new entry, the old one acknowledged), for other workers. */
@@ -275,7 +313,15 @@ export class WorkerLoop {
         .xAdd(keys.tasks, "*", { body: delivery.body })
         .xAck(keys.tasks, keys.group, delivery.entry)
         .xDel(keys.tasks, delivery.entry);
-    await queue.exec();
+    try {
+      await queue.exec();
+    } catch (error) {
+      // Left pending: other workers claim them after claim_idle_ms.
+      this.options.log(
+        `could not hand back ${left.length} task(s) in flight (${error instanceof Error ? error.message : String(error)}): other workers take them over once they have been idle for claim_idle_ms`,
+      );
+      return;
+    }
     this.options.log(`handed back ${left.length} task(s) in flight`);
   }
 }
