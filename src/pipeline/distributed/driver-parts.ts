@@ -49,17 +49,20 @@ export class DistributedRun {
   /**
    * The step's `workers/*` metrics: workers alive now, and since the last call (this step) the
    * attempts the workers finished and failed (counted from the results read, so a result that
-   * came in is in the step it came in), the tasks reclaimed and the duplicate results ignored.
+   * came in is in the step it came in), the tasks reclaimed, the duplicate results ignored, and
+   * the messages moved to the dead-letter stream.
    */
   async metrics(): Promise<Record<string, number>> {
     const workers = await this.rollouts.workers();
     const counts = this.rollouts.takeCounts();
+    const deadLetters = await this.rollouts.takeDeadLetters();
     return {
       "workers/alive": workers.length,
       "workers/tasks": counts.tasks,
       "workers/failures": counts.failures,
       "workers/reclaimed": counts.reclaimed,
       "workers/duplicates": counts.duplicates,
+      "workers/dead_letters": deadLetters,
     };
   }
 

@@ -13,8 +13,16 @@ import type { DistributedOptions } from "../../recipe/schema/rollout-worker.js";
 import type { RemoteAttemptResult, RemoteAttempts } from "../rollout/runner.js";
 import type { RolloutTask } from "../../contracts/task.js";
 import { readHeartbeats, type WorkerHealth } from "./heartbeats.js";
-import { decode, encode, failureError, type InferenceTarget, type ResultMessage, type TaskKind } from "./messages.js";
-import { connectRedis, describeFailure, serverAway, StreamKeys, type Redis } from "./redis.js";
+import {
+  decode,
+  encode,
+  failureError,
+  readResult,
+  type InferenceTarget,
+  type ResultMessage,
+  type TaskKind,
+} from "./messages.js";
+import { connectRedis, describeFailure, moveToDeadLetters, serverAway, StreamKeys, type Redis } from "./redis.js";
 import { sleep } from "../../http/backoff.js";
 import { serverName } from "./server-name.js";
 import { DistributedError } from "../../errors.js";
@@ -66,6 +74,9 @@ export class RedisRollouts {
   /** Until when (`Date.now()`) the results loop looks for lost tasks; 0: no reconnection to recover from. */
   private recoverUntil = 0;
   private nextSweep = 0;
+  private deadLettered = 0;
+  /** The dead-letter count at the last {@link RedisRollouts.takeDeadLetters} (at the start: when the driver opened). */
+  private deadLettersSeen: number;
   /**
    * `redis` without the client's default command timeout for the tasks sent, which costs a timer
    * and an abort signal per command; the results loop's reads keep it, and fail every attempt
@@ -81,7 +92,9 @@ export class RedisRollouts {
     readonly session: string,
     private readonly name: string,
     private readonly say: (line: string) => void,
+    deadLetters: number,
   ) {
+    this.deadLettersSeen = deadLetters;
     this.sender = redis.withCommandOptions({ timeout: 0 }) as unknown as Redis;
     for (const client of [redis, reader]) client.on("ready", () => this.reconnected());
     this.reading = this.readResults();
@@ -98,17 +111,19 @@ export class RedisRollouts {
     const reader = await connectRedis(settings.url);
     const keys = new StreamKeys(settings.stream_prefix);
     const session = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
+    let deadLetters: number;
     try {
       await keys.ensureGroup(redis);
       // A driver that died (a restart after a crash) left its results stream: nobody reads it now.
       const previous = await redis.set(keys.session, session, { GET: true });
       if (previous) await redis.del(keys.results(previous));
+      deadLetters = Number((await redis.get(keys.deadLetterCount)) ?? 0);
     } catch (error) {
       redis.destroy();
       reader.destroy();
       throw describeFailure(serverName(settings.url), error);
     }
-    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say);
+    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say, deadLetters);
   }
 
   /** The {@link RemoteAttempts} of one runner: its kind, and the relay its rollouts sample from (none when they may not). */
@@ -130,10 +145,15 @@ export class RedisRollouts {
   }
 
   /** The workers beating now (waiting for a server that is away to come back). */
-  async workers(): Promise<WorkerHealth[]> {
+  workers(): Promise<WorkerHealth[]> {
+    return this.whenAnswered(() => readHeartbeats(this.redis, this.keys));
+  }
+
+  /** What `command` gives, tried again while the server is away. */
+  private async whenAnswered<T>(command: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
-        return await readHeartbeats(this.redis, this.keys);
+        return await command();
       } catch (error) {
         if (this.closed || !serverAway(error)) throw error;
         await sleep(RETRY_MS);
@@ -280,15 +300,38 @@ export class RedisRollouts {
         return;
       }
       const read = last;
-      for (const reply of (replies ?? []) as Array<{ messages: Array<{ id: string; message: { body: string } }> }>)
+      for (const reply of (replies ?? []) as Array<{ messages: Array<{ id: string; message: { body?: string } }> }>)
         for (const message of reply.messages) {
           last = message.id;
-          this.accept(decode<ResultMessage>(message.message.body));
+          const read = readResult(message.message.body);
+          if (read.ok) this.accept(read.value);
+          else this.deadLetter(stream, message.id, message.message.body, read.problem);
         }
       // What was read is not needed again: the stream keeps only the last entry read. Not
       // awaited: the next read need not wait for it.
       if (last !== read) this.redis.xTrim(stream, "MINID", last).catch(() => undefined);
     }
+  }
+
+  /** Moves a result that is not a nexrl result message to the dead-letter stream (saying so the first time). */
+  private deadLetter(stream: string, entry: string, body: unknown, problem: string): void {
+    // Not awaited: a dead letter lost with the connection is no loss.
+    moveToDeadLetters(this.redis, this.keys, stream, entry, body, problem)
+      .exec()
+      .catch(() => undefined);
+    if (this.deadLettered++ === 0)
+      this.say(
+        `result ${entry} is not a nexrl result message (${problem}): moved to the dead-letter stream ${this.keys.deadLetters}; later ones are moved without a word, counted in workers/dead_letters`,
+      );
+  }
+
+  /** The messages moved to the dead-letter stream (by the driver or a worker) since the last call (or the start). */
+  async takeDeadLetters(): Promise<number> {
+    const count = Number((await this.whenAnswered(() => this.redis.get(this.keys.deadLetterCount))) ?? 0);
+    // A server that restarted without persistence counts from 0 again.
+    const taken = count >= this.deadLettersSeen ? count - this.deadLettersSeen : count;
+    this.deadLettersSeen = count;
+    return taken;
   }
 
   /** Settles the attempt `result` answers, once. */

@@ -4,7 +4,8 @@
  * the zod schemas every message read is checked against.
  * @module
  */
-import type { RolloutTask } from "../../contracts/task.js";
+import { z } from "zod";
+import { isTaskPrompt, type RolloutTask } from "../../contracts/task.js";
 import type { TrajectoryInit } from "../../contracts/trajectory.js";
 import { NexrlError, UserCodeError, type UserCodeProblem } from "../../errors.js";
 
@@ -110,6 +111,86 @@ export function encode(value: unknown): string {
 export function decode<T>(text: string): T {
   // Text without a tag needs no reviver (which costs a call per value read).
   return (text.includes(TAG_START_IN_JSON) ? JSON.parse(text, untag) : JSON.parse(text)) as T;
+}
+
+const count = z.number().int().nonnegative();
+
+/** What a task message must be (keys it does not know are dropped); its task's own fields beyond these travel as they are. */
+const taskMessageSchema = z.object({
+  id: z.string().min(1),
+  session: z.string().min(1),
+  results: z.string().min(1),
+  kind: z.enum(["train", "validation"]),
+  attempt: count,
+  version: count,
+  inference: z.object({ url: z.string().min(1), token: z.string() }).optional(),
+  task: z.looseObject({
+    data: z.record(z.string(), z.unknown()),
+    prompt: z.custom<RolloutTask["prompt"]>(isTaskPrompt, "expected text or chat messages"),
+    index: count,
+    epoch: count,
+    batchIndex: count,
+    groupId: z.string(),
+    runId: count,
+    groupSize: z.number().int().positive(),
+    isVal: z.boolean(),
+    seed: z.number(),
+  }),
+});
+
+const remoteFailureSchema = z.object({
+  name: z.string(),
+  message: z.string(),
+  problem: z.enum(["uncaught", "timeout", "hung", "agent_result"]).optional(),
+  retryable: z.boolean(),
+});
+
+/** What a result message must be; its trajectories are checked by the runner, as every rollout's are. */
+const resultMessageSchema = z.discriminatedUnion("ok", [
+  z.object({
+    id: z.string().min(1),
+    worker: z.string(),
+    deliveries: z.number().int().positive(),
+    ok: z.literal(true),
+    trajectories: z.array(z.looseObject({})),
+    unknownTokenIds: count,
+  }),
+  z.object({
+    id: z.string().min(1),
+    worker: z.string(),
+    deliveries: z.number().int().positive(),
+    ok: z.literal(false),
+    error: remoteFailureSchema,
+  }),
+]);
+
+/** A message read from a stream: its value, or what is wrong with it. */
+export type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+/** The message of a stream entry's `body` field (`undefined`: the entry has none), checked against `schema`. */
+function read<T>(schema: z.ZodType<T>, body: unknown): Read<T> {
+  if (typeof body !== "string") return { ok: false, problem: "the entry has no body field" };
+  let value: unknown;
+  try {
+    value = decode(body);
+  } catch {
+    return { ok: false, problem: "its body is not JSON" };
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  const at = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+  return { ok: false, problem: `${at}${issue?.message ?? "not a message"}` };
+}
+
+/** The {@link TaskMessage} of a tasks stream entry's `body`, or what is wrong with it. */
+export function readTask(body: unknown): Read<TaskMessage> {
+  return read(taskMessageSchema as z.ZodType<TaskMessage>, body);
+}
+
+/** The {@link ResultMessage} of a results stream entry's `body`, or what is wrong with it. */
+export function readResult(body: unknown): Read<ResultMessage> {
+  return read(resultMessageSchema as z.ZodType<ResultMessage>, body);
 }
 
 /** A failed attempt that came back from a worker, for the driver's failure policy. */

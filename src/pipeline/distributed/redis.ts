@@ -161,6 +161,16 @@ export class StreamKeys {
     return `${this.prefix}:worker:*`;
   }
 
+  /** The dead-letter stream: entries of the tasks and results streams that are not nexrl messages. */
+  get deadLetters(): string {
+    return `${this.prefix}:dead`;
+  }
+
+  /** The count of the messages ever moved to {@link StreamKeys.deadLetters} (which keeps the last ones only). */
+  get deadLetterCount(): string {
+    return `${this.prefix}:dead:count`;
+  }
+
   /** Creates the tasks stream and its group unless they exist. */
   async ensureGroup(redis: Redis): Promise<void> {
     try {
@@ -169,4 +179,28 @@ export class StreamKeys {
       if (!(error instanceof Error && error.message.startsWith("BUSYGROUP"))) throw error;
     }
   }
+}
+
+/** Dead letters the dead-letter stream keeps (the oldest go first); the count counts them all. */
+const DEAD_LETTERS_KEPT = 1_000;
+
+/**
+ * A transaction (to add to and run) that moves entry `entry` of stream `source` (its `body`
+ * field: what was read) to the dead-letter stream with `problem`, and counts it.
+ */
+export function moveToDeadLetters(
+  redis: Redis,
+  keys: StreamKeys,
+  source: string,
+  entry: string,
+  body: unknown,
+  problem: string,
+) {
+  const letter = { source, entry, problem, body: typeof body === "string" ? body : "" };
+  return redis
+    .multi()
+    .xAdd(keys.deadLetters, "*", letter, {
+      TRIM: { strategy: "MAXLEN", strategyModifier: "~", threshold: DEAD_LETTERS_KEPT },
+    })
+    .incr(keys.deadLetterCount);
 }

@@ -16,8 +16,8 @@ import { hostname } from "node:os";
 import type { RolloutRunner } from "../rollout/runner.js";
 import { retryCouldHelp, userFrames } from "../rollout/error-origin.js";
 import { Heartbeat } from "./heartbeats.js";
-import { decode, encode, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
-import { serverAway, type Redis, type StreamKeys } from "./redis.js";
+import { encode, readTask, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
+import { moveToDeadLetters, serverAway, type Redis, type StreamKeys } from "./redis.js";
 import { sleep } from "../../http/backoff.js";
 import { NexrlError, UserCodeError } from "../../errors.js";
 
@@ -49,8 +49,8 @@ export interface WorkerLoopOptions {
 interface Delivery {
   /** The stream entry's id. */
   entry: string;
-  /** Its `body` field. */
-  body: string;
+  /** Its `body` field (none in an entry that is not a nexrl message). */
+  body: string | undefined;
   /** Times it was delivered, this one included. */
   deliveries: number;
 }
@@ -74,6 +74,7 @@ export class WorkerLoop {
   private readonly inFlight = new Map<string, { delivery: Delivery; done: Promise<void> }>();
   private tasks = 0;
   private failures = 0;
+  private deadLettered = 0;
   private slotFreed: () => void = () => undefined;
   /** When the loop next looks for tasks to claim (`Date.now()` milliseconds). */
   private nextClaim = 0;
@@ -201,7 +202,7 @@ export class WorkerLoop {
       const [pending] = await redis.xPendingRange(keys.tasks, keys.group, message.id, message.id, 1);
       deliveries.push({
         entry: message.id,
-        body: String(message.message.body),
+        body: message.message.body as string | undefined,
         deliveries: pending?.deliveriesCounter ?? 2,
       });
     }
@@ -220,7 +221,11 @@ export class WorkerLoop {
       reader.get(keys.session),
     ])) as [Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null, string | null];
     const deliveries = (replies ?? []).flatMap((reply) =>
-      reply.messages.map((message) => ({ entry: message.id, body: String(message.message.body), deliveries: 1 })),
+      reply.messages.map((message) => ({
+        entry: message.id,
+        body: message.message.body as string | undefined,
+        deliveries: 1,
+      })),
     );
     return { deliveries, session };
   }
@@ -243,14 +248,9 @@ export class WorkerLoop {
   /** Runs one task and answers it; the task is acknowledged only once its result is written. */
   private async handle(delivery: Delivery, session: string | null): Promise<void> {
     const { redis, keys } = this.options;
-    let message: TaskMessage;
-    try {
-      message = decode<TaskMessage>(delivery.body);
-    } catch {
-      this.options.log(`task ${delivery.entry} is not a nexrl task message: dropped`);
-      await this.acknowledge(delivery.entry);
-      return;
-    }
+    const read = readTask(delivery.body);
+    if (!read.ok) return this.deadLetter(delivery, read.problem);
+    const message = read.value;
     // The tasks of a driver that stopped or was restarted are not run: nobody waits for their results.
     if (session !== message.session) {
       await this.acknowledge(delivery.entry);
@@ -295,6 +295,21 @@ export class WorkerLoop {
     if (!result.ok) this.failures++;
   }
 
+  /** Moves a task that is not a nexrl task message to the dead-letter stream (saying so the first time). */
+  private async deadLetter(delivery: Delivery, problem: string): Promise<void> {
+    const { redis, keys } = this.options;
+    await this.untilWritten(() =>
+      moveToDeadLetters(redis, keys, keys.tasks, delivery.entry, delivery.body, problem)
+        .xAck(keys.tasks, keys.group, delivery.entry)
+        .xDel(keys.tasks, delivery.entry)
+        .exec(),
+    );
+    if (this.deadLettered++ === 0)
+      this.options.log(
+        `task ${delivery.entry} is not a nexrl task message (${problem}): moved to the dead-letter stream ${keys.deadLetters}; later ones are moved without a word, counted in the driver's workers/dead_letters`,
+      );
+  }
+
   /** Acknowledges task `entry` and deletes it: the stream holds only tasks not yet answered. */
   private async acknowledge(entry: string): Promise<void> {
     const { redis, keys } = this.options;
@@ -310,7 +325,7 @@ export class WorkerLoop {
     const queue = redis.multi();
     for (const { delivery } of left)
       queue
-        .xAdd(keys.tasks, "*", { body: delivery.body })
+        .xAdd(keys.tasks, "*", { body: delivery.body ?? "" })
         .xAck(keys.tasks, keys.group, delivery.entry)
         .xDel(keys.tasks, delivery.entry);
     try {

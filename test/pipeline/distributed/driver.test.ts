@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { distributedSchema } from "../../../src/recipe/schema/rollout-worker.js";
 import { RedisRollouts } from "../../../src/pipeline/distributed/driver.js";
 import { decode, encode, type ResultMessage, type TaskMessage } from "../../../src/pipeline/distributed/messages.js";
-import { connectRedis, StreamKeys } from "../../../src/pipeline/distributed/redis.js";
+import { connectRedis, StreamKeys, type Redis } from "../../../src/pipeline/distributed/redis.js";
 import { WorkerLoop } from "../../../src/pipeline/distributed/worker-loop.js";
 import { DistributedError, UserCodeError } from "../../../src/errors.js";
+import type { RolloutRunner } from "../../../src/pipeline/rollout/runner.js";
 import { task } from "../helpers.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
@@ -167,6 +168,98 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       await running;
       redisClient.destroy();
       reader.destroy();
+      await rollouts.close();
+    }
+  });
+
+  it("moves tasks that are not nexrl task messages to the dead-letter stream once each, with one log line, and runs on", async () => {
+    const s = settings({ max_deliveries: 2 });
+    const keys = new StreamKeys(s.stream_prefix);
+    await keys.ensureGroup(client as unknown as Redis);
+    const redisClient = await connectRedis(s.url);
+    const reader = await connectRedis(s.url);
+    const lines: string[] = [];
+    let ran = 0;
+    const loop = new WorkerLoop({
+      redis: redisClient,
+      reader,
+      keys,
+      name: "reader",
+      concurrency: 2,
+      // Claims at once: a task left unacknowledged would come back at every look.
+      claimIdleMs: 1,
+      maxDeliveries: s.max_deliveries,
+      heartbeatMs: 50,
+      log: (line) => lines.push(line),
+      runnerFor: () =>
+        ({
+          once: () => {
+            ran++;
+            return Promise.resolve({ trajectories: [], unknownTokenIds: 0 });
+          },
+        }) as unknown as RolloutRunner,
+    });
+    await client.set(keys.session, "live");
+    const good: TaskMessage = { ...staleTask(keys), id: "live:1", session: "live", results: keys.results("live") };
+    await client.xAdd(keys.tasks, "*", { body: "null" });
+    await client.xAdd(keys.tasks, "*", { body: "{not json" });
+    await client.xAdd(keys.tasks, "*", { other: "no body" });
+    await client.xAdd(keys.tasks, "*", { body: encode({ ...good, task: { ...good.task, seed: "7" } }) });
+    await client.xAdd(keys.tasks, "*", { body: encode(good) });
+    const running = loop.run();
+    try {
+      await expect.poll(() => ran, { interval: 20 }).toBe(1);
+      await expect.poll(() => client.xLen(keys.tasks), { interval: 20 }).toBe(0);
+      // Several claim looks later nothing came back: each bad task was delivered once.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await client.xLen(keys.deadLetters)).toBe(4);
+      expect(await client.get(keys.deadLetterCount)).toBe("4");
+      expect((await client.xPending(keys.tasks, keys.group)).pending).toBe(0);
+      const letters = (await client.xRange(keys.deadLetters, "-", "+")) ?? [];
+      expect(letters.map((letter) => letter!.message.problem)).toEqual([
+        "Invalid input: expected object, received null",
+        "its body is not JSON",
+        "the entry has no body field",
+        "task.seed: Invalid input: expected number, received string",
+      ]);
+      expect(letters[0]!.message).toMatchObject({ source: keys.tasks, body: "null" });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(
+        `is not a nexrl task message (Invalid input: expected object, received null): moved to the dead-letter stream ${keys.deadLetters}`,
+      );
+      // The good task was answered.
+      const [answer] = (await client.xRange(keys.results("live"), "-", "+")) ?? [];
+      expect(decode<ResultMessage>(String(answer!.message.body))).toMatchObject({ id: "live:1", ok: true });
+    } finally {
+      loop.stop();
+      await running;
+      redisClient.destroy();
+      reader.destroy();
+    }
+  });
+
+  it("moves results that are not nexrl result messages to the dead-letter stream with one warning, counts them, and goes on", async () => {
+    const s = settings();
+    const warnings: string[] = [];
+    const rollouts = await RedisRollouts.open(s, (error) => warnings.push(error.message));
+    const keys = new StreamKeys(s.stream_prefix);
+    try {
+      const pending = rollouts.attempts("train", undefined).run(task(), 0, 0, new AbortController().signal);
+      const { message } = await takeTask(keys, "w1");
+      await client.xAdd(message.results, "*", { body: "not json at all" });
+      await client.xAdd(message.results, "*", { body: encode({ id: message.id }) });
+      await answer(message, { ok: true });
+      expect(await pending).toEqual({ trajectories: [], unknownTokenIds: 0 });
+      await expect.poll(() => client.xLen(keys.deadLetters), { interval: 20 }).toBe(2);
+      expect(await rollouts.takeDeadLetters()).toBe(2);
+      expect(await rollouts.takeDeadLetters()).toBe(0);
+      expect(warnings).toEqual([
+        expect.stringContaining(
+          "is not a nexrl result message (its body is not JSON): moved to the dead-letter stream",
+        ),
+      ]);
+      expect(rollouts.takeCounts()).toMatchObject({ tasks: 1, failures: 0, duplicates: 0 });
+    } finally {
       await rollouts.close();
     }
   });
