@@ -66,6 +66,11 @@ export class DistributedRun {
     };
   }
 
+  /** Resolves once `signal` has aborted while tasks wait and no worker is connected (see {@link RedisRollouts.stranded}). */
+  stranded(signal: AbortSignal): Promise<void> {
+    return this.rollouts.stranded(signal);
+  }
+
   /** Disconnects and stops the relay. */
   async close(): Promise<void> {
     await this.rollouts.close();

@@ -62,6 +62,8 @@ const RETRY_MS = 250;
  */
 const RECOVERY_WINDOW_MS = 15_000;
 const SWEEP_MS = 2_000;
+/** Milliseconds between the looks for workers while tasks wait and none is connected. */
+const WORKERS_LOOK_MS = 5_000;
 
 /** Publishes rollout attempts to Redis and collects their results. */
 export class RedisRollouts {
@@ -98,6 +100,44 @@ export class RedisRollouts {
     this.sender = redis.withCommandOptions({ timeout: 0 }) as unknown as Redis;
     for (const client of [redis, reader]) client.on("ready", () => this.reconnected());
     this.reading = this.readResults();
+    this.looking = setInterval(() => void this.lookForWorkers(), WORKERS_LOOK_MS).unref();
+  }
+
+  private readonly looking: NodeJS.Timeout;
+  private lookingNow = false;
+
+  /** Says that tasks wait and no worker is connected (a driver alone would otherwise print nothing). */
+  private async lookForWorkers(): Promise<void> {
+    if (this.waiting.size === 0 || this.lookingNow) return;
+    this.lookingNow = true;
+    try {
+      const workers = (await readHeartbeats(this.redis, this.keys)).length;
+      if (workers === 0 && this.waiting.size > 0 && !this.closed)
+        this.say(
+          `waiting for workers (0 connected, ${this.waiting.size} tasks queued): start nexrl worker processes with this recipe (or --redis) on stream prefix ${this.keys.prefix}`,
+        );
+    } catch {
+      // The server is away: its own notices say so.
+    } finally {
+      this.lookingNow = false;
+    }
+  }
+
+  /**
+   * Resolves once `signal` has aborted while tasks wait and no worker is connected (looked at
+   * then and every second after), so that nothing will run them: a run stopped in that state
+   * need not wait for its step. Never resolves otherwise.
+   */
+  async stranded(signal: AbortSignal): Promise<void> {
+    await new Promise<void>((resolve) =>
+      signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
+    while (!this.closed) {
+      const workers = await readHeartbeats(this.redis, this.keys).catch(() => undefined);
+      if (workers?.length === 0 && this.waiting.size > 0) return;
+      await sleep(1_000);
+    }
+    await new Promise<never>(() => undefined);
   }
 
   /**
@@ -165,6 +205,7 @@ export class RedisRollouts {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.looking);
     await this.reading;
     try {
       // Workers drop the tasks of a session that is no longer current.

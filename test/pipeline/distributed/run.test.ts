@@ -136,6 +136,23 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     await stopWorkers([worker]);
   });
 
+  it("says it waits for workers while none is connected, and stops at once on SIGTERM in that state", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    // The runner sends 3 attempts at once (num_workers): they wait.
+    await until(
+      () => driver.stdout().includes("waiting for workers (0 connected, 3 tasks queued)"),
+      "the driver said it waits",
+      driver.exited,
+    );
+    driver.child.kill("SIGTERM");
+    // One signal is enough: nothing would ever end the step.
+    expect(await driver.exited, driver.stderr()).toBe(143);
+    expect(driver.stdout()).toContain(
+      "stopped while step 1's rollouts waited for workers and none was connected: the step is left unfinished",
+    );
+  });
+
   it("continues a killed driver with resume.mode=auto: no trajectory lost or doubled, the old session's tasks dropped", async () => {
     const prefix = nextPrefix();
     const dir = await runFolder(recipe({ url: redis.url, prefix }));
