@@ -21,6 +21,7 @@ import {
   type InferenceTarget,
   type ResultMessage,
   type TaskKind,
+  type TaskSampling,
 } from "./messages.js";
 import { connectRedis, describeFailure, moveToDeadLetters, serverAway, StreamKeys, type Redis } from "./redis.js";
 import { sleep } from "../../http/backoff.js";
@@ -166,13 +167,17 @@ export class RedisRollouts {
     return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say, deadLetters);
   }
 
-  /** The {@link RemoteAttempts} of one runner: its kind, and the relay its rollouts sample from (none when they may not). */
-  attempts(kind: TaskKind, inference: InferenceTarget | undefined): RemoteAttempts {
+  /**
+   * The {@link RemoteAttempts} of one runner: its kind, the relay its rollouts sample from (none
+   * when they may not) and how they sample.
+   */
+  attempts(kind: TaskKind, inference: InferenceTarget | undefined, sampling: TaskSampling): RemoteAttempts {
     const shared = encode({
       session: this.session,
       results: this.keys.results(this.session),
       kind,
       ...(inference && { inference }),
+      sampling,
     }).slice(1, -1);
     return { run: (task, attempt, version, signal) => this.run(shared, task, attempt, version, signal) };
   }

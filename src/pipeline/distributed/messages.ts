@@ -20,6 +20,14 @@ export interface InferenceTarget {
   token: string;
 }
 
+/** The driver's sampling settings, which a worker's rollouts use instead of its own recipe's. */
+export interface TaskSampling {
+  /** `rollout_worker.temperature`. */
+  temperature: number;
+  /** `rollout_worker.max_response_length`. */
+  max_response_length: number;
+}
+
 /** One rollout attempt for a worker. */
 export interface TaskMessage {
   /** Unique per attempt and driver session: what results are matched (and deduplicated) by. */
@@ -36,6 +44,8 @@ export interface TaskMessage {
   version: number;
   /** Where to sample, when the rollout may. */
   inference?: InferenceTarget;
+  /** How to sample. */
+  sampling: TaskSampling;
   /** The task, as the driver's loader made it. */
   task: RolloutTask;
 }
@@ -124,6 +134,7 @@ const taskMessageSchema = z.object({
   attempt: count,
   version: count,
   inference: z.object({ url: z.string().min(1), token: z.string() }).optional(),
+  sampling: z.object({ temperature: z.number().min(0), max_response_length: z.number().int().positive() }),
   task: z.looseObject({
     data: z.record(z.string(), z.unknown()),
     prompt: z.custom<RolloutTask["prompt"]>(isTaskPrompt, "expected text or chat messages"),

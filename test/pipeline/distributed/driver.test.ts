@@ -17,6 +17,9 @@ import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 type Client = ReturnType<typeof createClient>;
 
+/** The driver's sampling settings the tasks of these tests carry. */
+const sampling = { temperature: 0.7, max_response_length: 5 };
+
 describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and the worker loop", () => {
   let redis: TestRedis;
   let client: Client;
@@ -59,10 +62,10 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const rollouts = await RedisRollouts.open(s, () => undefined);
     const keys = new StreamKeys(s.stream_prefix);
     try {
-      const attempts = rollouts.attempts("train", undefined);
+      const attempts = rollouts.attempts("train", undefined, sampling);
       const pending = attempts.run(task({ groupId: "3-0", runId: 2, seed: 99 }), 1, 4, new AbortController().signal);
       const { message } = await takeTask(keys, "w1");
-      expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session });
+      expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session, sampling });
       expect(message.task).toMatchObject({ groupId: "3-0", runId: 2, seed: 99 });
       const trajectory = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5, logprobs: [0, -Infinity, -0.5] };
       await answer(message, { ok: true, trajectories: [trajectory], unknownTokenIds: 1, deliveries: 2 });
@@ -90,7 +93,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const rollouts = await RedisRollouts.open(s, () => undefined);
     const keys = new StreamKeys(s.stream_prefix);
     try {
-      const attempts = rollouts.attempts("train", undefined);
+      const attempts = rollouts.attempts("train", undefined, sampling);
       // Each attempt's rejection is handled from the start: the driver may read the worker's
       // answer (and reject the attempt) before the test's own XADD has returned.
       const timedOut = attempts.run(task(), 0, 0, new AbortController().signal).catch((e: unknown) => e);
@@ -143,7 +146,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     });
     let running: Promise<void> | undefined;
     try {
-      const attempts = rollouts.attempts("train", undefined);
+      const attempts = rollouts.attempts("train", undefined, sampling);
       const dying = attempts.run(task(), 0, 0, new AbortController().signal);
       // Two workers took it in turn and died (read, never acknowledged): the third delivery is one too many.
       await takeTask(keys, "ghost1");
@@ -244,7 +247,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const rollouts = await RedisRollouts.open(s, (error) => warnings.push(error.message));
     const keys = new StreamKeys(s.stream_prefix);
     try {
-      const pending = rollouts.attempts("train", undefined).run(task(), 0, 0, new AbortController().signal);
+      const pending = rollouts.attempts("train", undefined, sampling).run(task(), 0, 0, new AbortController().signal);
       const { message } = await takeTask(keys, "w1");
       await client.xAdd(message.results, "*", { body: "not json at all" });
       await client.xAdd(message.results, "*", { body: encode({ id: message.id }) });
@@ -298,6 +301,7 @@ function staleTask(keys: StreamKeys): TaskMessage {
     kind: "train",
     attempt: 0,
     version: 0,
+    sampling,
     task: task(),
   };
 }

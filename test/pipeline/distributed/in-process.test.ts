@@ -223,6 +223,27 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     expect(heldTasks()).toHaveLength(2);
   });
 
+  it("samples as the driver's tasks say, whatever the worker's own recipe sets", async () => {
+    const baseline = await drive(await runFolder());
+    const dir = await runFolder(redis.url, "sampling");
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const output = io(dir);
+    // A worker whose recipe samples shorter and colder than the driver's.
+    const overrides = ["rollout_worker.max_response_length=3", "rollout_worker.temperature=0.1"];
+    const worker = runWorker(
+      { kind: "worker", configPath: "recipe.yaml", overrides, concurrency: 3, name: "other" },
+      output,
+      load(dir),
+      stopped,
+    );
+    await expect.poll(() => output.out.join(""), { timeout: 60_000 }).toMatch(/3 rollout\(s\) at once/);
+    const rows = await drive(dir);
+    stop();
+    expect(await worker).toBe(0);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+  });
+
   it("refuses a run whose Redis server cannot be reached before it writes its folder", async () => {
     // Nothing listens on the port after a server that was stopped.
     const gone = await startRedis();
