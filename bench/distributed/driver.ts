@@ -53,9 +53,14 @@ export async function redisRolloutBench(options: {
     url: options.redisUrl,
     stream_prefix: options.streamPrefix,
   });
-  const run = await DistributedRun.open(settings, inference, (error) => {
-    throw error;
-  });
+  const run = await DistributedRun.open(
+    settings,
+    inference,
+    (error) => {
+      throw error;
+    },
+    { temperature: 1, max_response_length: 16 },
+  );
   const stop = new AbortController();
   const runner = new RolloutRunner({
     createWorker: () => {

@@ -4,6 +4,7 @@
  * Redis server until SIGTERM or Ctrl-C, which hand back the tasks in flight and exit 0.
  * @module
  */
+import type { TaskSampling } from "../pipeline/distributed/messages.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { distributedSchema, type DistributedOptions } from "../recipe/schema/rollout-worker.js";
 import { EXIT_CODES, type WorkerCommand } from "./args.js";
@@ -58,10 +59,14 @@ export async function runWorker(
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
-  const redis = await connectRedis(settings.url, (error) => log(error.message));
-  const reader = await connectRedis(settings.url, (error) => log(error.message));
-  // Worker instances see the worker's concurrency as rollout_worker.num_workers.
-  const workerConfig = { ...config, rollout_worker: { ...config.rollout_worker, num_workers: concurrency } };
+  const redis = await connectRedis(settings.url, log);
+  const reader = await connectRedis(settings.url);
+  // Worker instances see the worker's concurrency as rollout_worker.num_workers, and sample as the
+  // driver's tasks say (not as this recipe does).
+  const workerConfig = (sampling: TaskSampling): typeof config => ({
+    ...config,
+    rollout_worker: { ...config.rollout_worker, num_workers: concurrency, ...sampling },
+  });
   const runners = new Map<string, ReturnType<typeof createRunner>>();
   /** The relay clients of the runners, whose connections are closed with them. */
   const relays: Array<InstanceType<typeof RelayInferenceClient>> = [];
@@ -84,12 +89,12 @@ export async function runWorker(
         void closeRelays();
         session = message.session;
       }
-      const key = `${message.kind} ${message.inference?.url ?? ""}`;
+      const key = `${message.kind} ${message.inference?.url ?? ""} ${JSON.stringify(message.sampling)}`;
       let runner = runners.get(key);
       if (!runner) {
         const relay = message.inference && new RelayInferenceClient(message.inference, tokenizer);
         if (relay) relays.push(relay);
-        runner = createRunner(workerConfig, {
+        runner = createRunner(workerConfig(message.sampling), {
           workerClass,
           namePrefix: message.kind === "train" ? "rollout_worker" : "validation_worker",
           tokenizer,

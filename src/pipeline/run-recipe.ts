@@ -191,6 +191,9 @@ async function runInChain(
       backend === "local" ? [] : [`${backend.toUpperCase()}_API_KEY`],
     ))
       emit({ type: "warning", message });
+    // A distributed run whose Redis server cannot be reached is refused before its folder exists.
+    const distributed = config.rollout_worker.distributed;
+    if (distributed) await (await import("./distributed/redis.js")).checkRedis(distributed.url);
     // The command line may hold a secret given as an override.
     lock = await RunLock.acquire(outputDir, redact(process.argv.join(" ")));
     let start = await planStart(loaded, checkpointDir, cwd);

@@ -193,8 +193,14 @@ export async function setUpRun(
     settings &&
     (await (
       await import("./distributed/driver-parts.js")
-    ).DistributedRun.open(settings, needsInference ? inference : undefined, (error) =>
-      options.emit({ type: "warning", message: options.redact(error.message) }),
+    ).DistributedRun.open(
+      settings,
+      needsInference ? inference : undefined,
+      (error) => options.emit({ type: "warning", message: options.redact(error.message) }),
+      {
+        temperature: config.rollout_worker.temperature,
+        max_response_length: config.rollout_worker.max_response_length,
+      },
     ));
   try {
     const runnerParts = {

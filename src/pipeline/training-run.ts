@@ -269,6 +269,11 @@ class TrainingRun {
         break;
       }
       const ended = await this.trainStep(total);
+      if (ended === "stranded") {
+        await this.saveStranded();
+        reason = "aborted";
+        break;
+      }
       if (ended) {
         reason = ended;
         break;
@@ -276,7 +281,7 @@ class TrainingRun {
     }
     if (signal?.aborted) reason = "aborted";
     // The end of a run (a stop included) leaves a checkpoint of its last step unless the recipe opts out.
-    if ((reason === "aborted" || config.trainer.save_final) && this.lastCheckpointStep !== this.step)
+    if ((reason === "aborted" || config.trainer.save_final) && this.lastCheckpointStep !== this.step && !this.stranded)
       await this.checkpoint();
     await this.parts.failures.flush();
     emit({ type: "end", step: this.step, reason });
@@ -295,12 +300,49 @@ class TrainingRun {
     this.parts.scheduler.release(version);
   }
 
+  /**
+   * Set when the run was stopped while its distributed rollouts waited for workers and none was
+   * connected: its step is left unfinished, the last finished one saved (see {@link TrainingRun.saveStranded}).
+   */
+  private stranded = false;
+
+  /**
+   * The batch of the step, or "stranded" when the run is stopped while the step's distributed
+   * rollouts wait for workers and none is connected (nothing would ever end the step).
+   */
+  private async nextBatch(): Promise<Awaited<ReturnType<RunParts["scheduler"]["next"]>> | "stranded"> {
+    const batch = this.parts.scheduler.next(this.step);
+    const { signal } = this.options;
+    if (!this.parts.distributed || !signal) return batch;
+    batch.catch(() => undefined);
+    return Promise.race([batch, this.parts.distributed.stranded(signal).then(() => "stranded" as const)]);
+  }
+
+  /**
+   * After a stop while no worker was connected: saves the state of the last finished step
+   * unless its checkpoint exists (the weights are still that step's: its successor never trained).
+   */
+  private async saveStranded(): Promise<void> {
+    this.stranded = true;
+    const quiet = this.quiet;
+    const saved =
+      quiet && quiet.step !== this.lastCheckpointStep && quiet.step > 0
+        ? (await this.saveCheckpoint({ ...quiet, sampler: this.parts.weightSync.sampler }),
+          ` saved a checkpoint of step ${quiet.step};`)
+        : "";
+    this.options.emit({
+      type: "warning",
+      message: `stopped while step ${this.step + 1}'s rollouts waited for workers and none was connected: the step is left unfinished;${saved} resume with resume.mode=auto`,
+    });
+  }
+
   /** One training step; returns why the run must end, if it must. */
-  private async trainStep(total: number): Promise<StopReason | undefined> {
+  private async trainStep(total: number): Promise<StopReason | "stranded" | undefined> {
     const { config } = this.options.recipe;
     const t0 = performance.now();
     this.phase = `rolling out step ${this.step + 1}`;
-    const batch = await this.parts.scheduler.next(this.step);
+    const batch = await this.nextBatch();
+    if (batch === "stranded") return batch;
     this.checkHalted();
     if (!batch) return "data_exhausted";
     this.checkSomeRolloutSucceeded(batch.trajectories.length);

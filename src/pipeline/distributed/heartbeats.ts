@@ -31,10 +31,20 @@ export class Heartbeat {
     private readonly onBeat: () => Promise<void>,
   ) {}
 
-  /** Beats now, then every interval; a failed beat is retried at the next one. */
+  /**
+   * Beats now, then every interval; a failed beat is retried at the next one, and no beat starts
+   * while the last one waits (for a server that is away).
+   */
   async start(): Promise<void> {
     await this.beat();
-    this.timer = setInterval(() => void this.beat().catch(() => undefined), this.intervalMs);
+    let beating = false;
+    this.timer = setInterval(() => {
+      if (beating) return;
+      beating = true;
+      this.beat()
+        .catch(() => undefined)
+        .finally(() => (beating = false));
+    }, this.intervalMs);
   }
 
   /** Stops beating and removes the key (the worker leaves at once). */

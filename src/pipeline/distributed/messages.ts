@@ -1,9 +1,11 @@
 /**
  * The messages of the tasks and results streams: JSON in one `body` field, with numbers JSON
- * cannot hold (NaN, ±Infinity, which logprobs and rewards may be) kept as tagged strings.
+ * cannot hold (NaN, ±Infinity, which logprobs and rewards may be) kept as tagged strings, and
+ * the zod schemas every message read is checked against.
  * @module
  */
-import type { RolloutTask } from "../../contracts/task.js";
+import { z } from "zod";
+import { isTaskPrompt, type RolloutTask } from "../../contracts/task.js";
 import type { TrajectoryInit } from "../../contracts/trajectory.js";
 import { NexrlError, UserCodeError, type UserCodeProblem } from "../../errors.js";
 
@@ -16,6 +18,14 @@ export interface InferenceTarget {
   url: string;
   /** Bearer token of the relay, random per driver session. */
   token: string;
+}
+
+/** The driver's sampling settings, which a worker's rollouts use instead of its own recipe's. */
+export interface TaskSampling {
+  /** `rollout_worker.temperature`. */
+  temperature: number;
+  /** `rollout_worker.max_response_length`. */
+  max_response_length: number;
 }
 
 /** One rollout attempt for a worker. */
@@ -34,6 +44,8 @@ export interface TaskMessage {
   version: number;
   /** Where to sample, when the rollout may. */
   inference?: InferenceTarget;
+  /** How to sample. */
+  sampling: TaskSampling;
   /** The task, as the driver's loader made it. */
   task: RolloutTask;
 }
@@ -60,44 +72,136 @@ export type ResultMessage = {
   deliveries: number;
 } & ({ ok: true; trajectories: TrajectoryInit[]; unknownTokenIds: number } | { ok: false; error: RemoteFailure });
 
-const NUMBER_TAG = "\u0000number:";
-/** How {@link NUMBER_TAG} reads inside JSON text (`JSON.stringify` escapes the NUL). */
-const NUMBER_TAG_IN_JSON = JSON.stringify(NUMBER_TAG).slice(1, -1);
+/**
+ * Non-finite numbers travel as strings that start with NUL: `"\u0000number:NaN"`. A string of
+ * the data that starts with NUL itself travels as `"\u0000string:"` and the string, so no string
+ * can read back as a number (or as anything but itself).
+ */
+const TAG_START = "\u0000";
+const NUMBER_TAG = `${TAG_START}number:`;
+const STRING_TAG = `${TAG_START}string:`;
+/** How {@link TAG_START} reads inside JSON text (`JSON.stringify` escapes the NUL). */
+const TAG_START_IN_JSON = JSON.stringify(TAG_START).slice(1, -1);
 
-function tagNonFinite(_key: string, item: unknown): unknown {
-  return typeof item === "number" && !Number.isFinite(item) ? `${NUMBER_TAG}${item}` : item;
+function tag(_key: string, item: unknown): unknown {
+  if (typeof item === "number") return Number.isFinite(item) ? item : `${NUMBER_TAG}${item}`;
+  return typeof item === "string" && item.startsWith(TAG_START) ? `${STRING_TAG}${item}` : item;
 }
 
-function untagNonFinite(_key: string, item: unknown): unknown {
-  return typeof item === "string" && item.startsWith(NUMBER_TAG) ? Number(item.slice(NUMBER_TAG.length)) : item;
+function untag(_key: string, item: unknown): unknown {
+  if (typeof item !== "string" || !item.startsWith(TAG_START)) return item;
+  if (item.startsWith(NUMBER_TAG)) return Number(item.slice(NUMBER_TAG.length));
+  return item.startsWith(STRING_TAG) ? item.slice(STRING_TAG.length) : item;
 }
 
 /**
- * Whether `value` holds no number JSON cannot write. A replacer costs a call per value written
- * (and a key string per array item), several times this walk; objects with their own `toJSON`
- * are left to the replacer.
+ * Whether `value` holds nothing to tag: no number JSON cannot write, no string that starts with
+ * NUL. A replacer costs a call per value written (and a key string per array item), several
+ * times this walk; objects with their own `toJSON` are left to the replacer.
  */
-function allFinite(value: unknown): boolean {
+function untagged(value: unknown): boolean {
   if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value === "string") return value.charCodeAt(0) !== 0;
   if (typeof value !== "object" || value === null) return true;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!allFinite(value[i])) return false;
+    for (let i = 0; i < value.length; i++) if (!untagged(value[i])) return false;
     return true;
   }
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
-  for (const key in value) if (!allFinite((value as Record<string, unknown>)[key])) return false;
+  for (const key in value) if (!untagged((value as Record<string, unknown>)[key])) return false;
   return true;
 }
 
 /** JSON text of `value`, non-finite numbers included. */
 export function encode(value: unknown): string {
-  return allFinite(value) ? JSON.stringify(value) : JSON.stringify(value, tagNonFinite);
+  return untagged(value) ? JSON.stringify(value) : JSON.stringify(value, tag);
 }
 
-/** A value back from {@link encode}'s text (the caller knows its type). */
+/** A value back from {@link encode}'s text (the caller knows its type, or checks it). */
 export function decode<T>(text: string): T {
   // Text without a tag needs no reviver (which costs a call per value read).
-  return (text.includes(NUMBER_TAG_IN_JSON) ? JSON.parse(text, untagNonFinite) : JSON.parse(text)) as T;
+  return (text.includes(TAG_START_IN_JSON) ? JSON.parse(text, untag) : JSON.parse(text)) as T;
+}
+
+const count = z.number().int().nonnegative();
+
+/** What a task message must be (keys it does not know are dropped); its task's own fields beyond these travel as they are. */
+const taskMessageSchema = z.object({
+  id: z.string().min(1),
+  session: z.string().min(1),
+  results: z.string().min(1),
+  kind: z.enum(["train", "validation"]),
+  attempt: count,
+  version: count,
+  inference: z.object({ url: z.string().min(1), token: z.string() }).optional(),
+  sampling: z.object({ temperature: z.number().min(0), max_response_length: z.number().int().positive() }),
+  task: z.looseObject({
+    data: z.record(z.string(), z.unknown()),
+    prompt: z.custom<RolloutTask["prompt"]>(isTaskPrompt, "expected text or chat messages"),
+    index: count,
+    epoch: count,
+    batchIndex: count,
+    groupId: z.string(),
+    runId: count,
+    groupSize: z.number().int().positive(),
+    isVal: z.boolean(),
+    seed: z.number(),
+  }),
+});
+
+const remoteFailureSchema = z.object({
+  name: z.string(),
+  message: z.string(),
+  problem: z.enum(["uncaught", "timeout", "hung", "agent_result"]).optional(),
+  retryable: z.boolean(),
+});
+
+/** What a result message must be; its trajectories are checked by the runner, as every rollout's are. */
+const resultMessageSchema = z.discriminatedUnion("ok", [
+  z.object({
+    id: z.string().min(1),
+    worker: z.string(),
+    deliveries: z.number().int().positive(),
+    ok: z.literal(true),
+    trajectories: z.array(z.looseObject({})),
+    unknownTokenIds: count,
+  }),
+  z.object({
+    id: z.string().min(1),
+    worker: z.string(),
+    deliveries: z.number().int().positive(),
+    ok: z.literal(false),
+    error: remoteFailureSchema,
+  }),
+]);
+
+/** A message read from a stream: its value, or what is wrong with it. */
+export type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+/** The message of a stream entry's `body` field (`undefined`: the entry has none), checked against `schema`. */
+function read<T>(schema: z.ZodType<T>, body: unknown): Read<T> {
+  if (typeof body !== "string") return { ok: false, problem: "the entry has no body field" };
+  let value: unknown;
+  try {
+    value = decode(body);
+  } catch {
+    return { ok: false, problem: "its body is not JSON" };
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  const at = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+  return { ok: false, problem: `${at}${issue?.message ?? "not a message"}` };
+}
+
+/** The {@link TaskMessage} of a tasks stream entry's `body`, or what is wrong with it. */
+export function readTask(body: unknown): Read<TaskMessage> {
+  return read(taskMessageSchema as z.ZodType<TaskMessage>, body);
+}
+
+/** The {@link ResultMessage} of a results stream entry's `body`, or what is wrong with it. */
+export function readResult(body: unknown): Read<ResultMessage> {
+  return read(resultMessageSchema as z.ZodType<ResultMessage>, body);
 }
 
 /** A failed attempt that came back from a worker, for the driver's failure policy. */

@@ -7,15 +7,18 @@
  * task is claimed by another worker only once its worker stopped beating for the claim time,
  * however long the rollout. On {@link WorkerLoop.stop} it takes no more tasks and hands back
  * those in flight (queued again, then acknowledged), so no task waits for the claim time after
- * a clean stop.
+ * a clean stop. A server that is away (a lost connection, a restart, a stall) is waited for:
+ * the loop reads again once the client has reconnected (creating the group again if the server
+ * lost it), and results are written once it is back.
  * @module
  */
 import { hostname } from "node:os";
 import type { RolloutRunner } from "../rollout/runner.js";
 import { retryCouldHelp, userFrames } from "../rollout/error-origin.js";
 import { Heartbeat } from "./heartbeats.js";
-import { decode, encode, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
-import type { Redis, StreamKeys } from "./redis.js";
+import { encode, readTask, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
+import { moveToDeadLetters, serverAway, type Redis, type StreamKeys } from "./redis.js";
+import { sleep } from "../../http/backoff.js";
 import { NexrlError, UserCodeError } from "../../errors.js";
 
 /** Options of {@link WorkerLoop}. */
@@ -46,8 +49,8 @@ export interface WorkerLoopOptions {
 interface Delivery {
   /** The stream entry's id. */
   entry: string;
-  /** Its `body` field. */
-  body: string;
+  /** Its `body` field (none in an entry that is not a nexrl message). */
+  body: string | undefined;
   /** Times it was delivered, this one included. */
   deliveries: number;
 }
@@ -60,6 +63,8 @@ interface Batch {
 
 /** Milliseconds a read of the tasks stream blocks. */
 const READ_BLOCK_MS = 500;
+/** Milliseconds before a command that failed because the server is away is tried again. */
+const RETRY_MS = 250;
 
 /** Consumes rollout tasks until stopped. */
 export class WorkerLoop {
@@ -69,6 +74,7 @@ export class WorkerLoop {
   private readonly inFlight = new Map<string, { delivery: Delivery; done: Promise<void> }>();
   private tasks = 0;
   private failures = 0;
+  private deadLettered = 0;
   private slotFreed: () => void = () => undefined;
   /** When the loop next looks for tasks to claim (`Date.now()` milliseconds). */
   private nextClaim = 0;
@@ -112,28 +118,58 @@ export class WorkerLoop {
     await this.heartbeat.start();
     try {
       while (!this.stopping) {
-        const free = this.options.concurrency - this.inFlight.size;
-        if (free === 0) {
-          await new Promise<void>((resolve) => (this.slotFreed = resolve));
-          // The slots freed in the same turn of the event loop are filled by one read.
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
+        try {
+          await this.takeTasks();
+        } catch (error) {
+          if (this.stopping || !serverAway(error)) throw error;
+          // The client reconnects meanwhile; a server that restarted empty lost the group.
+          await sleep(RETRY_MS);
+          await keys.ensureGroup(redis).catch(() => undefined);
         }
-        // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
-        let batch: Batch | undefined;
-        if (Date.now() >= this.nextClaim) {
-          this.nextClaim = Date.now() + this.options.heartbeatMs;
-          const claimed = await this.claim(free);
-          // There may be more to claim.
-          if (claimed.length === free) this.nextClaim = 0;
-          if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
-        }
-        if (!batch && !this.stopping) batch = await this.read(free);
-        if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
       }
     } finally {
       await this.handBack();
       await this.heartbeat.stop();
+    }
+  }
+
+  /** Fills the free slots with tasks claimed or read (waits for a slot when none is free). */
+  private async takeTasks(): Promise<void> {
+    const { keys, redis } = this.options;
+    const free = this.options.concurrency - this.inFlight.size;
+    if (free === 0) {
+      await new Promise<void>((resolve) => (this.slotFreed = resolve));
+      // The slots freed in the same turn of the event loop are filled by one read.
+      await new Promise((resolve) => setImmediate(resolve));
+      return;
+    }
+    // Claiming scans the group's pending tasks: once a heartbeat is often enough for a claim time of several.
+    let batch: Batch | undefined;
+    if (Date.now() >= this.nextClaim) {
+      this.nextClaim = Date.now() + this.options.heartbeatMs;
+      const claimed = await this.claim(free);
+      // There may be more to claim.
+      if (claimed.length === free) this.nextClaim = 0;
+      if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
+    }
+    if (!batch && !this.stopping) batch = await this.read(free);
+    if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
+  }
+
+  /**
+   * Runs `write` until the server takes it, waiting out a server that is away; gives up when
+   * the worker stops meanwhile. A transaction whose reply was lost may run twice: each of ours
+   * may (a result twice is a duplicate the driver ignores).
+   */
+  private async untilWritten(write: () => Promise<unknown>): Promise<void> {
+    for (;;) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        if (this.stopping || !serverAway(error)) throw error;
+        await sleep(RETRY_MS);
+      }
     }
   }
 
@@ -166,7 +202,7 @@ export class WorkerLoop {
       const [pending] = await redis.xPendingRange(keys.tasks, keys.group, message.id, message.id, 1);
       deliveries.push({
         entry: message.id,
-        body: String(message.message.body),
+        body: message.message.body as string | undefined,
         deliveries: pending?.deliveriesCounter ?? 2,
       });
     }
@@ -185,7 +221,11 @@ export class WorkerLoop {
       reader.get(keys.session),
     ])) as [Array<{ messages: Array<{ id: string; message: { body: string } }> }> | null, string | null];
     const deliveries = (replies ?? []).flatMap((reply) =>
-      reply.messages.map((message) => ({ entry: message.id, body: String(message.message.body), deliveries: 1 })),
+      reply.messages.map((message) => ({
+        entry: message.id,
+        body: message.message.body as string | undefined,
+        deliveries: 1,
+      })),
     );
     return { deliveries, session };
   }
@@ -208,14 +248,9 @@ export class WorkerLoop {
   /** Runs one task and answers it; the task is acknowledged only once its result is written. */
   private async handle(delivery: Delivery, session: string | null): Promise<void> {
     const { redis, keys } = this.options;
-    let message: TaskMessage;
-    try {
-      message = decode<TaskMessage>(delivery.body);
-    } catch {
-      this.options.log(`task ${delivery.entry} is not a nexrl task message: dropped`);
-      await this.acknowledge(delivery.entry);
-      return;
-    }
+    const read = readTask(delivery.body);
+    if (!read.ok) return this.deadLetter(delivery, read.problem);
+    const message = read.value;
     // The tasks of a driver that stopped or was restarted are not run: nobody waits for their results.
     if (session !== message.session) {
       await this.acknowledge(delivery.entry);
@@ -247,20 +282,38 @@ export class WorkerLoop {
     }
     if (this.stopping && !this.inFlight.has(delivery.entry)) return;
     // The result and the acknowledgement go together (MULTI): a task is acknowledged only with its result written.
-    await redis
-      .multi()
-      .xAdd(message.results, "*", { body: encode(result) })
-      .xAck(keys.tasks, keys.group, delivery.entry)
-      .xDel(keys.tasks, delivery.entry)
-      .exec();
+    const body = encode(result);
+    await this.untilWritten(() =>
+      redis
+        .multi()
+        .xAdd(message.results, "*", { body })
+        .xAck(keys.tasks, keys.group, delivery.entry)
+        .xDel(keys.tasks, delivery.entry)
+        .exec(),
+    );
     this.tasks++;
     if (!result.ok) this.failures++;
+  }
+
+  /** Moves a task that is not a nexrl task message to the dead-letter stream (saying so the first time). */
+  private async deadLetter(delivery: Delivery, problem: string): Promise<void> {
+    const { redis, keys } = this.options;
+    await this.untilWritten(() =>
+      moveToDeadLetters(redis, keys, keys.tasks, delivery.entry, delivery.body, problem)
+        .xAck(keys.tasks, keys.group, delivery.entry)
+        .xDel(keys.tasks, delivery.entry)
+        .exec(),
+    );
+    if (this.deadLettered++ === 0)
+      this.options.log(
+        `task ${delivery.entry} is not a nexrl task message (${problem}): moved to the dead-letter stream ${keys.deadLetters}; later ones are moved without a word, counted in the driver's workers/dead_letters`,
+      );
   }
 
   /** Acknowledges task `entry` and deletes it: the stream holds only tasks not yet answered. */
   private async acknowledge(entry: string): Promise<void> {
     const { redis, keys } = this.options;
-    await redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec();
+    await this.untilWritten(() => redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec());
   }
 
   /** Queues the tasks in flight again (each as a new entry, the old one acknowledged), for other workers. */
@@ -272,10 +325,18 @@ export class WorkerLoop {
     const queue = redis.multi();
     for (const { delivery } of left)
       queue
-        .xAdd(keys.tasks, "*", { body: delivery.body })
+        .xAdd(keys.tasks, "*", { body: delivery.body ?? "" })
         .xAck(keys.tasks, keys.group, delivery.entry)
         .xDel(keys.tasks, delivery.entry);
-    await queue.exec();
+    try {
+      await queue.exec();
+    } catch (error) {
+      // Left pending: other workers claim them after claim_idle_ms.
+      this.options.log(
+        `could not hand back ${left.length} task(s) in flight (${error instanceof Error ? error.message : String(error)}): other workers take them over once they have been idle for claim_idle_ms`,
+      );
+      return;
+    }
     this.options.log(`handed back ${left.length} task(s) in flight`);
   }
 }

@@ -8,13 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { distributedSchema } from "../../../src/recipe/schema/rollout-worker.js";
 import { RedisRollouts } from "../../../src/pipeline/distributed/driver.js";
 import { decode, encode, type ResultMessage, type TaskMessage } from "../../../src/pipeline/distributed/messages.js";
-import { connectRedis, StreamKeys } from "../../../src/pipeline/distributed/redis.js";
+import { connectRedis, StreamKeys, type Redis } from "../../../src/pipeline/distributed/redis.js";
 import { WorkerLoop } from "../../../src/pipeline/distributed/worker-loop.js";
 import { DistributedError, UserCodeError } from "../../../src/errors.js";
+import type { RolloutRunner } from "../../../src/pipeline/rollout/runner.js";
 import { task } from "../helpers.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 type Client = ReturnType<typeof createClient>;
+
+/** The driver's sampling settings the tasks of these tests carry. */
+const sampling = { temperature: 0.7, max_response_length: 5 };
 
 describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and the worker loop", () => {
   let redis: TestRedis;
@@ -58,10 +62,10 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const rollouts = await RedisRollouts.open(s, () => undefined);
     const keys = new StreamKeys(s.stream_prefix);
     try {
-      const attempts = rollouts.attempts("train", undefined);
+      const attempts = rollouts.attempts("train", undefined, sampling);
       const pending = attempts.run(task({ groupId: "3-0", runId: 2, seed: 99 }), 1, 4, new AbortController().signal);
       const { message } = await takeTask(keys, "w1");
-      expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session });
+      expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session, sampling });
       expect(message.task).toMatchObject({ groupId: "3-0", runId: 2, seed: 99 });
       const trajectory = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5, logprobs: [0, -Infinity, -0.5] };
       await answer(message, { ok: true, trajectories: [trajectory], unknownTokenIds: 1, deliveries: 2 });
@@ -89,24 +93,26 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     const rollouts = await RedisRollouts.open(s, () => undefined);
     const keys = new StreamKeys(s.stream_prefix);
     try {
-      const attempts = rollouts.attempts("train", undefined);
-      const timedOut = attempts.run(task(), 0, 0, new AbortController().signal);
+      const attempts = rollouts.attempts("train", undefined, sampling);
+      // Each attempt's rejection is handled from the start: the driver may read the worker's
+      // answer (and reject the attempt) before the test's own XADD has returned.
+      const timedOut = attempts.run(task(), 0, 0, new AbortController().signal).catch((e: unknown) => e);
       const first = await takeTask(keys, "w1");
       await answer(first.message, {
         ok: false,
         error: { name: "UserCodeError", message: "took too long", problem: "timeout", retryable: true },
       });
-      const error = await timedOut.catch((e: unknown) => e);
+      const error = await timedOut;
       expect(error).toBeInstanceOf(UserCodeError);
       expect((error as UserCodeError).problem).toBe("timeout");
       expect((error as Error).message).toBe("took too long (on nexrl worker test)");
-      const buggy = attempts.run(task(), 0, 0, new AbortController().signal);
+      const buggy = attempts.run(task(), 0, 0, new AbortController().signal).catch((e: unknown) => e);
       const second = await takeTask(keys, "w1");
       await answer(second.message, {
         ok: false,
         error: { name: "TypeError", message: "x is undefined", retryable: false },
       });
-      await expect(buggy).rejects.toMatchObject({
+      expect(await buggy).toMatchObject({
         message: "TypeError: x is undefined (on nexrl worker test)",
         isRetryable: false,
       });
@@ -140,7 +146,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     });
     let running: Promise<void> | undefined;
     try {
-      const attempts = rollouts.attempts("train", undefined);
+      const attempts = rollouts.attempts("train", undefined, sampling);
       const dying = attempts.run(task(), 0, 0, new AbortController().signal);
       // Two workers took it in turn and died (read, never acknowledged): the third delivery is one too many.
       await takeTask(keys, "ghost1");
@@ -165,6 +171,98 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       await running;
       redisClient.destroy();
       reader.destroy();
+      await rollouts.close();
+    }
+  });
+
+  it("moves tasks that are not nexrl task messages to the dead-letter stream once each, with one log line, and runs on", async () => {
+    const s = settings({ max_deliveries: 2 });
+    const keys = new StreamKeys(s.stream_prefix);
+    await keys.ensureGroup(client as unknown as Redis);
+    const redisClient = await connectRedis(s.url);
+    const reader = await connectRedis(s.url);
+    const lines: string[] = [];
+    let ran = 0;
+    const loop = new WorkerLoop({
+      redis: redisClient,
+      reader,
+      keys,
+      name: "reader",
+      concurrency: 2,
+      // Claims at once: a task left unacknowledged would come back at every look.
+      claimIdleMs: 1,
+      maxDeliveries: s.max_deliveries,
+      heartbeatMs: 50,
+      log: (line) => lines.push(line),
+      runnerFor: () =>
+        ({
+          once: () => {
+            ran++;
+            return Promise.resolve({ trajectories: [], unknownTokenIds: 0 });
+          },
+        }) as unknown as RolloutRunner,
+    });
+    await client.set(keys.session, "live");
+    const good: TaskMessage = { ...staleTask(keys), id: "live:1", session: "live", results: keys.results("live") };
+    await client.xAdd(keys.tasks, "*", { body: "null" });
+    await client.xAdd(keys.tasks, "*", { body: "{not json" });
+    await client.xAdd(keys.tasks, "*", { other: "no body" });
+    await client.xAdd(keys.tasks, "*", { body: encode({ ...good, task: { ...good.task, seed: "7" } }) });
+    await client.xAdd(keys.tasks, "*", { body: encode(good) });
+    const running = loop.run();
+    try {
+      await expect.poll(() => ran, { interval: 20 }).toBe(1);
+      await expect.poll(() => client.xLen(keys.tasks), { interval: 20 }).toBe(0);
+      // Several claim looks later nothing came back: each bad task was delivered once.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await client.xLen(keys.deadLetters)).toBe(4);
+      expect(await client.get(keys.deadLetterCount)).toBe("4");
+      expect((await client.xPending(keys.tasks, keys.group)).pending).toBe(0);
+      const letters = (await client.xRange(keys.deadLetters, "-", "+")) ?? [];
+      expect(letters.map((letter) => letter!.message.problem)).toEqual([
+        "Invalid input: expected object, received null",
+        "its body is not JSON",
+        "the entry has no body field",
+        "task.seed: Invalid input: expected number, received string",
+      ]);
+      expect(letters[0]!.message).toMatchObject({ source: keys.tasks, body: "null" });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(
+        `is not a nexrl task message (Invalid input: expected object, received null): moved to the dead-letter stream ${keys.deadLetters}`,
+      );
+      // The good task was answered.
+      const [answer] = (await client.xRange(keys.results("live"), "-", "+")) ?? [];
+      expect(decode<ResultMessage>(String(answer!.message.body))).toMatchObject({ id: "live:1", ok: true });
+    } finally {
+      loop.stop();
+      await running;
+      redisClient.destroy();
+      reader.destroy();
+    }
+  });
+
+  it("moves results that are not nexrl result messages to the dead-letter stream with one warning, counts them, and goes on", async () => {
+    const s = settings();
+    const warnings: string[] = [];
+    const rollouts = await RedisRollouts.open(s, (error) => warnings.push(error.message));
+    const keys = new StreamKeys(s.stream_prefix);
+    try {
+      const pending = rollouts.attempts("train", undefined, sampling).run(task(), 0, 0, new AbortController().signal);
+      const { message } = await takeTask(keys, "w1");
+      await client.xAdd(message.results, "*", { body: "not json at all" });
+      await client.xAdd(message.results, "*", { body: encode({ id: message.id }) });
+      await answer(message, { ok: true });
+      expect(await pending).toEqual({ trajectories: [], unknownTokenIds: 0 });
+      await expect.poll(() => client.xLen(keys.deadLetters), { interval: 20 }).toBe(2);
+      expect(await rollouts.takeDeadLetters()).toBe(2);
+      expect(await rollouts.takeDeadLetters()).toBe(0);
+      expect(warnings).toEqual([
+        expect.stringContaining(
+          "is not a nexrl result message (its body is not JSON): moved to the dead-letter stream",
+        ),
+      ]);
+      expect(rollouts.takeCounts()).toMatchObject({ tasks: 1, failures: 0, duplicates: 0 });
+    } finally {
       await rollouts.close();
     }
   });
@@ -203,6 +301,7 @@ function staleTask(keys: StreamKeys): TaskMessage {
     kind: "train",
     attempt: 0,
     version: 0,
+    sampling,
     task: task(),
   };
 }

@@ -2,6 +2,7 @@
  * Distributed rollouts with the driver and the `nexrl worker` loops in the test process: the same
  * paths as run.test.ts (which runs them as CLI processes), here where coverage sees them.
  */
+import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerCommand } from "../../../src/cli/args.js";
 import type { CliIO } from "../../../src/cli/run.js";
 import { runWorker } from "../../../src/cli/worker.js";
-import { ConfigError } from "../../../src/errors.js";
+import { ConfigError, DistributedError } from "../../../src/errors.js";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
 import { loadRecipe } from "../../../src/recipe/load.js";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
@@ -220,6 +221,39 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     expect(rows.map((row) => row["workers/reclaimed"])).toEqual([0, 0]);
     expect(rows.map((row) => row["workers/duplicates"])).toEqual([0, 0]);
     expect(heldTasks()).toHaveLength(2);
+  });
+
+  it("samples as the driver's tasks say, whatever the worker's own recipe sets", async () => {
+    const baseline = await drive(await runFolder());
+    const dir = await runFolder(redis.url, "sampling");
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const output = io(dir);
+    // A worker whose recipe samples shorter and colder than the driver's.
+    const overrides = ["rollout_worker.max_response_length=3", "rollout_worker.temperature=0.1"];
+    const worker = runWorker(
+      { kind: "worker", configPath: "recipe.yaml", overrides, concurrency: 3, name: "other" },
+      output,
+      load(dir),
+      stopped,
+    );
+    await expect.poll(() => output.out.join(""), { timeout: 60_000 }).toMatch(/3 rollout\(s\) at once/);
+    const rows = await drive(dir);
+    stop();
+    expect(await worker).toBe(0);
+    expect(rows.map(untimed)).toEqual(baseline.map(untimed));
+  });
+
+  it("refuses a run whose Redis server cannot be reached before it writes its folder", async () => {
+    // Nothing listens on the port after a server that was stopped.
+    const gone = await startRedis();
+    await gone.stop();
+    const dir = await runFolder(gone.url);
+    const error = await drive(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DistributedError);
+    expect((error as Error).message).toContain(`the Redis server 127.0.0.1:${gone.port} failed`);
+    expect((error as Error).message).toContain("check that redis-server runs there");
+    expect(existsSync(join(dir, "out"))).toBe(false);
   });
 
   it("refuses a recipe without rollout_worker.distributed and no --redis, and a --redis that is not a Redis URL", async () => {

@@ -1,6 +1,6 @@
 /**
  * A throwaway `redis-server` for the distributed rollout tests: on 127.0.0.1, a free port, a temp
- * folder, nothing persisted. Tests skip with a warning when the binary is missing.
+ * folder, nothing persisted unless asked; it can be killed, stalled and restarted. Tests skip with a warning when the binary is missing.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -24,6 +24,10 @@ export interface TestRedis {
   url: string;
   /** The port. */
   port: number;
+  /** Sends `signal` to the server process (SIGKILL, SIGSTOP, SIGCONT); resolves once a SIGKILLed one is gone. */
+  signal(signal: NodeJS.Signals): Promise<void>;
+  /** Starts the server again, on the same port and folder, after it was killed. */
+  restart(): Promise<void>;
   /** Stops the server and removes its folder. */
   stop(): Promise<void>;
 }
@@ -54,23 +58,44 @@ async function accepting(port: number, child: ChildProcess): Promise<void> {
   }
 }
 
-/** Starts a `redis-server` (optionally with `requirepass`). */
-export async function startRedis(options: { password?: string } = {}): Promise<TestRedis> {
+/**
+ * Starts a `redis-server` (optionally with `requirepass`; with `appendonly` it persists every
+ * write to its folder, fsynced every second, and a restart reads it back).
+ */
+export async function startRedis(options: { password?: string; appendonly?: boolean } = {}): Promise<TestRedis> {
   const dir = await mkdtemp(join(tmpdir(), "nexrl-redis-"));
   const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--dir", dir];
+  args.push("--appendonly", options.appendonly ? "yes" : "no");
   if (options.password) args.push("--requirepass", options.password);
-  const child = spawn("redis-server", args, { stdio: "ignore" });
-  await accepting(port, child);
+  const launch = async (): Promise<ChildProcess> => {
+    const started = spawn("redis-server", args, { stdio: "ignore" });
+    await accepting(port, started);
+    return started;
+  };
+  let child = await launch();
+  const exited = (process: ChildProcess): Promise<unknown> =>
+    process.exitCode !== null || process.signalCode !== null
+      ? Promise.resolve()
+      : new Promise((resolve) => process.once("exit", resolve));
   const auth = options.password ? `:${encodeURIComponent(options.password)}@` : "";
   return {
     url: `redis://${auth}127.0.0.1:${port}`,
     port,
+    async signal(signal) {
+      const gone = exited(child);
+      child.kill(signal);
+      if (signal === "SIGKILL") await gone;
+    },
+    async restart() {
+      child = await launch();
+    },
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
+      if (child.exitCode === null && child.signalCode === null) {
+        const gone = exited(child);
+        child.kill("SIGCONT");
         child.kill("SIGTERM");
-        await exited;
+        await gone;
       }
       await rm(dir, { recursive: true, force: true });
     },

@@ -7,98 +7,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
-import { startCli, until, type CliProcess } from "./cli.js";
+import { startCli, until } from "./cli.js";
+import { drive, metrics, recipe, runFolder, stopWorkers, sum, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
 const firstStep = fileURLToPath(new URL("./fixtures/first-step-worker.ts", import.meta.url));
-
-/** `nexrl worker` arguments for a worker of 2 rollouts at once running the fixture class `className` of `module`. */
-function workerArgs(module: string, className: string, name?: string): string[] {
-  return [
-    "worker",
-    "-c",
-    "recipe.yaml",
-    "--concurrency",
-    "2",
-    ...(name ? ["--name", name] : []),
-    `rollout_worker.custom_rollout_worker_module_path=${module}`,
-    `rollout_worker.custom_rollout_worker_class_name=${className}`,
-  ];
-}
-
-/** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
-interface FailureSettings {
-  policy: "continue" | "stop_on_error";
-}
-
-/** The recipe of a run here; `distributed` adds the key, `failing` the failing worker (run 0 of every group fails). */
-function recipe(distributed?: { url: string; prefix: string }, failing?: FailureSettings): string {
-  let yaml = grpoRecipeYaml({
-    steps: 2,
-    ...(failing && {
-      worker: fixture("failing-worker.ts"),
-      className: "FailingWorker",
-      extra: `runtime_monitor:\n  exception_handling:\n    policy: ${failing.policy}\n`,
-    }),
-  });
-  if (failing)
-    yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");
-  if (!distributed) return yaml;
-  return yaml.replace(
-    "  max_sequence_length: 64\n",
-    `  max_sequence_length: 64
-  distributed:
-    engine: redis
-    url: ${distributed.url}
-    stream_prefix: ${distributed.prefix}
-    claim_idle_ms: 4000
-    heartbeat_ms: 1000
-`,
-  );
-}
-
-/** A folder with `train.jsonl` and `recipe.yaml`. */
-async function runFolder(yaml: string): Promise<string> {
-  const dir = await tempDir();
-  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
-  await writeFile(join(dir, "recipe.yaml"), yaml);
-  return dir;
-}
-
-type Row = Record<string, number>;
-
-async function metrics(dir: string): Promise<Row[]> {
-  const text = await readFile(join(dir, "out", "metrics.jsonl"), "utf8");
-  return text
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as Row);
-}
-
-/** A metrics row without what depends on timing or on the workers (`time/*`, `workers/*`). */
-function untimed(row: Row): Row {
-  return Object.fromEntries(
-    Object.entries(row).filter(([key]) => !key.startsWith("time/") && !key.startsWith("workers/")),
-  );
-}
-
-const sum = (rows: Row[], key: string): number => rows.reduce((total, row) => total + (row[key] ?? 0), 0);
-
-/** Runs the driver to its end. */
-async function drive(dir: string): Promise<CliProcess> {
-  const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
-  const code = await driver.exited;
-  expect(code, driver.stderr()).toBe(0);
-  return driver;
-}
-
-/** Stops `workers` with SIGTERM; each exits 0. */
-async function stopWorkers(workers: CliProcess[]): Promise<void> {
-  for (const worker of workers) worker.child.kill("SIGTERM");
-  for (const worker of workers) expect(await worker.exited, worker.stderr()).toBe(0);
-}
 
 describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
   let redis: TestRedis;
@@ -220,6 +134,23 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
       /rollout of row \d+ \(group [\d-]+, run 0\) failed after 2 attempt\(s\): Error: worker crashed on row/,
     );
     await stopWorkers([worker]);
+  });
+
+  it("says it waits for workers while none is connected, and stops at once on SIGTERM in that state", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    // The runner sends 3 attempts at once (num_workers): they wait.
+    await until(
+      () => driver.stdout().includes("waiting for workers (0 connected, 3 tasks queued)"),
+      "the driver said it waits",
+      driver.exited,
+    );
+    driver.child.kill("SIGTERM");
+    // One signal is enough: nothing would ever end the step.
+    expect(await driver.exited, driver.stderr()).toBe(143);
+    expect(driver.stdout()).toContain(
+      "stopped while step 1's rollouts waited for workers and none was connected: the step is left unfinished",
+    );
   });
 
   it("continues a killed driver with resume.mode=auto: no trajectory lost or doubled, the old session's tasks dropped", async () => {
