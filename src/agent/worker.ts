@@ -128,6 +128,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       ...(options.maxTokens !== undefined && { maxTokens: options.maxTokens }),
       maxTokensPerCall: this.settings.maxResponseLength,
       replayAnswers: options.replayAnswers,
+      ...(options.toolParser !== undefined && { toolParser: options.toolParser }),
+      ...(options.reasoningParser !== undefined && { reasoningParser: options.reasoningParser }),
     });
     let outcome: Outcome;
     let trace: RolloutTrace;

@@ -42,6 +42,7 @@ export function trainerSettings(recipe: RecipeConfig): TrainerSettings {
 /** `rollout_worker.agent` of a parsed recipe, defaults filled. */
 function agentOptions(recipe: RecipeConfig): AgentOptions {
   const agent = recipe.rollout_worker.agent ?? agentOptionsSchema.parse({});
+  const inference = recipe.service.inference_service;
   return {
     math: { judgeMode: agent.math.judge_mode },
     maxTurns: agent.max_turns,
@@ -52,6 +53,8 @@ function agentOptions(recipe: RecipeConfig): AgentOptions {
     replayAnswers: agent.replay_answers,
     external: agent.external,
     gateway: { host: agent.gateway.host, port: agent.gateway.port },
+    ...(inference.tool_parser !== undefined && { toolParser: inference.tool_parser }),
+    ...(inference.reasoning_parser !== undefined && { reasoningParser: inference.reasoning_parser }),
   };
 }
 

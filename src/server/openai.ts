@@ -61,7 +61,9 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
       const { sequences } = await future.result();
       return {
         promptTokens: prompt,
-        choices: sequences.map((s) => decodedChoice(model.tokenizer, s.tokens, s.logprobs, s.stopReason, request)),
+        choices: sequences.map((s) =>
+          decodedChoice(model.tokenizer, s.tokens, s.logprobs, s.stopReason, request, call.chat),
+        ),
       };
     },
   };
@@ -84,7 +86,9 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * tokens as `token_id:<n>`, and `include_stop_str_in_output` keeps a matched stop string in the
  * text (token ids always include the tokens that completed it, as sampled). Logprobs are those of
  * the sampled tokens; `top_logprobs` entries hold the sampled token only, since a
- * {@link SamplingClient} reports no alternatives. Tool calls are not parsed out of answers.
+ * {@link SamplingClient} reports no alternatives. Chat answers are parsed in the format the
+ * model's chat template writes (or `toolParser`'s): tool calls into `tool_calls` (finish reason
+ * `tool_calls`), reasoning into `reasoning_content`; a malformed call stays in the content.
  *
  * Malformed requests get 400, unknown models 404, other methods 405, each with an OpenAI error
  * body `{ error: { message, type, param, code } }`; a failing sampler gets 500.

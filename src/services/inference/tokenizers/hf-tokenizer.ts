@@ -62,6 +62,8 @@ export class HfTokenizer implements Tokenizer {
   readonly eosToken: string;
   /** Text of the padding token. */
   readonly padToken: string;
+  /** The text of the chat template (the named templates' texts one after another), when there is one. */
+  readonly chatTemplateText: string | undefined;
   private readonly core: CoreTokenizer;
   private readonly template: ChatTemplate | null;
 
@@ -104,6 +106,8 @@ export class HfTokenizer implements Tokenizer {
     this.padToken = tokenText(config.pad_token) ?? eos;
     this.padId = idOf("pad_token", this.padToken);
     const templateSource = files.chatTemplate ?? templateOf(config, source);
+    this.chatTemplateText =
+      typeof templateSource === "string" ? templateSource : templateSource?.map((t) => t.template).join("\n");
     this.template =
       templateSource === undefined ? null : new ChatTemplate(templateSource, this.specialTokenVariables(config));
   }
@@ -132,7 +136,8 @@ export class HfTokenizer implements Tokenizer {
     if (options.unknownIds !== undefined && options.unknownIds !== "throw") {
       const known = (id: number): boolean =>
         Number.isInteger(id) && id >= 0 && id < this.vocabSize && this.core.id_to_token(id) !== undefined;
-      return decodeAround(ids, known, (run) => this.decode(run), options);
+      const special = options.specialTokens === undefined ? {} : { specialTokens: options.specialTokens };
+      return decodeAround(ids, known, (run) => this.decode(run, special), options);
     }
     const list = Array.from(ids);
     list.forEach((id, i) => {
@@ -142,7 +147,7 @@ export class HfTokenizer implements Tokenizer {
         );
       }
     });
-    return list.length === 0 ? "" : this.core.decode(list, { skip_special_tokens: true });
+    return list.length === 0 ? "" : this.core.decode(list, { skip_special_tokens: options.specialTokens !== "keep" });
   }
 
   /**
