@@ -34,7 +34,9 @@ export interface SampledText {
 
 /**
  * The text of `tokens` with special tokens written out, cut where `plain` (their decoding
- * without special tokens, cut at a stop string) ends. Tokens without special ones read as `plain`.
+ * without special tokens, cut at a stop string) ends, without the special tokens that end it
+ * (the end of the turn: `<|eot_id|>`, `<|im_end|>`, Harmony's `<|call|>`). Tokens without
+ * special ones read as `plain`.
  */
 export function sampledText(tokenizer: Tokenizer, tokens: readonly number[], plain: string): SampledText {
   const full = tokenizer.decode(tokens, SKIP);
@@ -42,6 +44,8 @@ export function sampledText(tokenizer: Tokenizer, tokens: readonly number[], pla
   const limit = plain.length < full.length ? plain.length : Infinity;
   const specials = new Set<string>();
   let text = "";
+  /** Where the text ends without the special tokens after its last ordinary one. */
+  let ordinaryEnd = 0;
   let plainLength = 0;
   let run: number[] = [];
   /** Adds the ordinary tokens read so far; false once the cut is reached. */
@@ -49,6 +53,7 @@ export function sampledText(tokenizer: Tokenizer, tokens: readonly number[], pla
     const piece = run.length > 0 ? tokenizer.decode(run, SKIP) : "";
     run = [];
     text += piece.slice(0, Math.max(0, limit - plainLength));
+    if (piece !== "") ordinaryEnd = text.length;
     plainLength += piece.length;
     return plainLength < limit;
   };
@@ -58,12 +63,12 @@ export function sampledText(tokenizer: Tokenizer, tokens: readonly number[], pla
       run.push(id);
       continue;
     }
-    if (!flush()) return { text, specialTokens: [...specials] };
+    if (!flush()) break;
     text += special;
     specials.add(special);
   }
-  flush();
-  return { text, specialTokens: [...specials] };
+  if (run.length > 0) flush();
+  return { text: text.slice(0, ordinaryEnd), specialTokens: [...specials] };
 }
 
 /** `text` without the special tokens' texts. */
