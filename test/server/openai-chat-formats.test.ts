@@ -96,7 +96,7 @@ describe("nexrl serve: tool calls and reasoning in each model's format", () => {
     const answer = await openai.chat.completions.create(ask("llama"));
     expect(answer.choices[0]!.finish_reason).toBe("tool_calls");
     expect(answer.choices[0]!.message.content).toBeNull();
-    expect(answer.choices[0]!.message.tool_calls!.map((c) => c.function)).toEqual([
+    expect(answer.choices[0]!.message.tool_calls!.map((c) => (c.type === "function" ? c.function : c))).toEqual([
       { name: "weather", arguments: '{"city":"Zürich"}' },
     ]);
   });
