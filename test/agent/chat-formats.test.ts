@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { episodeTrajectories } from "../../src/agent/episode.js";
 import { mergeCalls } from "../../src/agent/index.js";
 import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import { gateway, memorisingInference, tokenizer } from "./helpers.js";
+import { gateway, memorisingInference, recording, tinyInference, tokenizer } from "./helpers.js";
 
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
 const TOOLS: OpenAI.ChatCompletionTool[] = [
@@ -151,6 +151,26 @@ describe("agent gateway: each family's tool calls", () => {
       { weight: "one" },
     );
     expect(first!.extraFields!.counters).toMatchObject({ "agent/tool_calls": 0, "agent/malformed_tool_calls": 1 });
+  });
+
+  it("writes the calls of messages it did not sample into the prompt in the family's format", async () => {
+    const g = await gateway();
+    const inference = recording(await tinyInference());
+    const session = g.openRollout(inference.client, { toolParser: "llama3", maxTokensPerCall: 2 });
+    const call = { id: "call_z", type: "function" as const, function: { name: "f", arguments: '{"k":"z"}' } };
+    await client(session.baseURL).chat.completions.create({
+      model: "tiny",
+      messages: [
+        { role: "user", content: "z?" },
+        { role: "assistant", content: "Looking.", tool_calls: [call] },
+        { role: "tool", tool_call_id: "call_z", content: "26" },
+      ],
+      tools: TOOLS,
+    });
+    // The byte tokenizer's template ignores tool_calls: the call is written as Llama 3.1 writes it.
+    expect(tokenizer.decode(inference.calls[0]!.prompt)).toBe(
+      '<|user|>\nz?<|assistant|>\nLooking.<|python_tag|>{"name":"f","parameters":{"k":"z"}}<|tool|>\n26<|assistant|>\n',
+    );
   });
 
   it("refuses an unknown tool parser when the rollout opens", async () => {
