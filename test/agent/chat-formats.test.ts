@@ -168,7 +168,7 @@ describe("agent gateway: each family's tool calls", () => {
       tools: TOOLS,
     });
     // The byte tokenizer's template ignores tool_calls: the call is written as Llama 3.1 writes it.
-    expect(tokenizer.decode(inference.calls[0]!.prompt)).toBe(
+    expect(tokenizer.decode(inference.calls[0]!.result.promptTokens)).toBe(
       '<|user|>\nz?<|assistant|>\nLooking.<|python_tag|>{"name":"f","parameters":{"k":"z"}}<|tool|>\n26<|assistant|>\n',
     );
   });

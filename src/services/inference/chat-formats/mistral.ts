@@ -2,7 +2,7 @@
  * Mistral's `[TOOL_CALLS]` formats (SGLang's `mistral` parser): a JSON list
  * `[TOOL_CALLS][{"name": "f", "arguments": {…}}, …]` (Mistral 7B v0.3, Nemo, Small 3.1), and the
  * newer `[TOOL_CALLS]NAME[ARGS]{…}` per call (Small 3.2, Devstral, Magistral; with an optional
- * `[CALL_ID]ID` before `[ARGS]`).
+ * `[CALL_ID]ID` before `[ARGS]`, and `[ARGS]` left out as text decoded without special tokens has it).
  * @module
  */
 import type { ToolCall } from "../../../types/tokenizer.js";
@@ -20,13 +20,12 @@ import {
 
 const TOOL_CALLS = "[TOOL_CALLS]";
 
-/** The call of one `{"name", "arguments"}` entry of the JSON list, or undefined. */
+/** The call of one `{"name", "arguments", "id"?}` entry of the JSON list (the model's id kept), or undefined. */
 function listedCall(value: unknown, newId: () => string): ToolCall | undefined {
   if (!isObject(value) || typeof value["name"] !== "string" || value["name"] === "") return undefined;
   const args = argumentsText(value["arguments"] ?? {});
-  return args === undefined
-    ? undefined
-    : { id: newId(), type: "function", function: { name: value["name"], arguments: args } };
+  const id = typeof value["id"] === "string" && value["id"] !== "" ? value["id"] : newId();
+  return args === undefined ? undefined : { id, type: "function", function: { name: value["name"], arguments: args } };
 }
 
 /** The calls written after `[TOOL_CALLS]` markers, or undefined when anything there is malformed. */
@@ -41,7 +40,8 @@ function callsOf(after: string, newId: () => string): ToolCall[] | undefined {
   }
   const calls: ToolCall[] = [];
   for (const one of after.split(TOOL_CALLS)) {
-    const match = /^\s*([^[\s]+)\s*(?:\[CALL_ID\]\s*(\S+?)\s*)?\[ARGS\]/.exec(one);
+    // `[ARGS]` is a special token: text decoded without special tokens has the arguments right after the name.
+    const match = /^\s*([^[\s{]+)\s*(?:\[CALL_ID\]\s*([^[\s]+)\s*)?(?:\[ARGS\])?(?=\s*\{)/.exec(one);
     if (!match) return undefined;
     const json = one.slice(match[0].length).trim();
     const args = argumentsText(parseJson(json));

@@ -50,7 +50,11 @@ export interface ChatFormat {
    * with {@link ChatFormat.channels}). Text without calls comes back unchanged.
    */
   parse(text: string, options: ParseOptions): ParsedReply;
-  /** An assistant message as the family's models write it: `reasoning` (where kept), `content`, then the calls. */
+  /**
+   * An assistant message as the family's models write it: `reasoning` (as `<think>…</think>`, or
+   * Harmony's analysis channel; families whose models do not reason, `llama3` and `mistral`,
+   * write none), `content`, then the calls.
+   */
   write(content: string, toolCalls: readonly ToolCall[], reasoning?: string): string;
   /** True when the format itself carries the reasoning (Harmony's analysis channel), so `<think>` tags are not read. */
   readonly channels?: boolean;

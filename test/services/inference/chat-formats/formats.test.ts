@@ -339,7 +339,7 @@ describe("mistral", () => {
     for (const text of [
       '[TOOL_CALLS][{"name": "a", "arguments": {oops}}]',
       '[TOOL_CALLS][{"name": "a"',
-      "[TOOL_CALLS]get{}",
+      "[TOOL_CALLS]get[ARGS]oops",
       '[TOOL_CALLS][{"arguments": {}}]',
     ])
       expect(parse("mistral", text)).toEqual({ content: text, toolCalls: [], malformed: 1 });
