@@ -1,9 +1,21 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { episodeTrajectories } from "../../src/agent/episode.js";
-import { mergeCalls } from "../../src/agent/index.js";
 import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import { gateway, memorisingInference, recording, tinyInference, tokenizer } from "./helpers.js";
+import { createAgentWorkerClass, mergeCalls } from "../../src/agent/index.js";
+import { workerSettings } from "../../src/pipeline/settings.js";
+import {
+  fixture,
+  gateway,
+  memorisingInference,
+  onCleanup,
+  recording,
+  tempDir,
+  tinyInference,
+  tokenizer,
+  writeFiles,
+  writeRecipe,
+} from "./helpers.js";
 
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
 const TOOLS: OpenAI.ChatCompletionTool[] = [
@@ -170,6 +182,27 @@ describe("agent gateway: each family's tool calls", () => {
     // The byte tokenizer's template ignores tool_calls: the call is written as Llama 3.1 writes it.
     expect(tokenizer.decode(inference.calls[0]!.result.promptTokens)).toBe(
       '<|user|>\nz?<|assistant|>\nLooking.<|python_tag|>{"name":"f","parameters":{"k":"z"}}<|tool|>\n26<|assistant|>\n',
+    );
+  });
+
+  it("refuses, when the workers start, a reasoning parser that cannot read the template's format", async () => {
+    const dir = await tempDir();
+    await writeFiles(dir, { "train.jsonl": '{"prompt": "hi"}\n' });
+    const recipe = await writeRecipe(
+      dir,
+      [
+        "data: {data_files: [train.jsonl]}",
+        `rollout_worker: {type: agent, agent_module_path: "${fixture("openai-agent.ts")}"}`,
+        "trainer: {type: remote_api_grpo, total_train_steps: 1}",
+        "service: {train_service: {backend: local, model: tiny}, inference_service: {reasoning_parser: gpt-oss}}",
+        "",
+      ].join("\n"),
+    );
+    const stop = new AbortController();
+    onCleanup(async () => stop.abort());
+    const workerClass = await createAgentWorkerClass(recipe.config, { recipeDir: dir }, stop.signal);
+    expect(() => new workerClass({ name: "agent-0", settings: workerSettings(recipe.config), tokenizer })).toThrow(
+      "service.inference_service.reasoning_parser: reasoning parser `gpt-oss` reads Harmony's analysis channel, but the hermes format has none",
     );
   });
 
