@@ -9,26 +9,30 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { RolloutTask } from "../contracts/task.js";
 import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
-import { listen } from "../server/bind.js";
+import { AnthropicMessages } from "../server/anthropic-endpoints.js";
+import { sendAnthropicError } from "../server/anthropic-protocol.js";
+import { hostAddresses, listen } from "../server/bind.js";
 import {
   decodedChoice,
   endpointPath,
   modelList,
   OpenAIEndpoints,
   requestSampling,
+  type ErrorWriter,
   type Generation,
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import { type GenerationRequest } from "../server/openai-protocol.js";
+import { openAIErrorOf, sendOpenAIError, type GenerationRequest } from "../server/openai-protocol.js";
+import { BrowserGuard } from "../server/browser-guard.js";
 import type { ToolCall } from "../types/tokenizer.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
-import { messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
+import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
-import { ConfigError, ContextLengthError, ProtocolError } from "../errors.js";
+import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 
 /** Options of {@link AgentGateway.start}. */
 export interface AgentGatewayOptions {
@@ -46,6 +50,10 @@ export interface AgentGatewayOptions {
   unref?: boolean;
   /** Where failures of the model (500 answers) are reported (default: standard error). */
   log?: (line: string) => void;
+  /** Host names the `Host` header may give besides the bound address (and, on loopback, `localhost`); others get 403. */
+  allowedHosts?: readonly string[];
+  /** Origins whose browser requests are served, with CORS headers (`*` for any); other cross-origin requests get 403. */
+  corsOrigins?: readonly string[];
 }
 
 /** Header naming the rollout of a request sent to `/v1/...` instead of `/rollouts/{id}/v1/...`. */
@@ -85,6 +93,11 @@ const finished = (id: string) =>
  *   family's format (the rollout's `toolParser`, else the one its chat template writes; finish
  *   reason `tool_calls`), reasoning into `reasoning_content`; `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
+ * - `POST /messages`, `POST /messages/count_tokens`: Anthropic's Messages API (point the
+ *   `@anthropic-ai/sdk` client at `/rollouts/{id}`, without `/v1`: it adds `/v1/messages`),
+ *   translated to the same chat path; tool calls are answered as `tool_use` blocks with `toolu_`
+ *   ids, and an assistant turn sent back as its blocks is rendered as the sampled tokens. Its
+ *   errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
  *
  * One choice per call (`n` 1). Every call is recorded: prompt and completion token ids exactly as
  * the model read and sampled them, logprobs, finish reason, tool calls and timing. An assistant
@@ -109,12 +122,14 @@ export class AgentGateway {
   private readonly modelName: string;
   private readonly maxClaimWaitMs: number;
   private readonly endpoints: OpenAIEndpoints;
+  private readonly messages: AnthropicMessages;
 
   private constructor(
     private readonly server: Server,
     /** The server's address, `http://host:port`. */
     readonly url: string,
     options: AgentGatewayOptions,
+    private readonly guard: BrowserGuard,
   ) {
     this.modelName = options.modelName ?? "policy";
     this.maxClaimWaitMs = options.maxClaimWaitMs ?? 30_000;
@@ -124,6 +139,7 @@ export class AgentGateway {
       maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
       log: (line) => log(`nexrl agent gateway: ${line}`),
     });
+    this.messages = new AnthropicMessages(this.endpoints, "the nexrl agent gateway");
   }
 
   /**
@@ -134,19 +150,27 @@ export class AgentGateway {
     const host = options.host ?? "127.0.0.1";
     const port = options.port ?? 0;
     const server = createServer();
+    const hint = (problem: ListenProblem) =>
+      problem === "bad_host"
+        ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
+        : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)";
+    let guard: BrowserGuard;
     try {
-      await listen(server, port, host, (problem) =>
-        problem === "bad_host"
-          ? "set rollout_worker.agent.gateway.host to an address of this machine (127.0.0.1 by default)"
-          : "set rollout_worker.agent.gateway.port to a free port of 1024 or above (0 picks one)",
-      );
+      guard = new BrowserGuard({
+        boundHost: host,
+        boundAddresses: await hostAddresses(host, hint),
+        allowedHosts: options.allowedHosts,
+        corsOrigins: options.corsOrigins,
+        server: "the nexrl agent gateway",
+      });
+      await listen(server, port, host, hint);
     } catch (error) {
       throw new ConfigError(`the agent gateway: ${(error as Error).message}`, { cause: error });
     }
     if (options.unref) server.unref();
     const address = server.address() as AddressInfo;
     const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options);
+    const gateway = new AgentGateway(server, `http://${shown}:${address.port}`, options, guard);
     // Attached before any request can be read: the listen callback resumed us in a microtask.
     server.on("request", (req, res) => void gateway.handle(req, res));
     return gateway;
@@ -217,23 +241,34 @@ export class AgentGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (this.guard.check(req, res)) return;
+    } catch (error) {
+      sendOpenAIError(res, openAIErrorOf(error));
+      return;
+    }
     const path = endpointPath(req);
     const match = /^\/rollouts\/([^/]+)(\/v1\/.*)$/.exec(path);
     const header = req.headers[ROLLOUT_ID_HEADER];
     const rolloutId = (): string | undefined =>
       match ? decodePathSegment(match[1]!, "rollout id") : typeof header === "string" ? header : undefined;
+    // The Anthropic SDK adds /v1 to its base URL, so the rollout's base URL given as it is doubles it.
+    const doubled = path.includes("/v1/v1/")
+      ? " (the Anthropic SDK adds /v1 itself: give it the rollout's base URL without the trailing /v1)"
+      : "";
     const route = this.route(match ? match[2]! : path, rolloutId, req, res) ?? {
       method: req.method ?? "GET",
       run: async () => {
         throw new ProtocolError(
           404,
           "not_found",
-          `no route ${req.method ?? "GET"} ${path}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions}, POST /tasks/claim and POST /trajectories`,
+          `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
           { openaiType: "invalid_request_error" },
         );
       },
+      ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
     };
-    await this.endpoints.answer(req, res, path, route.method, route.run);
+    await this.endpoints.answer(req, res, path, route.method, route.run, route.sendError);
   }
 
   /** The method and handler of `route` (a path under `/v1` when a rollout is given), or undefined. */
@@ -242,7 +277,7 @@ export class AgentGateway {
     rolloutId: () => string | undefined,
     req: IncomingMessage,
     res: ServerResponse,
-  ): { method: string; run: () => Promise<void> } | undefined {
+  ): { method: string; run: () => Promise<void>; sendError?: ErrorWriter } | undefined {
     const inRollout = (run: (session: RolloutSession) => Promise<void>) => async () => {
       const id = rolloutId();
       if (id === undefined) {
@@ -278,6 +313,26 @@ export class AgentGateway {
         return {
           method: "POST",
           run: inRollout((session) => this.endpoints.chat(req, res, (request) => this.generator(session, request))),
+        };
+      case "/v1/messages":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.create(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
+        };
+      case "/v1/messages/count_tokens":
+        return {
+          method: "POST",
+          run: inRollout((session) =>
+            this.messages.countTokens(req, res, (request) => this.generator(session, request), {
+              argumentsOf: answeredArguments(session.answered),
+            }),
+          ),
+          sendError: sendAnthropicError,
         };
       case "/v1/completions":
         return {
@@ -367,7 +422,7 @@ export class AgentGateway {
     session.record(
       {
         turn: budget.turn,
-        endpoint: chat ? "chat.completions" : "completions",
+        endpoint: chat ? (chat.dialect ?? "chat.completions") : "completions",
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,

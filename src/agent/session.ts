@@ -4,7 +4,12 @@
  * @module
  */
 import type { InferenceClient } from "../services/inference/types.js";
-import { chatParserFor, templateChatParser, type ChatParser } from "../services/inference/chat-formats/index.js";
+import {
+  chatParserFor,
+  templateChatParser,
+  tokenizerChoice,
+  type ChatParser,
+} from "../services/inference/chat-formats/index.js";
 import type { AnsweredMessage } from "./render.js";
 import type { GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 import { ProtocolError } from "../errors.js";
@@ -83,12 +88,11 @@ export class RolloutSession {
     private readonly onFinish?: (session: RolloutSession) => void,
   ) {
     const { toolParser, reasoningParser } = options;
-    const template = inference.tokenizer.chatTemplateText;
     this.chatParser =
       toolParser === undefined && reasoningParser === undefined
         ? templateChatParser(inference.tokenizer)
         : chatParserFor({
-            ...(template !== undefined && { template }),
+            ...tokenizerChoice(inference.tokenizer),
             ...(toolParser !== undefined && { toolParser }),
             ...(reasoningParser !== undefined && { reasoningParser }),
           });

@@ -13,7 +13,7 @@ export interface GatewayCall {
   /** Order of arrival within the rollout, from 1. */
   turn: number;
   /** The endpoint called. */
-  endpoint: "chat.completions" | "completions";
+  endpoint: "chat.completions" | "messages" | "completions";
   /** The prompt's token ids exactly as the model read them. */
   promptTokens: number[];
   /** The sampled token ids (a stop token included). */

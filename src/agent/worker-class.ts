@@ -142,6 +142,8 @@ export async function createAgentWorkerClass(
   const gateway = await AgentGateway.start({
     host: options.gateway.host,
     port: options.gateway.port,
+    allowedHosts: options.gateway.allowedHosts,
+    corsOrigins: options.gateway.corsOrigins,
     modelName: config.service.inference_service.model,
     unref: signal === undefined,
   });

@@ -122,11 +122,11 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     this.setup = setup;
     const { toolParser, reasoningParser } = setup.options;
     if (reasoningParser !== undefined && toolParser === undefined) {
-      const family = chatFamilyOfTemplate(context.tokenizer.chatTemplateText);
+      const family = context.tokenizer.renderer ?? chatFamilyOfTemplate(context.tokenizer.chatTemplateText);
       const mismatch = reasoningMismatch(family, reasoningParser);
       if (mismatch)
         throw new ConfigError(
-          `service.inference_service.reasoning_parser: ${mismatch} (the model's chat template writes the ${family} format; set tool_parser to read another)`,
+          `service.inference_service.reasoning_parser: ${mismatch} (the model's chat format is ${family}; set tool_parser to read another)`,
         );
     }
   }

@@ -4,6 +4,7 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { corsOrigin } from "./cors-origin.js";
 import { UsageError } from "../errors.js";
 
 /** A parsed `nexrl report` command line. */
@@ -20,6 +21,10 @@ export interface ReportCommand {
   watch: boolean;
   /** `--watch`'s port; 0 picks a free one. */
   port: number;
+  /** `--watch`'s extra host names requests may be addressed to (`--allow-host`). */
+  allowedHosts?: string[];
+  /** `--watch`'s origins whose pages may read the report (`--cors`). */
+  corsOrigins?: string[];
   /** How often the watched page polls, in ms. */
   intervalMs: number;
 }
@@ -84,6 +89,8 @@ export function parseReport(args: readonly string[]): ReportCommand | { kind: "h
     watch: { type: "boolean", short: "w" },
     port: { type: "string" },
     interval: { type: "string" },
+    "allow-host": { type: "string", multiple: true },
+    cors: { type: "string", multiple: true },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return { kind: "help" };
@@ -95,6 +102,10 @@ export function parseReport(args: readonly string[]): ReportCommand | { kind: "h
     );
   if (values.watch && values.output !== undefined)
     throw new UsageError("--watch serves the report instead of writing a file; leave out -o/--output with it");
+  const allowedHosts = values["allow-host"] as string[] | undefined;
+  const cors = values.cors as string[] | undefined;
+  if (!values.watch && (allowedHosts ?? cors) !== undefined)
+    throw new UsageError("--allow-host and --cors apply to the server of --watch; add --watch or leave them out");
   const interval = integer("--interval", values.interval as string | undefined, 200);
   return {
     kind: "report",
@@ -104,6 +115,8 @@ export function parseReport(args: readonly string[]): ReportCommand | { kind: "h
     port: integer("--port", values.port as string | undefined, 0, 65535) ?? 0,
     intervalMs: interval ?? 2000,
     ...(values.output !== undefined && { output: values.output as string }),
+    ...(allowedHosts !== undefined && { allowedHosts }),
+    ...(cors !== undefined && { corsOrigins: cors.map((o) => corsOrigin(o)) }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { parseTinkerFlag } from "../server/tinker-flags.js";
 import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
+import { corsOrigin } from "./cors-origin.js";
 import { ConfigError, UsageError } from "../errors.js";
 
 /** Process exit codes of the `nexrl` command (the README's table lists them too). */
@@ -99,6 +100,10 @@ export interface ServeCommand {
   models?: string[];
   /** Threads of each model's engine; default: the machine's available parallelism. */
   threads?: number;
+  /** More host names requests may be addressed to (`--allow-host`). */
+  allowedHosts?: string[];
+  /** Origins whose browser requests are served (`--cors`). */
+  corsOrigins?: string[];
 }
 
 function parseServe(args: readonly string[]): CliCommand {
@@ -119,6 +124,8 @@ function parseServe(args: readonly string[]): CliCommand {
         "tinker-flag": { type: "string", multiple: true },
         model: { type: "string", multiple: true },
         threads: { type: "string" },
+        "allow-host": { type: "string", multiple: true },
+        cors: { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -162,6 +169,8 @@ function parseServe(args: readonly string[]): CliCommand {
     ...(tinkerFlags && { tinkerFlags }),
     ...(values.model !== undefined && { models: values.model }),
     ...(threads !== undefined && { threads }),
+    ...(values["allow-host"] !== undefined && { allowedHosts: values["allow-host"] }),
+    ...(values.cors !== undefined && { corsOrigins: values.cors.map((o) => corsOrigin(o)) }),
   };
 }
 
@@ -288,8 +297,9 @@ Usage:
   nexrl serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]
               [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]
               [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]
+              [--allow-host NAME ...] [--cors ORIGIN ...]
   nexrl worker -c RECIPE [--redis URL] [--concurrency N] [--name NAME] [key.path=value ...]
-  nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT]]
+  nexrl report RUN_DIR [-o report.html] [--open] [--watch [--port PORT] [--allow-host NAME] [--cors ORIGIN]]
   nexrl sample RUN_DIR[:STEP] [PROMPT] [--chat] [-n N] [--temperature T] [--max-tokens M]
                [--logprobs] [--json] [--seed N]
 
@@ -324,8 +334,8 @@ Commands:
                              STEP); prompts from PROMPT or standard input, one per line.
 
 Serve options:
-  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions) or
-                             all (the default).
+  -p, --protocol PROTOCOL    tinker, weaver, openai (/v1/completions, /v1/chat/completions,
+                             /v1/messages) or all (the default).
       --host HOST            interface to bind (default 127.0.0.1: this machine only). Another
                              address needs --api-key (or --insecure).
       --port PORT            port (default 8000); 0 picks a free port. The URL is printed.
@@ -347,8 +357,14 @@ Serve options:
                              pjwt_auth_enabled=true (JWTs from /api/v1/auth/token), or
                              use_pyqwest_transport=false (the SDK uses httpx's transport).
       --model RUN_DIR[:STEP] also serve a local run's weights (its latest checkpoint, or STEP) on
-                             /v1/completions and /v1/chat/completions as model "<run>:<step>";
-                             repeat for more runs.
+                             /v1/completions, /v1/chat/completions and /v1/messages as model
+                             "<run>:<step>"; repeat for more runs.
+      --allow-host NAME      also answer requests addressed to NAME (a proxy's or container's
+                             host name; repeatable). Others get 403, so that no web page can
+                             point its own name at this machine and read the answers.
+      --cors ORIGIN          serve browser requests from the web page origin ORIGIN (e.g.
+                             http://localhost:3000, or *), with CORS headers; repeatable. Other
+                             cross-origin requests get 403, and bodies must be JSON or protobuf.
   The server stops on Ctrl-C or SIGTERM (exit 0). A --host that is not this machine's exits 2;
   a port in use or a privileged port exits 3.
 
@@ -364,7 +380,8 @@ Report options:
       --open                 open it in the browser (xdg-open, open or start).
   -w, --watch                serve the report on 127.0.0.1 instead, redrawn as the run writes
                              more, until Ctrl-C; --port PORT (default: a free one, printed),
-                             --interval MS between checks (default 2000).
+                             --interval MS between checks (default 2000); --allow-host and
+                             --cors as for serve.
 
 Sample options:
       --chat                 send each prompt as a user message through the chat template.

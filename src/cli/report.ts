@@ -53,7 +53,13 @@ export async function runReport(command: ReportCommand, io: CliIO, stop?: Promis
     const { serveReport } = await import("../report/watch.js");
     const previous = process.listeners("SIGINT");
     process.removeAllListeners("SIGINT");
-    const server = await serveReport(command.runDir, { ...source, port: command.port, intervalMs: command.intervalMs });
+    const server = await serveReport(command.runDir, {
+      ...source,
+      port: command.port,
+      intervalMs: command.intervalMs,
+      ...(command.allowedHosts && { allowedHosts: command.allowedHosts }),
+      ...(command.corsOrigins && { corsOrigins: command.corsOrigins }),
+    });
     try {
       io.stdout.write(`nexrl report: serving ${server.url} (redrawn as the run writes; stop with Ctrl-C)\n`);
       await open(server.url);

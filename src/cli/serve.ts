@@ -100,6 +100,8 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),
         ...(command.tinkerFlags && { tinkerClientConfig: command.tinkerFlags }),
+        ...(command.allowedHosts && { allowedHosts: command.allowedHosts }),
+        ...(command.corsOrigins && { corsOrigins: command.corsOrigins }),
         listenHint: listenHint(command),
         log: (line) => io.stderr.write(`${line}\n`),
         openaiModels: Object.fromEntries(runModels.map((m) => [m.name, m])),
@@ -113,7 +115,7 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         runModels
           .map(
             (m) =>
-              `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions)\n`,
+              `  model "${m.name}": ${m.baseModel} weights of step ${m.step} from ${m.source} (/v1/completions, /v1/chat/completions, /v1/messages)\n`,
           )
           .join("") +
         (apiKey === undefined

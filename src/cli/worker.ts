@@ -39,12 +39,13 @@ export async function runWorker(
   const settings = distributedSettings(recipe, command.redis);
   const { config } = recipe;
   const concurrency = command.concurrency ?? config.rollout_worker.num_workers;
-  const [{ resolveRolloutWorkerClass }, { loadTokenizer }, { tokenizerName }, { createRunner }] = await Promise.all([
-    import("../pipeline/workers/registry.js"),
-    import("../services/inference/tokenizers/load.js"),
-    import("../pipeline/preflight.js"),
-    import("../pipeline/setup.js"),
-  ]);
+  const [{ resolveRolloutWorkerClass }, { loadTokenizer }, { tokenizerName, tokenizerOptions }, { createRunner }] =
+    await Promise.all([
+      import("../pipeline/workers/registry.js"),
+      import("../services/inference/tokenizers/load.js"),
+      import("../pipeline/preflight.js"),
+      import("../pipeline/setup.js"),
+    ]);
   const [{ connectRedis, StreamKeys }, { serverName }, { WorkerLoop }, { RelayInferenceClient }, { runGuarded }] =
     await Promise.all([
       import("../pipeline/distributed/redis.js"),
@@ -55,7 +56,7 @@ export async function runWorker(
     ]);
   const closing = new AbortController();
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
-  const tokenizer = await loadTokenizer(tokenizerName(config));
+  const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
   const redis = await connectRedis(settings.url, (error) => log(error.message));
   const reader = await connectRedis(settings.url, (error) => log(error.message));

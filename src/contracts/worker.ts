@@ -45,6 +45,10 @@ export interface AgentOptions {
     readonly host: string;
     /** Port; 0 picks a free one. */
     readonly port: number;
+    /** More host names agents may address it by (`allowed_hosts`). */
+    readonly allowedHosts: readonly string[];
+    /** Web page origins whose requests it serves, with CORS headers (`cors`). */
+    readonly corsOrigins: readonly string[];
   };
 }
 

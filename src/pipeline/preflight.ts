@@ -12,7 +12,7 @@ import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { didYouMean } from "../recipe/suggest.js";
 import { RecipeError } from "../errors.js";
 import { REQUIRED_TOKENIZER_FILES } from "../services/inference/tokenizers/files.js";
-import { loadTokenizer, locateTokenizer } from "../services/inference/tokenizers/load.js";
+import { loadTokenizer, locateTokenizer, type LoadTokenizerOptions } from "../services/inference/tokenizers/load.js";
 import { serverName } from "./distributed/server-name.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { readRunState, type RunState } from "./checkpoint.js";
@@ -30,6 +30,12 @@ import {
   rolloutWorkerNotes,
   type RolloutWorkerClass,
 } from "./workers/registry.js";
+
+/** How the run's tokenizer is loaded: the chat renderer `rollout_worker.chat_renderer` asks for. */
+export function tokenizerOptions(config: RecipeConfig): LoadTokenizerOptions {
+  const renderer = config.rollout_worker.chat_renderer;
+  return renderer ? { renderer } : {};
+}
 
 /**
  * The name the run loads the tokenizer of the trained model by: `rollout_worker.tokenizer`, else
@@ -197,7 +203,7 @@ export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Pro
     worker: await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, signal),
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
   };
-  const tokenizer = await loadTokenizer(tokenizerName(config));
+  const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   return { classes, tokenizer, loaders: await openLoaders(config, tokenizer), notes };
 }
 
@@ -238,7 +244,7 @@ async function checkRecipeIn(
       `the run will download the tokenizer of ${name} (${REQUIRED_TOKENIZER_FILES.join(", ")} and any chat template) from ${endpoint}/${name} (revision ${revision}) into ${folder}; prompt lengths are checked then`,
     );
   } else {
-    tokenizer = await loadTokenizer(name);
+    tokenizer = await loadTokenizer(name, tokenizerOptions(config));
   }
   await openLoaders(config, tokenizer);
   if (config.resume.mode === "from_path") {

@@ -3,6 +3,7 @@
  * @module
  */
 import { resolve } from "node:path";
+import { ConfigError } from "../errors.js";
 
 /** Options of {@link resolveRunDirectory}. */
 export interface RunDirectoryOptions {
@@ -28,8 +29,17 @@ export function storageRoot(options: Pick<RunDirectoryOptions, "env" | "cwd"> = 
   return resolve(options.cwd ?? process.cwd(), (options.env ?? process.env).NEXRL_STORAGE_PATH || "runs");
 }
 
-/** The run's output folder: `outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`, absolute. */
+/**
+ * The run's output folder: `outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`, absolute.
+ * @throws {@link ConfigError} for a tag that names no folder of its own under the storage root
+ * (empty, `.`, `..`, or with a path separator).
+ */
 export function resolveRunDirectory(options: RunDirectoryOptions = {}): string {
   if (options.outputDir) return resolve(options.cwd ?? process.cwd(), options.outputDir);
-  return resolve(storageRoot(options), options.tag ?? timestampTag(options.now ?? new Date()));
+  const tag = options.tag ?? timestampTag(options.now ?? new Date());
+  if (tag.trim() === "" || tag === "." || tag === ".." || /[/\\]/.test(tag))
+    throw new ConfigError(
+      `the tag ${JSON.stringify(tag)} names no folder of its own under ${storageRoot(options)}: give a name such as v1 (letters, digits, - and _), or --output-dir for a folder elsewhere`,
+    );
+  return resolve(storageRoot(options), tag);
 }

@@ -52,7 +52,12 @@ function agentOptions(recipe: RecipeConfig): AgentOptions {
     trajectoryWeight: agent.trajectory_weight,
     replayAnswers: agent.replay_answers,
     external: agent.external,
-    gateway: { host: agent.gateway.host, port: agent.gateway.port },
+    gateway: {
+      host: agent.gateway.host,
+      port: agent.gateway.port,
+      allowedHosts: agent.gateway.allowed_hosts,
+      corsOrigins: agent.gateway.cors,
+    },
     ...(inference.tool_parser !== undefined && { toolParser: inference.tool_parser }),
     ...(inference.reasoning_parser !== undefined && { reasoningParser: inference.reasoning_parser }),
   };

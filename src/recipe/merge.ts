@@ -2,7 +2,15 @@
  * Deep merge of composed recipe files: maps merge key by key; lists, scalars and null replace.
  * @module
  */
-import { clonePlain, formatKeyPath, isPlainMap, replaceOrigins, type KeySegment, type PlainMap } from "./tree.js";
+import {
+  childOf,
+  clonePlain,
+  formatKeyPath,
+  isPlainMap,
+  replaceOrigins,
+  type KeySegment,
+  type PlainMap,
+} from "./tree.js";
 import type { RecipeFileContent } from "./read.js";
 
 /**
@@ -23,7 +31,8 @@ function mergeMaps(
 ): void {
   for (const [key, value] of Object.entries(from)) {
     const at = [...path, key];
-    const current = into[key];
+    // Own keys only: `into["__proto__"]` would be Object.prototype itself (readers refuse such keys too).
+    const current = childOf(into, key);
     if (isPlainMap(current) && isPlainMap(value)) {
       mergeMaps(current, value, at, target, source);
     } else {

@@ -7,7 +7,17 @@
  */
 import { parse as parseYaml } from "yaml";
 import { isSecretKey, redactText } from "./redact.js";
-import { childOf, formatKeyPath, isPlainMap, parseKeyPath, setOrigins, type KeySegment } from "./tree.js";
+import {
+  childOf,
+  FORBIDDEN_KEY_MESSAGE,
+  forbiddenKeyPaths,
+  formatKeyPath,
+  isForbiddenKey,
+  isPlainMap,
+  parseKeyPath,
+  setOrigins,
+  type KeySegment,
+} from "./tree.js";
 import type { RecipeFileContent } from "./read.js";
 import { RecipeError, type RecipeIssue } from "../errors.js";
 
@@ -64,6 +74,8 @@ function applyOne(
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
     return { keyPath, message: `cannot parse the value as YAML: ${reason}`, definedIn: where };
   }
+  const forbidden = path.some(isForbiddenKey) ? keyPath : forbiddenKeyPaths(value, path)[0];
+  if (forbidden !== undefined) return { keyPath: forbidden, message: FORBIDDEN_KEY_MESSAGE, definedIn: where };
   let parent: unknown = recipe.data;
   for (const [depth, segment] of path.entries()) {
     const isLast = depth === path.length - 1;

@@ -10,6 +10,8 @@ import { importFile } from "./import-module.js";
 import {
   clonePlain,
   formatKeyPath,
+  FORBIDDEN_KEY_MESSAGE,
+  forbiddenKeyPaths,
   isPlainMap,
   setOrigins,
   type KeySegment,
@@ -89,6 +91,7 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
       file,
     });
   }
+  refuseForbiddenKeys(data, file);
   const origins: Origins = new Map();
   const visit = (node: unknown, path: KeySegment[]): void => {
     if (isMap(node)) {
@@ -129,7 +132,21 @@ async function readModule(file: string): Promise<RecipeFileContent> {
       { file },
     );
   }
+  refuseForbiddenKeys(data, file);
   const origins: Origins = new Map();
   for (const [key, value] of Object.entries(data)) setOrigins(origins, [key], value, file);
   return { data: clonePlain(data), origins };
+}
+
+/**
+ * Refuses a recipe that holds `__proto__`, `constructor` or `prototype` anywhere.
+ * @throws {@link RecipeError} naming each.
+ */
+function refuseForbiddenKeys(data: unknown, file: string): void {
+  const paths = forbiddenKeyPaths(data);
+  if (paths.length > 0)
+    throw new RecipeError(
+      paths.map((keyPath) => ({ keyPath, message: FORBIDDEN_KEY_MESSAGE })),
+      { file },
+    );
 }

@@ -17,6 +17,30 @@ export function isPlainMap(value: unknown): value is PlainMap {
   return proto === Object.prototype || proto === null;
 }
 
+/**
+ * Keys no recipe may hold: assigning them changes an object's prototype instead of adding a key,
+ * which a merge would turn into a change of every object in the process (prototype pollution).
+ */
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/** Whether `key` is one of the keys no recipe may hold (`__proto__`, `constructor`, `prototype`). */
+export function isForbiddenKey(key: KeySegment): boolean {
+  return typeof key === "string" && FORBIDDEN_KEYS.has(key);
+}
+
+/** The paths of every forbidden key (see {@link isForbiddenKey}) in plain data, outermost first. */
+export function forbiddenKeyPaths(value: unknown, path: KeySegment[] = []): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => forbiddenKeyPaths(item, [...path, i]));
+  if (!isPlainMap(value)) return [];
+  return Object.keys(value).flatMap((key) =>
+    isForbiddenKey(key) ? [formatKeyPath([...path, key])] : forbiddenKeyPaths(value[key], [...path, key]),
+  );
+}
+
+/** The message of a forbidden key in a recipe. */
+export const FORBIDDEN_KEY_MESSAGE =
+  "not a recipe key: `__proto__`, `constructor` and `prototype` would change the objects of the process rather than set a value; remove it";
+
 /** Formats a key path as written in recipes and errors: `data.data_files[0]`. */
 export function formatKeyPath(path: readonly KeySegment[]): string {
   let out = "";

@@ -9,6 +9,9 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { checkRunFolder } from "../run-folder/read.js";
+import { hostAddresses } from "../server/bind.js";
+import { BrowserGuard } from "../server/browser-guard.js";
+import type { ProtocolError } from "../errors.js";
 import { renderReportHtml } from "./html.js";
 import { readReportData, type ReportSourceOptions } from "./report.js";
 
@@ -20,6 +23,10 @@ export interface ServeReportOptions extends ReportSourceOptions {
   port?: number;
   /** How often the page asks for new data, in ms (default 2000). */
   intervalMs?: number;
+  /** Host names the `Host` header may give besides the bound address (and, on loopback, `localhost`); others get 403. */
+  allowedHosts?: readonly string[];
+  /** Origins whose pages may read the report's data (CORS; `*` for any); other cross-origin requests get 403. */
+  corsOrigins?: readonly string[];
 }
 
 /** A running report server. */
@@ -52,14 +59,29 @@ function send(res: ServerResponse, status: number, type: string, body: string, h
 
 /**
  * Serves the report of a run folder: `/` is the page (the same as `nexrl report` writes, set to
- * poll), `/data.json` the current data with an `ETag` (a `304` when nothing changed).
+ * poll), `/data.json` the current data with an `ETag` (a `304` when nothing changed). Other web
+ * pages cannot read it: requests naming another host, or sent by a page of another origin
+ * (unless `corsOrigins` allows it), get 403.
  * @throws RunError when `runDir` is not a run folder.
  */
 export async function serveReport(runDir: string, options: ServeReportOptions = {}): Promise<ReportServer> {
   const dir = await checkRunFolder(runDir, options.cwd);
   const intervalMs = options.intervalMs ?? 2000;
+  const host = options.host ?? "127.0.0.1";
+  const guard = new BrowserGuard({
+    boundHost: host,
+    boundAddresses: await hostAddresses(host, () => "give --host an address of this machine"),
+    allowedHosts: options.allowedHosts,
+    corsOrigins: options.corsOrigins,
+    server: "nexrl report --watch",
+  });
   const server = createServer((req, res) => {
     void (async () => {
+      try {
+        if (guard.check(req, res)) return;
+      } catch (error) {
+        return send(res, (error as ProtocolError).status, "text/plain", `${(error as Error).message}\n`);
+      }
       try {
         const path = (req.url ?? "/").split("?")[0]!.replace(/\/+/g, "/");
         if (req.method !== "GET" && req.method !== "HEAD")
@@ -91,7 +113,7 @@ export async function serveReport(runDir: string, options: ServeReportOptions = 
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+    server.listen(options.port ?? 0, host, () => {
       server.off("error", reject);
       resolve();
     });

@@ -8,7 +8,7 @@ import { REDACTED } from "../recipe/redact.js";
 import { loadTokenizer } from "../services/inference/tokenizers/load.js";
 import { createTrainingService, type TrainingServiceOptions } from "../services/training/index.js";
 import type { SamplingClient, TrainingBackend, TrainingService } from "../services/training/types.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import { RENDERER_IDS, type RendererId, type Tokenizer } from "../types/tokenizer.js";
 import { configValue, readRunFolder, type RunFolder } from "./read.js";
 import { readRunWeights, type RunCheckpoint, type RunSnapshot } from "./weights.js";
 import { RunError } from "../errors.js";
@@ -77,6 +77,12 @@ function tokenizerName(config: Record<string, unknown>, baseModel: string): stri
     if (typeof value === "string" && value !== "") return value;
   }
   return baseModel;
+}
+
+/** The chat renderer a run asked for (`rollout_worker.chat_renderer`), as the pipeline reads it. */
+function tokenizerOptions(config: Record<string, unknown>): { renderer?: RendererId } {
+  const renderer = configValue(config, "rollout_worker.chat_renderer");
+  return (RENDERER_IDS as readonly unknown[]).includes(renderer) ? { renderer: renderer as RendererId } : {};
 }
 
 /** The weights at `step` (the latest without one): a checkpoint, else a local sampler snapshot. */
@@ -187,7 +193,7 @@ export async function openRunModel(ref: RunModelRef | string, options: OpenRunMo
         ? (picked.checkpoint?.trainingState ?? picked.snapshot!.file)
         : await remoteSamplerPath(service, run, picked.checkpoint!, log);
     const samplingClient = await service.createSamplingClient(source);
-    const tokenizer = await loadTokenizer(tokenizerName(run.config, baseModel));
+    const tokenizer = await loadTokenizer(tokenizerName(run.config, baseModel), tokenizerOptions(run.config));
     const at = picked.checkpoint?.step ?? picked.snapshot!.step;
     return {
       name: `${basename(run.dir)}:${at}`,

@@ -1,6 +1,6 @@
 /**
  * API-key authentication of `nexrl serve`. Each protocol's clients send the key in their own
- * header — Tinker's SDK `X-API-Key`, Weaver's `X-WEAVER-API-KEY`, OpenAI clients
+ * header — Tinker's SDK and Anthropic's `X-API-Key`, Weaver's `X-WEAVER-API-KEY`, OpenAI clients
  * `Authorization: Bearer` — and the same client may call several protocols (a Tinker run samples
  * through the OpenAI endpoints), so every route accepts the key in any of the three.
  *
@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "./handler.js";
 import { requestPath, sendJson } from "./io.js";
+import { sendAnthropicError } from "./anthropic-protocol.js";
 import { sendOpenAIError } from "./openai-protocol.js";
 import { ProtocolError } from "../errors.js";
 
@@ -43,8 +44,9 @@ export function presentsApiKey(req: IncomingMessage, apiKey: string): boolean {
 
 /**
  * A handler that answers 401 to every request lacking `apiKey` and not accepted by `alsoAccepts`
- * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the protocol of the path: OpenAI's
- * `{error: {message, type, param, code}}` under `/v1/`, `{error, message, retryable}` elsewhere.
+ * (such as a Tinker JWT exchanged for the key; put it after the handlers that stay open, such as health), in the error shape of the protocol of the path: Anthropic's
+ * `{type: "error", error: {type: "authentication_error", message}}` under `/v1/messages`, OpenAI's
+ * `{error: {message, type, param, code}}` elsewhere under `/v1/`, `{error, message, retryable}` elsewhere.
  * The key is never echoed.
  */
 export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) => boolean): RequestHandler {
@@ -53,12 +55,10 @@ export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) 
     if (presentsApiKey(req, apiKey) || alsoAccepts?.(req) === true) return false;
     // The body is not read; the connection is closed after the answer rather than drained.
     const headers = { "www-authenticate": 'Bearer realm="nexrl serve"', connection: "close" };
-    if (requestPath(req).startsWith("/v1/"))
-      sendOpenAIError(
-        res,
-        new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" }),
-        headers,
-      );
+    const path = requestPath(req);
+    const unauthorized = new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" });
+    if (/^\/v1\/messages(\/|$)/.test(path)) sendAnthropicError(res, unauthorized, headers);
+    else if (path.startsWith("/v1/")) sendOpenAIError(res, unauthorized, headers);
     else sendJson(res, 401, { error: "unauthorized", message, retryable: false }, headers);
     return true;
   };

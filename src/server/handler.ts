@@ -6,7 +6,7 @@
  * @module
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { sendError } from "./io.js";
+import { clientGone, sendError } from "./io.js";
 import { NexrlError, ProtocolError } from "../errors.js";
 
 /** A request as a protocol handler parsed it, handed to request observers (tests capture bodies with it). */
@@ -52,6 +52,7 @@ export function composeHandlers(
           `no route for ${req.method ?? "?"} ${req.url ?? "?"}; see \`nexrl serve --help\` for the protocols served`,
         );
       } catch (error) {
+        if (clientGone(req, res)) return;
         if (error instanceof NexrlError && !(error instanceof ProtocolError)) {
           sendError(res, new ProtocolError(400, "invalid_request", error.message));
           return;

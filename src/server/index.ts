@@ -8,6 +8,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { apiKeyGate } from "./auth.js";
+import { BrowserGuard } from "./browser-guard.js";
 import { hostAddresses, isLoopback, listen } from "./bind.js";
 import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
@@ -70,7 +71,21 @@ export interface ServerOptions {
   log?: (line: string) => void;
   /** More models for the OpenAI-compatible endpoints, by name (`nexrl serve --model` adds a run's weights). */
   openaiModels?: Readonly<Record<string, OpenAIServedModel>>;
+  /**
+   * Host names the `Host` header may give besides the bound address (and, on loopback,
+   * `localhost`): a proxy's or a container's name. Others get 403, so that a web page cannot
+   * point its own name at this machine and read the answers (DNS rebinding).
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins whose browser requests are served, with CORS headers (`*` for any); a browser's
+   * cross-origin request from any other origin gets 403 (default: none allowed).
+   */
+  corsOrigins?: readonly string[];
 }
+
+/** Shortest API key that serving other machines takes without a warning. */
+const MIN_EXPOSED_KEY_LENGTH = 16;
 
 /** What to do when the library's `startServer` cannot listen. */
 function defaultListenHint(problem: ListenProblem): string {
@@ -103,12 +118,17 @@ export interface RunningServer {
  * protobuf generations, so the Tinker SDK from 0.18 to 0.25 works against it), the Weaver
  * protocol (`/api/v1/sessions`, `/models`, `/operations`, …) and the OpenAI-compatible
  * endpoints (`/v1/completions`, `/v1/chat/completions`, `/v1/models`: the presets by name, and
- * saved sampler snapshots by their `tinker://` / `weaver://` path), plus `/healthz` and
- * `/health`. The engine is deterministic: the same requests give the same numbers.
+ * saved sampler snapshots by their `tinker://` / `weaver://` path) with Anthropic's
+ * `/v1/messages` beside them, plus `/healthz` and `/health`. The engine is deterministic: the same requests give the same numbers.
  *
  * With `apiKey`, every route but the health checks answers 401 unless the request carries the
  * key (in `X-API-Key`, `X-WEAVER-API-KEY` or `Authorization: Bearer`). A `host` other machines
  * can reach is refused without a key unless `insecure`, and logs a warning either way.
+ *
+ * Web pages cannot drive it: a `Host` header other than the bound address (on loopback also
+ * `localhost`) or `allowedHosts` gets 403 (DNS rebinding), so does a browser's cross-origin
+ * request unless its origin is in `corsOrigins`, and a body that is not JSON or protobuf gets
+ * 415 (the types a page may send without asking first).
  *
  * @throws {@link "nexrl".ConfigError | ConfigError} for an empty key or an unprotected non-loopback host;
  * {@link "nexrl".ListenError | ListenError} when the port is taken or privileged, or the host is not this machine's.
@@ -130,7 +150,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const apiKey = options.apiKey;
   if (apiKey !== undefined && apiKey.trim() === "")
     throw new ConfigError("the API key is empty; give a non-empty key, or none to serve on loopback only");
-  const exposed = !(await hostAddresses(host, hint)).every(isLoopback);
+  const addresses = await hostAddresses(host, hint);
+  const exposed = !addresses.every(isLoopback);
   if (exposed && apiKey === undefined && !options.insecure)
     throw new ConfigError(
       `refusing to serve on ${host} without an API key: other machines could reach it and train, sample and write files; ` +
@@ -150,8 +171,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tinker && options.tinkerClientConfig?.["pjwt_auth_enabled"] === true
       ? new JwtIssuer(options.tinkerJwtTtlSeconds ?? 3600)
       : undefined;
-  // Health checks stay open; every other route needs the key when one is set.
-  const handlers: RequestHandler[] = [healthHandler];
+  const guard = new BrowserGuard({
+    boundHost: host,
+    boundAddresses: addresses,
+    allowedHosts: options.allowedHosts,
+    corsOrigins: options.corsOrigins,
+    server: "nexrl serve",
+  });
+  // Web pages are kept out first; then health checks stay open and every other route needs the key when one is set.
+  const handlers: RequestHandler[] = [async (req, res) => guard.check(req, res), healthHandler];
   if (apiKey !== undefined)
     handlers.push(apiKeyGate(apiKey, jwt && ((req) => jwt.verify(tinkerCredential(req)) === "valid")));
   if (tinker) {
@@ -175,6 +203,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       apiKey === undefined
         ? `warning: nexrl serve listens on ${host} without an API key (--insecure): anyone who can reach this port can use it`
         : `warning: nexrl serve listens on ${host}, reachable from other machines; the API key travels unencrypted over HTTP, so use a TLS proxy on untrusted networks`,
+    );
+  if (exposed && apiKey !== undefined && apiKey.length < MIN_EXPOSED_KEY_LENGTH)
+    log(
+      `warning: the API key is ${apiKey.length} character${apiKey.length === 1 ? "" : "s"} long, which anyone who can reach ${host} could guess; use at least ${MIN_EXPOSED_KEY_LENGTH} random characters (openssl rand -hex 16 makes 32)`,
     );
   const address = server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;

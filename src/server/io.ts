@@ -4,22 +4,32 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { prettifyError, type z } from "zod";
 import { ProtocolError } from "../errors.js";
 
-/** Largest request body accepted, in bytes (also the most a compressed body may expand to). */
-export const MAX_BODY_BYTES = 256 * 1024 * 1024;
+/**
+ * Largest request body accepted, in bytes (also the most a compressed body may expand to): twice
+ * the JSON of the largest chunk the Tinker SDK sends (1,024 datums of 512 tokens with weights,
+ * logprobs and advantages, about 30 MB), so that no request makes the server parse more than it
+ * can ever need.
+ */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /**
  * Reads a request body's bytes.
- * @param maxBytes the largest body accepted (default 256 MiB).
+ * @param maxBytes the largest body accepted (default {@link MAX_BODY_BYTES}, 64 MiB).
  * @param tooLarge the error of a larger body (default: {@link ProtocolError} 413 `body_too_large`).
  */
 export async function readBody(
   req: IncomingMessage,
   maxBytes = MAX_BODY_BYTES,
   tooLarge: () => Error = () =>
-    new ProtocolError(413, "body_too_large", `the request body exceeds ${maxBytes} bytes; send fewer datums per call`),
+    new ProtocolError(
+      413,
+      "body_too_large",
+      `the request body exceeds ${maxBytes} bytes (${Math.round(maxBytes / 2 ** 20)} MiB); send fewer datums per call`,
+    ),
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -33,7 +43,7 @@ export async function readBody(
 
 /**
  * Reads and parses a JSON request body (an empty body reads as `{}`).
- * @throws {@link ProtocolError} 400 for invalid JSON, 413 for a body over 256 MiB.
+ * @throws {@link ProtocolError} 400 for invalid JSON, 413 for a body over 64 MiB.
  */
 export async function readJson(req: IncomingMessage): Promise<unknown> {
   return parseJsonBody(await readBody(req));
@@ -97,6 +107,16 @@ export function sendError(res: ServerResponse, error: unknown): void {
       retryable: true,
     });
   }
+}
+
+/**
+ * Whether the client has gone (closed the connection before the answer): a failure then is
+ * the client's choice, not the server's, and there is no one to answer.
+ */
+export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
+  // The connection, not the request stream: a server that stops reading a body destroys the stream itself.
+  const socket = (res.socket ?? req.socket) as Socket | null;
+  return !res.writableFinished && (res.destroyed || socket === null || socket.destroyed);
 }
 
 /** The request's path without the query string. */

@@ -35,7 +35,8 @@ import {
   type GeneratedChoice,
   type GenerationRequest,
 } from "./openai-protocol.js";
-import { sendJson } from "./io.js";
+import { clientGone, sendJson } from "./io.js";
+import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { templateChatParser, type ChatParser } from "../services/inference/chat-formats/index.js";
 import { sampledText, withoutSpecialTokens } from "../services/inference/chat-formats/sampled-text.js";
 import { ProtocolError } from "../errors.js";
@@ -50,6 +51,10 @@ export interface ChatGeneration {
   tools?: ToolDefinition[];
   /** Reads tool calls and reasoning in the model family's format. */
   parser: ChatParser;
+  /** The dialect called. */
+  dialect?: ChatDialect;
+  /** How the dialect writes tool call ids (default {@link newToolCallId}: `call_…`). */
+  newToolCallId?: () => string;
 }
 
 /** What a generation call asks for beyond the request's sampling fields. */
@@ -59,6 +64,9 @@ export interface GenerationCall {
   /** Chat calls only: the conversation, and how tool calls and reasoning are parsed out of the answer. */
   chat?: ChatGeneration;
 }
+
+/** The chat endpoint a call came through. */
+export type ChatDialect = "chat.completions" | "messages";
 
 /** A conversation to sample, as every chat dialect translates its request. */
 export interface ChatCall {
@@ -76,6 +84,10 @@ export interface ChatCall {
   addGenerationPrompt?: boolean;
   /** Extra variables for the chat template (`enable_thinking`, …). */
   chatTemplateKwargs?: Record<string, unknown>;
+  /** The endpoint called (default `chat.completions`), as the agent gateway records it. */
+  dialect?: ChatDialect;
+  /** Makes the id of each tool call parsed out of the answer, in the dialect's form (default: the server's). */
+  newToolCallId?: () => string;
 }
 
 /** The choices of one prompt, and the prompt's token ids as the model read them. */
@@ -97,6 +109,9 @@ export interface OpenAIGenerator {
   /** Samples the choices of `prompt` (`request.n` of them where the server allows that), decoded with {@link decodedChoice}. */
   generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
 }
+
+/** Answers a failure in a dialect's error shape (or drops the connection when a stream has begun). */
+export type ErrorWriter = (res: ServerResponse, error: ProtocolError, headers?: Record<string, string>) => void;
 
 /** Picks the generator of a parsed request, or throws a {@link ProtocolError} to refuse it. */
 export type GeneratorFor<R> = (request: R) => OpenAIGenerator | Promise<OpenAIGenerator>;
@@ -149,7 +164,7 @@ export function decodedChoice(
   if (!chat) return { tokens, logprobs, finishReason, ...cut };
   const sampled = sampledText(tokenizer, tokens, cut.text);
   const reply = chat.parser.parse(sampled.text, {
-    newId: newToolCallId,
+    newId: chat.newToolCallId ?? newToolCallId,
     parseTools: chat.parseTools,
     ...(chat.tools && { tools: chat.tools }),
   });
@@ -203,7 +218,8 @@ export class OpenAIEndpoints {
 
   /**
    * Runs `run` for a request to `path`, which accepts `method` only (others get 405 with an
-   * `Allow` header), answering whatever it throws in OpenAI's error shape; 500s are logged.
+   * `Allow` header), answering whatever it throws with `sendError` (default: OpenAI's error
+   * shape; Anthropic's routes give theirs); 500s are logged.
    */
   async answer(
     req: IncomingMessage,
@@ -211,6 +227,7 @@ export class OpenAIEndpoints {
     path: string,
     method: string,
     run: () => Promise<void>,
+    sendError: ErrorWriter = sendOpenAIError,
   ): Promise<void> {
     try {
       if (req.method !== method)
@@ -222,12 +239,13 @@ export class OpenAIEndpoints {
         );
       await run();
     } catch (error) {
+      if (clientGone(req, res)) return;
       const api = openAIErrorOf(error);
       if (api.status === 500)
         this.options.log(
           `${req.method ?? "?"} ${path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-      sendOpenAIError(res, api, api.status === 405 ? { allow: method } : {});
+      sendError(res, api, api.status === 405 ? { allow: method } : {});
     }
   }
 
@@ -250,6 +268,15 @@ export class OpenAIEndpoints {
     const prompts = texts.map((p) =>
       typeof p === "string" ? generator.tokenizer.encode(p, { addBos: request.add_special_tokens ?? true }) : p,
     );
+    // The work of one request is capped, not just its `n`: a list of prompts multiplies it.
+    const sequences = prompts.length * (request.n ?? 1);
+    if (sequences > MAX_SAMPLES_PER_REQUEST)
+      throw new ProtocolError(
+        400,
+        "too_many_samples",
+        `this request asks for ${prompts.length} prompts × n ${request.n ?? 1} = ${sequences} sequences; ${this.options.server} samples at most ${MAX_SAMPLES_PER_REQUEST} per request: send several requests`,
+        { openaiType: "invalid_request_error", param: "prompt" },
+      );
     prompts.forEach((p, i) => {
       if (p.length === 0)
         throw new ProtocolError(
@@ -301,23 +328,30 @@ export class OpenAIEndpoints {
    * tokenizer's chat template): `text` the content, `toolCalls` and `reasoning` split out of it.
    */
   async generateChat(generator: OpenAIGenerator, call: ChatCall): Promise<Generation> {
-    const templateOptions: ChatTemplateOptions = {
-      addGenerationPrompt: call.addGenerationPrompt ?? true,
-      ...(call.tools && { tools: call.tools }),
-      ...(call.chatTemplateKwargs && { chatTemplateKwargs: call.chatTemplateKwargs }),
-    };
-    const prompt =
-      generator.renderChat?.(call.messages, templateOptions) ??
-      generator.tokenizer.applyChatTemplate(call.messages, templateOptions);
-    return generator.generate(prompt, call.request, {
+    return generator.generate(this.chatPrompt(generator, call), call.request, {
       maxTokens: call.maxTokens,
       chat: {
         messages: call.messages,
         parseTools: call.parseTools,
         ...(call.tools && { tools: call.tools }),
         parser: generator.chatParser ?? templateChatParser(generator.tokenizer),
+        ...(call.dialect && { dialect: call.dialect }),
+        ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
       },
     });
+  }
+
+  /** The prompt token ids of a conversation, rendered as {@link OpenAIEndpoints.generateChat} samples it. */
+  chatPrompt(generator: OpenAIGenerator, call: Omit<ChatCall, "request" | "parseTools" | "maxTokens">): number[] {
+    const templateOptions: ChatTemplateOptions = {
+      addGenerationPrompt: call.addGenerationPrompt ?? true,
+      ...(call.tools && { tools: call.tools }),
+      ...(call.chatTemplateKwargs && { chatTemplateKwargs: call.chatTemplateKwargs }),
+    };
+    return (
+      generator.renderChat?.(call.messages, templateOptions) ??
+      generator.tokenizer.applyChatTemplate(call.messages, templateOptions)
+    );
   }
 
   /** Reads and checks a generation request, and picks its generator. */

@@ -264,7 +264,7 @@ export function responseFormat(
 }
 
 /** The text each token adds to a streamed choice; together they spell `choice.text` exactly. */
-function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
+export function textPieces(tokenizer: Tokenizer, choice: GeneratedChoice): string[] {
   let emitted = 0;
   return choice.tokens.map((_, i) => {
     const last = i === choice.tokens.length - 1;

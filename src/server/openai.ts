@@ -18,6 +18,8 @@ import {
   requestSampling,
   type OpenAIGenerator,
 } from "./openai-endpoints.js";
+import { AnthropicMessages } from "./anthropic-endpoints.js";
+import { sendAnthropicError } from "./anthropic-protocol.js";
 import { sendJson } from "./io.js";
 import { decodePathSegment } from "./url-path.js";
 import { ProtocolError } from "../errors.js";
@@ -90,6 +92,13 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * model's chat template writes (or `toolParser`'s): tool calls into `tool_calls` (finish reason
  * `tool_calls`), reasoning into `reasoning_content`; a malformed call stays in the content.
  *
+ * - `POST /v1/messages`, `POST /v1/messages/count_tokens`: Anthropic's Messages API (the
+ *   `@anthropic-ai/sdk` client, `x-api-key` and `anthropic-version` headers), translated to the
+ *   chat path above: `system`, text / tool_use / tool_result / thinking blocks, `tools`,
+ *   `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `thinking`, `stream`
+ *   (`message_start` … `message_stop` events); what it cannot do (images, server tools, …) is
+ *   refused with a 400. Its errors have Anthropic's shape `{ type: "error", error: { type, message } }`.
+ *
  * Malformed requests get 400, unknown models 404, other methods 405, each with an OpenAI error
  * body `{ error: { message, type, param, code } }`; a failing sampler gets 500.
  */
@@ -103,6 +112,7 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     log: (line) => log(`nexrl serve: ${line}`),
   });
   const chatMaxTokens = options.defaultChatMaxTokens ?? 1024;
+  const messages = new AnthropicMessages(endpoints, "nexrl serve");
 
   const modelNotFound = (name: string, served: string) =>
     new ProtocolError(404, "model_not_found", `The model \`${name}\` does not exist.${served}`, {
@@ -138,6 +148,14 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
         return { method: "POST", run: () => endpoints.completions(req, res, generatorFor) };
       case "/v1/chat/completions":
         return { method: "POST", run: () => endpoints.chat(req, res, generatorFor) };
+      case "/v1/messages":
+        return { method: "POST", run: () => messages.create(req, res, generatorFor), sendError: sendAnthropicError };
+      case "/v1/messages/count_tokens":
+        return {
+          method: "POST",
+          run: () => messages.countTokens(req, res, generatorFor),
+          sendError: sendAnthropicError,
+        };
       default:
         return undefined;
     }
@@ -147,7 +165,7 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
     const path = endpointPath(req);
     const found = route(path, req, res);
     if (!found) return false;
-    await endpoints.answer(req, res, path, found.method, found.run);
+    await endpoints.answer(req, res, path, found.method, found.run, found.sendError);
     return true;
   };
 }

@@ -50,7 +50,18 @@ export interface ChatMessage {
   tool_call_id?: string;
   /** Name of the speaker or, for a `tool` message, of the function that answered. */
   name?: string;
+  /**
+   * The reasoning of an assistant message, apart from its content (vLLM's `reasoning_content`):
+   * templates that read it (Qwen3) and the Harmony renderer (the analysis channel) write it.
+   */
+  reasoning_content?: string;
 }
+
+/** Ids of the model families nexrl renders itself (ids shared with the tool-call parsers). */
+export const RENDERER_IDS = ["llama3", "gpt_oss"] as const;
+
+/** A model family nexrl renders itself: `llama3` (Llama 3.1–3.3 with tools), `gpt_oss` (Harmony). */
+export type RendererId = (typeof RENDERER_IDS)[number];
 
 /** Options of {@link Tokenizer.applyChatTemplate}. */
 export interface ChatTemplateOptions {
@@ -165,6 +176,8 @@ export interface Tokenizer {
   readonly padId: number;
   /** The text of the model's chat template, when it has one (its markers say which chat format the model writes). */
   readonly chatTemplateText?: string;
+  /** The nexrl renderer chats are rendered with instead of the template, when one is (its family is the chat format). */
+  readonly renderer?: RendererId | undefined;
   /** Token ids of `text`. */
   encode(text: string, options?: EncodeOptions): number[];
   /**

@@ -172,7 +172,11 @@ describe("agent gateway: errors", () => {
       expect([error.status, error.param]).toEqual([400, param]);
       expect(error.message).toMatch(message);
     }
-    const bad = await fetch(`${session.baseURL}/chat/completions`, { method: "POST", body: "{ nope" });
+    const bad = await fetch(`${session.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{ nope",
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(
       /^the request body is not valid JSON/,

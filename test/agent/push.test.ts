@@ -8,10 +8,13 @@ import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { gateway, task, tempDir, tinyInference, writeFiles } from "./helpers.js";
 
 /** POSTs JSON to the gateway and parses the answer. */
+/** The header of a JSON body (fetch sends text/plain by default, which the gateway refuses). */
+const JSON_BODY = { "content-type": "application/json" };
+
 async function post(base: string, path: string, body: unknown): Promise<{ status: number; body: any }> {
   const response = await fetch(base + path, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: JSON_BODY,
     body: JSON.stringify(body),
   });
   const text = await response.text();
@@ -126,7 +129,13 @@ describe("external agents: POST /tasks/claim and POST /trajectories", () => {
     const g = await AgentGateway.start({ log: () => undefined });
     const inference = await tinyInference();
     expect(
-      (await fetch(`${g.url}/tasks/claim`, { method: "POST", body: JSON.stringify({ wait_seconds: 0 }) })).status,
+      (
+        await fetch(`${g.url}/tasks/claim`, {
+          method: "POST",
+          headers: JSON_BODY,
+          body: JSON.stringify({ wait_seconds: 0 }),
+        })
+      ).status,
     ).toBe(204);
     const bad = await post(g.url, "/tasks/claim", { wait_seconds: -1 });
     expect([bad.status, bad.body.error.param]).toEqual([400, "wait_seconds"]);
@@ -153,7 +162,13 @@ describe("external agents: POST /tasks/claim and POST /trajectories", () => {
     controller.abort(new Error("timed out"));
     await expect(offered).rejects.toThrow("timed out");
     expect(
-      (await fetch(`${g.url}/tasks/claim`, { method: "POST", body: JSON.stringify({ wait_seconds: 0 }) })).status,
+      (
+        await fetch(`${g.url}/tasks/claim`, {
+          method: "POST",
+          headers: JSON_BODY,
+          body: JSON.stringify({ wait_seconds: 0 }),
+        })
+      ).status,
     ).toBe(204);
   });
 

@@ -93,6 +93,42 @@ describe("nexrl serve command line", () => {
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });
 
+  it("--allow-host and --cors reach the server: allowed names and origins are served, others get 403", async () => {
+    const command = parseCommandLine([
+      "serve",
+      "--port",
+      "0",
+      "--protocol",
+      "openai",
+      "--allow-host",
+      "nexrl.internal",
+      "--cors",
+      "http://localhost:3000/",
+    ]);
+    expect(command).toMatchObject({ allowedHosts: ["nexrl.internal"], corsOrigins: ["http://localhost:3000"] });
+    const cli = await io();
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const running = runServe(command as Extract<typeof command, { kind: "serve" }>, cli, stopped);
+    await expect.poll(() => cli.out.join("")).toMatch(/http:\/\/127\.0\.0\.1:\d+/);
+    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(cli.out.join(""))![0];
+    const allowed = await fetch(`${url}/v1/models`, { headers: { origin: "http://localhost:3000" } });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
+    expect((await fetch(`${url}/v1/models`, { headers: { origin: "http://localhost:4000" } })).status).toBe(403);
+    stop();
+    expect(await running).toBe(0);
+  });
+
+  it.each([
+    [["serve", "--cors", "localhost:3000"], "--cors takes an origin such as http://localhost:3000"],
+    [["serve", "--cors", "http://localhost:3000/app"], 'got "http://localhost:3000/app"'],
+    [["report", "run", "--cors", "*"], "--allow-host and --cors apply to the server of --watch"],
+  ])("refuses %j", (argv, message) => {
+    expect(() => parseCommandLine(argv)).toThrow(UsageError);
+    expect(() => parseCommandLine(argv)).toThrow(message);
+  });
+
   it("exits 2 for a bad fault spec and 3 for a port in use, saying what to do", async () => {
     const bad = await io();
     expect(await runCli(["serve", "--faults", "teapot:0.1"], bad)).toBe(2);

@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parquetWriteFile } from "hyparquet-writer";
 import { describe, expect, it } from "vitest";
@@ -73,6 +73,24 @@ describe("readRowTable", () => {
       `${join(dir, "a.jsonl")}:4`,
       `${join(dir, "a.jsonl")}:5`,
     ]);
+  });
+
+  it("refuses a file with no line end past 64 MiB (a link to /dev/zero) at once, naming it, instead of filling memory", async () => {
+    const dir = await tempDir();
+    const endless = join(dir, "zero.jsonl");
+    await symlink("/dev/zero", endless);
+    const error = await readDataFile(endless).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as Error).message).toBe(
+      `${endless}: line 1 is longer than 64 MiB with no line end; a JSON Lines file holds one row per line (is it a JSON Lines file?)`,
+    );
+    // A long line that does end is read.
+    const long = join(dir, "long.jsonl");
+    await writeFile(long, `{"prompt": "${"a".repeat(3 * 2 ** 20)}"}\n{"prompt": "b"}\n`);
+    expect((await readDataFile(long)).map((row) => String(row["prompt"]).length)).toEqual([3 * 2 ** 20, 1]);
   });
 
   it("reads many files and every parquet row group in order, numbering rows per file", async () => {

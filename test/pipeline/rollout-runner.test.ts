@@ -146,6 +146,17 @@ describe("RolloutRunner", () => {
     expect(((error as RolloutError).cause as Error).message).toBe("boom");
   });
 
+  it("shows a thrown value that is not an Error as its JSON, not [object Object]", async () => {
+    const { Scripted } = scripted(() => {
+      throw { code: "E_QUOTA", detail: { left: 0 } };
+    });
+    const r = await runner(Scripted, { mode: "fail_fast" });
+    const error = await r.run(task({ index: 0, groupId: "0-0", runId: 0 })).catch((e: unknown) => e);
+    expect((error as RolloutError).message).toContain(
+      'failed after 1 attempt(s): a throw of {"code":"E_QUOTA","detail":{"left":0}}',
+    );
+  });
+
   it("retry runs a failing rollout again, then stops when the retries are used up", async () => {
     const flaky = scripted(async (_, __, attempt) => {
       if (attempt < 2) throw new Error(`flake ${attempt}`);

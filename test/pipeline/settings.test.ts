@@ -99,7 +99,7 @@ service: {train_service: {backend: local, model: tiny}, inference_service: {tool
         trajectoryWeight: "one",
         replayAnswers: "text",
         external: false,
-        gateway: { host: "127.0.0.1", port: 4567 },
+        gateway: { host: "127.0.0.1", port: 4567, allowedHosts: [], corsOrigins: [] },
         toolParser: "qwen3_coder",
         reasoningParser: "qwen3",
       },

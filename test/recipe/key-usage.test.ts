@@ -78,6 +78,7 @@ const READ: Record<string, string> = {
   "rollout_worker.max_response_length": "src/pipeline/setup.ts",
   "rollout_worker.max_sequence_length": "src/pipeline/preflight.ts",
   "rollout_worker.tokenizer": "src/pipeline/preflight.ts",
+  "rollout_worker.chat_renderer": "src/pipeline/preflight.ts",
   "rollout_worker.agent_cls": "src/pipeline/workers/registry.ts",
   "rollout_worker.agent_module_path": "src/agent/worker-class.ts",
   "rollout_worker.agent.max_turns": "src/agent/worker.ts",
@@ -89,6 +90,8 @@ const READ: Record<string, string> = {
   "rollout_worker.agent.external": "src/agent/worker-class.ts",
   "rollout_worker.agent.gateway.host": "src/agent/worker-class.ts",
   "rollout_worker.agent.gateway.port": "src/agent/worker-class.ts",
+  "rollout_worker.agent.gateway.allowed_hosts": "src/pipeline/settings.ts",
+  "rollout_worker.agent.gateway.cors": "src/pipeline/settings.ts",
   "rollout_worker.nexau_agent_config_path": "src/agent/worker-class.ts",
   "rollout_worker.evaluator_module_path": "src/agent/worker-class.ts",
   "rollout_worker.nexau_agent_workspace": "src/agent/worker-class.ts",
@@ -270,6 +273,11 @@ const REFUSED: Refusal[] = [
     ],
     keyPath: "rollout_worker.distributed",
     says: "external agents claim their tasks from this process's agent gateway",
+  },
+  {
+    overrides: ["rollout_worker.type=agent", "++rollout_worker.agent={gateway: {cors: ['localhost:3000']}}"],
+    keyPath: "rollout_worker.agent.gateway.cors[0]",
+    says: "an origin such as http://localhost:3000",
   },
   { overrides: ["++multi_model=true"], keyPath: "multi_model", says: "one model per run" },
   {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOpenAIHandler } from "../../src/server/openai.js";
 import type { SamplingClient } from "../../src/services/training/types.js";
 import type { Tokenizer } from "../../src/types/tokenizer.js";
-import { lenmlTokenizer, llama31Tokenizer } from "../services/inference/lenml.js";
+import { lenmlHfTokenizer } from "../services/inference/lenml.js";
 
 type Message = OpenAI.ChatCompletionMessage & { reasoning_content?: string };
 type Delta = OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string };
@@ -44,7 +44,7 @@ const TOOLS: OpenAI.ChatCompletionTool[] = [
 let server: Server;
 let openai: OpenAI;
 beforeAll(async () => {
-  const [qwen3, llama] = await Promise.all([lenmlTokenizer("qwen3"), llama31Tokenizer()]);
+  const [qwen3, llama] = await Promise.all([lenmlHfTokenizer("qwen3"), lenmlHfTokenizer("llama3_1")]);
   const handler = createOpenAIHandler({
     models: {
       qwen3: { tokenizer: qwen3, samplingClient: scripted(qwen3, QWEN3_REPLY) },

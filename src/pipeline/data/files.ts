@@ -19,6 +19,19 @@ export const DATA_FILE_EXTENSIONS = [".jsonl", ".json", ".parquet"] as const;
 
 const NEWLINE = 0x0a;
 
+/**
+ * Longest line of a JSON Lines file, in bytes: far above any real task row (a long document with
+ * its conversation), and low enough that a file with no line ends (a link to /dev/zero, a
+ * binary file) is refused at once instead of filling memory.
+ */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+function lineTooLong(file: string, line: number): InputError {
+  return new InputError(
+    `${file}: line ${line} is longer than ${MAX_LINE_BYTES / 2 ** 20} MiB with no line end; a JSON Lines file holds one row per line (is it a JSON Lines file?)`,
+  );
+}
+
 /** True when `bytes[start, end)` holds only spaces, tabs and carriage returns. */
 function isBlank(bytes: Uint8Array, start: number, end: number): boolean {
   for (let i = start; i < end; i++) {
@@ -38,17 +51,21 @@ async function readJsonLines(file: string, table: RowTableBuilder): Promise<void
   };
   // The start of a line that chunk boundaries cut, waiting for its end.
   const carry: Buffer[] = [];
+  let carried = 0;
   for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
     const data = chunk as Buffer;
     let from = 0;
     let end = data.indexOf(NEWLINE);
     if (carry.length > 0) {
       if (end < 0) {
+        carried += data.length;
+        if (carried > MAX_LINE_BYTES) throw lineTooLong(file, line + 1);
         carry.push(data);
         continue;
       }
       const joined = Buffer.concat([...carry, data.subarray(0, end)]);
       carry.length = 0;
+      carried = 0;
       addLine(joined, 0, joined.length);
       from = end + 1;
       end = data.indexOf(NEWLINE, from);
@@ -57,7 +74,10 @@ async function readJsonLines(file: string, table: RowTableBuilder): Promise<void
       addLine(data, from, end);
       from = end + 1;
     }
-    if (from < data.length) carry.push(data.subarray(from));
+    if (from < data.length) {
+      carry.push(data.subarray(from));
+      carried += data.length - from;
+    }
   }
   if (carry.length > 0) {
     const last = Buffer.concat(carry);

@@ -635,8 +635,21 @@ export class RolloutRunner {
   }
 }
 
+/** A thrown value that is not an Error, as a reader can see it: its JSON when it has one (not `[object Object]`). */
+function shownValue(value: unknown): string {
+  if (typeof value === "object" && value !== null) {
+    try {
+      const json = JSON.stringify(value);
+      if (json !== undefined) return json.length > 500 ? `${json.slice(0, 500)}…` : json;
+    } catch {
+      // A cycle, a BigInt: fall back to its string.
+    }
+  }
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
 /** An error as a message shows it: nexrl's own say what they are; others get their class name. */
 function describeError(error: unknown): string {
-  if (!(error instanceof Error)) return `a throw of ${String(error)}`;
+  if (!(error instanceof Error)) return `a throw of ${shownValue(error)}`;
   return error instanceof NexrlError ? error.message : `${error.name}: ${error.message}`;
 }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse } from "./common.js";
 import { judgeSchema } from "./judge.js";
+import { RENDERER_IDS } from "../../types/tokenizer.js";
 
 /** Built-in rollout worker types, plus `custom` for a user class. */
 export const ROLLOUT_WORKER_TYPES = [
@@ -73,6 +74,22 @@ export const agentOptionsSchema = z.strictObject({
       host: nonEmpty.default("127.0.0.1"),
       /** Port; 0 picks a free one (external agents need a fixed one). */
       port: nonNegativeInt.max(65535).default(0),
+      /**
+       * More host names agents may address the gateway by (a container's name for this machine);
+       * requests naming any other host get 403, so that no web page can rebind its name to it.
+       */
+      allowed_hosts: z.array(nonEmpty).default([]),
+      /** Web page origins (`http://localhost:3000`, or `*`) whose requests are served, with CORS headers; others get 403. */
+      cors: z
+        .array(
+          z
+            .string()
+            .refine(
+              (o) => o === "*" || (URL.canParse(o) && new URL(o).origin === o.replace(/\/+$/, "")),
+              "an origin such as http://localhost:3000 (scheme, host and port only), or *",
+            ),
+        )
+        .default([]),
     })
     .prefault({}),
 });
@@ -158,6 +175,12 @@ export const rolloutWorkerSchema = z
     max_sequence_length: positiveInt.optional(),
     /** Tokenizer (a model name or a `tokenizer.json` path); defaults to the inference model's. */
     tokenizer: z.string().nullable().optional(),
+    /**
+     * Render chats with nexrl's renderer of this model family (`llama3`: Llama 3.1–3.3 with tools;
+     * `gpt_oss`: Harmony) instead of the tokenizer's chat template. Unset, a renderer is used only
+     * where the template is missing (gpt-oss) or has no tools (a basic Llama 3 template).
+     */
+    chat_renderer: z.enum(RENDERER_IDS).nullable().optional(),
     /** Built-in agent of an `agent` worker (NexRL's `single_turn_math`); leave it out to run `agent_module_path`. */
     agent_cls: z.enum(["single_turn_math"]).optional(),
     /**

@@ -90,6 +90,8 @@ export interface ChatParser {
 export interface ChatParserChoice {
   /** The text of the model's chat template, when it has one. */
   template?: string;
+  /** The family of the nexrl renderer the tokenizer renders chats with, if any; it wins over the template. */
+  renderer?: ChatFamily;
   /** A `tool_parser` name (SGLang's: {@link TOOL_PARSERS}) or a family id; overrides the template. */
   toolParser?: string;
   /** A reasoning parser ({@link REASONING_PARSERS}); default `gpt-oss` for Harmony, `think_tag` for the others. */
@@ -129,7 +131,9 @@ export function reasoningMismatch(family: ChatFamily, reasoning: string): string
  */
 export function chatParserFor(choice: ChatParserChoice = {}): ChatParser {
   const family =
-    choice.toolParser !== undefined ? familyOfToolParser(choice.toolParser) : chatFamilyOfTemplate(choice.template);
+    choice.toolParser !== undefined
+      ? familyOfToolParser(choice.toolParser)
+      : (choice.renderer ?? chatFamilyOfTemplate(choice.template));
   const format = chatFormat(family);
   const reasoning = choice.reasoningParser ?? (format.channels ? "gpt-oss" : "think_tag");
   const mismatch = reasoningMismatch(family, reasoning);
@@ -144,13 +148,19 @@ export function chatParserFor(choice: ChatParserChoice = {}): ChatParser {
 
 const templateParsers = new WeakMap<Tokenizer, ChatParser>();
 
-/** The chat parser of the format `tokenizer`'s chat template writes (picked once per tokenizer). */
+/** What `tokenizer` says of the format its model writes: its renderer's family, or its chat template. */
+export function tokenizerChoice(tokenizer: Tokenizer): Pick<ChatParserChoice, "template" | "renderer"> {
+  return {
+    ...(tokenizer.renderer !== undefined && { renderer: tokenizer.renderer }),
+    ...(tokenizer.chatTemplateText !== undefined && { template: tokenizer.chatTemplateText }),
+  };
+}
+
+/** The chat parser of the format `tokenizer`'s renderer or chat template writes (picked once per tokenizer). */
 export function templateChatParser(tokenizer: Tokenizer): ChatParser {
   let parser = templateParsers.get(tokenizer);
   if (!parser) {
-    parser = chatParserFor({
-      ...(tokenizer.chatTemplateText !== undefined && { template: tokenizer.chatTemplateText }),
-    });
+    parser = chatParserFor(tokenizerChoice(tokenizer));
     templateParsers.set(tokenizer, parser);
   }
   return parser;

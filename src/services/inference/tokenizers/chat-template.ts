@@ -5,7 +5,7 @@
  * @module
  */
 import { Template } from "@huggingface/jinja";
-import type { ChatMessage, ChatTemplateOptions } from "../../../types/tokenizer.js";
+import type { ChatMessage, ChatTemplateOptions, ToolCall } from "../../../types/tokenizer.js";
 import { InputError } from "../../../errors.js";
 
 /** `chat_template` as `tokenizer_config.json` stores it: one template, or several by name. */
@@ -17,6 +17,12 @@ export type ChatTemplateSource = string | ReadonlyArray<{ name: string; template
  */
 export class ChatTemplate {
   private readonly templates = new Map<string, Template>();
+  /**
+   * Whether an assistant message that only calls tools is given `content: null` (as OpenAI
+   * clients send it) rather than `""`: templates that write tool calls only when the content
+   * `is none` (DeepSeek V3's) would otherwise drop the calls. Probed once per template.
+   */
+  private readonly nullContentForCalls: boolean;
 
   /**
    * @param source the template text, or the named templates.
@@ -43,6 +49,27 @@ export class ChatTemplate {
         `tokenizer_config.json names chat templates [${[...this.templates.keys()].join(", ")}] but none is "default"; add a "default" template`,
       );
     }
+    this.nullContentForCalls = this.writesCallsOnlyForNullContent();
+  }
+
+  private writesCallsOnlyForNullContent(): boolean {
+    const name = "nexrl_probe_function";
+    const call: ToolCall = { id: "call_probe", type: "function", function: { name, arguments: "{}" } };
+    const writes = (content: string | null): boolean => {
+      try {
+        const messages = [
+          { role: "user", content: "x" },
+          { role: "assistant", content, tool_calls: [call] },
+        ];
+        return this.templates
+          .get("default")!
+          .render({ ...this.specialTokens, messages })
+          .includes(name);
+      } catch {
+        return false;
+      }
+    };
+    return !writes("") && writes(null);
   }
 
   /**
@@ -57,7 +84,11 @@ export class ChatTemplate {
       return template.render({
         ...this.specialTokens,
         ...options.chatTemplateKwargs,
-        messages: messages.map((m) => ({ ...m })),
+        messages: messages.map((m) =>
+          this.nullContentForCalls && m.role === "assistant" && m.content === "" && m.tool_calls?.length
+            ? { ...m, content: null }
+            : { ...m },
+        ),
         ...(hasTools && { tools: options.tools }),
         add_generation_prompt: options.addGenerationPrompt ?? false,
       });

@@ -12,7 +12,9 @@ import {
   type EncodeOptions,
   type Tokenizer,
 } from "../../../types/tokenizer.js";
-import { ChatTemplate, type ChatTemplateSource } from "./chat-template.js";
+import type { ChatTemplateSource } from "./chat-template.js";
+import { chooseChatFormat, type ChatFormat } from "./chat-format.js";
+import type { RendererId } from "../renderers/index.js";
 import { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
 import { ConfigError, InputError } from "../../../errors.js";
 
@@ -40,6 +42,16 @@ function templateOf(config: Record<string, unknown>, source: string): ChatTempla
   );
 }
 
+/** Options of {@link HfTokenizer}. */
+export interface HfTokenizerOptions {
+  /**
+   * Render chats with nexrl's renderer of this family (`llama3`, `gpt_oss`) instead of the
+   * tokenizer's chat template. Unset, the renderer is used only where the template is missing
+   * (gpt-oss) or has no tools (a basic Llama 3 template).
+   */
+  renderer?: RendererId;
+}
+
 /**
  * A Hugging Face tokenizer: tokenization by `@huggingface/tokenizers`, chat templates rendered by
  * `@huggingface/jinja`, both as `transformers` does them.
@@ -64,16 +76,19 @@ export class HfTokenizer implements Tokenizer {
   readonly padToken: string;
   /** The text of the chat template (the named templates' texts one after another), when there is one. */
   readonly chatTemplateText: string | undefined;
+  /** The renderer chats are rendered with, or undefined for the model's own Jinja template. */
+  readonly renderer: RendererId | undefined;
   private readonly core: CoreTokenizer;
-  private readonly template: ChatTemplate | null;
+  private readonly template: ChatFormat | null;
 
   /**
    * @param files the parsed tokenizer files.
    * @param source where they came from, for error messages (a folder or a Hub id).
-   * @throws {@link ConfigError} for files the tokenizer cannot be built from;
-   *   {@link InputError} for a chat template that does not parse.
+   * @param options the renderer to use instead of the chat template.
+   * @throws {@link ConfigError} for files the tokenizer cannot be built from, or an unknown
+   *   renderer; {@link InputError} for a chat template that does not parse.
    */
-  constructor(files: HfTokenizerFiles, source = "the tokenizer") {
+  constructor(files: HfTokenizerFiles, source = "the tokenizer", options: HfTokenizerOptions = {}) {
     try {
       this.core = new CoreTokenizer(files.tokenizerJson, files.tokenizerConfig);
     } catch (error) {
@@ -108,20 +123,28 @@ export class HfTokenizer implements Tokenizer {
     const templateSource = files.chatTemplate ?? templateOf(config, source);
     this.chatTemplateText =
       typeof templateSource === "string" ? templateSource : templateSource?.map((t) => t.template).join("\n");
-    this.template =
-      templateSource === undefined ? null : new ChatTemplate(templateSource, this.specialTokenVariables(config));
+    const chosen = chooseChatFormat({
+      template: templateSource,
+      specialTokens: this.specialTokenVariables(config),
+      hasToken: (text) => this.core.token_to_id(text) !== undefined,
+      renderer: options.renderer,
+      source,
+    });
+    this.template = chosen?.format ?? null;
+    this.renderer = chosen?.renderer;
   }
 
   /**
    * Loads the tokenizer in `dir` (`tokenizer.json`, `tokenizer_config.json` and an optional
    * `chat_template.jinja`).
+   * @param options the renderer to use instead of the chat template.
    * @throws {@link ConfigError} when a file is missing or malformed.
    */
-  static async fromFolder(dir: string): Promise<HfTokenizer> {
-    return new HfTokenizer(await readTokenizerFolder(dir), dir);
+  static async fromFolder(dir: string, options: HfTokenizerOptions = {}): Promise<HfTokenizer> {
+    return new HfTokenizer(await readTokenizerFolder(dir), dir, options);
   }
 
-  /** Whether the tokenizer has a chat template. */
+  /** Whether the tokenizer renders chats: with its chat template, or a renderer (see {@link HfTokenizer.renderer}). */
   get hasChatTemplate(): boolean {
     return this.template !== null;
   }

@@ -5,6 +5,7 @@
  * @module
  */
 export { readTokenizerFolder, type HfTokenizerFiles } from "./files.js";
-export { HfTokenizer } from "./hf-tokenizer.js";
+export { HfTokenizer, type HfTokenizerOptions } from "./hf-tokenizer.js";
+export { RENDERER_IDS, type RendererId } from "../renderers/index.js";
 export { defaultTokenizerCacheDir, downloadTokenizer, type HubDownloadOptions } from "./hub.js";
 export { loadTokenizer, type LoadTokenizerOptions } from "./load.js";

@@ -7,12 +7,12 @@
 import { stat } from "node:fs/promises";
 import { ByteTokenizer, MODEL_PRESETS } from "../../../engine/index.js";
 import type { Tokenizer } from "../../../types/tokenizer.js";
-import { HfTokenizer } from "./hf-tokenizer.js";
+import { HfTokenizer, type HfTokenizerOptions } from "./hf-tokenizer.js";
 import { downloadTokenizer, hubTokenizerCache, type HubDownloadOptions, type HubTokenizerCache } from "./hub.js";
 import { ConfigError } from "../../../errors.js";
 
-/** Options of {@link loadTokenizer}: where and how Hub tokenizers are downloaded. */
-export type LoadTokenizerOptions = HubDownloadOptions;
+/** Options of {@link loadTokenizer}: where and how Hub tokenizers are downloaded, and the chat renderer. */
+export interface LoadTokenizerOptions extends HubDownloadOptions, HfTokenizerOptions {}
 
 /** Names that select the local engine's {@link ByteTokenizer}: its presets and `byte` (its tokenizer id). */
 function isByteTokenizerName(name: string): boolean {
@@ -51,18 +51,28 @@ export async function locateTokenizer(
  * - an existing folder: the Hugging Face tokenizer in it;
  * - otherwise a Hub model id such as `Qwen/Qwen3-0.6B`: its tokenizer, downloaded once into
  *   `options.cacheDir` and read from there afterwards.
+ *
+ * A Hugging Face tokenizer renders chats with its chat template, or with `options.renderer`
+ * (see {@link HfTokenizerOptions}).
  * @throws {@link ConfigError} when the folder lacks the files or the download fails.
  */
 export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   const source = await locateTokenizer(nameOrPath, options);
+  const hf = { ...(options.renderer !== undefined && { renderer: options.renderer }) };
   switch (source.kind) {
     case "byte":
+      if (options.renderer !== undefined) {
+        throw new ConfigError(
+          `the renderer "${options.renderer}" needs a Hugging Face tokenizer; ${nameOrPath} is the local engine's byte tokenizer, which has its own chat format`,
+        );
+      }
       return new ByteTokenizer();
     case "folder":
-      return HfTokenizer.fromFolder(source.folder);
+      return HfTokenizer.fromFolder(source.folder, hf);
     case "hub":
       return HfTokenizer.fromFolder(
         source.cache.cached ? source.cache.folder : await downloadTokenizer(source.id, options),
+        hf,
       );
   }
 }

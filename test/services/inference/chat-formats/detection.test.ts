@@ -7,13 +7,13 @@ import {
 } from "../../../../src/services/inference/chat-formats/index.js";
 import { ByteTokenizer } from "../../../../src/engine/index.js";
 import type { Tokenizer } from "../../../../src/types/tokenizer.js";
-import { lenmlTokenizer, llama31Tokenizer } from "../lenml.js";
+import { lenmlHfTokenizer } from "../lenml.js";
 
 describe("the chat format is picked from the chat template", () => {
   it("reads the real templates of Qwen3, DeepSeek V3 and Llama 3.1 as hermes, deepseek_v3 and llama3", async () => {
-    const qwen3 = await lenmlTokenizer("qwen3");
-    const deepseek = await lenmlTokenizer("deepseek_v3");
-    const llama = await lenmlTokenizer("llama3_1");
+    const qwen3 = await lenmlHfTokenizer("qwen3");
+    const deepseek = await lenmlHfTokenizer("deepseek_v3");
+    const llama = await lenmlHfTokenizer("llama3_1");
     expect(qwen3.chatTemplateText).toContain("<tool_call>");
     expect([qwen3, deepseek, llama].map((t) => templateChatParser(t).format.family)).toEqual([
       "hermes",
@@ -72,7 +72,7 @@ function answer(tokenizer: Tokenizer, text: string, parser = templateChatParser(
 
 describe("chat answers are parsed from the sampled tokens, special tokens included", () => {
   it("finds Llama 3.1's <|python_tag|> call, a special token that decoding leaves out, and drops <|eom_id|>", async () => {
-    const llama = await llama31Tokenizer();
+    const llama = await lenmlHfTokenizer("llama3_1");
     const text = 'Let me check.<|python_tag|>{"name": "get_weather", "parameters": {"city": "Zürich"}}<|eom_id|>';
     const tokens = llama.encode(text);
     expect(tokens).toContain(128010);
@@ -88,7 +88,7 @@ describe("chat answers are parsed from the sampled tokens, special tokens includ
   });
 
   it("cuts at a stop string before parsing, and leaves no special token in the content", async () => {
-    const llama = await llama31Tokenizer();
+    const llama = await lenmlHfTokenizer("llama3_1");
     const text = "<|python_tag|>not a call STOP more<|eot_id|>";
     expect(answer(llama, text, undefined, [" STOP"])).toMatchObject({
       text: "<|python_tag|>not a call".replace("<|python_tag|>", ""),
@@ -105,7 +105,7 @@ describe("chat answers are parsed from the sampled tokens, special tokens includ
   });
 
   it("splits Qwen3's thinking and its Hermes call, and drops <|im_end|>", async () => {
-    const qwen3 = await lenmlTokenizer("qwen3");
+    const qwen3 = await lenmlHfTokenizer("qwen3");
     const text =
       '<think>\nThe user wants 2+3; use the calculator.\n</think>\n\n<tool_call>\n{"name": "calc", "arguments": {"e": "2+3"}}\n</tool_call><|im_end|>';
     expect(answer(qwen3, text)).toMatchObject({
@@ -117,7 +117,7 @@ describe("chat answers are parsed from the sampled tokens, special tokens includ
   });
 
   it("reads DeepSeek V3's call markers with its tokenizer", async () => {
-    const deepseek = await lenmlTokenizer("deepseek_v3");
+    const deepseek = await lenmlHfTokenizer("deepseek_v3");
     const text =
       'Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{"q": "深度求索"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>';
     expect(answer(deepseek, text)).toMatchObject({
@@ -126,6 +126,27 @@ describe("chat answers are parsed from the sampled tokens, special tokens includ
     });
     // An explicit choice overrides the template: read as V3.1, the V3 call is malformed.
     expect(answer(deepseek, text, chatParserFor({ toolParser: "deepseekv31" })).malformedToolCalls).toBe(1);
+  });
+
+  it("reads gpt-oss's Harmony channels, special tokens all, with the tokenizer its renderer renders for", async () => {
+    const gptOss = await lenmlHfTokenizer("gpt_oss");
+    expect([gptOss.renderer, templateChatParser(gptOss).format.family, templateChatParser(gptOss).reasoning]).toEqual([
+      "gpt_oss",
+      "gpt_oss",
+      "gpt-oss",
+    ]);
+    const text =
+      '<|channel|>analysis<|message|>Need the weather in Tokyo.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location": "東京"}<|call|>';
+    expect(gptOss.decode(gptOss.encode(text))).not.toContain("<|channel|>");
+    expect(answer(gptOss, text)).toMatchObject({
+      text: "",
+      reasoning: "Need the weather in Tokyo.",
+      finishReason: "tool_calls",
+      toolCalls: [{ function: { name: "get_weather", arguments: '{"location":"東京"}' } }],
+    });
+    const final =
+      "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>It is 4.<|return|>";
+    expect(answer(gptOss, final)).toMatchObject({ text: "It is 4.", reasoning: "Easy.", finishReason: "stop" });
   });
 
   it("gives every call a fresh id", () => {
