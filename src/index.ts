@@ -299,6 +299,20 @@ export { declarativeAgent } from "./agent/declarative/loop.js";
 /** @category Agents */
 export { parseToolCalls, formatToolCall, type ParsedToolCalls } from "./agent/tool-calls.js";
 /** @category Agents */
+export {
+  CHAT_FAMILIES,
+  chatParserFor,
+  REASONING_PARSERS,
+  TOOL_PARSERS,
+  type ChatFamily,
+  type ChatFormat,
+  type ChatParser,
+  type ChatParserChoice,
+  type ParsedReply,
+  type ParseOptions,
+  type ReasoningParser,
+} from "./services/inference/chat-formats/index.js";
+/** @category Agents */
 export type { PushedEpisode, PushedTrajectory, PushRules } from "./agent/push.js";
 
 /** @category After the run */

@@ -79,6 +79,7 @@ function callSummary(call: GatewayCall) {
     completion_tokens: call.completionTokens.length,
     finish_reason: call.finishReason,
     tool_calls: call.toolCalls.map((c) => c.function.name),
+    ...(call.malformedToolCalls !== undefined && { malformed_tool_calls: call.malformedToolCalls }),
     started_at: new Date(call.startedAt).toISOString(),
     duration_ms: Math.round(call.durationMs),
     ...(call.policyVersion !== undefined && { policy_version: call.policyVersion }),
@@ -109,6 +110,7 @@ export function episodeTrajectories(
     "agent/calls": trace.calls.length,
     "agent/prefix_breaks": breaks.length,
     "agent/tool_calls": trace.calls.reduce((sum, c) => sum + c.toolCalls.length, 0),
+    "agent/malformed_tool_calls": trace.calls.reduce((sum, c) => sum + (c.malformedToolCalls ?? 0), 0),
     "agent/truncated_episodes": score.truncated ? 1 : 0,
     "agent/retokenized_calls": trace.calls.filter((c) => c.retokenized).length,
   };

@@ -23,22 +23,17 @@ import {
   type GenerationCall,
   type OpenAIGenerator,
 } from "../server/openai-endpoints.js";
-import {
-  openAIErrorOf,
-  sendOpenAIError,
-  type GeneratedChoice,
-  type GenerationRequest,
-} from "../server/openai-protocol.js";
+import { openAIErrorOf, sendOpenAIError, type GenerationRequest } from "../server/openai-protocol.js";
 import { BrowserGuard } from "../server/browser-guard.js";
 import { ResponsesEndpoints } from "../server/responses-endpoints.js";
 import { ResponseStore } from "../server/responses-store.js";
+import type { ToolCall } from "../types/tokenizer.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
 import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
-import { parseToolCalls } from "./tool-calls.js";
 import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 
 /** Options of {@link AgentGateway.start}. */
@@ -74,10 +69,6 @@ function newRolloutId(): string {
   return `r-${randomBytes(16).toString("base64url")}`;
 }
 
-function newCallId(): string {
-  return `call_${randomBytes(12).toString("base64url")}`;
-}
-
 const notFound = (id: string) =>
   new ProtocolError(
     404,
@@ -100,8 +91,9 @@ const finished = (id: string) =>
  * Per rollout, at `/rollouts/{id}/v1` (or at `/v1` with the header `x-nexrl-rollout-id: {id}`):
  * - `GET /models`: the served model.
  * - `POST /chat/completions`: `messages` (with `tools`, `tool_choice`) rendered with the model's
- *   chat template and sampled as token ids; tool calls written `<tool_call>{"name", "arguments"}</tool_call>`
- *   are parsed out of the text (finish reason `tool_calls`); `stream` answers server-sent events.
+ *   chat template and sampled as token ids; tool calls are parsed out of the text in the model
+ *   family's format (the rollout's `toolParser`, else the one its chat template writes; finish
+ *   reason `tool_calls`), reasoning into `reasoning_content`; `stream` answers server-sent events.
  * - `POST /completions`: one prompt (text, encoded with BOS, or token ids).
  * - `POST /responses` (OpenAI's Responses API, streamed or not, as in `nexrl serve`),
  *   and `GET`/`DELETE /responses/{id}`: input items become the same chat as chat completions
@@ -432,15 +424,18 @@ export class AgentGateway {
         { openaiType: "invalid_request_error", param: "n" },
       );
     const tokenizer = session.inference.tokenizer;
+    const parser = session.chatParser;
+    const write = (content: string, calls: readonly ToolCall[]) => parser.write(content, calls);
     return {
       tokenizer,
+      chatParser: parser,
       renderChat: (messages, options) =>
         session.options.replayAnswers === "text"
           ? tokenizer.applyChatTemplate(
-              messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer)),
+              messagesToRender(messages, session.answered, templateRendersToolCalls(tokenizer), write),
               options,
             )
-          : renderChat(tokenizer, messages, session.answered, options),
+          : renderChat(tokenizer, messages, session.answered, options, write),
       generate: (prompt, request, call) => this.sample(session, prompt, request, call),
     };
   }
@@ -476,11 +471,8 @@ export class AgentGateway {
       throw error;
     }
     const tokenizer = session.inference.tokenizer;
-    const decoded = decodedChoice(tokenizer, result.responseTokens, result.logprobs, result.finishReason, request);
-    const parsed = chat?.parseTools
-      ? parseToolCalls(decoded.text, chat.newToolCallId ?? newCallId)
-      : { content: decoded.text, toolCalls: [] };
-    const finishReason = parsed.toolCalls.length > 0 ? "tool_calls" : result.finishReason;
+    const choice = decodedChoice(tokenizer, result.responseTokens, result.logprobs, result.finishReason, request, chat);
+    const toolCalls = choice.toolCalls ?? [];
     // Ids beyond the tokenizer (counted by the rollout's inference client) read as nothing.
     const generated = tokenizer.decode(result.responseTokens, { unknownIds: "skip" });
     session.record(
@@ -490,25 +482,24 @@ export class AgentGateway {
         promptTokens: result.promptTokens,
         completionTokens: result.responseTokens,
         logprobs: result.logprobs,
-        finishReason,
+        finishReason: toolCalls.length > 0 ? "tool_calls" : result.finishReason,
         text: generated,
-        toolCalls: parsed.toolCalls,
+        toolCalls,
+        ...(choice.malformedToolCalls !== undefined && { malformedToolCalls: choice.malformedToolCalls }),
         ...(chat && { messages: chat.messages }),
-        reply: { content: parsed.content, toolCalls: parsed.toolCalls },
+        reply: {
+          content: choice.text,
+          toolCalls,
+          ...(choice.reasoning !== undefined && { reasoning: choice.reasoning }),
+        },
         ...(result.policyVersion !== undefined && { policyVersion: result.policyVersion }),
         ...(result.retokenized && { retokenized: result.retokenized }),
         startedAt,
         durationMs: performance.now() - t0,
       },
       budget,
-      { content: parsed.content, toolCalls: parsed.toolCalls, generated, tokens: result.responseTokens },
+      { content: choice.text, toolCalls, generated, tokens: result.responseTokens },
     );
-    const choice: GeneratedChoice = {
-      ...decoded,
-      text: parsed.content,
-      finishReason,
-      ...(parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }),
-    };
     return { choices: [choice], promptTokens: result.promptTokens };
   }
 

@@ -89,26 +89,31 @@ function sameInput(args: string, input: Record<string, unknown>): boolean {
   }
 }
 
-/** `message` with its tool calls written into the text when the template ignores `tool_calls`. */
-function withToolCallsInText(message: ChatMessage, rendersToolCalls: boolean): ChatMessage {
+/** Writes an assistant message's tool calls into its text, in the model family's format. */
+export type WriteToolCalls = (content: string, toolCalls: readonly ToolCall[]) => string;
+
+/** `message` with its tool calls written into the text (by `write`) when the template ignores `tool_calls`. */
+function withToolCallsInText(message: ChatMessage, rendersToolCalls: boolean, write: WriteToolCalls): ChatMessage {
   const calls = message.tool_calls ?? [];
   if (message.role !== "assistant" || calls.length === 0 || rendersToolCalls) return message;
   const { tool_calls: _written, ...rest } = message;
-  return { ...rest, content: contentWithToolCalls(message.content, calls) };
+  return { ...rest, content: write(message.content, calls) };
 }
 
 /**
  * The conversation as text to render: answered messages become the generated text, other tool
- * calls are written into the text when the template ignores `tool_calls`.
+ * calls are written into the text (by `write`, Hermes `<tool_call>` blocks by default) when the
+ * template ignores `tool_calls`.
  */
 export function messagesToRender(
   messages: readonly ChatMessage[],
   answered: readonly AnsweredMessage[],
   rendersToolCalls: boolean,
+  write: WriteToolCalls = contentWithToolCalls,
 ): ChatMessage[] {
   return messages.map((message) => {
     const known = answeredOf(message, answered);
-    if (!known) return withToolCallsInText(message, rendersToolCalls);
+    if (!known) return withToolCallsInText(message, rendersToolCalls, write);
     const { tool_calls: _calls, ...rest } = message;
     return { ...rest, content: known.generated };
   });
@@ -188,20 +193,22 @@ function headerRewrite(tokenizer: Tokenizer, options: ChatTemplateOptions): Head
  * template writes after it, when the sample ended with it), behind the generation prompt they
  * were sampled after (see {@link headerRewrite}). When a marker cannot be found in the
  * template's output (a tokenizer that merges it with its neighbours), the conversation is
- * rendered from the generated text instead.
+ * rendered from the generated text instead. Tool calls of other messages are written into the
+ * text by `write` when the template ignores `tool_calls`.
  */
 export function renderChat(
   tokenizer: Tokenizer,
   messages: readonly ChatMessage[],
   answered: readonly AnsweredMessage[],
   options: ChatTemplateOptions,
+  write: WriteToolCalls = contentWithToolCalls,
 ): number[] {
   const rendersToolCalls = templateRendersToolCalls(tokenizer);
   const nonce = [...randomBytes(8)].map((b) => String.fromCharCode(97 + (b % 26))).join("");
   const spliced: AnsweredMessage[] = [];
   const marked = messages.map((message) => {
     const known = answeredOf(message, answered);
-    if (!known) return withToolCallsInText(message, rendersToolCalls);
+    if (!known) return withToolCallsInText(message, rendersToolCalls, write);
     const { tool_calls: _calls, ...rest } = message;
     spliced.push(known);
     // Marked as a sampled completion (with its tool calls, which later tool results name):
@@ -218,7 +225,8 @@ export function renderChat(
   for (const [k, known] of spliced.entries()) {
     const ids = tokenizer.encode(marker(nonce, k));
     const found = indexOf(rendered, ids, at);
-    if (found < 0) return tokenizer.applyChatTemplate(messagesToRender(messages, answered, rendersToolCalls), options);
+    if (found < 0)
+      return tokenizer.applyChatTemplate(messagesToRender(messages, answered, rendersToolCalls, write), options);
     const next = rendered[found + ids.length];
     const tokens = known.tokens.at(-1) === next ? known.tokens.slice(0, -1) : known.tokens;
     let before = rendered.slice(at, found);

@@ -4,6 +4,12 @@
  * @module
  */
 import type { InferenceClient } from "../services/inference/types.js";
+import {
+  chatParserFor,
+  templateChatParser,
+  tokenizerChoice,
+  type ChatParser,
+} from "../services/inference/chat-formats/index.js";
 import type { AnsweredMessage } from "./render.js";
 import type { FailedRequests, GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 import { ProtocolError } from "../errors.js";
@@ -23,6 +29,14 @@ export interface RolloutOptions {
    * server would (templates that rewrite earlier turns then break the prefix, which is reported).
    */
   replayAnswers?: "tokens" | "text";
+  /**
+   * The tool-call format of the model's replies (`service.inference_service.tool_parser`: SGLang's
+   * names such as `qwen25`, `qwen3_coder`, `llama3`, or a family id); default: the format the
+   * tokenizer's chat template writes.
+   */
+  toolParser?: string;
+  /** How reasoning is split out of replies (`reasoning_parser`: `think_tag`, `qwen3`, `deepseek-r1`, `gpt-oss`, `none`); default: the format's own. */
+  reasoningParser?: string;
 }
 
 /** What a call may sample, once the limits allow it. @internal */
@@ -55,6 +69,8 @@ export class RolloutSession {
   private truncation: RolloutTrace["truncation"];
   private failed: FailedRequests | undefined;
   private open = true;
+  /** Reads the tool calls and reasoning of this rollout's replies. */
+  readonly chatParser: ChatParser;
 
   /**
    * @param id the rollout id.
@@ -62,6 +78,8 @@ export class RolloutSession {
    * @param inference what samples this rollout's calls.
    * @param options limits, defaults and rendering.
    * @param onFinish called once when the rollout finishes.
+   * @throws {@link ConfigError} for an unknown `toolParser` or `reasoningParser`, or a reasoning
+   *   parser that cannot read the format.
    */
   constructor(
     readonly id: string,
@@ -69,7 +87,17 @@ export class RolloutSession {
     readonly inference: InferenceClient,
     readonly options: RolloutOptions = {},
     private readonly onFinish?: (session: RolloutSession) => void,
-  ) {}
+  ) {
+    const { toolParser, reasoningParser } = options;
+    this.chatParser =
+      toolParser === undefined && reasoningParser === undefined
+        ? templateChatParser(inference.tokenizer)
+        : chatParserFor({
+            ...tokenizerChoice(inference.tokenizer),
+            ...(toolParser !== undefined && { toolParser }),
+            ...(reasoningParser !== undefined && { reasoningParser }),
+          });
+  }
 
   /** Aborted when the rollout finishes or is truncated by a timeout: cancels calls in flight. */
   get signal(): AbortSignal {

@@ -26,14 +26,18 @@ export interface GatewayCall {
   text: string;
   /** Tool calls parsed out of the text (empty for none). */
   toolCalls: ToolCall[];
+  /** Tool calls the model wrote malformed (bad JSON, unknown structure, unclosed), left in the reply's content as text. */
+  malformedToolCalls?: number;
   /** Chat calls: the conversation the agent sent. */
   messages?: ChatMessage[];
   /** The assistant message answered. */
   reply: {
-    /** Its content (stop string cut, tool calls removed). */
+    /** Its content (stop string cut, tool calls and reasoning removed). */
     content: string;
     /** Its tool calls. */
     toolCalls: ToolCall[];
+    /** The reasoning split out of it (`reasoning_content`), when there was some. */
+    reasoning?: string;
   };
   /** Version of the weights that sampled it, when the inference client reports one. */
   policyVersion?: number;

@@ -19,7 +19,8 @@ import { noRecordedCallError } from "./no-calls.js";
 import type { PushedEpisode } from "./push.js";
 import type { RolloutSession } from "./session.js";
 import type { RolloutTrace } from "./trace.js";
-import { UserCodeError } from "../errors.js";
+import { chatFamilyOfTemplate, reasoningMismatch } from "../services/inference/chat-formats/index.js";
+import { ConfigError, UserCodeError } from "../errors.js";
 
 /** What every {@link AgentRolloutWorker} of a run shares. */
 export interface AgentWorkerSetup {
@@ -116,10 +117,21 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
   /**
    * @param context name, settings and tokenizer, given by the pipeline.
    * @param setup gateway, agent, evaluator and options, shared by the run's workers.
+   * @throws {@link ConfigError} when `reasoning_parser` cannot read the format of the model's
+   *   chat template (known only now, with the tokenizer).
    */
   constructor(context: RolloutWorkerContext, setup: AgentWorkerSetup) {
     super(context);
     this.setup = setup;
+    const { toolParser, reasoningParser } = setup.options;
+    if (reasoningParser !== undefined && toolParser === undefined) {
+      const family = context.tokenizer.renderer ?? chatFamilyOfTemplate(context.tokenizer.chatTemplateText);
+      const mismatch = reasoningMismatch(family, reasoningParser);
+      if (mismatch)
+        throw new ConfigError(
+          `service.inference_service.reasoning_parser: ${mismatch} (the model's chat format is ${family}; set tool_parser to read another)`,
+        );
+    }
   }
 
   /**
@@ -136,6 +148,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       ...(options.maxTokens !== undefined && { maxTokens: options.maxTokens }),
       maxTokensPerCall: this.settings.maxResponseLength,
       replayAnswers: options.replayAnswers,
+      ...(options.toolParser !== undefined && { toolParser: options.toolParser }),
+      ...(options.reasoningParser !== undefined && { reasoningParser: options.reasoningParser }),
     });
     let outcome: Outcome;
     let trace: RolloutTrace;

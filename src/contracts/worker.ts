@@ -35,6 +35,10 @@ export interface AgentOptions {
   readonly replayAnswers: "tokens" | "text";
   /** Offer tasks to agents in other processes (`external`). */
   readonly external: boolean;
+  /** The tool-call format of the policy's replies (`service.inference_service.tool_parser`); undefined: the chat template's. */
+  readonly toolParser?: string;
+  /** How reasoning is split out of replies (`service.inference_service.reasoning_parser`); undefined: the format's own. */
+  readonly reasoningParser?: string;
   /** Where the agent gateway listens (`gateway`). */
   readonly gateway: {
     /** Interface to bind. */

@@ -42,6 +42,7 @@ export function trainerSettings(recipe: RecipeConfig): TrainerSettings {
 /** `rollout_worker.agent` of a parsed recipe, defaults filled. */
 function agentOptions(recipe: RecipeConfig): AgentOptions {
   const agent = recipe.rollout_worker.agent ?? agentOptionsSchema.parse({});
+  const inference = recipe.service.inference_service;
   return {
     math: { judgeMode: agent.math.judge_mode },
     maxTurns: agent.max_turns,
@@ -57,6 +58,8 @@ function agentOptions(recipe: RecipeConfig): AgentOptions {
       allowedHosts: agent.gateway.allowed_hosts,
       corsOrigins: agent.gateway.cors,
     },
+    ...(inference.tool_parser !== undefined && { toolParser: inference.tool_parser }),
+    ...(inference.reasoning_parser !== undefined && { reasoningParser: inference.reasoning_parser }),
   };
 }
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { z } from "zod";
@@ -37,17 +37,32 @@ import {
 } from "./openai-protocol.js";
 import { clientGone, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
+import { templateChatParser, type ChatParser } from "../services/inference/chat-formats/index.js";
+import { sampledText, withoutSpecialTokens } from "../services/inference/chat-formats/sampled-text.js";
 import { ProtocolError } from "../errors.js";
+
+/** How a chat call's answers are read: its conversation, tools and the model's chat format. */
+export interface ChatGeneration {
+  /** The conversation. */
+  messages: ChatMessage[];
+  /** Whether tool calls are to be parsed out of the answer. */
+  parseTools: boolean;
+  /** The tools offered (their schemas type the values of XML calls). */
+  tools?: ToolDefinition[];
+  /** Reads tool calls and reasoning in the model family's format. */
+  parser: ChatParser;
+  /** The dialect called. */
+  dialect?: ChatDialect;
+  /** How the dialect writes tool call ids (default {@link newToolCallId}: `call_…`). */
+  newToolCallId?: () => string;
+}
 
 /** What a generation call asks for beyond the request's sampling fields. */
 export interface GenerationCall {
   /** `max_completion_tokens` or `max_tokens` of the request; undefined when it gives neither. */
   maxTokens: number | undefined;
-  /**
-   * Chat calls only: the conversation, whether tool calls are to be parsed out of the answer, the
-   * dialect called, and how the dialect writes tool call ids.
-   */
-  chat?: { messages: ChatMessage[]; parseTools: boolean; dialect?: ChatDialect; newToolCallId?: () => string };
+  /** Chat calls only: the conversation, and how tool calls and reasoning are parsed out of the answer. */
+  chat?: ChatGeneration;
 }
 
 /** The chat endpoint a call came through. */
@@ -89,6 +104,8 @@ export interface OpenAIGenerator {
   readonly tokenizer: Tokenizer;
   /** The prompt of a chat; default: the tokenizer's chat template. */
   renderChat?(messages: ChatMessage[], options: ChatTemplateOptions): number[];
+  /** Reads tool calls and reasoning out of chat answers; default: the format the tokenizer's chat template writes. */
+  readonly chatParser?: ChatParser;
   /** Samples the choices of `prompt` (`request.n` of them where the server allows that), decoded with {@link decodedChoice}. */
   generate(prompt: number[], request: GenerationRequest, call: GenerationCall): Promise<Generation>;
 }
@@ -122,17 +139,46 @@ export function requestSampling(request: GenerationRequest, maxTokens: number): 
   };
 }
 
-/** A sampled sequence as a choice: its text decoded and cut at the stop string that ended it (unless the request keeps it). */
+/** A new tool call's id, `call_` and 96 random bits. */
+export function newToolCallId(): string {
+  return `call_${randomBytes(12).toString("base64url")}`;
+}
+
+/**
+ * A sampled sequence as a choice: its text decoded and cut at the stop string that ended it
+ * (unless the request keeps it); for a chat, split by `chat.parser` into content, reasoning and
+ * tool calls (finish reason `tool_calls` when there are any), special tokens read as text so that
+ * formats whose markers are special tokens find them.
+ */
 export function decodedChoice(
   tokenizer: Tokenizer,
   tokens: number[],
   logprobs: number[],
   finishReason: ChoiceFinishReason,
   request: GenerationRequest,
+  chat?: ChatGeneration,
 ): GeneratedChoice {
   const stops = stopStrings(request.stop);
   const keepStop = request.include_stop_str_in_output ?? false;
-  return { tokens, logprobs, finishReason, ...cutAtStop(tokenizer, tokens, finishReason, stops, keepStop) };
+  const cut = cutAtStop(tokenizer, tokens, finishReason, stops, keepStop);
+  if (!chat) return { tokens, logprobs, finishReason, ...cut };
+  const sampled = sampledText(tokenizer, tokens, cut.text);
+  const reply = chat.parser.parse(sampled.text, {
+    newId: chat.newToolCallId ?? newToolCallId,
+    parseTools: chat.parseTools,
+    ...(chat.tools && { tools: chat.tools }),
+  });
+  const clean = (text: string) => withoutSpecialTokens(text, sampled.specialTokens);
+  return {
+    tokens,
+    logprobs,
+    finishReason: reply.toolCalls.length > 0 ? "tool_calls" : finishReason,
+    stopReason: cut.stopReason,
+    text: clean(reply.content),
+    ...(reply.toolCalls.length > 0 && { toolCalls: reply.toolCalls }),
+    ...(reply.reasoning !== undefined && { reasoning: clean(reply.reasoning) }),
+    ...(reply.malformed > 0 && { malformedToolCalls: reply.malformed }),
+  };
 }
 
 /** The `/v1/models` entry of a model. */
@@ -279,6 +325,8 @@ export class OpenAIEndpoints {
   /**
    * Renders a conversation with the generator's chat template and samples its choices: the one
    * path every chat dialect (chat completions, and the others that translate to it) goes through.
+   * Each choice comes back parsed by the generator's chat parser (default: the format of its
+   * tokenizer's chat template): `text` the content, `toolCalls` and `reasoning` split out of it.
    */
   async generateChat(generator: OpenAIGenerator, call: ChatCall): Promise<Generation> {
     return generator.generate(this.chatPrompt(generator, call), call.request, {
@@ -286,6 +334,8 @@ export class OpenAIEndpoints {
       chat: {
         messages: call.messages,
         parseTools: call.parseTools,
+        ...(call.tools && { tools: call.tools }),
+        parser: generator.chatParser ?? templateChatParser(generator.tokenizer),
         ...(call.dialect && { dialect: call.dialect }),
         ...(call.newToolCallId && { newToolCallId: call.newToolCallId }),
       },

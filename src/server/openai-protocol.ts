@@ -203,6 +203,8 @@ export interface GeneratedChoice {
   toolCalls?: ToolCall[];
   /** Chat only: the model's reasoning, split out of the generated text (`<think>…</think>` and the like). */
   reasoning?: string;
+  /** Chat only: tool calls the model wrote malformed (bad JSON, unknown structure, unclosed), left in `text`. */
+  malformedToolCalls?: number;
 }
 
 /**
@@ -387,12 +389,13 @@ export function completionEvents(
   return events;
 }
 
-/** The assistant message of a chat choice: its text, and its tool calls when any were parsed. */
+/** The assistant message of a chat choice: its text, its reasoning (`reasoning_content`, as vLLM and SGLang write it) and its tool calls. */
 function assistantMessage(c: GeneratedChoice) {
   return {
     role: "assistant",
     content: c.toolCalls?.length && c.text === "" ? null : c.text,
     refusal: null,
+    ...(c.reasoning !== undefined && { reasoning_content: c.reasoning }),
     ...(c.toolCalls?.length && { tool_calls: c.toolCalls }),
   };
 }
@@ -423,8 +426,8 @@ export function chatCompletionBody(
 
 /**
  * The server-sent events of a streamed `/v1/chat/completions` answer: a role chunk, the text one
- * token per chunk (a choice with tool calls sends its text in one chunk, then one chunk with its
- * tool calls), and a chunk with the finish reason.
+ * token per chunk (a choice with reasoning or tool calls sends its `reasoning_content` in one
+ * chunk, its text in one chunk, then one chunk with its tool calls), and a chunk with the finish reason.
  */
 export function chatCompletionEvents(
   format: ResponseFormat,
@@ -452,17 +455,25 @@ export function chatCompletionEvents(
       finish_reason: null,
       ...(format.returnTokenIds && { token_ids: tokens }),
     });
-    if (c.toolCalls?.length) {
+    if (c.reasoning !== undefined)
+      events.push({
+        ...chunk,
+        choices: [{ index, delta: { reasoning_content: c.reasoning }, logprobs: null, finish_reason: null }],
+      });
+    if (c.toolCalls?.length || c.reasoning !== undefined) {
+      // The content is not a prefix of the decoded tokens: it comes whole, with every token's ids and logprobs.
       events.push({ ...chunk, choices: [delta(c.text, c.tokens, c.logprobs)] });
+    } else {
+      textPieces(format.tokenizer, c).forEach((content, t) =>
+        events.push({ ...chunk, choices: [delta(content, [c.tokens[t]!], [c.logprobs[t]!])] }),
+      );
+    }
+    if (c.toolCalls?.length) {
       const calls = c.toolCalls.map((call, i) => ({ index: i, id: call.id, type: call.type, function: call.function }));
       events.push({
         ...chunk,
         choices: [{ index, delta: { tool_calls: calls }, logprobs: null, finish_reason: null }],
       });
-    } else {
-      textPieces(format.tokenizer, c).forEach((content, t) =>
-        events.push({ ...chunk, choices: [delta(content, [c.tokens[t]!], [c.logprobs[t]!])] }),
-      );
     }
     events.push({
       ...chunk,

@@ -67,7 +67,9 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
       const { sequences } = await future.result();
       return {
         promptTokens: prompt,
-        choices: sequences.map((s) => decodedChoice(model.tokenizer, s.tokens, s.logprobs, s.stopReason, request)),
+        choices: sequences.map((s) =>
+          decodedChoice(model.tokenizer, s.tokens, s.logprobs, s.stopReason, request, call.chat),
+        ),
       };
     },
   };
@@ -99,7 +101,9 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
  * text (token ids always include the tokens that completed it, as sampled). Logprobs are those of
  * the sampled tokens; `top_logprobs` entries hold the sampled token only, since a
  * {@link SamplingClient} reports no alternatives, and more than one (`top_logprobs` or
- * `logprobs` above 1) is refused with a 400. Tool calls are not parsed out of answers.
+ * `logprobs` above 1) is refused with a 400. Chat answers are parsed in the format the
+ * model's chat template writes (or `toolParser`'s): tool calls into `tool_calls` (finish reason
+ * `tool_calls`), reasoning into `reasoning_content`; a malformed call stays in the content.
  *
  * - `POST /v1/messages`, `POST /v1/messages/count_tokens`: Anthropic's Messages API (the
  *   `@anthropic-ai/sdk` client, `x-api-key` and `anthropic-version` headers), translated to the

@@ -99,6 +99,12 @@ export interface DecodeOptions {
   unknownIds?: UnknownIdHandling;
   /** Called for each id without a token when they are skipped or replaced (e.g. to count them). */
   onUnknownId?: (id: number, index: number) => void;
+  /**
+   * Special tokens (`<|im_end|>`, `<|python_tag|>`, Harmony's `<|channel|>`): left out (`skip`,
+   * the default) or written as their text (`keep`), as chat formats whose markers are special
+   * tokens need to read them.
+   */
+  specialTokens?: "skip" | "keep";
 }
 
 /** The text an unknown id decodes to under `unknownIds: "placeholder"`. */
@@ -180,6 +186,10 @@ export interface Tokenizer {
   readonly eosId: number;
   /** Padding id. */
   readonly padId: number;
+  /** The text of the model's chat template, when it has one (its markers say which chat format the model writes). */
+  readonly chatTemplateText?: string;
+  /** The nexrl renderer chats are rendered with instead of the template, when one is (its family is the chat format). */
+  readonly renderer?: RendererId | undefined;
   /** Token ids of `text`. */
   encode(text: string, options?: EncodeOptions): number[];
   /**

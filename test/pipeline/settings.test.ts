@@ -80,7 +80,7 @@ rollout_worker:
   enable_trace_prefix_merge: false
   agent: {max_turns: 3, max_tokens: 30, timeout_seconds: 5, truncated_reward: null, trajectory_weight: one, replay_answers: text, gateway: {port: 4567}}
 trainer: {type: remote_api_grpo, total_train_steps: 1}
-service: {train_service: {backend: local, model: tiny}}
+service: {train_service: {backend: local, model: tiny}, inference_service: {tool_parser: qwen3_coder, reasoning_parser: qwen3}}
 `,
     );
     const settings = workerSettings(config);
@@ -100,6 +100,8 @@ service: {train_service: {backend: local, model: tiny}}
         replayAnswers: "text",
         external: false,
         gateway: { host: "127.0.0.1", port: 4567, allowedHosts: [], corsOrigins: [] },
+        toolParser: "qwen3_coder",
+        reasoningParser: "qwen3",
       },
       mathJudge: undefined,
       sft: { trainOn: "all_assistant_messages" },

@@ -222,8 +222,8 @@ const CHECKED: Record<string, string> = {
   "service.inference_service.freeze_for_weight_sync": "only true: syncs switch snapshots at once",
   "service.inference_service.weight_type": "only empty",
   "service.inference_service.model_path": "refused when set",
-  "service.inference_service.tool_parser": "qwen25 or hermes: the gateway's one tool-call format",
-  "service.inference_service.reasoning_parser": "refused when set",
+  "service.inference_service.tool_parser": "SGLang's tool-parser names; overrides the chat template's format",
+  "service.inference_service.reasoning_parser": "think_tag, qwen3, deepseek-r1, gpt-oss or none",
   "service.inference_service.parse_tool_call_arguments": "only false",
   "runtime_monitor.exception_handling.enabled": "only true",
   "runtime_monitor.exception_handling.check_interval": "refused when set",
@@ -517,14 +517,30 @@ const REFUSED: Refusal[] = [
     says: "self-hosted",
   },
   {
-    overrides: ["++service.inference_service.tool_parser=llama3"],
+    overrides: ["++service.inference_service.tool_parser=llama4"],
     keyPath: "service.inference_service.tool_parser",
-    says: "use qwen25 or hermes",
+    says: "unknown tool parser `llama4`; use one of qwen25, hermes, qwen3_coder, llama3, deepseekv3, deepseekv31, gpt-oss, mistral, kimi_k2",
   },
   {
-    overrides: ["++service.inference_service.reasoning_parser=think_tag"],
+    overrides: ["++service.inference_service.reasoning_parser=think"],
     keyPath: "service.inference_service.reasoning_parser",
-    says: "reasoning is not split out",
+    says: "unknown reasoning parser `think`; use one of think_tag, qwen3, deepseek-r1, gpt-oss, none",
+  },
+  {
+    overrides: [
+      "++service.inference_service.tool_parser=gpt-oss",
+      "++service.inference_service.reasoning_parser=qwen3",
+    ],
+    keyPath: "service.inference_service.reasoning_parser",
+    says: "gpt-oss writes its reasoning in Harmony's analysis channel",
+  },
+  {
+    overrides: [
+      "++service.inference_service.tool_parser=llama3",
+      "++service.inference_service.reasoning_parser=gpt-oss",
+    ],
+    keyPath: "service.inference_service.reasoning_parser",
+    says: "the llama3 format has none",
   },
   {
     overrides: ["++service.inference_service.parse_tool_call_arguments=true"],

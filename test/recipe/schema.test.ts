@@ -69,7 +69,7 @@ describe("recipe schema", () => {
       weight: { sync_mode: "sync", staleness_threshold: 0 },
       service: {
         train_service: { identifier: "default", role: "actor", backend: "local", model: "tiny" },
-        inference_service: { identifier: "default", backend: "local", model: "tiny", tool_parser: "qwen25" },
+        inference_service: { identifier: "default", backend: "local", model: "tiny" },
       },
       runtime_monitor: { exception_handling: { policy: "stop_on_error" } },
     });

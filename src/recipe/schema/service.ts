@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS, type IssueSink } from "./common.js";
 import { hyperParametersSchema } from "./trainer.js";
+import { REASONING_PARSERS, reasoningMismatch, TOOL_PARSERS } from "../../services/inference/chat-formats/index.js";
 
 /** Training backends: the embedded CPU engine, Tinker, Weaver. */
 export const TRAIN_BACKENDS = ["local", "tinker", "weaver"] as const;
@@ -62,16 +63,22 @@ export const inferenceServiceSchema = z.strictObject({
   weight_type: z.string().default(""),
   /** NexRL's self-hosted model path: refused when set (the sampler serves the trained weights). */
   model_path: z.string().optional(),
-  /** How the agent gateway finds tool calls in sampled text: `qwen25` or `hermes`, both the `<tool_call>{"name", "arguments"}</tool_call>` format. */
-  tool_parser: nonEmpty.default("qwen25"),
-  /** NexRL's reasoning parser: refused when set (the gateway leaves `<think>…</think>` in the reply's content). */
+  /**
+   * The tool-call format the agent gateway reads in sampled text and writes back into prompts
+   * (SGLang's names): `qwen25` / `hermes` (`<tool_call>{json}</tool_call>`), `qwen3_coder`
+   * (`<function=…><parameter=…>` XML), `llama3`, `deepseekv3`, `deepseekv31`, `gpt-oss` (Harmony),
+   * `mistral`, `kimi_k2`; default: the format the model's chat template writes (hermes when it shows none).
+   */
+  tool_parser: nonEmpty.optional(),
+  /**
+   * How reasoning is split out of replies into `reasoning_content`: `think_tag` (`<think>…</think>`),
+   * `qwen3` (the same), `deepseek-r1` (all text up to `</think>`), `gpt-oss` (Harmony's analysis
+   * channel), `none` (left in the content); default: `gpt-oss` for Harmony, else `think_tag`.
+   */
   reasoning_parser: nonEmpty.optional(),
   /** NexRL's parsing of tool-call arguments into objects: only `false` is accepted (arguments stay JSON text, as in OpenAI's API). */
   parse_tool_call_arguments: z.boolean().default(false),
 });
-
-/** Tool-call formats the agent gateway parses (`tool-calls.ts`); SGLang's names for it. */
-export const TOOL_PARSERS = ["qwen25", "hermes"] as const;
 
 /** Refuses the `inference_service` keys nothing would read with `sampler`, the backend that samples. */
 export function checkInferenceService(
@@ -103,18 +110,23 @@ export function checkInferenceService(
       ["model_path"],
       "self-hosted inference is not supported: the sampler serves the weights being trained; remove it",
     );
-  if (!(TOOL_PARSERS as readonly string[]).includes(inference.tool_parser))
+  const toolParser = inference.tool_parser;
+  if (toolParser !== undefined && !Object.hasOwn(TOOL_PARSERS, toolParser))
     refuse(
       ctx,
       ["tool_parser"],
-      `the agent gateway reads tool calls in one format, \`<tool_call>{"name", "arguments"}</tool_call>\`: use ${TOOL_PARSERS.join(" or ")}`,
+      `unknown tool parser \`${toolParser}\`; use one of ${Object.keys(TOOL_PARSERS).join(", ")}`,
     );
-  if (inference.reasoning_parser !== undefined)
-    refuse(
-      ctx,
-      ["reasoning_parser"],
-      "reasoning is not split out of replies: the content keeps the model's `<think>…</think>` text; remove it",
-    );
+  const reasoning = inference.reasoning_parser;
+  if (reasoning !== undefined) {
+    // The family is known here only when tool_parser names it; otherwise the chat template decides at run time.
+    const family =
+      toolParser !== undefined && Object.hasOwn(TOOL_PARSERS, toolParser) ? TOOL_PARSERS[toolParser] : undefined;
+    const problem = (REASONING_PARSERS as readonly string[]).includes(reasoning)
+      ? family && reasoningMismatch(family, reasoning)
+      : `unknown reasoning parser \`${reasoning}\`; use one of ${REASONING_PARSERS.join(", ")}`;
+    if (problem) refuse(ctx, ["reasoning_parser"], problem);
+  }
   if (inference.parse_tool_call_arguments)
     refuse(
       ctx,

@@ -74,6 +74,8 @@ export class HfTokenizer implements Tokenizer {
   readonly eosToken: string;
   /** Text of the padding token. */
   readonly padToken: string;
+  /** The text of the chat template (the named templates' texts one after another), when there is one. */
+  readonly chatTemplateText: string | undefined;
   /** The renderer chats are rendered with, or undefined for the model's own Jinja template. */
   readonly renderer: RendererId | undefined;
   private readonly core: CoreTokenizer;
@@ -118,8 +120,11 @@ export class HfTokenizer implements Tokenizer {
     this.bosId = this.bosToken === null ? -1 : idOf("bos_token", this.bosToken);
     this.padToken = tokenText(config.pad_token) ?? eos;
     this.padId = idOf("pad_token", this.padToken);
+    const templateSource = files.chatTemplate ?? templateOf(config, source);
+    this.chatTemplateText =
+      typeof templateSource === "string" ? templateSource : templateSource?.map((t) => t.template).join("\n");
     const chosen = chooseChatFormat({
-      template: files.chatTemplate ?? templateOf(config, source),
+      template: templateSource,
       specialTokens: this.specialTokenVariables(config),
       hasToken: (text) => this.core.token_to_id(text) !== undefined,
       renderer: options.renderer,
@@ -154,7 +159,8 @@ export class HfTokenizer implements Tokenizer {
     if (options.unknownIds !== undefined && options.unknownIds !== "throw") {
       const known = (id: number): boolean =>
         Number.isInteger(id) && id >= 0 && id < this.vocabSize && this.core.id_to_token(id) !== undefined;
-      return decodeAround(ids, known, (run) => this.decode(run), options);
+      const special = options.specialTokens === undefined ? {} : { specialTokens: options.specialTokens };
+      return decodeAround(ids, known, (run) => this.decode(run, special), options);
     }
     const list = Array.from(ids);
     list.forEach((id, i) => {
@@ -164,7 +170,7 @@ export class HfTokenizer implements Tokenizer {
         );
       }
     });
-    return list.length === 0 ? "" : this.core.decode(list, { skip_special_tokens: true });
+    return list.length === 0 ? "" : this.core.decode(list, { skip_special_tokens: options.specialTokens !== "keep" });
   }
 
   /**
