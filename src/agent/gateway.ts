@@ -452,8 +452,10 @@ export class AgentGateway {
     const t0 = performance.now();
     let result: InferenceResult;
     try {
+      const turnEnds = chat ? session.inference.tokenizer.turnEndIds : undefined;
       result = await session.inference.completion(prompt, {
         ...requestSampling(request, budget.maxTokens),
+        ...(turnEnds && { stopTokenIds: turnEnds }),
         signal: session.signal,
       });
     } catch (error) {

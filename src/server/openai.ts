@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SamplingClient } from "../services/training/types.js";
+import type { SamplingParams } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { modelInputFromTokens } from "../types/wire.js";
 import {
@@ -62,7 +63,10 @@ function modelGenerator(model: ServedModel, chatMaxTokens: number): OpenAIGenera
   return {
     tokenizer: model.tokenizer,
     async generate(prompt, request, call) {
-      const params = requestSampling(request, call.maxTokens ?? (call.chat ? chatMaxTokens : 16));
+      const params: SamplingParams = requestSampling(request, call.maxTokens ?? (call.chat ? chatMaxTokens : 16));
+      // A chat's turn may end with a token besides EOS (Harmony's <|call|>): sampling stops there too.
+      const turnEnds = call.chat ? model.tokenizer.turnEndIds : undefined;
+      if (turnEnds) params.stop = [...(params.stop ?? []), ...turnEnds];
       const future = await model.samplingClient.sample(modelInputFromTokens(prompt), request.n ?? 1, params);
       const { sequences } = await future.result();
       return {

@@ -184,6 +184,12 @@ export interface Tokenizer {
   readonly bosId: number;
   /** End-of-sequence id; it also ends a chat turn and stops sampling. */
   readonly eosId: number;
+  /**
+   * Ids besides {@link Tokenizer.eosId} that end an assistant's turn, at which chat sampling
+   * stops: Harmony's `<|call|>` (a tool call) and `<|return|>`, Llama 3's `<|eom_id|>`. Absent
+   * for formats whose turns end with EOS only.
+   */
+  readonly turnEndIds?: readonly number[];
   /** Padding id. */
   readonly padId: number;
   /** The text of the model's chat template, when it has one (its markers say which chat format the model writes). */

@@ -75,7 +75,9 @@ export class SamplerInferenceClient implements InferenceClient {
       ...(options.temperature !== undefined && { temperature: options.temperature }),
       ...(options.topP !== undefined && { topP: options.topP }),
       ...(options.topK !== undefined && { topK: options.topK }),
-      ...(options.stop !== undefined && { stop: options.stop }),
+      ...((options.stop !== undefined || options.stopTokenIds !== undefined) && {
+        stop: [...(options.stop ?? []), ...(options.stopTokenIds ?? [])],
+      }),
       ...(options.seed !== undefined && { seed: options.seed }),
     });
     const [sequence] = (await future.result()).sequences;

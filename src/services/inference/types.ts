@@ -21,6 +21,8 @@ export interface InferenceOptions {
   topK?: number;
   /** Stop strings. */
   stop?: string[];
+  /** Token ids that stop sampling besides EOS (kept in the sample, as EOS is); vLLM's `stop_token_ids`. */
+  stopTokenIds?: readonly number[];
   /** Seed for reproducible samples. */
   seed?: number;
   /** Cancels the call. */

@@ -304,6 +304,8 @@ export class OpenAIInferenceClient implements InferenceClient {
     if (topK !== undefined) body.top_k = topK;
     const stop = options.stop ?? d.stop;
     if (stop !== undefined && stop.length > 0) body.stop = stop;
+    if (options.stopTokenIds !== undefined && options.stopTokenIds.length > 0)
+      body.stop_token_ids = [...options.stopTokenIds];
     const seed = options.seed ?? d.seed;
     if (seed !== undefined) body.seed = seed;
     body.return_token_ids = true;

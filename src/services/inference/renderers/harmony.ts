@@ -91,6 +91,7 @@ function toolName(tool: ChatMessage, earlier: readonly ChatMessage[]): string {
 export class HarmonyRenderer implements ChatRenderer {
   readonly id = "gpt_oss";
   readonly specialTokens = ["<|start|>", "<|message|>", END, "<|channel|>", "<|constrain|>", CALL, RETURN];
+  readonly turnEnds = [CALL, RETURN];
 
   render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     const tools = options.tools ?? [];

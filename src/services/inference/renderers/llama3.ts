@@ -88,6 +88,7 @@ function toolCallMessage(message: ChatMessage, builtinTools: readonly string[] |
 export class Llama3Renderer implements ChatRenderer {
   readonly id = "llama3";
   readonly specialTokens = [BOS, "<|start_header_id|>", "<|end_header_id|>", EOT, EOM, PYTHON_TAG];
+  readonly turnEnds = [EOT, EOM];
 
   render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     const { toolsInUser, date, builtinTools } = kwargs(options);

@@ -15,6 +15,8 @@ export interface ChatRenderer {
   readonly id: RendererId;
   /** Special tokens the text uses; the tokenizer must have each as one token. */
   readonly specialTokens: readonly string[];
+  /** Special tokens that end an assistant's turn (a tool call's included), at which sampling a chat stops. */
+  readonly turnEnds: readonly string[];
   /**
    * Text of `messages` in the model's format.
    * @throws {@link InputError} for a conversation or option the format cannot express.

@@ -19,6 +19,8 @@ export interface ChosenChatFormat {
   format: ChatFormat;
   /** The renderer's family, or undefined for the model's Jinja template. */
   renderer: RendererId | undefined;
+  /** Special tokens besides EOS that end an assistant's turn (the renderer's; none for a Jinja template). */
+  turnEnds: readonly string[];
 }
 
 /** What {@link chooseChatFormat} looks at. */
@@ -75,10 +77,13 @@ export function chooseChatFormat(inputs: ChatFormatInputs): ChosenChatFormat | n
         `the ${asked} renderer writes ${missing.join(", ")}, which the tokenizer of ${inputs.source} does not have as tokens; use the tokenizer of a ${asked} model`,
       );
     }
-    return { format: renderer, renderer: renderer.id };
+    return { format: renderer, renderer: renderer.id, turnEnds: renderer.turnEnds };
   }
   const detected = detectRenderer(inputs);
-  if (detected !== undefined) return { format: createRenderer(detected), renderer: detected };
+  if (detected !== undefined) {
+    const renderer = createRenderer(detected);
+    return { format: renderer, renderer: detected, turnEnds: renderer.turnEnds };
+  }
   if (inputs.template === undefined) return null;
-  return { format: new ChatTemplate(inputs.template, inputs.specialTokens), renderer: undefined };
+  return { format: new ChatTemplate(inputs.template, inputs.specialTokens), renderer: undefined, turnEnds: [] };
 }

@@ -78,6 +78,8 @@ export class HfTokenizer implements Tokenizer {
   readonly chatTemplateText: string | undefined;
   /** The renderer chats are rendered with, or undefined for the model's own Jinja template. */
   readonly renderer: RendererId | undefined;
+  /** The renderer's turn-ending tokens (see {@link Tokenizer.turnEndIds}); undefined with the model's own template. */
+  readonly turnEndIds: readonly number[] | undefined;
   private readonly core: CoreTokenizer;
   private readonly template: ChatFormat | null;
 
@@ -132,6 +134,8 @@ export class HfTokenizer implements Tokenizer {
     });
     this.template = chosen?.format ?? null;
     this.renderer = chosen?.renderer;
+    const turnEnds = chosen?.turnEnds.filter((t) => t !== eos) ?? [];
+    this.turnEndIds = turnEnds.length > 0 ? turnEnds.map((t) => idOf("turn end", t)) : undefined;
   }
 
   /**
