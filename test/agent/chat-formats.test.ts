@@ -191,7 +191,7 @@ describe("agent gateway: each family's tool calls", () => {
     const recipe = await writeRecipe(
       dir,
       [
-        "data: {data_files: [train.jsonl]}",
+        "data: {data_files: [train.jsonl], rollout_repeat_n: 2}",
         `rollout_worker: {type: agent, agent_module_path: "${fixture("openai-agent.ts")}"}`,
         "trainer: {type: remote_api_grpo, total_train_steps: 1}",
         "service: {train_service: {backend: local, model: tiny}, inference_service: {reasoning_parser: gpt-oss}}",

@@ -33,7 +33,11 @@ describe("nexrl serve's errors", () => {
       expect(wrong.message).not.toBe('404 "not_found"');
       expect((wrong.error as { type: string }).type).toBe("invalid_request_error");
       // Tinker's and Weaver's clients read {error: code, message, retryable}.
-      const tinker = await fetch(`${url}/api/v1/no_such_route`, { method: "POST", body: "{}" });
+      const tinker = await fetch(`${url}/api/v1/no_such_route`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
       expect(tinker.status).toBe(404);
       expect(await tinker.json()).toMatchObject({
         error: expect.any(String),
