@@ -9,10 +9,11 @@ export default defineConfig({
       include: ["src/**/*.ts"],
       reporter: ["text-summary", "json-summary", "html"],
       reportsDirectory: "coverage",
-      // Just under the figures measured on a clean clone of main on 2026-12-01 after the day's merges (lines 95.12 %,
-      // branches 88.53 %, statements 94.44 %, functions 94.58 %), with room for the few branches that depend on timing
-      // (a retry taken or not): a change that lowers them fails CI.
-      thresholds: { lines: 94.9, branches: 88.3, statements: 94.2, functions: 94.3 },
+      // Just under the figures measured on main on 2026-12-02 (lines 94.00 %, branches 88.44 %, statements 93.09 %,
+      // functions 93.60 %). They fell from 95.12/88.53/94.44/94.58 with the Redis reconnection code, which its tests
+      // exercise in child processes (not measured), and the agent-SDK paths, whose tests run under Node 24 only.
+      // A change that lowers them further fails CI.
+      thresholds: { lines: 93.8, branches: 88.2, statements: 92.9, functions: 93.4 },
     },
   },
 });
