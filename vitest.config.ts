@@ -10,10 +10,10 @@ export default defineConfig({
       reporter: ["text-summary", "json-summary", "html"],
       reportsDirectory: "coverage",
       // Just under the figures measured on main on 2026-12-02 (lines 94.00 %, branches 88.44 %, statements 93.09 %,
-      // functions 93.60 %). They fell from 95.12/88.53/94.44/94.58 with the Redis reconnection code, which its tests
+      // functions 93.60 %). Lines, statements and functions fell from 95.12/94.44/94.58 with the Redis reconnection code, which its tests
       // exercise in child processes (not measured), and the agent-SDK paths, whose tests run under Node 24 only.
       // A change that lowers them further fails CI.
-      thresholds: { lines: 93.8, branches: 88.2, statements: 92.9, functions: 93.4 },
+      thresholds: { lines: 93.8, branches: 88.3, statements: 92.9, functions: 93.4 },
     },
   },
 });
