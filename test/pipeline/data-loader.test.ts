@@ -1,15 +1,18 @@
-import { symlink, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { symlink, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parquetWriteFile } from "hyparquet-writer";
 import { describe, expect, it } from "vitest";
 import { DataLoader } from "../../src/pipeline/data/data-loader.js";
-import { readDataFile, readRowTable } from "../../src/pipeline/data/files.js";
+import { MAX_LINE_BYTES, readDataFile, readRowTable } from "../../src/pipeline/data/files.js";
 import { RowTable } from "../../src/pipeline/data/row-table.js";
 import type { TaskGroup } from "../../src/contracts/task.js";
 import { tempDir, writeJsonl } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
 
 const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `p${i}`, answer: String(i) }));
+/** True when this machine can make a named pipe with `mkfifo` (Linux, macOS). */
+const canMakeFifo = spawnSync("mkfifo", ["--version"]).error === undefined;
 const indices = (groups: TaskGroup[] | undefined) => groups?.map((g) => g.index);
 
 describe("readDataFile", () => {
@@ -75,23 +78,51 @@ describe("readRowTable", () => {
     ]);
   });
 
-  it("refuses a file with no line end past 64 MiB (a link to /dev/zero) at once, naming it, instead of filling memory", async () => {
+  it("refuses a file with no line end past 64 MiB at once, and a link to /dev/zero before reading, naming them, instead of filling memory", async () => {
     const dir = await tempDir();
+    const refusal = (file: string) =>
+      readDataFile(file).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+    // A sparse file: 64 MiB and one byte of zeros that take no disk space.
+    const zeros = join(dir, "zeros.jsonl");
+    await writeFile(zeros, "");
+    await truncate(zeros, MAX_LINE_BYTES + 1);
+    const error = await refusal(zeros);
+    expect(error).toBeInstanceOf(InputError);
+    expect(error?.message).toBe(
+      `${zeros}: line 1 is longer than 64 MiB with no line end; a JSON Lines file holds one row per line (is it a JSON Lines file?)`,
+    );
     const endless = join(dir, "zero.jsonl");
     await symlink("/dev/zero", endless);
-    const error = await readDataFile(endless).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(InputError);
-    expect((error as Error).message).toBe(
-      `${endless}: line 1 is longer than 64 MiB with no line end; a JSON Lines file holds one row per line (is it a JSON Lines file?)`,
+    expect((await refusal(endless))?.message).toBe(
+      `data file ${endless} is a device, not a regular file; give the path of a .jsonl, .json or .parquet file`,
     );
     // A long line that does end is read.
     const long = join(dir, "long.jsonl");
     await writeFile(long, `{"prompt": "${"a".repeat(3 * 2 ** 20)}"}\n{"prompt": "b"}\n`);
     expect((await readDataFile(long)).map((row) => String(row["prompt"]).length)).toEqual([3 * 2 ** 20, 1]);
   });
+
+  // Opening a named pipe waits for a writer forever (SIGTERM cannot end a read blocked in the
+  // thread pool), so a data path that is not a regular file is refused before it is opened.
+  it.skipIf(!canMakeFifo)(
+    "refuses a named pipe (FIFO) as a data file at once, naming it, instead of waiting for a writer",
+    async () => {
+      const dir = await tempDir();
+      const fifo = join(dir, "train.jsonl");
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      const error = await readRowTable([fifo]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as Error).message).toBe(
+        `data file ${fifo} is a named pipe (FIFO), not a regular file; give the path of a .jsonl, .json or .parquet file`,
+      );
+    },
+  );
 
   it("reads many files and every parquet row group in order, numbering rows per file", async () => {
     const dir = await tempDir();

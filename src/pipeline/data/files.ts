@@ -5,7 +5,8 @@
  * @module
  */
 import { createReadStream } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { extname } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, toJson } from "hyparquet";
 import { RowTableBuilder, type RowTable } from "./row-table.js";
@@ -123,9 +124,31 @@ async function readParquet(file: string, table: RowTableBuilder): Promise<void> 
   }
 }
 
+/** What a path that is not a regular file is, for the refusal. */
+function fileKind(stats: Stats): string {
+  if (stats.isDirectory()) return "a folder";
+  if (stats.isFIFO()) return "a named pipe (FIFO)";
+  if (stats.isSocket()) return "a socket";
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device";
+  return "not a file";
+}
+
+/**
+ * Refuses a path that is not a regular file before it is opened: opening a named pipe waits for a
+ * writer forever (in the thread pool, where no signal reaches it) and a device never ends.
+ */
+async function checkRegularFile(file: string): Promise<void> {
+  const stats = await stat(file);
+  if (!stats.isFile())
+    throw new InputError(
+      `data file ${file} is ${fileKind(stats)}, not a regular file; give the path of a .jsonl, .json or .parquet file`,
+    );
+}
+
 async function readInto(file: string, table: RowTableBuilder): Promise<void> {
   const ext = extname(file).toLowerCase();
   try {
+    await checkRegularFile(file);
     switch (ext) {
       case ".jsonl":
         return await readJsonLines(file, table);
