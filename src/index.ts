@@ -418,3 +418,8 @@ export {
   type EngineErrorOptions,
   type ProtocolErrorOptions,
 } from "./errors.js";
+
+import { provideBuiltins } from "./builtins.js";
+
+// The package root plugs the agent service into the pipeline and offers itself to CommonJS user modules.
+provideBuiltins(() => import("./index.js"));

@@ -5,6 +5,7 @@ import { redactSecrets, redactText, secretRedactor } from "../recipe/redact.js";
 import { EXIT_CODES, parseCommandLine } from "./args.js";
 import { commandHelp, helpText } from "./help.js";
 import { NexrlError, RecipeError, RolloutError, RunError, UsageError, UserCodeError } from "../errors.js";
+import { provideBuiltins } from "../builtins.js";
 
 // The recipe loader (zod, tsx), the pipeline, yaml and the server are imported by the commands
 // that use them: loading them up front made `nexrl --help` take several times Node's own start.
@@ -30,6 +31,9 @@ export interface CliIO {
  * Never throws for expected failures: they are printed to `io.stderr`. Everything it prints has
  * the secrets of the environment, and once it is loaded of the recipe, redacted.
  */
+// The CLI plugs the agent service into the pipeline and offers the package root to CommonJS user modules.
+provideBuiltins(() => import("../index.js"));
+
 export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<number> {
   let redact = (text: string): string => redactText(text, cliIO.env);
   const io: CliIO = {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import { gateway, task, tempDir, tinyInference, writeFiles } from "./helpers.js";
 
 /** POSTs JSON to the gateway and parses the answer. */

@@ -8,7 +8,7 @@ import { get } from "../../recipe/agent_tools/agent_workspace/tools/get.js";
 import { makeData, renderFiles, type ToolRow } from "../../recipe/agent_tools/data/make_data.js";
 import { createAgentWorkerClass } from "../../src/agent/index.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import type { ChatMessage } from "../../src/types/tokenizer.js";
 import { memorisingInference, onCleanup, recording, task, tempDir, tokenizer } from "./helpers.js";

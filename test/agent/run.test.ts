@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import type { MetricsRow } from "../../src/pipeline/events.js";
 import { fixture, tempDir, writeFiles } from "./helpers.js";
 

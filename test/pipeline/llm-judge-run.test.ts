@@ -8,7 +8,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { RolloutError } from "../../src/errors.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import { startServer } from "../../src/server/index.js";
 import { additionRows, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { startJudge } from "./rewards/judge-server.js";

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { RecipeError } from "../../src/errors.js";
 import type { RunEvent } from "../../src/pipeline/events.js";
 import { checkRecipe } from "../../src/pipeline/preflight.js";
+import { provideBuiltins } from "../../src/builtins.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { createTrainingService } from "../../src/services/training/index.js";
@@ -17,6 +18,9 @@ import { LocalTrainingService } from "../../src/services/training/local/index.js
 import { recipeError } from "../recipe/helpers.js";
 import { serve } from "../services/training/helpers.js";
 import { additionRows, tempDir, writeJsonl } from "./helpers.js";
+
+// checkRecipe is internal: plug in the agent service as the package root does.
+provideBuiltins(() => import("../../src/index.js"));
 
 const KEY = "rollout_worker.reward_model.sampler_path";
 

@@ -7,7 +7,7 @@
 import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import { ROOT, userProject } from "../robustness/run-helpers.js";
 
 /** A user project holding a copy of `recipe/<name>/`, its warm-start recipe (if any) cut to 3 steps. */

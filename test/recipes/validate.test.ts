@@ -10,9 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { RecipeError } from "../../src/errors.js";
 import { checkRecipe } from "../../src/pipeline/preflight.js";
+import { provideBuiltins } from "../../src/builtins.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { root, runNexrl } from "../run-folder/helpers.js";
+
+// checkRecipe is internal: plug in the agent service as the package root does.
+provideBuiltins(() => import("../../src/index.js"));
 
 const RECIPES = join(root, "recipe");
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { MetricsRow } from "../../src/pipeline/events.js";
 import type { SampleRow } from "../../src/pipeline/samples.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/index.js";
 import { writeReport } from "../../src/report/index.js";
 import { readJsonlRows } from "../../src/run-folder/read.js";
 import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
@@ -182,7 +182,7 @@ describe("the run report in headless Chromium", () => {
     async () => {
       const dir = await tempDir();
       const out = join(dir, "pig");
-      const { runRecipe: run } = await import("../../src/pipeline/run-recipe.js");
+      const { runRecipe: run } = await import("../../src/index.js");
       await run(pigLatinRecipe, {
         outputDir: out,
         overrides: pigLatinOverrides({ steps: 2, saveFreq: 0, validateFreq: 0 }),

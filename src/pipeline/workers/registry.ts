@@ -11,9 +11,44 @@ import { PreferenceRolloutWorker } from "./preference.js";
 import { SftRolloutWorker } from "./sft.js";
 import { SimpleRolloutWorker } from "./simple.js";
 import { SingleTurnMathRolloutWorker } from "./single-turn-math.js";
+import { ConfigError } from "../../errors.js";
 
 /** A concrete rollout worker class. */
 export type RolloutWorkerClass = new (context: RolloutWorkerContext) => BaseRolloutWorker;
+
+/** Where a recipe's own modules are resolved from: its folder, and its file when it has one. */
+export interface RecipeBase {
+  readonly recipeDir: string;
+  readonly recipeFile?: string;
+}
+
+/**
+ * The `agent` and `nexau` workers of the agent service, which sits above the pipeline: the
+ * composition root (`src/builtins.ts`) provides them, so the pipeline never imports `agent/`.
+ */
+export interface AgentServiceWorkers {
+  /** Loads the agent and evaluator, starts the agent gateway (closed when `signal` aborts) and returns the worker class. */
+  workerClass(config: RecipeConfig, base: RecipeBase, signal?: AbortSignal): Promise<RolloutWorkerClass>;
+  /** What only the agent's episodes can show, said up front (a reward that must come from the agent). */
+  notes(config: RecipeConfig): Promise<string[]>;
+  /** Loads the agent and evaluator and checks their reward source without starting anything. */
+  check(config: RecipeConfig, base: RecipeBase): Promise<void>;
+}
+
+let agentService: AgentServiceWorkers | undefined;
+
+/** Makes the agent service's workers available to recipes (called once by the composition root). */
+export function provideAgentService(service: AgentServiceWorkers): void {
+  agentService = service;
+}
+
+function agentServiceWorkers(): AgentServiceWorkers {
+  if (agentService === undefined)
+    throw new ConfigError(
+      `rollout_worker: this recipe runs an agent of the agent service, which was not loaded; import nexrl's package root ("nexrl") or its CLI, which provide it, rather than its internal modules`,
+    );
+  return agentService;
+}
 
 /** Whether an `agent` worker runs NexRL's built-in `single_turn_math` agent rather than an agent of the agent service. */
 export function isBuiltinAgent(worker: RecipeConfig["rollout_worker"]): boolean {
@@ -52,9 +87,11 @@ export async function resolveRolloutWorkerClass(
     case "agent":
     case "nexau": {
       if (!isAgentServiceWorker(worker)) return SingleTurnMathRolloutWorker;
-      // Loaded on demand: the agent service sits on top of the pipeline.
-      const { createAgentWorkerClass } = await import("../../agent/worker-class.js");
-      return createAgentWorkerClass(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) }, signal);
+      return agentServiceWorkers().workerClass(
+        config,
+        { recipeDir, ...(recipeFile !== undefined && { recipeFile }) },
+        signal,
+      );
     }
     case "simple":
       return SimpleRolloutWorker;
@@ -82,9 +119,7 @@ function isAgentServiceWorker(worker: RecipeConfig["rollout_worker"]): boolean {
  */
 export async function rolloutWorkerNotes(config: RecipeConfig): Promise<string[]> {
   if (!isAgentServiceWorker(config.rollout_worker)) return [];
-  const { agentRewardSource } = await import("../../agent/worker-class.js");
-  const { note } = agentRewardSource(config);
-  return note === undefined ? [] : [note];
+  return agentServiceWorkers().notes(config);
 }
 
 /**
@@ -98,8 +133,7 @@ export async function checkRolloutWorkerClass(
   recipeFile?: string,
 ): Promise<void> {
   if (isAgentServiceWorker(config.rollout_worker)) {
-    const { loadAgentParts } = await import("../../agent/worker-class.js");
-    await loadAgentParts(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) });
+    await agentServiceWorkers().check(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) });
     return;
   }
   await resolveRolloutWorkerClass(config, recipeDir, recipeFile);

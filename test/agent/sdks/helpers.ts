@@ -12,7 +12,7 @@ import type { AgentFunction } from "../../../src/agent/agent-module.js";
 import type { EpisodeSequence } from "../../../src/agent/episode.js";
 import type { RolloutTrace } from "../../../src/agent/trace.js";
 import type { RunResult } from "../../../src/pipeline/events.js";
-import { runRecipe } from "../../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../../src/index.js";
 import type { InferenceClient, InferenceResult } from "../../../src/services/inference/index.js";
 import { fixture, gateway, tempDir, tokenizer } from "../helpers.js";
 
