@@ -576,7 +576,8 @@ export interface ChangedSetting {
 
 /**
  * Why a run cannot start or go on, for {@link RunError}: `setup` the recipe and the model
- * disagree or a checkpoint is missing, unreadable or from another run; `resume_settings` a resume
+ * disagree or a checkpoint is missing, unreadable or from another run; `damaged_checkpoint` a
+ * run-state file's checksum does not match its contents; `resume_settings` a resume
  * would change settings that decide the data order or the algorithm (`changed` lists them);
  * `output_dir` the run folder cannot be created or written; `locked` another live run holds it
  * (`holder`); `run_folder` a finished run's folder cannot be read; `stalled` the loop waits on a
@@ -585,6 +586,7 @@ export interface ChangedSetting {
  */
 export type RunProblem =
   | "setup"
+  | "damaged_checkpoint"
   | "resume_settings"
   | "output_dir"
   | "locked"

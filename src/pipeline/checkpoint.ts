@@ -4,11 +4,12 @@
  * @module
  */
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { DataCursor } from "./data/data-loader.js";
 import type { PoolState } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
 import type { SamplerState } from "./weight-sync.js";
+import { crc32 } from "../engine/crc32.js";
 import { RunError } from "../errors.js";
 
 /**
@@ -52,11 +53,25 @@ export function runStateFileName(step: number): string {
   return `step_${String(step).padStart(6, "0")}.json`;
 }
 
-/** What a version 2 file holds besides the state: where the run folder is, from the file's folder. */
+/** What a version 2 file holds besides the state: where the run folder is, from the file's folder, and a checksum. */
 interface StoredRunState extends RunState {
   /** The run folder, relative to the folder of the run-state file (`..` for `<run>/checkpoints/`). */
   runDir?: string;
+  /**
+   * `crc32:<8 hex digits>` of the file's JSON without this key (as {@link runStateText} writes it);
+   * absent in files written before nexrl checksummed run states, which load unchecked.
+   */
+  checksum?: string;
 }
+
+/** The text of a run-state file holding `stored` (without its checksum key). */
+const runStateText = (stored: StoredRunState): string => `${JSON.stringify(stored, null, 1)}\n`;
+
+/** The checksum of a run-state file holding `stored`. */
+const runStateChecksum = (stored: StoredRunState): string =>
+  `crc32:${crc32(new TextEncoder().encode(runStateText(stored)))
+    .toString(16)
+    .padStart(8, "0")}`;
 
 /** `path` as stored: relative to `runDir` (`./checkpoints/step_000002.nxs`) when inside it, else unchanged (service paths, presets, other folders). */
 function storedPath(path: string, runDir: string): string {
@@ -90,7 +105,7 @@ export async function writeRunState(dir: string, state: RunState, runDir: string
     ...mapPaths({ ...state, version: 2 }, (p) => storedPath(p, runDir)),
     runDir: relative(dir, runDir).split(sep).join("/") || ".",
   };
-  await writeFile(`${path}.tmp`, `${JSON.stringify(stored, null, 1)}\n`);
+  await writeFile(`${path}.tmp`, runStateText({ ...stored, checksum: runStateChecksum(stored) }));
   await rename(`${path}.tmp`, path);
   return path;
 }
@@ -107,8 +122,10 @@ export async function removeRunState(path: string): Promise<void> {
 }
 
 /**
- * Reads a run-state file.
- * @throws {@link RunError} when it is missing or not a nexrl run state.
+ * Reads a run-state file, checking its checksum when it has one (files from before nexrl wrote
+ * checksums have none and load unchecked).
+ * @throws {@link RunError} when it is missing or not a nexrl run state, and of problem
+ * `damaged_checkpoint` when its checksum does not match its contents.
  */
 export async function readRunState(path: string): Promise<RunState> {
   let value: unknown;
@@ -122,6 +139,8 @@ export async function readRunState(path: string): Promise<RunState> {
     );
   }
   const state = value as Partial<StoredRunState> | null;
+  // Checked first: a damaged file should say so, not that a key it holds is wrong.
+  if (typeof state === "object" && state !== null && "checksum" in state) await checkRunStateChecksum(path, state);
   if (
     state?.format !== "nexrl.run-state" ||
     (state.version !== 1 && state.version !== 2) ||
@@ -135,10 +154,28 @@ export async function readRunState(path: string): Promise<RunState> {
       `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint); if the file was damaged, delete it to resume from an earlier checkpoint`,
     );
   }
-  const { runDir, ...rest } = state as StoredRunState;
+  const { runDir, checksum: _checksum, ...rest } = state as StoredRunState;
   if (rest.version === 1) return rest;
   const folder = resolve(dirname(path), runDir ?? "..");
   return mapPaths(rest, (p) => loadedPath(p, folder));
+}
+
+/**
+ * Checks the checksum of the run-state file `path`, which holds `file`.
+ * @throws {@link RunError} of problem `damaged_checkpoint` when it does not match.
+ */
+async function checkRunStateChecksum(path: string, file: Partial<StoredRunState>): Promise<void> {
+  const { checksum, ...stored } = file;
+  if (checksum === runStateChecksum(stored as StoredRunState)) return;
+  const step = Number(STATE_FILE.exec(basename(path))?.[1] ?? Infinity);
+  const earlier = (await listRunStates(dirname(path))).filter((entry) => entry.step < step).at(-1);
+  const wayOut = earlier
+    ? `resume from the checkpoint before it: delete ${path} (a resume then takes ${earlier.path}), or set resume.resume_path to ${earlier.path}`
+    : `no earlier checkpoint is in ${dirname(path)}: delete ${path} and start the run again`;
+  throw new RunError(
+    "damaged_checkpoint",
+    `the run state ${path} is damaged: its checksum does not match its contents (the file was changed or cut after the checkpoint wrote it); ${wayOut}`,
+  );
 }
 
 /** The run-state files in `dir`, oldest step first. */

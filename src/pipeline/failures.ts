@@ -72,13 +72,15 @@ export class FailureLog {
   /**
    * Opens `path` like the other logs of a run (rows after `keepThroughStep` dropped on resume).
    * @param redact removes secrets from messages and stacks.
+   * @param warn hears of each line a resume drops for being unreadable.
    */
   static async open(
     path: string,
     keepThroughStep: number | undefined,
     redact: (text: string) => string,
+    warn?: (message: string) => void,
   ): Promise<FailureLog> {
-    return new FailureLog(await JsonlLog.open<FailureRow>(path, keepThroughStep), redact);
+    return new FailureLog(await JsonlLog.open<FailureRow>(path, keepThroughStep, warn), redact);
   }
 
   /** The file. */

@@ -261,7 +261,8 @@ export async function setUpRun(
       initialSamplerPath,
       warn: (message) => options.emit({ type: "warning", message }),
     });
-    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step);
+    const warn = (message: string): void => options.emit({ type: "warning", message });
+    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step, warn);
     if (resume) accounting.restore(metrics.rows.at(-1));
     return {
       client,
@@ -274,8 +275,8 @@ export async function setUpRun(
       weightSync: new WeightSync(service, inference, sampler),
       validator,
       metrics,
-      samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step),
-      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact),
+      samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn),
+      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact, warn),
       runners,
       initialSamplerPath,
       versions,
