@@ -85,8 +85,9 @@ function tokenizerOptions(config: Record<string, unknown>): { renderer?: Rendere
   return (RENDERER_IDS as readonly unknown[]).includes(renderer) ? { renderer: renderer as RendererId } : {};
 }
 
-/** The weights at `step` (the latest without one): a checkpoint, else a local sampler snapshot. */
-function pickWeights(
+/** The weights at `step` (the latest without one): a checkpoint, else a local sampler snapshot.
+ * @throws {@link RunError} when the run has none, or none at `step`. */
+export function pickWeights(
   run: RunFolder,
   checkpoints: RunCheckpoint[],
   snapshots: RunSnapshot[],

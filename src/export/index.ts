@@ -1,0 +1,70 @@
+/**
+ * `exportModel`: a local run's trained model written in standard formats, for use outside nexrl.
+ * @module
+ * @internal
+ */
+import { basename, resolve } from "node:path";
+import { resolveModelConfig } from "../engine/config.js";
+import { parameterCount } from "../engine/params.js";
+import { readStateFile } from "../engine/storage.js";
+import { ByteTokenizer } from "../engine/tokenizer.js";
+import { pickWeights, parseRunModelRef, type RunModelRef } from "../run-folder/model.js";
+import { configValue, readRunFolder } from "../run-folder/read.js";
+import { readRunWeights } from "../run-folder/weights.js";
+import { RunError } from "../errors.js";
+import { writeHuggingFace } from "./hugging-face.js";
+
+/** Options of {@link exportModel}. */
+export interface ExportModelOptions {
+  /** The folder to write into (created when missing). */
+  outDir: string;
+  /** Folder a relative run folder and `outDir` are found from (default: the current directory). */
+  cwd?: string;
+}
+
+/** What {@link exportModel} wrote. */
+export interface ExportedModel {
+  /** `<run folder name>:<step>`. */
+  name: string;
+  /** The step of the weights. */
+  step: number;
+  /** The weights file read. */
+  source: string;
+  /** The files written. */
+  files: string[];
+}
+
+/**
+ * Writes the model of a local run (`RUN_DIR[:step]`, the latest weights by default) in Hugging
+ * Face's GPT-2 format: `config.json`, `model.safetensors` (F32), `tokenizer.json` and
+ * `tokenizer_config.json` (with the byte tokenizer's chat template).
+ * @throws {@link RunError} for a missing folder or step, or a run on a remote backend.
+ */
+export async function exportModel(ref: RunModelRef | string, options: ExportModelOptions): Promise<ExportedModel> {
+  const { dir, step } = typeof ref === "string" ? parseRunModelRef(ref) : ref;
+  const cwd = options.cwd ?? process.cwd();
+  const run = await readRunFolder(dir, { cwd });
+  const backend = configValue(run.config, "service.train_service.backend");
+  if (backend !== "local")
+    throw new RunError(
+      "run_folder",
+      `${run.dir} trained on ${String(backend)}: only runs of the local engine (backend: local) can be exported; a remote service's weights are downloaded from that service`,
+    );
+  const { checkpoints, snapshots } = await readRunWeights(run);
+  const picked = pickWeights(run, checkpoints, snapshots, step);
+  const source = picked.checkpoint?.trainingState ?? picked.snapshot!.file;
+  const at = picked.checkpoint?.step ?? picked.snapshot!.step;
+  const contents = await readStateFile(source);
+  const config = resolveModelConfig(contents.config, new ByteTokenizer().vocabSize);
+  if (parameterCount(config) !== contents.weights.length)
+    throw new RunError(
+      "run_folder",
+      `${source} holds ${contents.weights.length} weights, its config needs ${parameterCount(config)}`,
+    );
+  const name = `${basename(run.dir)}:${at}`;
+  const files = await writeHuggingFace(resolve(cwd, options.outDir), config, contents.weights, {
+    "nexrl.run": name,
+    "nexrl.step": String(at),
+  });
+  return { name, step: at, source, files };
+}
