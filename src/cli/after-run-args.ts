@@ -55,10 +55,20 @@ export interface SampleCommand {
   seed?: number;
 }
 
+/** A parsed `nexrl export` command line. */
+export interface ExportCommand {
+  /** Discriminator. */
+  kind: "export";
+  /** `RUN_DIR[:step]`. */
+  model: string;
+  /** The folder to write into (default: `RUN_DIR/export/step_NNNNNN`). */
+  output?: string;
+}
+
 /** The options of `command`, with its positionals. */
 function parse(
   args: readonly string[],
-  command: "report" | "sample",
+  command: "report" | "sample" | "export",
 ): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
   const { values, positionals } = parseOptions(commandSpec(command), args);
   return { values: values as Record<string, string | boolean | undefined>, positionals };
@@ -138,5 +148,22 @@ export function parseSample(args: readonly string[]): SampleCommand | HelpComman
     ...(temperature !== undefined && { temperature }),
     ...(maxTokens !== undefined && { maxTokens }),
     ...(seed !== undefined && { seed }),
+  };
+}
+
+/** Parses the arguments of `nexrl export` (after the word `export`). */
+export function parseExport(args: readonly string[]): ExportCommand | HelpCommand {
+  const { values, positionals } = parse(args, "export");
+  if (values.help) return { kind: "help", command: "export" };
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0
+        ? "nexrl export needs a run folder: nexrl export RUN_DIR[:STEP] [--output DIR]"
+        : `nexrl export takes one RUN_DIR[:STEP], got ${positionals.length} arguments`,
+    );
+  return {
+    kind: "export",
+    model: positionals[0]!,
+    ...(values.output !== undefined && { output: values.output as string }),
   };
 }

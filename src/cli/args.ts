@@ -1,5 +1,12 @@
 import { parseTinkerFlag } from "../server/tinker-flags.js";
-import { parseReport, parseSample, type ReportCommand, type SampleCommand } from "./after-run-args.js";
+import {
+  parseExport,
+  parseReport,
+  parseSample,
+  type ExportCommand,
+  type ReportCommand,
+  type SampleCommand,
+} from "./after-run-args.js";
 import { corsOrigin } from "./cors-origin.js";
 import { ConfigError, UsageError } from "../errors.js";
 import { COMMAND_NAMES, commandSpec } from "./commands.js";
@@ -54,7 +61,8 @@ export type CliCommand =
   | ServeCommand
   | WorkerCommand
   | ReportCommand
-  | SampleCommand;
+  | SampleCommand
+  | ExportCommand;
 
 /** `--help`: the general help, or one command's (`train`, `serve`, …; `nexrl` for NexRL's form). */
 export interface HelpCommand {
@@ -262,6 +270,8 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
       return parseReport(rest);
     case "sample":
       return parseSample(rest);
+    case "export":
+      return parseExport(rest);
     case "worker":
       return parseWorker(rest);
     case "validate":

@@ -299,8 +299,25 @@ const sample: CommandSpec = {
   nearShorts: { t: "temperature", m: "max-tokens" },
 };
 
+const exportCommand: CommandSpec = {
+  name: "export",
+  summary:
+    "write a local run's trained model (the latest checkpoint, or STEP) in Hugging Face's GPT-2 format, for transformers, vLLM and other tools.",
+  usage: ["export RUN_DIR[:STEP] [--output DIR]"],
+  options: {
+    output: {
+      type: "string",
+      value: "DIR",
+      help: "the folder to write config.json, model.safetensors, tokenizer.json and tokenizer_config.json into (default: RUN_DIR/export/step_NNNNNN).",
+    },
+  },
+  positionals: [["RUN_DIR[:STEP]", "the run folder, and a checkpoint's step (default: the latest)."]],
+  examples: ["nexrl export runs/pig_latin", "nexrl export runs/pig_latin:20 --output pig-latin-hf"],
+  nearShorts: { o: "output" },
+};
+
 /** Every command, the NexRL form last. */
-export const COMMANDS: readonly CommandSpec[] = [train, validate, serve, worker, report, sample, nexrl];
+export const COMMANDS: readonly CommandSpec[] = [train, validate, serve, worker, report, sample, exportCommand, nexrl];
 
 /** The command words (`train`, `validate`, …). */
 export const COMMAND_NAMES: readonly string[] = COMMANDS.filter((c) => c.name !== "nexrl").map((c) => c.name);

@@ -3,7 +3,7 @@
  * @module
  * @internal
  */
-import { basename, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { resolveModelConfig } from "../engine/config.js";
 import { parameterCount } from "../engine/params.js";
 import { readStateFile } from "../engine/storage.js";
@@ -16,8 +16,8 @@ import { writeHuggingFace } from "./hugging-face.js";
 
 /** Options of {@link exportModel}. */
 export interface ExportModelOptions {
-  /** The folder to write into (created when missing). */
-  outDir: string;
+  /** The folder to write into, created when missing (default: `RUN_DIR/export/step_NNNNNN`). */
+  outDir?: string;
   /** Folder a relative run folder and `outDir` are found from (default: the current directory). */
   cwd?: string;
 }
@@ -30,6 +30,8 @@ export interface ExportedModel {
   step: number;
   /** The weights file read. */
   source: string;
+  /** The folder written into. */
+  dir: string;
   /** The files written. */
   files: string[];
 }
@@ -40,7 +42,7 @@ export interface ExportedModel {
  * `tokenizer_config.json` (with the byte tokenizer's chat template).
  * @throws {@link RunError} for a missing folder or step, or a run on a remote backend.
  */
-export async function exportModel(ref: RunModelRef | string, options: ExportModelOptions): Promise<ExportedModel> {
+export async function exportModel(ref: RunModelRef | string, options: ExportModelOptions = {}): Promise<ExportedModel> {
   const { dir, step } = typeof ref === "string" ? parseRunModelRef(ref) : ref;
   const cwd = options.cwd ?? process.cwd();
   const run = await readRunFolder(dir, { cwd });
@@ -62,9 +64,13 @@ export async function exportModel(ref: RunModelRef | string, options: ExportMode
       `${source} holds ${contents.weights.length} weights, its config needs ${parameterCount(config)}`,
     );
   const name = `${basename(run.dir)}:${at}`;
-  const files = await writeHuggingFace(resolve(cwd, options.outDir), config, contents.weights, {
+  const outDir =
+    options.outDir === undefined
+      ? join(run.dir, "export", `step_${String(at).padStart(6, "0")}`)
+      : resolve(cwd, options.outDir);
+  const files = await writeHuggingFace(outDir, config, contents.weights, {
     "nexrl.run": name,
     "nexrl.step": String(at),
   });
-  return { name, step: at, source, files };
+  return { name, step: at, source, dir: outDir, files };
 }

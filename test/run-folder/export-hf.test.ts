@@ -5,8 +5,10 @@ import { LocalEngine } from "../../src/engine/index.js";
 import { exportModel } from "../../src/export/index.js";
 import { HfTokenizer } from "../../src/services/inference/tokenizers/hf-tokenizer.js";
 import { ByteTokenizer } from "../../src/engine/tokenizer.js";
-import { pigLatinRun, tempDir } from "./helpers.js";
-import { RunError } from "../../src/errors.js";
+import { parseCommandLine } from "../../src/cli/args.js";
+import { commandHelp } from "../../src/cli/help.js";
+import { pigLatinRun, runNexrl, tempDir } from "./helpers.js";
+import { RunError, UsageError } from "../../src/errors.js";
 
 interface Tensor {
   shape: number[];
@@ -186,5 +188,32 @@ describe("exportModel to Hugging Face's GPT-2 format", () => {
     const runDir = await tempDir();
     await pigLatinRun(runDir, { steps: 1, saveFreq: 1, validateFreq: 0 });
     await expect(exportModel(`${runDir}:7`, { outDir: await tempDir() })).rejects.toThrow(RunError);
+  }, 120_000);
+});
+
+describe("nexrl export", () => {
+  it("parses RUN_DIR[:STEP] and --output, and refuses a second argument", () => {
+    expect(parseCommandLine(["export", "runs/pig:4", "--output", "hf"])).toEqual({
+      kind: "export",
+      model: "runs/pig:4",
+      output: "hf",
+    });
+    expect(parseCommandLine(["export", "--help"])).toEqual({ kind: "help", command: "export" });
+    expect(() => parseCommandLine(["export"])).toThrow(UsageError);
+    expect(() => parseCommandLine(["export", "a", "b"])).toThrow(UsageError);
+    expect(commandHelp("export", "1.0.0")).toMatch(/^Usage:\n {2}nexrl export RUN_DIR\[:STEP\] \[--output DIR\]$/m);
+  });
+
+  it("writes the files into RUN_DIR/export/step_NNNNNN by default and prints them", async () => {
+    const runDir = await tempDir();
+    await pigLatinRun(runDir, { steps: 1, saveFreq: 1, validateFreq: 0 });
+    const result = await runNexrl(["export", runDir], { cwd: runDir });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("export/step_000001/model.safetensors");
+    const cfg = JSON.parse(await readFile(join(runDir, "export/step_000001/config.json"), "utf8")) as {
+      n_embd: number;
+    };
+    expect(cfg.n_embd).toBe(32);
   }, 120_000);
 });
