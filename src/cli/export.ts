@@ -5,7 +5,7 @@
 import { relative } from "node:path";
 import { EXIT_CODES } from "./args.js";
 import type { ExportCommand } from "./after-run-args.js";
-import type { CliIO } from "./run.js";
+import type { CliIO } from "./io.js";
 
 /** Runs `nexrl export`: writes the files and prints where they are. */
 export async function runExport(command: ExportCommand, io: CliIO): Promise<number> {

@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { EXIT_CODES } from "./args.js";
 import type { ReportCommand } from "./after-run-args.js";
-import type { CliIO } from "./run.js";
+import type { CliIO } from "./io.js";
 
 /** The command that opens a file or URL in the user's browser on this platform. */
 function openerCommand(platform: NodeJS.Platform = process.platform): { command: string; args: string[] } {

@@ -6,25 +6,10 @@ import { EXIT_CODES, parseCommandLine } from "./args.js";
 import { commandHelp, helpText } from "./help.js";
 import { NexrlError, RecipeError, RolloutError, RunError, UsageError, UserCodeError } from "../errors.js";
 import { provideBuiltins } from "../builtins.js";
+import type { CliIO } from "./io.js";
 
 // The recipe loader (zod, tsx), the pipeline, yaml and the server are imported by the commands
 // that use them: loading them up front made `nexrl --help` take several times Node's own start.
-
-/** Where the CLI reads and writes; the real process in `main.ts`, buffers in tests. */
-export interface CliIO {
-  /** Receives results: help, the resolved recipe, the plan (a live progress line when `isTTY`). */
-  stdout: { write(text: string): unknown; isTTY?: boolean };
-  /** Receives errors and warnings. */
-  stderr: { write(text: string): unknown };
-  /** Environment for `${oc.env:...}` and for secret redaction. */
-  env: Record<string, string | undefined>;
-  /** Folder relative paths resolve from. */
-  cwd: string;
-  /** The package version. */
-  version: string;
-  /** Where `nexrl sample` reads prompts when none is given (default: the process's standard input). */
-  stdin?: AsyncIterable<string | Buffer> & { isTTY?: boolean };
-}
 
 /**
  * Runs the `nexrl` command line and returns the process exit code (see `EXIT_CODES`).

@@ -9,7 +9,7 @@ import type { SampledSequence, SamplingParams } from "../services/training/types
 import { modelInputFromTokens } from "../types/wire.js";
 import { EXIT_CODES } from "./args.js";
 import type { SampleCommand } from "./after-run-args.js";
-import type { CliIO } from "./run.js";
+import type { CliIO } from "./io.js";
 import { UsageError } from "../errors.js";
 
 /** The prompts: the argument, else the non-empty lines of standard input. */

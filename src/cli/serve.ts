@@ -10,7 +10,7 @@ import path from "node:path";
 import { parseFaults, startServer, type FaultRates, type RunningServer } from "../server/index.js";
 import { MODEL_PRESETS } from "../engine/config.js";
 import { EXIT_CODES, type ServeCommand } from "./args.js";
-import type { CliIO } from "./run.js";
+import type { CliIO } from "./io.js";
 import type { RunModel } from "../run-folder/model.js";
 import { ConfigError, ListenError, type ListenProblem, UsageError } from "../errors.js";
 

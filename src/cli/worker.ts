@@ -8,7 +8,7 @@ import type { TaskSampling } from "../pipeline/distributed/messages.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { distributedSchema, type DistributedOptions } from "../recipe/schema/rollout-worker.js";
 import { EXIT_CODES, type WorkerCommand } from "./args.js";
-import type { CliIO } from "./run.js";
+import type { CliIO } from "./io.js";
 import { ConfigError, UserCodeError } from "../errors.js";
 
 /** The distributed settings of the worker: the recipe's, with `--redis` for the URL. */

@@ -6,7 +6,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseCommandLine } from "../../src/cli/args.js";
 import { commandHelp } from "../../src/cli/help.js";
-import { runCli, type CliIO } from "../../src/cli/run.js";
+import { runCli } from "../../src/cli/run.js";
+import type { CliIO } from "../../src/cli/io.js";
 import { runServe } from "../../src/cli/serve.js";
 import { UsageError } from "../../src/errors.js";
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerCommand } from "../../../src/cli/args.js";
-import type { CliIO } from "../../../src/cli/run.js";
+import type { CliIO } from "../../../src/cli/io.js";
 import { runWorker } from "../../../src/cli/worker.js";
 import { ConfigError, DistributedError } from "../../../src/errors.js";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
