@@ -7,7 +7,7 @@ import { HfTokenizer } from "../../src/services/inference/tokenizers/hf-tokenize
 import { ByteTokenizer } from "../../src/engine/tokenizer.js";
 import { parseCommandLine } from "../../src/cli/args.js";
 import { commandHelp } from "../../src/cli/help.js";
-import { pigLatinRun, runNexrl, tempDir } from "./helpers.js";
+import { pigLatinRun, runNexrl, tempDir } from "../run-folder/helpers.js";
 import { RunError, UsageError } from "../../src/errors.js";
 
 interface Tensor {
