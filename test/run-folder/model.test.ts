@@ -81,7 +81,8 @@ describe("a local run's weights", () => {
     const first = join(dir, "first");
     await pigLatinRun(first, { steps: 2, saveFreq: 2, validateFreq: 0 });
     const state = join(first, "checkpoints/step_000002.json");
-    const recorded = JSON.parse(await readFile(state, "utf8"));
+    // As a run state written before nexrl recorded relative paths (and checksums) reads.
+    const { checksum: _checksum, ...recorded } = JSON.parse(await readFile(state, "utf8"));
     recorded.trainingState = "checkpoints/step_000002.nxs";
     recorded.sampler.path = "sampler_weights/initial.nxw";
     recorded.initialSamplerPath = "sampler_weights/initial.nxw";
@@ -160,7 +161,11 @@ describe("a remote run's weights", () => {
       ]);
       // A checkpoint written before nexrl exported the weights of steps that sampled nothing records the initial sampler.
       const stepOne = join(out, "checkpoints", "step_000001.json");
-      const stored = JSON.parse(await readFile(stepOne, "utf8")) as { sampler: object; initialSamplerPath: string };
+      const { checksum: _checksum, ...stored } = JSON.parse(await readFile(stepOne, "utf8")) as {
+        checksum: string;
+        sampler: object;
+        initialSamplerPath: string;
+      };
       const initialSampler = stored.initialSamplerPath;
       await writeFile(stepOne, JSON.stringify({ ...stored, sampler: { path: initialSampler, version: 0 } }));
       const first = await openRunModel(`${out}:1`, { env, log: (line) => notes.push(line) });
