@@ -10,7 +10,8 @@
  * - Settings: {@link ConfigError} (and {@link RecipeError}, {@link UsageError}, {@link ListenError}).
  * - Values handed to a function: {@link InputError} (and {@link ContextLengthError}).
  * - User code (workers, agents, trainers): {@link UserCodeError}, {@link RolloutError}.
- * - A run that cannot go on: {@link RunError}; the local engine: {@link EngineError}.
+ * - A run that cannot go on: {@link RunError}; the local engine: {@link EngineError}; a file
+ *   that cannot be written: {@link StorageError}.
  * - `nexrl serve` answering a client: {@link ProtocolError}.
  *
  * @module
@@ -684,6 +685,61 @@ export class EngineError extends NexrlError {
     this.path = options.path;
     this.stateFileProblem = options.stateFileProblem;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+/** Why a file cannot be written, for {@link StorageError}. */
+export type StorageProblem = "disk_full" | "quota" | "read_only" | "permission_denied";
+
+/**
+ * A file nexrl writes (a checkpoint, a sampler snapshot, a run state, a metrics or samples line,
+ * an export) cannot be written: its disk is full, the quota is used up, the file system is
+ * read-only or permission is denied. The message names the file and the way out; `cause` holds
+ * the file system's own error.
+ */
+export class StorageError extends NexrlError {
+  /**
+   * @param problem why the file cannot be written.
+   * @param path the file.
+   * @param message what happened and what to do.
+   * @param options the file system's error.
+   */
+  constructor(
+    readonly problem: StorageProblem,
+    readonly path: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const STORAGE_PROBLEMS: Record<string, [StorageProblem, string, string]> = {
+  ENOSPC: ["disk_full", "no space is left on its disk", "free space on that disk"],
+  EDQUOT: ["quota", "the disk quota is used up", "free space within your quota"],
+  EROFS: ["read_only", "its file system is read-only", "write to a folder on a writable disk"],
+  EACCES: ["permission_denied", "permission denied", "make the folder writable for this user"],
+  EPERM: ["permission_denied", "permission denied", "make the folder writable for this user"],
+};
+
+/**
+ * The {@link StorageError} for a file system error met while writing `path`, or `error` itself
+ * when it is not one of the "cannot write here" kinds (Node's own messages name no path for
+ * `write`, and no way out).
+ */
+export function storageError(path: string, error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  const known = typeof code === "string" ? STORAGE_PROBLEMS[code] : undefined;
+  if (!known || error instanceof NexrlError) return error;
+  const [problem, what, wayOut] = known;
+  return new StorageError(
+    problem,
+    path,
+    `cannot write ${path}: ${what} (${code}); ${wayOut}, or choose a folder elsewhere, and try again`,
+    { cause: error },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -396,6 +396,7 @@ export {
   RunError,
   DistributedError,
   EngineError,
+  StorageError,
   ProtocolError,
   isRetryableStatus,
   type APIErrorContext,
@@ -416,6 +417,7 @@ export {
   type StateFileProblem,
   type EngineProblem,
   type EngineErrorOptions,
+  type StorageProblem,
   type ProtocolErrorOptions,
 } from "./errors.js";
 

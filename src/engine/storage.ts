@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { decodeStateFile, type StateFileContents } from "./state-file.js";
-import { EngineError, InputError } from "../errors.js";
+import { EngineError, InputError, storageError } from "../errors.js";
 import { stateFileError } from "./state-file.js";
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
@@ -31,15 +31,16 @@ export function filePath(
 }
 
 /**
- * Writes `bytes` to `path` through a temporary file in the same folder. With `exclusive`, an
- * existing file is never replaced.
- * @throws {@link "nexrl".EngineError | EngineError} when `exclusive` and `path` exists.
+ * Writes `bytes` to `path` through a temporary file in the same folder, removed when the write
+ * fails. With `exclusive`, an existing file is never replaced.
+ * @throws {@link "nexrl".EngineError | EngineError} when `exclusive` and `path` exists, and
+ * {@link "nexrl".StorageError | StorageError} when the disk is full or not writable.
  */
 export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive: boolean): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
   const tmp = join(dirname(path), `.${randomBytes(6).toString("hex")}.tmp`);
-  await writeFile(tmp, bytes);
   try {
+    await makeFolder(dirname(path));
+    await writeFile(tmp, bytes);
     if (exclusive) {
       await link(tmp, path).catch((err: NodeJS.ErrnoException) => {
         if (err.code === "EEXIST") {
@@ -53,10 +54,37 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
     } else {
       await rename(tmp, path);
     }
+  } catch (error) {
+    throw storageError(path, error);
   } finally {
     await rm(tmp, { force: true });
   }
 }
+
+/**
+ * Creates `dir` and its missing parents. Node's recursive `mkdir` says ENOENT when a parent
+ * cannot be created (on a read-only file system, say), so that case is retried one folder at a
+ * time to throw the real reason.
+ */
+export async function makeFolder(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT" || dirname(dir) === dir) throw error;
+    await makeFolder(dirname(dir));
+    await mkdir(dir).catch((inner: NodeJS.ErrnoException) => {
+      if (inner.code !== "EEXIST") throw inner;
+    });
+  }
+}
+
+const TEMPORARY = /^\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Whether `name` is one of the temporary files {@link writeFileAtomic} writes, which a process
+ * killed mid-write leaves behind.
+ */
+export const isTemporaryName = (name: string): boolean => TEMPORARY.test(name);
 
 /**
  * Reads and verifies a state or snapshot file.

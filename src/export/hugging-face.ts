@@ -9,10 +9,12 @@
  * @module
  * @internal
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ResolvedModelConfig } from "../engine/config.js";
 import { tensorViews } from "../engine/params.js";
+import { makeFolder } from "../engine/storage.js";
+import { storageError } from "../errors.js";
 import { BYTE_CHAT_TEMPLATE, SPECIAL_TOKENS, specialIds, vocabularyTokens } from "./byte-vocab.js";
 import { encodeSafetensors, type NamedTensor } from "./safetensors.js";
 
@@ -142,7 +144,9 @@ export async function writeHuggingFace(
   weights: Float32Array,
   metadata: Record<string, string>,
 ): Promise<string[]> {
-  await mkdir(dir, { recursive: true });
+  await makeFolder(dir).catch((error: unknown) => {
+    throw storageError(dir, error);
+  });
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
   const files: Array<[string, string | Uint8Array]> = [
     ["config.json", json(gpt2Config(config))],
@@ -153,7 +157,9 @@ export async function writeHuggingFace(
   const paths: string[] = [];
   for (const [name, content] of files) {
     const path = join(dir, name);
-    await writeFile(path, content);
+    await writeFile(path, content).catch((error: unknown) => {
+      throw storageError(path, error);
+    });
     paths.push(path);
   }
   return paths;

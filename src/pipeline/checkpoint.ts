@@ -3,14 +3,15 @@
  * and how the latest one is found.
  * @module
  */
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { DataCursor } from "./data/data-loader.js";
 import type { PoolState } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
 import type { SamplerState } from "./weight-sync.js";
 import { crc32 } from "../engine/crc32.js";
-import { RunError } from "../errors.js";
+import { isTemporaryName, makeFolder } from "../engine/storage.js";
+import { RunError, storageError } from "../errors.js";
 
 /**
  * Everything needed to continue a run exactly where a checkpoint was taken. In memory, file
@@ -47,6 +48,8 @@ export interface RunState {
 }
 
 const STATE_FILE = /^step_(\d{6,})\.json$/;
+/** What {@link writeRunState} writes before moving it into place. */
+const STATE_TEMPORARY = /^step_\d{6,}\.json\.tmp$/;
 
 /** File name of the run state after `step`: `step_000003.json`. */
 export function runStateFileName(step: number): string {
@@ -99,14 +102,19 @@ function mapPaths(state: RunState, map: (path: string) => string): RunState {
  * returns its path. Paths inside `runDir`, the run folder, are stored relative to it.
  */
 export async function writeRunState(dir: string, state: RunState, runDir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
   const path = join(dir, runStateFileName(state.step));
   const stored: StoredRunState = {
     ...mapPaths({ ...state, version: 2 }, (p) => storedPath(p, runDir)),
     runDir: relative(dir, runDir).split(sep).join("/") || ".",
   };
-  await writeFile(`${path}.tmp`, runStateText({ ...stored, checksum: runStateChecksum(stored) }));
-  await rename(`${path}.tmp`, path);
+  try {
+    await makeFolder(dir);
+    await writeFile(`${path}.tmp`, runStateText({ ...stored, checksum: runStateChecksum(stored) }));
+    await rename(`${path}.tmp`, path);
+  } catch (error) {
+    await rm(`${path}.tmp`, { force: true });
+    throw storageError(path, error);
+  }
   return path;
 }
 
@@ -176,6 +184,42 @@ async function checkRunStateChecksum(path: string, file: Partial<StoredRunState>
     "damaged_checkpoint",
     `the run state ${path} is damaged: its checksum does not match its contents (the file was changed or cut after the checkpoint wrote it); ${wayOut}`,
   );
+}
+
+/**
+ * Removes the half-written files a process stopped mid-write (killed, or out of disk space)
+ * left in the run folder `runDir` (its `checkpoints/` and `sampler_weights/`) and in the
+ * checkpoint folder `checkpointDir`; returns their paths. Only the run holding the folder's
+ * lock writes there, so none of them is being written.
+ */
+export async function removeTemporaries(runDir: string, checkpointDir: string): Promise<string[]> {
+  const folders = new Set([join(runDir, "checkpoints"), join(runDir, "sampler_weights"), checkpointDir]);
+  const removed: string[] = [];
+  for (const dir of folders) {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => isTemporaryName(n) || STATE_TEMPORARY.test(n))) {
+      await rm(join(dir, name), { force: true });
+      removed.push(join(dir, name));
+    }
+  }
+  return removed;
+}
+
+const STEP_SNAPSHOT = /^step_\d{6,}(?:-s\d+)?\.nxw$/;
+
+/**
+ * Deletes the local engine's step snapshots in `runDir/sampler_weights/` other than those in
+ * `keep` (the sampler the kept checkpoint records and the one in use) and returns how many. The
+ * `initial` snapshots stay: a resume's reference model reads them. Remote samplers are not files
+ * here and are left to the service's own lifetime rules.
+ */
+export async function pruneSamplerSnapshots(runDir: string, keep: readonly string[]): Promise<number> {
+  const dir = join(runDir, "sampler_weights");
+  const kept = new Set(keep.map((path) => resolve(path)));
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const stale = names.filter((name) => STEP_SNAPSHOT.test(name) && !kept.has(join(dir, name)));
+  await Promise.all(stale.map((name) => rm(join(dir, name), { force: true })));
+  return stale.length;
 }
 
 /** The run-state files in `dir`, oldest step first. */

@@ -3,6 +3,7 @@
  * @module
  */
 import { appendFile, readFile, writeFile } from "node:fs/promises";
+import { storageError } from "../errors.js";
 
 /** A row with its step. */
 export interface StepRow {
@@ -44,7 +45,9 @@ export class JsonlLog<Row extends StepRow = StepRow> {
         return [];
       });
     }
-    await writeFile(path, rows.map((row) => `${JSON.stringify(row)}\n`).join(""));
+    await writeFile(path, rows.map((row) => `${JSON.stringify(row)}\n`).join("")).catch((error: unknown) => {
+      throw storageError(path, error);
+    });
     return new JsonlLog(path, rows);
   }
 
@@ -56,7 +59,9 @@ export class JsonlLog<Row extends StepRow = StepRow> {
   /** Appends a row. */
   async append(row: Row): Promise<void> {
     this.kept.push(row);
-    await appendFile(this.path, `${JSON.stringify(row)}\n`);
+    await appendFile(this.path, `${JSON.stringify(row)}\n`).catch((error: unknown) => {
+      throw storageError(this.path, error);
+    });
   }
 }
 

@@ -16,6 +16,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import { link, mkdir, readFile, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join, relative } from "node:path";
+import { makeFolder } from "../engine/storage.js";
 import { RunError, type RunLockHolder } from "../errors.js";
 
 /** Name of the lock file in a run folder. */
@@ -144,7 +145,14 @@ export class RunLock {
     try {
       created = await mkdir(dir, { recursive: true });
     } catch (error) {
-      throw outputDirError(dir, error);
+      // Node's recursive mkdir says ENOENT for a parent it cannot create; makeFolder finds the real reason.
+      throw outputDirError(
+        dir,
+        await makeFolder(dir).then(
+          () => error,
+          (real: unknown) => real,
+        ),
+      );
     }
     const path = join(dir, RUN_LOCK_FILE);
     const content = `${JSON.stringify(ownContent(command))}\n`;

@@ -7,7 +7,7 @@ import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { stringify } from "yaml";
 import { loadRecipe, type LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, secretRedactor, shortSecretWarnings } from "../recipe/redact.js";
-import { listRunStates, readRunState } from "./checkpoint.js";
+import { listRunStates, readRunState, removeTemporaries } from "./checkpoint.js";
 import type { RunEvent, RunInit, RunOutputs, RunResult } from "./events.js";
 import { formatFailure } from "./failures.js";
 import { prepareInit } from "./init-stage.js";
@@ -196,6 +196,12 @@ async function runInChain(
     if (distributed) await (await import("./distributed/redis.js")).checkRedis(distributed.url);
     // The command line may hold a secret given as an override.
     lock = await RunLock.acquire(outputDir, redact(process.argv.join(" ")));
+    const leftovers = await removeTemporaries(outputDir, checkpointDir);
+    if (leftovers.length > 0)
+      emit({
+        type: "warning",
+        message: `removed ${leftovers.length === 1 ? "a half-written file" : `${leftovers.length} half-written files`} an earlier run left when it stopped mid-write: ${leftovers.map((p) => relative(outputDir, p)).join(", ")}`,
+      });
     let start = await planStart(loaded, checkpointDir, cwd);
     let init: RunInit | undefined;
     if (start.kind === "fresh" && config.init != null) {

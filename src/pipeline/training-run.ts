@@ -7,7 +7,7 @@ import { redactValue } from "../recipe/redact.js";
 import type { TrainingService } from "../services/training/types.js";
 import type { Trajectory } from "../contracts/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
-import { removeRunState, writeRunState, type RunState } from "./checkpoint.js";
+import { pruneSamplerSnapshots, removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor } from "./data/data-loader.js";
 import type { MetricsRow, RunResult, StopReason } from "./events.js";
 import { type PoolState } from "./pool.js";
@@ -499,8 +499,11 @@ class TrainingRun {
     const previous = this.lastCheckpoint;
     this.lastCheckpoint = await writeRunState(this.options.checkpointDir, state, this.options.outputDir);
     this.lastCheckpointStep = quiet.step;
-    if (previous && previous !== this.lastCheckpoint && this.options.recipe.config.trainer.remove_previous_ckpt)
-      await removeRunState(previous);
+    if (this.options.recipe.config.trainer.remove_previous_ckpt) {
+      if (previous && previous !== this.lastCheckpoint) await removeRunState(previous);
+      // A resume needs the sampler its checkpoint records; the earlier steps' snapshots only fill the disk.
+      await pruneSamplerSnapshots(this.options.outputDir, [quiet.sampler.path, this.parts.weightSync.sampler.path]);
+    }
     this.options.emit({ type: "checkpoint", step: quiet.step, path: this.lastCheckpoint });
   }
 }

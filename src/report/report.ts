@@ -2,8 +2,9 @@
  * `nexrl report`: the report of a run folder as one self-contained HTML file.
  * @module
  */
-import { rename, writeFile } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { storageError } from "../errors.js";
 import { readRunFolder } from "../run-folder/read.js";
 import { readRunWeights } from "../run-folder/weights.js";
 import { buildReportData, type ReportData } from "./data.js";
@@ -49,7 +50,13 @@ export async function writeReport(runDir: string, options: WriteReportOptions = 
   const file = options.output
     ? resolve(options.cwd ?? process.cwd(), options.output)
     : join(data.runDir, "report.html");
-  await writeFile(`${file}.tmp`, await renderReportHtml(data));
-  await rename(`${file}.tmp`, file);
+  const html = await renderReportHtml(data);
+  try {
+    await writeFile(`${file}.tmp`, html);
+    await rename(`${file}.tmp`, file);
+  } catch (error) {
+    await rm(`${file}.tmp`, { force: true });
+    throw storageError(file, error);
+  }
   return file;
 }

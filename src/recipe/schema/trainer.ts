@@ -130,7 +130,7 @@ export const trainerSchema = z
     checkpoint_path: nonEmpty.optional(),
     /** NexRL's self-hosted weight path: only `""` is accepted. */
     sync_weight_path: z.string().optional(),
-    /** Delete the previous checkpoint after saving a new one. */
+    /** Delete the previous checkpoint after saving a new one, and the sampler snapshots of the local engine that no checkpoint records. */
     remove_previous_ckpt: z.boolean().default(false),
     /** File of a user trainer class; read only when `type` is `custom`. */
     custom_trainer_module_path: nonEmpty.optional(),
