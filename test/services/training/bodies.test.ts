@@ -185,6 +185,27 @@ describe("tinker request bodies", () => {
       await svc.close();
     }
   });
+
+  it("speak 0.18.2's save_weights on the json wire: no overwrite, which that release's schema lacks", async () => {
+    const server = await serve({ protocol: "tinker" });
+    const svc = new TinkerTrainingService({
+      baseUrl: server.url,
+      apiKey: API_KEY,
+      ...FAST,
+      heartbeatIntervalMs: 5,
+      wire: "json",
+    });
+    try {
+      const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 7, loraRank: 8 });
+      await (await client.saveState("ckpt", { kind: "weights_and_optimizer" })).result();
+      const [session] = bodies(server.requests, "/api/v1/create_session") as Array<{ sdk_version: string }>;
+      expect(session!.sdk_version).toBe("0.18.2");
+      const [save] = bodies(server.requests, "/api/v1/save_weights") as Array<Record<string, unknown>>;
+      expect(Object.keys(save!).sort()).toEqual(["model_id", "path", "seq_id", "type"]);
+    } finally {
+      await svc.close();
+    }
+  });
 });
 
 describe("weaver request bodies", () => {

@@ -41,7 +41,9 @@ export class TinkerTrainingClient extends SequencedTrainingClient<TinkerContext>
   /**
    * Saves weights and optimizer state (`POST /api/v1/save_weights`; Tinker always keeps both, so
    * either `kind` can resume) as `tinker://<model>/weights/<name>`, replacing an earlier
-   * checkpoint of that name as the local backend does.
+   * checkpoint of that name as the local backend does. The `json` wire speaks 0.18.2's schema,
+   * which has no `overwrite` (it came with 0.20), so there the server's own rule for a taken
+   * name applies.
    */
   async saveState(name: string, options: SaveStateOptions): Promise<ApiFuture<SavedPath>> {
     return this.sequenced(
@@ -51,7 +53,7 @@ export class TinkerTrainingClient extends SequencedTrainingClient<TinkerContext>
         path: name,
         seq_id: seq,
         ...(options.ttlSeconds !== undefined && { ttl_seconds: options.ttlSeconds }),
-        overwrite: true,
+        ...(this.ctx.negotiation.wire !== "json" && { overwrite: true }),
         type: "save_weights",
       }),
       this.future("save_weights", "SaveWeights", (body) => readPath(body, "save_weights")),
