@@ -645,11 +645,13 @@ export type StateFileProblem =
 /**
  * What went wrong in the local engine, for {@link EngineError}: `closed` a call after `close()`;
  * `thread` a failure in a worker thread (`workerStack`); `non_finite_gradient` a gradient that is
- * not finite, so the optimizer step was refused; `snapshot_exists` a sampler snapshot name that is
+ * not finite, so the optimizer step was refused; `non_finite_update` an optimizer step that would
+ * make weights overflow (a learning rate far too large), refused too; `snapshot_exists` a sampler snapshot name that is
  * taken (snapshots are immutable); `state_file` a state or sampler-weights file that cannot be
  * loaded (`path`, `stateFileProblem`).
  */
-export type EngineProblem = "closed" | "thread" | "non_finite_gradient" | "snapshot_exists" | "state_file";
+export type EngineProblem =
+  "closed" | "thread" | "non_finite_gradient" | "non_finite_update" | "snapshot_exists" | "state_file";
 
 /** Options of {@link EngineError}. */
 export interface EngineErrorOptions {

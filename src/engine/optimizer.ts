@@ -50,8 +50,9 @@ export class AdamState {
 
   /**
    * Applies one AdamW step to `params` with `grads`, then zeroes `grads`.
-   * @throws {@link "nexrl".EngineError | EngineError} when the gradient norm is not finite; then nothing
-   * is changed except that the gradients are zeroed.
+   * @throws {@link "nexrl".EngineError | EngineError} when the gradient norm is not finite, or
+   * when the step would make a weight overflow a 32-bit float (a learning rate far too large);
+   * then nothing is changed except that the gradients are zeroed.
    */
   apply(params: Float32Array, grads: Float32Array, adam: AdamParams): AdamStepReport {
     let sq = 0;
@@ -65,12 +66,22 @@ export class AdamState {
       );
     }
     const clipScale = adam.gradClipNorm > 0 ? Math.min(1, adam.gradClipNorm / (gradNorm + 1e-6)) : 1;
-    this.step += 1;
+    const step = this.step + 1;
     const { learningRate: lr, beta1: b1, beta2: b2, eps, weightDecay: wd } = adam;
-    const stepSize = lr / (1 - b1 ** this.step);
-    const bc2Sqrt = Math.sqrt(1 - b2 ** this.step);
+    const stepSize = lr / (1 - b1 ** step);
+    const bc2Sqrt = Math.sqrt(1 - b2 ** step);
     const decay = 1 - lr * wd;
     const { m, v } = this;
+    // A first pass that writes nothing, so a step that would overflow leaves weights and moments as they were.
+    const overflow = firstOverflow(params, grads, m, v, { clipScale, b1, b2, eps, stepSize, bc2Sqrt, decay });
+    if (overflow !== -1) {
+      grads.fill(0);
+      throw new EngineError(
+        "non_finite_update",
+        `the optimizer step with learning rate ${lr} would make weights overflow a 32-bit float (weight ${overflow} first), so it was skipped and the gradients discarded; lower the learning rate (fine-tuning uses about 1e-6 to 1e-3)`,
+      );
+    }
+    this.step = step;
     for (let i = 0; i < params.length; i++) {
       const g = grads[i]! * clipScale;
       const mi = b1 * m[i]! + (1 - b1) * g;
@@ -82,4 +93,33 @@ export class AdamState {
     grads.fill(0);
     return { gradNorm, clipScale };
   }
+}
+
+/** The constants of one step, as {@link AdamState.apply} computes them. */
+interface StepConstants {
+  clipScale: number;
+  b1: number;
+  b2: number;
+  eps: number;
+  stepSize: number;
+  bc2Sqrt: number;
+  decay: number;
+}
+
+/** The index of the first weight the step would make non-finite as a 32-bit float, or −1. */
+function firstOverflow(
+  params: Float32Array,
+  grads: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  c: StepConstants,
+): number {
+  for (let i = 0; i < params.length; i++) {
+    const g = grads[i]! * c.clipScale;
+    const mi = Math.fround(c.b1 * m[i]! + (1 - c.b1) * g);
+    const vi = Math.fround(c.b2 * v[i]! + (1 - c.b2) * g * g);
+    if (!Number.isFinite(Math.fround(params[i]! * c.decay - (c.stepSize * mi) / (Math.sqrt(vi) / c.bc2Sqrt + c.eps))))
+      return i;
+  }
+  return -1;
 }

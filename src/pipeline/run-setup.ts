@@ -209,6 +209,7 @@ export async function setUpRun(
       service,
       policy,
       maxSequenceLength,
+      ...(info.vocabSize !== undefined && { vocabSize: info.vocabSize }),
       currentVersion: () => versions.released,
       signal: stopSignal,
       onFailure,

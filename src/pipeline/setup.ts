@@ -65,6 +65,8 @@ export interface RunnerParts {
   policy: FailurePolicy;
   /** Longest accepted trajectory. */
   maxSequenceLength: number | undefined;
+  /** The model's vocabulary size, when the service reports it. */
+  vocabSize?: number;
   /** Policy version stamped on rollouts that sampled nothing. */
   currentVersion(): number;
   /** Aborts rollouts in flight. */
@@ -92,6 +94,7 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
     ...(parts.inference && { inference: parts.inference }),
     sampling: { temperature: worker.temperature, maxTokens: worker.max_response_length },
     ...(parts.maxSequenceLength !== undefined && { maxSequenceLength: parts.maxSequenceLength }),
+    ...(parts.vocabSize !== undefined && { vocabSize: parts.vocabSize }),
     currentVersion: parts.currentVersion,
     signal: parts.signal,
     ...(parts.onFailure && { onFailure: parts.onFailure }),

@@ -176,6 +176,39 @@ describe("optimStep", () => {
     expect(core.grads.flat.every((g) => g === 0)).toBe(true);
     expect(core.adam.step).toBe(0);
   });
+
+  it("refuses a step whose learning rate would overflow the weights, changing nothing, and takes a sane one after", () => {
+    const core = new TrainingCore(small, 4);
+    const tokens = [256, 1, 2];
+    const sft = () =>
+      core.run(
+        [datum(tokens.slice(0, -1), { target_tokens: tokens.slice(1), weights: [1, 1] })],
+        "cross_entropy",
+        undefined,
+        true,
+      );
+    sft();
+    const weights = core.weights.flat.slice();
+    const moments = core.adam.m.slice();
+    let error: unknown;
+    try {
+      core.optimStep(adamParams({ learningRate: 1e308 }));
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(EngineError);
+    expect((error as EngineError).problem).toBe("non_finite_update");
+    expect((error as Error).message).toMatch(
+      /^the optimizer step with learning rate 1e\+308 would make weights overflow a 32-bit float \(weight \d+ first\), so it was skipped and the gradients discarded; lower the learning rate/,
+    );
+    expect(core.weights.flat).toEqual(weights);
+    expect(core.adam.m).toEqual(moments);
+    expect([core.adam.step, core.grads.flat.every((g) => g === 0)]).toEqual([0, true]);
+    sft();
+    expect(core.optimStep(adamParams({ learningRate: 1e-3 })).metrics["step:max"]).toBe(1);
+    expect(core.weights.flat.every(Number.isFinite)).toBe(true);
+    expect(core.weights.flat).not.toEqual(weights);
+  });
 });
 
 describe("SFT smoke test", () => {

@@ -18,6 +18,21 @@ const traj = (reward: number, groupId?: string, runId?: number) =>
   });
 
 describe("groupAdvantages", () => {
+  it("gives rewards near ±1e308 their normalised advantages (σ² would overflow), and refuses those that overflow unnormalised", () => {
+    const huge = groupAdvantages([
+      traj(1e308, "a", 0),
+      traj(-1e308, "a", 1),
+      traj(1e308, "a", 2),
+      traj(-1e308, "a", 3),
+    ]);
+    // ε (1e-6, in reward units) is negligible at this scale: exactly ±1
+    expect(huge.advantages).toEqual([1, -1, 1, -1]);
+    expect(huge).toMatchObject({ constantGroups: 0, groupStd: [1e308] });
+    expect(() => groupAdvantages([traj(1e308, "g", 0), traj(-1e308, "g", 1)], { estimator: "dr_grpo" })).toThrow(
+      "the advantages of group g overflow: its rewards (1e+308, -1e+308) give advantages beyond the ±3.4e38 of the 32-bit floats they are trained as",
+    );
+  });
+
   it("centres rewards within each group and divides by the population std (hand-computed)", () => {
     // group a: rewards 1, 0, 0, 1 → μ 0.5, σ 0.5 → ±1 (ε = 1e-6); group b: 0, 3 → μ 1.5, σ 1.5 → ∓1
     const batch = [

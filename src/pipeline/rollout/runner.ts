@@ -32,6 +32,8 @@ export interface RolloutRunnerOptions {
   sampling: RolloutSamplingDefaults;
   /** Longest trajectory accepted (`rollout_worker.max_sequence_length`), if limited. */
   maxSequenceLength?: number;
+  /** The model's vocabulary size, when the service reports it: larger token ids are refused. */
+  vocabSize?: number;
   /** Policy version stamped on trajectories of rollouts that sampled nothing. */
   currentVersion(): number;
   /** Aborts every rollout in flight; their outcomes come back as `aborted`. */
@@ -599,6 +601,7 @@ export class RolloutRunner {
       t.isVal = task.isVal;
       t.validate();
       checkSequenceLength(t, max);
+      checkTokenIds(t, this.options.vocabSize);
       return t;
     });
   }
@@ -647,6 +650,21 @@ function shownValue(value: unknown): string {
 function describeError(error: unknown): string {
   if (!(error instanceof Error)) return `a throw of ${shownValue(error)}`;
   return error instanceof NexrlError ? error.message : `${error.name}: ${error.message}`;
+}
+
+/**
+ * Refuses a trajectory holding a token id the model has no embedding for, naming the rollout
+ * here rather than a datum at training.
+ * @throws {@link InputError} for the first such id.
+ */
+function checkTokenIds(t: Trajectory, vocabSize: number | undefined): void {
+  if (vocabSize === undefined) return;
+  const at = t.tokens.findIndex((id) => id >= vocabSize);
+  if (at === -1) return;
+  throw new InputError(
+    `Trajectory (group ${t.groupId}, run ${t.runId}): tokens[${at}] is ${t.tokens[at]}, outside the model's vocabulary (ids 0..${vocabSize - 1}); encode text with the run's tokenizer (this.tokenizer in a worker)`,
+    { field: "tokens" },
+  );
 }
 
 /**

@@ -3,6 +3,11 @@
  * @module
  */
 import type { Trajectory } from "../../contracts/trajectory.js";
+import { InputError } from "../../errors.js";
+import { maxOf } from "../../types/arrays.js";
+
+/** Largest reward magnitude whose squares cannot overflow a double in a group's σ. */
+const PLAIN_RANGE = 1e150;
 
 /** Options of {@link groupAdvantages}. */
 export interface GroupAdvantageOptions {
@@ -38,6 +43,10 @@ export interface GroupAdvantages {
  * several trajectories counts once; μ_g and σ_g are the mean and population standard deviation
  * of those run means; each trajectory's advantage uses its own reward. A group whose run means
  * are all equal — including a group of a single run — gets advantage 0 (never its raw reward).
+ * Rewards beyond ±1e150 are divided by the group's largest before μ_g and σ_g are taken, so the
+ * squares do not overflow (the normalised advantage does not depend on that scale).
+ * @throws {@link InputError} when an advantage is beyond the ±3.4e38 of a 32-bit float (rewards
+ *   that large without the division by σ_g), naming the group and its rewards.
  */
 export function groupAdvantages(
   trajectories: readonly Trajectory[],
@@ -59,19 +68,32 @@ export function groupAdvantages(
       const run = trajectories[i]!.runId === undefined ? `\u0000${i}` : String(trajectories[i]!.runId);
       runs.set(run, [...(runs.get(run) ?? []), trajectories[i]!.reward]);
     }
-    const means = [...runs.values()].map((rewards) => rewards.reduce((a, b) => a + b, 0) / rewards.length);
+    const largest = maxOf([...runs.values()].flat().map(Math.abs));
+    const unit = largest > PLAIN_RANGE ? largest : 1;
+    const means = [...runs.values()].map((rewards) => rewards.reduce((a, b) => a + b / unit, 0) / rewards.length);
     const mu = means.reduce((a, b) => a + b, 0) / means.length;
     const sigma = Math.sqrt(means.reduce((a, m) => a + (m - mu) ** 2, 0) / means.length);
-    if (means.length > 1) groupStd.push(sigma);
+    if (means.length > 1) groupStd.push(sigma * unit);
     if (means.every((m) => m === means[0])) {
       constantGroups++;
       continue;
     }
-    const scale = estimator === "grpo" && normalizeStd ? 1 / (sigma + epsilon) : 1;
+    const scale = estimator === "grpo" && normalizeStd ? 1 / (sigma + epsilon / unit) : unit;
     for (const i of members) {
-      advantages[i] = (trajectories[i]!.reward - mu) * scale;
+      const advantage = (trajectories[i]!.reward / unit - mu) * scale;
+      // Advantages travel as 32-bit floats.
+      if (!Number.isFinite(Math.fround(advantage)))
+        throw overflowError(trajectories[i]!.groupId, [...runs.values()].flat());
+      advantages[i] = advantage;
       constant[i] = false;
     }
   }
   return { advantages, constant, groups: groups.size, constantGroups, groupStd };
+}
+
+function overflowError(groupId: string | undefined, rewards: readonly number[]): InputError {
+  return new InputError(
+    `the advantages of group ${groupId ?? "(none)"} overflow: its rewards (${rewards.join(", ")}) give advantages beyond the ±3.4e38 of the 32-bit floats they are trained as; give rewards of a sensible scale (for example within ±1e6) in the worker`,
+    { field: "reward" },
+  );
 }

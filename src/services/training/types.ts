@@ -49,6 +49,8 @@ export interface ModelInfo {
   tokenizerId?: string;
   /** Longest sequence the model accepts, when known. */
   contextLength?: number;
+  /** Rows of the model's token embedding, when known: every token id must be below it. */
+  vocabSize?: number;
 }
 
 /** Options of {@link TrainingService.createTrainingClient}. */

@@ -126,6 +126,7 @@ class LocalTrainingClient implements TrainingClient {
       baseModel: this.baseModel,
       tokenizerId: "byte",
       contextLength: this.engine.config.contextLength,
+      vocabSize: this.engine.config.vocabSize,
     };
   }
 }
