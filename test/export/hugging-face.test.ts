@@ -98,28 +98,43 @@ describe("exportModel to Hugging Face's GPT-2 format", () => {
 });
 
 describe("nexrl export", () => {
-  it("parses RUN_DIR[:STEP] and --output, and refuses a second argument", () => {
+  it("parses RUN_DIR[:STEP], --format and --output, and refuses a second argument or another format", () => {
     expect(parseCommandLine(["export", "runs/pig:4", "--output", "hf"])).toEqual({
       kind: "export",
       model: "runs/pig:4",
+      format: "both",
       output: "hf",
     });
+    expect(parseCommandLine(["export", "runs/pig", "--format", "gguf"])).toEqual({
+      kind: "export",
+      model: "runs/pig",
+      format: "gguf",
+    });
+    expect(() => parseCommandLine(["export", "runs/pig", "--format", "onnx"])).toThrow(
+      /unknown --format "onnx"; use one of hf, gguf, both/,
+    );
     expect(parseCommandLine(["export", "--help"])).toEqual({ kind: "help", command: "export" });
     expect(() => parseCommandLine(["export"])).toThrow(UsageError);
     expect(() => parseCommandLine(["export", "a", "b"])).toThrow(UsageError);
-    expect(commandHelp("export", "1.0.0")).toMatch(/^Usage:\n {2}nexrl export RUN_DIR\[:STEP\] \[--output DIR\]$/m);
+    expect(commandHelp("export", "1.0.0")).toMatch(
+      /^Usage:\n {2}nexrl export RUN_DIR\[:STEP\] \[--format hf\|gguf\|both\] \[--output DIR\]$/m,
+    );
   });
 
-  it("writes the files into RUN_DIR/export/step_NNNNNN by default and prints them", async () => {
+  it("writes both formats into RUN_DIR/export/step_NNNNNN by default and prints the files, or one with --format", async () => {
     const runDir = await tempDir();
     await pigLatinRun(runDir, { steps: 1, saveFreq: 1, validateFreq: 0 });
     const result = await runNexrl(["export", runDir], { cwd: runDir });
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("export/step_000001/model.safetensors");
+    expect(result.stdout).toContain("export/step_000001/model.gguf");
     const cfg = JSON.parse(await readFile(join(runDir, "export/step_000001/config.json"), "utf8")) as {
       n_embd: number;
     };
     expect(cfg.n_embd).toBe(32);
+    const gguf = await runNexrl(["export", runDir, "--format", "gguf", "--output", "only-gguf"], { cwd: runDir });
+    expect(gguf.code).toBe(0);
+    expect(gguf.stdout.trim().split("\n").slice(1)).toEqual(["  only-gguf/model.gguf"]);
   }, 120_000);
 });
