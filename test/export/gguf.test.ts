@@ -135,7 +135,7 @@ describe("exportModel to GGUF", () => {
       "tokenizer.ggml.padding_token_id": 258,
       "tokenizer.ggml.add_bos_token": true,
       "tokenizer.ggml.add_eos_token": false,
-      "tokenizer.chat_template": expect.stringContaining("add_generation_prompt") as unknown,
+      "tokenizer.chat_template": BYTE_CHAT_TEMPLATE,
       "nexrl.run": exported.name,
       "nexrl.step": "2",
     });
