@@ -1,6 +1,6 @@
 /**
  * The command lines of the commands that read a finished (or running) run folder:
- * `nexrl report` and `nexrl sample`.
+ * `nexrl report`, `nexrl sample` and `nexrl export`.
  * @module
  */
 import { corsOrigin } from "./cors-origin.js";
@@ -61,9 +61,14 @@ export interface ExportCommand {
   kind: "export";
   /** `RUN_DIR[:step]`. */
   model: string;
+  /** What to write: Hugging Face's files, `model.gguf`, or both (`--format`, default `both`). */
+  format: (typeof EXPORT_FORMAT_NAMES)[number];
   /** The folder to write into (default: `RUN_DIR/export/step_NNNNNN`). */
   output?: string;
 }
+
+/** The values of `nexrl export --format`. */
+export const EXPORT_FORMAT_NAMES = ["hf", "gguf", "both"] as const;
 
 /** The options of `command`, with its positionals. */
 function parse(
@@ -158,12 +163,16 @@ export function parseExport(args: readonly string[]): ExportCommand | HelpComman
   if (positionals.length !== 1)
     throw new UsageError(
       positionals.length === 0
-        ? "nexrl export needs a run folder: nexrl export RUN_DIR[:STEP] [--output DIR]"
+        ? "nexrl export needs a run folder: nexrl export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]"
         : `nexrl export takes one RUN_DIR[:STEP], got ${positionals.length} arguments`,
     );
+  const format = (values.format as string | undefined) ?? "both";
+  if (!(EXPORT_FORMAT_NAMES as readonly string[]).includes(format))
+    throw new UsageError(`unknown --format "${format}"; use one of ${EXPORT_FORMAT_NAMES.join(", ")}`);
   return {
     kind: "export",
     model: positionals[0]!,
+    format: format as ExportCommand["format"],
     ...(values.output !== undefined && { output: values.output as string }),
   };
 }

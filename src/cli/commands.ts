@@ -302,17 +302,22 @@ const sample: CommandSpec = {
 const exportCommand: CommandSpec = {
   name: "export",
   summary:
-    "write a local run's trained model (the latest checkpoint, or STEP) in Hugging Face's GPT-2 format, for transformers, vLLM and other tools.",
-  usage: ["export RUN_DIR[:STEP] [--output DIR]"],
+    "write a local run's trained model (the latest checkpoint, or STEP) in Hugging Face's GPT-2 format, for transformers and vLLM, and as GGUF, for llama.cpp, Ollama, LM Studio and node-llama-cpp.",
+  usage: ["export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]"],
   options: {
+    format: {
+      type: "string",
+      value: "FORMAT",
+      help: "hf (config.json, model.safetensors, tokenizer.json, tokenizer_config.json), gguf (model.gguf: GGUF v3, F32, with the tokenizer and chat template) or both (the default).",
+    },
     output: {
       type: "string",
       value: "DIR",
-      help: "the folder to write config.json, model.safetensors, tokenizer.json and tokenizer_config.json into (default: RUN_DIR/export/step_NNNNNN).",
+      help: "the folder to write the files into (default: RUN_DIR/export/step_NNNNNN).",
     },
   },
   positionals: [["RUN_DIR[:STEP]", "the run folder, and a checkpoint's step (default: the latest)."]],
-  examples: ["nexrl export runs/pig_latin", "nexrl export runs/pig_latin:20 --output pig-latin-hf"],
+  examples: ["nexrl export runs/pig_latin", "nexrl export runs/pig_latin:20 --format gguf --output pig-latin-gguf"],
   nearShorts: { o: "output" },
 };
 

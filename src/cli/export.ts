@@ -1,5 +1,6 @@
 /**
- * `nexrl export RUN_DIR[:STEP]`: a local run's model written in Hugging Face's GPT-2 format.
+ * `nexrl export RUN_DIR[:STEP]`: a local run's model written in Hugging Face's GPT-2 format and
+ * as GGUF.
  * @module
  */
 import { relative } from "node:path";
@@ -12,6 +13,7 @@ export async function runExport(command: ExportCommand, io: CliIO): Promise<numb
   const { exportModel } = await import("../export/index.js");
   const exported = await exportModel(command.model, {
     cwd: io.cwd,
+    ...(command.format !== "both" && { formats: [command.format] }),
     ...(command.output !== undefined && { outDir: command.output }),
   });
   io.stdout.write(

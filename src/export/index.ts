@@ -11,11 +11,25 @@ import { ByteTokenizer } from "../engine/tokenizer.js";
 import { pickWeights, parseRunModelRef, type RunModelRef } from "../run-folder/model.js";
 import { configValue, readRunFolder } from "../run-folder/read.js";
 import { readRunWeights } from "../run-folder/weights.js";
+import { appendAll } from "../types/arrays.js";
 import { RunError } from "../errors.js";
 import { writeHuggingFace } from "./hugging-face.js";
+import { writeGguf } from "./llama-cpp.js";
+
+/**
+ * A format {@link exportModel} writes: `hf` is Hugging Face's GPT-2 (`config.json`,
+ * `model.safetensors`, `tokenizer.json`, `tokenizer_config.json`), `gguf` is llama.cpp's
+ * `model.gguf`.
+ */
+export type ExportFormat = "hf" | "gguf";
+
+/** Every {@link ExportFormat}, in the order {@link exportModel} writes them. */
+export const EXPORT_FORMATS: readonly ExportFormat[] = ["hf", "gguf"];
 
 /** Options of {@link exportModel}. */
 export interface ExportModelOptions {
+  /** The formats to write (default: all of {@link EXPORT_FORMATS}). */
+  formats?: readonly ExportFormat[];
   /** The folder to write into, created when missing (default: `RUN_DIR/export/step_NNNNNN`). */
   outDir?: string;
   /** Folder a relative run folder and `outDir` are found from (default: the current directory). */
@@ -38,8 +52,10 @@ export interface ExportedModel {
 
 /**
  * Writes the model of a local run (`RUN_DIR[:step]`, the latest weights by default) in Hugging
- * Face's GPT-2 format: `config.json`, `model.safetensors` (F32), `tokenizer.json` and
- * `tokenizer_config.json` (with the byte tokenizer's chat template).
+ * Face's GPT-2 format (`config.json`, `model.safetensors` (F32), `tokenizer.json` and
+ * `tokenizer_config.json` with the byte tokenizer's chat template) and as llama.cpp's
+ * `model.gguf` (GGUF v3, architecture `gpt2`, F32, with the tokenizer and chat template), or
+ * only the `formats` asked for.
  * @throws {@link RunError} for a missing folder or step, or a run on a remote backend.
  */
 export async function exportModel(ref: RunModelRef | string, options: ExportModelOptions = {}): Promise<ExportedModel> {
@@ -68,9 +84,10 @@ export async function exportModel(ref: RunModelRef | string, options: ExportMode
     options.outDir === undefined
       ? join(run.dir, "export", `step_${String(at).padStart(6, "0")}`)
       : resolve(cwd, options.outDir);
-  const files = await writeHuggingFace(outDir, config, contents.weights, {
-    "nexrl.run": name,
-    "nexrl.step": String(at),
-  });
+  const metadata = { "nexrl.run": name, "nexrl.step": String(at) };
+  const formats = options.formats ?? EXPORT_FORMATS;
+  const files: string[] = [];
+  if (formats.includes("hf")) appendAll(files, await writeHuggingFace(outDir, config, contents.weights, metadata));
+  if (formats.includes("gguf")) files.push(await writeGguf(outDir, config, contents.weights, name, metadata));
   return { name, step: at, source, dir: outDir, files };
 }
