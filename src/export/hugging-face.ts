@@ -9,13 +9,10 @@
  * @module
  * @internal
  */
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { ResolvedModelConfig } from "../engine/config.js";
 import { tensorViews } from "../engine/params.js";
-import { makeFolder } from "../engine/storage.js";
-import { storageError } from "../errors.js";
 import { BYTE_CHAT_TEMPLATE, SPECIAL_TOKENS, specialIds, vocabularyTokens } from "./byte-vocab.js";
+import { writeFiles } from "./write-files.js";
 import { encodeSafetensors, type NamedTensor } from "./safetensors.js";
 
 /** The engine's layer-norm epsilon (`layers.ts`). */
@@ -144,23 +141,11 @@ export async function writeHuggingFace(
   weights: Float32Array,
   metadata: Record<string, string>,
 ): Promise<string[]> {
-  await makeFolder(dir).catch((error: unknown) => {
-    throw storageError(dir, error);
-  });
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
-  const files: Array<[string, string | Uint8Array]> = [
+  return writeFiles(dir, [
     ["config.json", json(gpt2Config(config))],
     ["model.safetensors", encodeSafetensors(gpt2Tensors(config, weights), { format: "pt", ...metadata })],
     ["tokenizer.json", json(tokenizerJson(config))],
     ["tokenizer_config.json", json(tokenizerConfig(config))],
-  ];
-  const paths: string[] = [];
-  for (const [name, content] of files) {
-    const path = join(dir, name);
-    await writeFile(path, content).catch((error: unknown) => {
-      throw storageError(path, error);
-    });
-    paths.push(path);
-  }
-  return paths;
+  ]);
 }

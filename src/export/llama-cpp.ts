@@ -13,11 +13,10 @@
  * @module
  * @internal
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { ResolvedModelConfig } from "../engine/config.js";
 import { tensorViews } from "../engine/params.js";
 import { BYTE_CHAT_TEMPLATE, specialIds, vocabularyTokens } from "./byte-vocab.js";
+import { writeFiles } from "./write-files.js";
 import { encodeGguf, type GgufTensor, type GgufValue } from "./gguf.js";
 import { LAYER_NORM_EPSILON } from "./hugging-face.js";
 
@@ -125,8 +124,8 @@ export async function writeGguf(
   name: string,
   metadata: Record<string, string>,
 ): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  const path = join(dir, GGUF_FILE);
-  await writeFile(path, encodeGguf(ggufMetadata(config, name, metadata), ggufTensors(config, weights)));
-  return path;
+  const [path] = await writeFiles(dir, [
+    [GGUF_FILE, encodeGguf(ggufMetadata(config, name, metadata), ggufTensors(config, weights))],
+  ]);
+  return path!;
 }
