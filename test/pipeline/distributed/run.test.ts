@@ -195,5 +195,5 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     // The second worker ran step 2 only: its 8 tasks, none of the old session's (their entries are gone).
     expect(await client.xLen(`${prefix}:tasks`)).toBe(0);
     expect(second.stdout()).toContain("stopped after 8 task(s), 0 failed");
-  });
+  }, 90_000);
 });
