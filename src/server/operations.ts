@@ -21,6 +21,8 @@ export interface Operation {
   readonly done: Promise<Outcome>;
   /** True once it started running. */
   readonly started: boolean;
+  /** True once it is sure to run: every operation it waits for was received (it may still be queued behind them). */
+  readonly queued: boolean;
   /** Its outcome, once it has run. */
   readonly outcome: Outcome | undefined;
 }
@@ -49,6 +51,7 @@ export function injectedFailure(): never {
 
 class Op implements Operation {
   started = false;
+  queued = false;
   outcome: Outcome | undefined;
   readonly done: Promise<Outcome>;
   private start!: () => void;
@@ -72,6 +75,7 @@ class Op implements Operation {
 
   /** Lets it run (once its turn has come). */
   release(): Promise<Outcome> {
+    this.queued = true;
     this.start();
     return this.done;
   }
@@ -85,17 +89,17 @@ export function runOperation(kind: string, run: () => unknown): Operation {
 }
 
 /**
- * The operations a server received and has not finished: closing the server waits for them, so
- * that a checkpoint or sampler it was writing is complete before its folder is read or removed.
+ * The operations a server received and has not finished: closing the server waits for those that
+ * will run, so that a checkpoint or sampler it was writing is complete before its folder is read
+ * or removed. One still waiting for a `seq_id` that never came would never run: it is not waited for.
  */
 export class InFlightOperations {
-  private readonly pending = new Set<Promise<Outcome>>();
+  private readonly pending = new Set<Operation>();
 
   /** Counts `op` until it has run. */
   add(op: Operation): void {
-    const done = op.done;
-    this.pending.add(done);
-    void done.then(() => this.pending.delete(done));
+    this.pending.add(op);
+    void op.done.then(() => this.pending.delete(op));
   }
 
   /** How many operations have not finished. */
@@ -103,9 +107,16 @@ export class InFlightOperations {
     return this.pending.size;
   }
 
-  /** Resolves once every operation received so far (and any they led to) has run. */
+  /**
+   * Resolves once every operation sure to run (and any they led to) has run; the rest wait for
+   * predecessors that never arrived.
+   */
   async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all(this.pending);
+    for (;;) {
+      const running = [...this.pending].filter((op) => op.queued);
+      if (running.length === 0) return;
+      await Promise.all(running.map((op) => op.done));
+    }
   }
 }
 
@@ -165,6 +176,7 @@ export class OperationQueue {
   }
 
   private enqueue(op: Op): void {
+    op.queued = true;
     this.tail = this.tail.then(() => op.release());
   }
 }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { call, runCli, startCli, tempDir } from "./serve-helpers.js";
+import { ADAM, call, runCli, startCli, tempDir, tinkerModel } from "./serve-helpers.js";
 import { unprivilegedUser, type Unprivileged } from "./unprivileged.js";
 
 /** Expects a single `nexrl: …` line on stderr, with no stack trace and no "unexpected error". */
@@ -92,6 +92,26 @@ describe("nexrl serve: addresses it cannot bind", () => {
 });
 
 describe("nexrl serve: stopping", () => {
+  it("exits 0 and removes its folder after Ctrl-C while an operation waits for a skipped seq_id", async () => {
+    const scratch = await tempDir();
+    const cli = startCli(["serve", "--port", "0"], { env: { TMPDIR: scratch } });
+    await expect.poll(cli.stdout, { timeout: 20_000 }).toMatch(/on (http:\/\/127\.0\.0\.1:\d+)/);
+    const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.stdout())![1]!;
+    const { modelId } = await tinkerModel(url);
+    // seq_id 5 while 1 to 4 never came: the server holds it until they do.
+    const held = await call(url, "POST", "/api/v1/optim_step", {
+      model_id: modelId,
+      seq_id: 5,
+      adam_params: ADAM,
+      type: "optim_step",
+    });
+    expect(held.status).toBe(200);
+    cli.kill("SIGINT");
+    expect(await cli.exited).toEqual({ code: 0, signal: null });
+    expect(await readdir(scratch)).toEqual([]);
+    expect(cli.stderr()).toBe("");
+  });
+
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     it(`removes its temporary folder after ${signal} and exits 0`, async () => {
       const scratch = await tempDir();
