@@ -282,7 +282,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       return { reward: pushed.reward, ...(pushed.extraInfo && { extraInfo: pushed.extraInfo }) };
     const evaluator = this.setup.evaluator;
     if (evaluator) {
-      const verdict: unknown = await evaluator.evaluate(task.data, target);
+      const verdict = await this.evaluate(evaluator, task, target);
       if (!isRecord(verdict) || typeof verdict.reward !== "number" || !Number.isFinite(verdict.reward)) {
         throw new UserCodeError(
           "agent_result",
@@ -305,5 +305,40 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       "agent_result",
       `the episode of row ${rowNumber(task)} has no reward: no evaluator is configured and the agent returned ${outcome.result === undefined ? "nothing" : typeof outcome.result === "string" ? "a string" : "no finite `reward`"}; set rollout_worker.evaluator_module_path: file.ts:MyEvaluator, or return { final_answer, reward } from the agent`,
     );
+  }
+
+  /**
+   * The evaluator's verdict on `target`, within `agent.timeout_seconds` of its own, and cut short
+   * when the run stops: an evaluator that never settles fails the rollout instead of holding it
+   * (and a stop) for the whole rollout timeout.
+   * @throws {@link UserCodeError} (`timeout`) when it takes longer; the stop's reason on a stop.
+   */
+  private async evaluate(evaluator: Evaluator, task: RolloutTask, target: EvaluationTarget): Promise<unknown> {
+    const { timeoutSeconds } = this.setup.options;
+    const signal = this.signal;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const cut = new Promise<never>((_, reject) => {
+      if (timeoutSeconds > 0)
+        timer = setTimeout(
+          () =>
+            reject(
+              new UserCodeError(
+                "timeout",
+                `${evaluator.constructor.name}.evaluate did not settle within rollout_worker.agent.timeout_seconds (${timeoutSeconds} s) for row ${rowNumber(task)}; make it return (or throw) sooner, or raise the timeout`,
+              ),
+            ),
+          timeoutSeconds * 1000,
+        );
+      onAbort = () => reject(signal.reason);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => evaluator.evaluate(task.data, target)), cut]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort!);
+    }
   }
 }

@@ -138,6 +138,8 @@ export type RolloutResult = Trajectory | TrajectoryInit | ReadonlyArray<Trajecto
 export interface RolloutScope {
   /** The rollout's inference client, when the run has one. */
   readonly inference: InferenceClient | undefined;
+  /** Aborted when the run stops or the attempt is abandoned (its timeout, a hang). */
+  readonly signal: AbortSignal;
   /** Receives trajectories passed to `putTrajectory`; throws once the rollout has ended. */
   put(trajectory: Trajectory | TrajectoryInit): void;
 }

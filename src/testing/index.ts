@@ -61,6 +61,7 @@ export async function runRollout(
   const ended = new AbortController();
   const { temperature, maxResponseLength, maxSequenceLength } = worker.settings;
   worker[ROLLOUT_SCOPE] = {
+    signal: ended.signal,
     inference:
       options.inferenceClient &&
       new RolloutInferenceClient(options.inferenceClient, deriveSeed(task.seed, 0), ended.signal, {

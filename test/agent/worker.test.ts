@@ -36,6 +36,7 @@ async function agentRunner(
   inference: InferenceClient,
   files: Record<string, string> = {},
   maxResponseLength = 8,
+  signal?: AbortSignal,
 ): Promise<RolloutRunner> {
   const dir = await tempDir();
   await writeFiles(dir, { "train.jsonl": '{"question": "hi"}\n', ...files });
@@ -53,6 +54,7 @@ async function agentRunner(
     sampling: { temperature: 1, maxTokens: 8 },
     maxSequenceLength: 128,
     currentVersion: () => 0,
+    ...(signal && { signal }),
   });
 }
 
@@ -194,6 +196,28 @@ describe("agent worker: limits and failures", () => {
       agent: { truncation_reason: "timeout" },
       evaluation: { truncated: true },
     });
+  });
+
+  it("fails the rollout when the evaluator does not settle within the episode's timeout, and ends it when the run stops", async () => {
+    const hung = await agentRunner(
+      `${agent("scripted-agents.ts", "unscored")}, ${evaluator("NeverSettlingEvaluator")}, agent: {timeout_seconds: 1}`,
+      await tinyInference(),
+    );
+    await expect(hung.run(task({ question: "hi" }))).rejects.toThrow(
+      /NeverSettlingEvaluator\.evaluate did not settle within rollout_worker\.agent\.timeout_seconds \(1 s\) for row 1; make it return \(or throw\) sooner, or raise the timeout/,
+    );
+    // With an hour to go, a stop of the run ends the rollout at once.
+    const stop = new AbortController();
+    const stopped = await agentRunner(
+      `${agent("scripted-agents.ts", "unscored")}, ${evaluator("NeverSettlingEvaluator")}, agent: {timeout_seconds: 3600}`,
+      await tinyInference(),
+      {},
+      8,
+      stop.signal,
+    );
+    const outcome = stopped.run(task({ question: "hi" }));
+    setTimeout(() => stop.abort(new Error("the run was stopped")), 500);
+    await expect(outcome).resolves.toMatchObject({ status: "aborted", trajectories: [] });
   });
 
   it("fails the rollout when the agent throws for its own reasons or nothing can score it; takes evaluator classes and functions", async () => {

@@ -169,6 +169,7 @@ class AttemptScope implements RolloutScope, GuardedRollout {
   /** Whether the attempt is still running (`putTrajectory` is accepted). */
   open = true;
   readonly inference: RolloutInferenceClient | undefined;
+  readonly signal: AbortSignal;
   /**
    * Takes the attempt's end; dropped once used, since the scope may outlive the attempt (a socket
    * opened during it keeps it as its async context) and must not keep its result alive.
@@ -187,6 +188,8 @@ class AttemptScope implements RolloutScope, GuardedRollout {
     readonly startVersion: number,
   ) {
     const { inference, sampling } = runner.options;
+    // The slot's controller of this attempt (an abandoned attempt's slot gets a new one).
+    this.signal = slot.controller.signal;
     this.inference =
       inference &&
       new RolloutInferenceClient(inference, deriveSeed(task.seed, attempt), slot.controller.signal, sampling);

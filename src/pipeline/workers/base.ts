@@ -91,6 +91,17 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
     return scope.inference;
   }
 
+  /**
+   * Aborted when the run stops (SIGTERM, Ctrl-C, `runRecipe`'s signal) or the current rollout is
+   * abandoned (`rollout_worker.rollout_timeout_seconds`, a hang): hand it to long work of your
+   * own (a fetch, a subprocess, a wait) so that it ends then. The inference client's calls
+   * already observe it.
+   * @throws NexrlError outside a rollout.
+   */
+  protected get signal(): AbortSignal {
+    return this.scope("signal").signal;
+  }
+
   /** Hands a trajectory to the pipeline (it may also be returned from `rollout`). */
   protected putTrajectory(trajectory: Trajectory | TrajectoryInit): void {
     this.scope("putTrajectory").put(trajectory);
