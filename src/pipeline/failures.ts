@@ -5,7 +5,7 @@
  */
 import { JsonlLog, type StepRow } from "./jsonl-log.js";
 import { userFrames } from "./rollout/error-origin.js";
-import type { RolloutFailure } from "./rollout/runner.js";
+import { shownValue, type RolloutFailure } from "./rollout/runner.js";
 import { rowNumber } from "../contracts/task.js";
 import { InputError, NexrlError, UserCodeError } from "../errors.js";
 
@@ -103,7 +103,7 @@ export class FailureLog {
         ? failure.error.message
         : error instanceof Error
           ? error.message
-          : String(error);
+          : shownValue(error);
     const at = userFrames(error)[0];
     const row: FailureRow = {
       step,

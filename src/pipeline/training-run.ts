@@ -11,7 +11,7 @@ import { pruneSamplerSnapshots, removeRunState, writeRunState, type RunState } f
 import type { DataCursor } from "./data/data-loader.js";
 import type { MetricsRow, RunResult, StopReason } from "./events.js";
 import { type PoolState } from "./pool.js";
-import type { RolloutFailure } from "./rollout/runner.js";
+import { shownValue, type RolloutFailure } from "./rollout/runner.js";
 import { runGuarded, type GuardedRun } from "./run-guard.js";
 import { sampleRows, validationSampleRows } from "./samples.js";
 import { describeTask } from "../contracts/task.js";
@@ -90,7 +90,7 @@ class Supervisor implements GuardedRun {
     this.interrupt(
       new UserCodeError(
         "uncaught",
-        `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
+        `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${shownValue(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
         { cause: error },
       ),
     );

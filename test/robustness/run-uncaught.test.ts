@@ -60,6 +60,25 @@ describe("an uncaught error in user code during a run", () => {
     ]);
   });
 
+  it("a thrown value that is not an Error is shown as its JSON, not [object Object]", async () => {
+    const dir = await userProject();
+    await writeWorker(
+      dir,
+      `setTimeout(() => { throw { code: 7, why: "quota" }; }, 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return this.ok(task);`,
+    );
+    await writeRecipe(dir);
+    const out = join(dir, "out");
+    const run = await runCliChild(["-c", "recipe.yaml", "-r", "-o", out], { cwd: dir });
+    expect(run.code).toBe(EXIT_CODES.runFailed);
+    expect(run.stderr).toContain(
+      'failed after 1 attempt(s): an uncaught throw of {"code":7,"why":"quota"} in the rollout of row',
+    );
+    const [failure] = await readJsonl<Record<string, string>>(join(out, "failures.jsonl"));
+    expect(failure!.message).toMatch(/^an uncaught throw of \{"code":7,"why":"quota"\} in the rollout of row \d/);
+  });
+
   it("outside a run (a TS recipe module): exit 3 with the error, not Node's exit 1 (which would say 'invalid recipe')", async () => {
     const dir = await userProject();
     await writeFile(

@@ -496,7 +496,7 @@ export class RolloutRunner {
   uncaught(scope: AttemptScope, error: unknown): boolean {
     const failure = new UserCodeError(
       "uncaught",
-      `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
+      `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${shownValue(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
       { cause: error },
     );
     if (scope.open) {
@@ -617,7 +617,7 @@ export class RolloutRunner {
     const origin = { index: task.index, groupId: task.groupId, runId: task.runId, isVal: task.isVal };
     const failed = `${task.isVal ? "validation " : ""}rollout of ${describeTask(task)} failed after ${attempts} attempt(s)`;
     if (retryCouldHelp(error)) {
-      const cause = error instanceof Error ? error.message : String(error);
+      const cause = error instanceof Error ? error.message : shownValue(error);
       const hint =
         this.options.policy.mode === "fail_fast"
           ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
@@ -637,7 +637,7 @@ export class RolloutRunner {
 }
 
 /** A thrown value that is not an Error, as a reader can see it: its JSON when it has one (not `[object Object]`). */
-function shownValue(value: unknown): string {
+export function shownValue(value: unknown): string {
   if (typeof value === "object" && value !== null) {
     try {
       const json = JSON.stringify(value);
