@@ -14,6 +14,7 @@ import type { DataLoader } from "./data/data-loader.js";
 import type { MetricsRow, RunEvent } from "./events.js";
 import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
+import { openRunLoggers, type RunLoggers } from "./loggers/index.js";
 import { TrajectoryPool } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
 import { trainerSettings, workerSettings } from "./settings.js";
@@ -89,6 +90,8 @@ export interface RunParts {
   weightSync: WeightSync;
   validator: Validator | undefined;
   metrics: JsonlLog<MetricsRow>;
+  /** The loggers of `logger.backend` that take each metrics row too. */
+  loggers: RunLoggers;
   samples: JsonlLog<SampleRow>;
   failures: FailureLog;
   /** Every runner of the run (training, and validation if any). */
@@ -276,6 +279,7 @@ export async function setUpRun(
       weightSync: new WeightSync(service, inference, sampler),
       validator,
       metrics,
+      loggers: await openRunLoggers(config.logger.backend, options.outputDir, resume ? resume.step + 1 : 0, warn),
       samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn),
       failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact, warn),
       runners,

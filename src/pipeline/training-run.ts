@@ -253,12 +253,14 @@ class TrainingRun {
     });
     if (this.step === 0 && this.parts.validator && config.validate.validate_before_train) {
       const validation = await this.validate();
-      await this.parts.metrics.append({
+      const row = {
         step: 0,
         ...validation.metrics,
         ...this.parts.accounting.row(),
         "time/validation_s": validation.seconds,
-      });
+      };
+      await this.parts.metrics.append(row);
+      await this.parts.loggers.step(row);
     }
     this.captureQuiet();
     this.release(this.step);
@@ -393,6 +395,7 @@ class TrainingRun {
     };
     await this.parts.failures.flush();
     await this.parts.metrics.append(row);
+    await this.parts.loggers.step(row);
     for (const sample of sampleRows(
       this.step,
       result.trajectories,

@@ -7,7 +7,7 @@ import { didYouMean } from "../suggest.js";
 import { nonEmpty, positiveInt, refuse } from "./common.js";
 
 /** Metrics sinks `logger.backend` accepts. */
-export const LOGGER_BACKENDS = ["console", "jsonl"] as const;
+export const LOGGER_BACKENDS = ["console", "jsonl", "tensorboard"] as const;
 
 /** Loggers NexRL recipes name that nexrl does not implement, and why. */
 const UNSUPPORTED_LOGGERS: Readonly<Record<string, string>> = {
@@ -23,7 +23,9 @@ export const loggerSchema = z
     /**
      * Where metrics go: `console` prints a progress line per step (on the CLI, or where
      * `runRecipe`'s `progress` option points); `jsonl` is the run folder's `metrics.jsonl`,
-     * which every run writes (reports, resumes and `nexrl sample` read it), listed or not.
+     * which every run writes (reports, resumes and `nexrl sample` read it), listed or not;
+     * `tensorboard` writes TensorBoard event files into the run folder (`tensorboard --logdir
+     * runs/` charts every run).
      */
     backend: z.array(nonEmpty).default(["console"]),
     /** NexRL's Feishu (Lark) cards: not supported, only `false` is accepted. */
