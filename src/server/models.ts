@@ -233,12 +233,14 @@ export class ModelStore {
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
     const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
-    const engine = LocalEngine.create({
-      model: baseModel,
-      seed: options.seed ?? this.seed,
-      outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
-      ...(this.threads !== undefined && { threads: this.threads }),
-    });
+    const engine = this.built(memoryBytes, () =>
+      LocalEngine.create({
+        model: baseModel,
+        seed: options.seed ?? this.seed,
+        outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
+        ...(this.threads !== undefined && { threads: this.threads }),
+      }),
+    );
     const model: ServedModel = {
       id: options.id,
       baseModel,
@@ -347,6 +349,16 @@ export class ModelStore {
       });
   }
 
+  /** What `make` builds with the `bytes` reserved for it, given back if building fails. */
+  private built<T>(bytes: number, make: () => T): T {
+    try {
+      return make();
+    } catch (error) {
+      this.budget.release(bytes);
+      throw error;
+    }
+  }
+
   private remember(id: string, gone: UnloadReason): void {
     this.gone.set(id, gone);
     if (this.gone.size > GONE_CAPACITY) this.gone.delete(this.gone.keys().next().value!);
@@ -440,12 +452,9 @@ export class ModelStore {
     } else if (source.baseModel !== undefined) {
       const baseModel = this.preset(source.baseModel);
       const memoryBytes = this.reserve(baseModel, false, `a sampling session of the ${baseModel} base model`);
-      const engine = LocalEngine.create({
-        model: baseModel,
-        seed: this.seed,
-        outputDir: join(this.outputDir, "base"),
-        ...compute,
-      });
+      const engine = this.built(memoryBytes, () =>
+        LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base"), ...compute }),
+      );
       const { contextLength } = engine.config;
       session = {
         ...common,
