@@ -189,7 +189,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw new ConfigError(`the memory budget must be a number of bytes >= 0 (0: no budget), got ${budgetBytes}`);
   const budget = new MemoryBudget(
     budgetBytes > 0 ? budgetBytes : undefined,
-    "close the clients you no longer use" +
+    "unload the models you no longer use (Tinker unload_model, Weaver terminate)" +
       (timeoutSeconds > 0 ? `, wait for abandoned sessions to expire (${timeoutSeconds} s without a heartbeat)` : "") +
       ", or give the server a larger budget (nexrl serve --memory-budget MB)",
   );

@@ -1,7 +1,8 @@
 /**
  * The Tinker protocol (wire-protocols §1) over the local engine, in both generations: JSON
  * bodies, and protobuf `forward_backward` bodies and results (`tinker-proto.ts`). Sessions and
- * heartbeats, models created through futures, training operations run strictly in `seq_id`
+ * heartbeats (a session without them expires and its models are unloaded), models created and
+ * unloaded through futures, training operations run strictly in `seq_id`
  * order with resubmissions deduplicated, `tinker://` checkpoints and sampler snapshots, sampling
  * sessions, `retrieve_future` long-polling, and JWTs when `pjwt_auth_enabled` is set.
  *
@@ -88,6 +89,7 @@ const KEY_ENDPOINTS = new Set(["client/config", "auth/token", "get_server_capabi
 
 const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>([
   "create_model",
+  "unload_model",
   "forward",
   "forward_backward",
   "optim_step",
@@ -236,6 +238,16 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           lora_rank: model.loraRank,
           model_name: model.baseModel,
         };
+      }
+      case "unload_model": {
+        const model = store.model(parse(endpoint, raw).model_id);
+        sessions.refresh(model.owner);
+        if (!failed) {
+          store.removeModel(model.id, { code: "model_unloaded", reason: "a client unloaded it (unload_model)" });
+          createdModels.delete(model.id);
+        }
+        const unloaded = { model_id: model.id, type: "unload_model" };
+        return future(runOperation("unload_model", failed ? injectedFailure : () => unloaded), model.id);
       }
       case "weights_info": {
         // What the SDK's create_training_client_from_state needs to recreate the model.

@@ -32,7 +32,7 @@ describe("the memory budget of nexrl serve", () => {
     expect(refused.status).toBe(503);
     expect(refused.body).toEqual({
       error: "memory_budget_exceeded",
-      message: `nexrl serve has no memory for a tiny model (${MB(TINY)}): the models and sampling sessions loaded hold ${MB(2 * TINY)} of its ${MB(2.5 * TINY)} memory budget; close the clients you no longer use, wait for abandoned sessions to expire (0.5 s without a heartbeat), or give the server a larger budget (nexrl serve --memory-budget MB)`,
+      message: `nexrl serve has no memory for a tiny model (${MB(TINY)}): the models and sampling sessions loaded hold ${MB(2 * TINY)} of its ${MB(2.5 * TINY)} memory budget; unload the models you no longer use (Tinker unload_model, Weaver terminate), wait for abandoned sessions to expire (0.5 s without a heartbeat), or give the server a larger budget (nexrl serve --memory-budget MB)`,
       retryable: true,
     });
     // A sampling session of a base model holds an engine too.
