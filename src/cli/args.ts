@@ -118,6 +118,10 @@ export interface ServeCommand {
   models?: string[];
   /** Threads of each model's engine; default: the machine's available parallelism. */
   threads?: number;
+  /** Seconds without a heartbeat after which a session expires (`--session-timeout`; 0: never). */
+  sessionTimeoutSeconds?: number;
+  /** Memory budget of the models, in MB of 2^20 bytes (`--memory-budget`; 0: none). */
+  memoryBudgetMB?: number;
   /** More host names requests may be addressed to (`--allow-host`). */
   allowedHosts?: string[];
   /** Origins whose browser requests are served (`--cors`). */
@@ -148,6 +152,15 @@ function recipeOf(values: Record<string, unknown>, name: string): string {
 }
 
 const str = (value: unknown): string | undefined => value as string | undefined;
+
+/** The number of an option that takes a number >= 0, 0 meaning `zero` (undefined when not given). */
+function nonNegative(value: unknown, flag: string, zero: string): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (str(value)!.trim() === "" || !Number.isFinite(number) || number < 0)
+    throw new UsageError(`${flag} must be a number >= 0 (0: ${zero}), got "${str(value)}"`);
+  return number;
+}
 
 function parseServe(args: readonly string[]): CliCommand {
   const { values, positionals } = parseOptions(commandSpec("serve"), args);
@@ -180,6 +193,8 @@ function parseServe(args: readonly string[]): CliCommand {
   const threads = values.threads === undefined ? undefined : Number(values.threads);
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1 && threads <= 256))
     throw new UsageError(`--threads must be an integer from 1 to 256, got "${str(values.threads)}"`);
+  const sessionTimeoutSeconds = nonNegative(values["session-timeout"], "--session-timeout", "sessions never expire");
+  const memoryBudgetMB = nonNegative(values["memory-budget"], "--memory-budget", "no budget");
   return {
     kind: "serve",
     protocol: protocol as ServeCommand["protocol"],
@@ -193,6 +208,8 @@ function parseServe(args: readonly string[]): CliCommand {
     ...(tinkerFlags && { tinkerFlags }),
     ...(values.model !== undefined && { models: values.model as string[] }),
     ...(threads !== undefined && { threads }),
+    ...(sessionTimeoutSeconds !== undefined && { sessionTimeoutSeconds }),
+    ...(memoryBudgetMB !== undefined && { memoryBudgetMB }),
     ...(values["allow-host"] !== undefined && { allowedHosts: values["allow-host"] as string[] }),
     ...(values.cors !== undefined && { corsOrigins: (values.cors as string[]).map((o) => corsOrigin(o)) }),
   };

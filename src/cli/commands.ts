@@ -132,7 +132,8 @@ const serve: CommandSpec = {
     "serve the local engine over the Tinker, Weaver and OpenAI-compatible protocols until stopped (Ctrl-C), so tinker/weaver recipes run without a remote service.",
   usage: [
     "serve [--protocol tinker|weaver|openai|all] [--host HOST] [--port PORT] [--output-dir DIR]",
-    "      [--faults SPEC] [--seed N] [--threads N] [--api-key KEY] [--insecure]",
+    "      [--faults SPEC] [--seed N] [--threads N] [--session-timeout SECONDS] [--memory-budget MB]",
+    "      [--api-key KEY] [--insecure]",
     "      [--tinker-flag KEY=VALUE ...] [--model RUN_DIR[:STEP] ...]",
     "      [--allow-host NAME ...] [--cors ORIGIN ...]",
   ],
@@ -165,6 +166,16 @@ const serve: CommandSpec = {
       type: "string",
       value: "N",
       help: "threads of each model's engine (default: the machine's cores); training results are reproducible for a given count.",
+    },
+    "session-timeout": {
+      type: "string",
+      value: "SECONDS",
+      help: "a Tinker or Weaver session that sends no heartbeat (nor a request for its models) for SECONDS expires: its models and sampling sessions are unloaded, and later requests for them get 410 (default 300, 30 of the Tinker SDK's 10 s heartbeats and 10 of Weaver's 30 s ones; 0: never). Each expiry is logged with what it freed.",
+    },
+    "memory-budget": {
+      type: "string",
+      value: "MB",
+      help: "most memory, in MB of 2^20 bytes, that the Tinker and Weaver models and sampling sessions may reserve together, each engine counted at the storage it allocates; a new one past it gets 503 memory_budget_exceeded instead of the server running out of memory (default: 75% of the machine's memory, or of the container's limit; 0: no budget). The --model runs are not counted and never expire.",
     },
     "api-key": {
       type: "string",

@@ -8,6 +8,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseFaults, startServer, type FaultRates, type RunningServer } from "../server/index.js";
+import { defaultMemoryBudgetBytes, megabytes } from "../server/memory-budget.js";
+import { DEFAULT_SESSION_TIMEOUT_SECONDS } from "../server/sessions.js";
 import { MODEL_PRESETS } from "../engine/config.js";
 import { EXIT_CODES, type ServeCommand } from "./args.js";
 import type { CliIO } from "./io.js";
@@ -81,6 +83,9 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
   }
   const apiKey = command.apiKey ?? (io.env[SERVE_API_KEY_VAR] || undefined);
   const runModels = await openRunModels(command, io);
+  const sessionTimeoutSeconds = command.sessionTimeoutSeconds ?? DEFAULT_SESSION_TIMEOUT_SECONDS;
+  const memoryBudgetBytes =
+    command.memoryBudgetMB === undefined ? defaultMemoryBudgetBytes() : command.memoryBudgetMB * 2 ** 20;
   const signals = stop === undefined ? stopSignal() : undefined;
   const temporary = command.outputDir === undefined;
   const outputDir = temporary
@@ -96,6 +101,8 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         outputDir,
         seed: command.seed,
         ...(command.threads !== undefined && { threads: command.threads }),
+        sessionTimeoutSeconds,
+        memoryBudgetBytes,
         ...(faults && { faults }),
         ...(apiKey !== undefined && { apiKey }),
         ...(command.insecure && { insecure: true }),
@@ -121,6 +128,8 @@ export async function runServe(command: ServeCommand, io: CliIO, stop?: Promise<
         (apiKey === undefined
           ? "  no API key: any client on this machine may connect\n"
           : "  API key required (X-API-Key, X-WEAVER-API-KEY or Authorization: Bearer)\n") +
+        `  sessions expire after ${sessionTimeoutSeconds > 0 ? `${sessionTimeoutSeconds} s without a heartbeat` : "never (--session-timeout 0)"}; ` +
+        `memory budget of the models: ${memoryBudgetBytes > 0 ? megabytes(memoryBudgetBytes) : "none (--memory-budget 0)"}\n` +
         (command.faults ? `  faults: ${command.faults} (seed ${command.seed})\n` : "") +
         (command.tinkerFlags
           ? `  tinker client/config flags: ${Object.entries(command.tinkerFlags)

@@ -9,13 +9,13 @@ import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import type { KernelKind } from "./matrix.js";
 import { parameterCount } from "./params.js";
-import { EngineRuntime, type ComputeOptions } from "./runtime.js";
+import { EngineRuntime, storageBytes, type ComputeOptions } from "./runtime.js";
 import { LocalSampler } from "./sampler.js";
 import { encodeStateFile, type StateFileContents } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
-import { TrainingCore } from "./training.js";
+import { TrainingCore, trainingChunkRows } from "./training.js";
 import { ConfigError } from "../errors.js";
 import { stateFileError } from "./state-file.js";
 
@@ -127,6 +127,22 @@ export class LocalEngine {
     const runtime = new EngineRuntime(config, compute, 0);
     runtime.views.weights.flat.set(contents.weights);
     return new LocalSampler(runtime, tokenizer, true);
+  }
+
+  /**
+   * Bytes of memory an engine of `model` reserves with `compute`'s threads (its weights,
+   * gradients and Adam moments, and each thread's workspace and decoder cache), or with
+   * `sampler: true` what a {@link LocalEngine.samplerFromSnapshot} sampler of that model
+   * reserves: the most it can hold resident, known before building it (a server budgets its
+   * models with it).
+   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape or invalid `threads`.
+   */
+  static memoryBytes(
+    model: ModelPresetName | ModelConfig,
+    compute: ComputeOptions & { sampler?: boolean } = {},
+  ): number {
+    const config = resolveModelConfig(model, new ByteTokenizer().vocabSize);
+    return storageBytes(config, compute, compute.sampler ? 0 : trainingChunkRows(config));
   }
 
   /** Number of threads the engine computes with. */

@@ -82,6 +82,15 @@ function allocate(bytes: number, kernels: KernelKind | undefined): EngineStorage
   return { kind: "plain", buffer: new SharedArrayBuffer(pages * WASM_PAGE) };
 }
 
+/**
+ * Bytes of the storage an engine of `config` (training passes of `chunkRows` rows; 0 for a
+ * sampler) allocates with `options`' threads: whole WebAssembly pages, as {@link EngineRuntime} allocates.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an invalid thread count.
+ */
+export function storageBytes(config: ResolvedModelConfig, options: ComputeOptions, chunkRows: number): number {
+  return Math.ceil(layoutBytes(layoutSpec(config, threadCount(options), chunkRows)) / WASM_PAGE) * WASM_PAGE;
+}
+
 /** One engine's (or sampler's) storage and threads. */
 export class EngineRuntime {
   /** The layout of the storage. */

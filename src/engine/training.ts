@@ -24,6 +24,11 @@ export interface TrainingCoreOptions extends ComputeOptions {
   maxChunkRows?: number;
 }
 
+/** Positions of one batched training pass of `config` for a `maxChunkRows` option (default 2048). */
+export function trainingChunkRows(config: ResolvedModelConfig, maxChunkRows = 2048): number {
+  return Math.max(maxChunkRows, config.contextLength);
+}
+
 /**
  * Weights, gradients and optimizer state of one model, trained data-parallel: each call's
  * sequences are split at sequence boundaries into one slice per thread, each thread runs the
@@ -50,7 +55,7 @@ export class TrainingCore {
     seed: number,
     options: TrainingCoreOptions = {},
   ) {
-    this.chunkRows = Math.max(options.maxChunkRows ?? 2048, config.contextLength);
+    this.chunkRows = trainingChunkRows(config, options.maxChunkRows);
     this.runtime = new EngineRuntime(config, options, this.chunkRows);
     const views = this.runtime.views;
     this.weights = views.weights;

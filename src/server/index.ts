@@ -13,10 +13,12 @@ import { hostAddresses, isLoopback, listen } from "./bind.js";
 import { FaultInjector, parseFaults, type FaultRates } from "./faults.js";
 import { composeHandlers, type CapturedRequest, type RequestHandler } from "./handler.js";
 import { healthHandler } from "./health.js";
-import { ModelStore } from "./models.js";
+import { defaultMemoryBudgetBytes, MemoryBudget, megabytes } from "./memory-budget.js";
+import { ModelStore, type Unloaded } from "./models.js";
 import { InFlightOperations } from "./operations.js";
 import { createOpenAIModelsHandler } from "./openai-models.js";
 import type { ServedModel as OpenAIServedModel } from "./openai.js";
+import { DEFAULT_SESSION_TIMEOUT_SECONDS, SessionTable } from "./sessions.js";
 import { createTinkerHandler } from "./tinker.js";
 import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
@@ -53,6 +55,18 @@ export interface ServerOptions {
   insecure?: boolean;
   /** What to do when listening fails, appended to the error (default: hints for the library options). */
   listenHint?: (problem: ListenProblem) => string;
+  /**
+   * Seconds after which a Tinker or Weaver session that sent no heartbeat (and no request for
+   * its models) expires, unloading its models and sampling sessions (default 300: 30 of the
+   * Tinker SDK's heartbeats, 10 of Weaver's); 0: sessions never expire.
+   */
+  sessionTimeoutSeconds?: number;
+  /**
+   * Most bytes the models and sampling sessions may reserve together, each engine counted at the
+   * storage it allocates; a model over it is refused with 503 `memory_budget_exceeded` (default:
+   * 75 % of the machine's memory, or of the container's limit); 0: no budget.
+   */
+  memoryBudgetBytes?: number;
   /** How long a Tinker `retrieve_future` poll is held before `try_again`, in ms (default 30 000). */
   longPollTimeoutMs?: number;
   /**
@@ -86,6 +100,13 @@ export interface ServerOptions {
 
 /** Shortest API key that serving other machines takes without a warning. */
 const MIN_EXPOSED_KEY_LENGTH = 16;
+
+/** What an expired session freed, for the log: "unloaded 1 model (…) and 0 sampling sessions, freeing 116 MB". */
+function describeUnloaded(unloaded: Unloaded): string {
+  const list = (ids: string[], one: string): string =>
+    `${ids.length} ${one}${ids.length === 1 ? "" : "s"}${ids.length > 0 ? ` (${ids.join(", ")})` : ""}`;
+  return `unloaded ${list(unloaded.models, "model")} and ${list(unloaded.samplingSessions, "sampling session")}, freeing ${megabytes(unloaded.bytes)}`;
+}
 
 /** What to do when the library's `startServer` cannot listen. */
 function defaultListenHint(problem: ListenProblem): string {
@@ -158,13 +179,33 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         "give an API key (--api-key KEY or NEXRL_SERVE_API_KEY), bind 127.0.0.1, or pass --insecure to serve without a key",
     );
   const seed = options.seed ?? 0;
-  const store = new ModelStore(options.outputDir, seed, options.threads);
+  const timeoutSeconds = options.sessionTimeoutSeconds ?? DEFAULT_SESSION_TIMEOUT_SECONDS;
+  if (!(Number.isFinite(timeoutSeconds) && timeoutSeconds >= 0))
+    throw new ConfigError(
+      `the session timeout must be a number of seconds >= 0 (0: sessions never expire), got ${timeoutSeconds}`,
+    );
+  const budgetBytes = options.memoryBudgetBytes ?? defaultMemoryBudgetBytes();
+  if (!(Number.isFinite(budgetBytes) && budgetBytes >= 0))
+    throw new ConfigError(`the memory budget must be a number of bytes >= 0 (0: no budget), got ${budgetBytes}`);
+  const budget = new MemoryBudget(
+    budgetBytes > 0 ? budgetBytes : undefined,
+    "unload the models you no longer use (Tinker unload_model, Weaver terminate)" +
+      (timeoutSeconds > 0 ? `, wait for abandoned sessions to expire (${timeoutSeconds} s without a heartbeat)` : "") +
+      ", or give the server a larger budget (nexrl serve --memory-budget MB)",
+  );
+  const store = new ModelStore({ outputDir: options.outputDir, seed, budget, threads: options.threads, log });
+  const sessions = new SessionTable({ timeoutSeconds, busy: (id) => store.busy(id) });
+  sessions.onExpire((id) =>
+    log(
+      `nexrl serve: session ${id} ${sessions.expiry}; ${describeUnloaded(store.unloadOwner(id, { code: "session_expired", reason: `its session ${id} ${sessions.expiry} (nexrl serve --session-timeout)` }))}`,
+    ),
+  );
   const faults = new FaultInjector(
     typeof options.faults === "string" ? parseFaults(options.faults) : (options.faults ?? {}),
     seed,
   );
   const inFlight = new InFlightOperations();
-  const shared = { store, faults, capture: options.onRequest, inFlight };
+  const shared = { store, sessions, faults, capture: options.onRequest, inFlight };
   const tinker = protocol === "tinker" || protocol === "all";
   // Tinker clients trade the key for JWTs when the flag is on; the gate accepts those JWTs too.
   const jwt =
@@ -215,6 +256,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url: `http://${shown}:${address.port}`,
     close: () =>
       (closed ??= new Promise<void>((resolve, reject) => {
+        sessions.close();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       }).then(() => inFlight.settled())),

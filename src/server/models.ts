@@ -8,7 +8,9 @@
 import { join } from "node:path";
 import { LocalEngine, MODEL_PRESETS, type LocalSampler, type ModelPresetName } from "../engine/index.js";
 import type { SampleOutput, SamplingParams } from "../types/results.js";
-import { OperationQueue } from "./operations.js";
+import { collectGarbage } from "./collect-garbage.js";
+import type { MemoryBudget } from "./memory-budget.js";
+import { InFlightOperations, OperationQueue, runOperation, type Operation } from "./operations.js";
 import { ProtocolError } from "../errors.js";
 
 /** Fine-tuning modes (Weaver's `training_mode`; Tinker models are always `lora`). */
@@ -20,6 +22,10 @@ export interface ServedModel {
   readonly id: string;
   /** The preset it was created from. */
   readonly baseModel: ModelPresetName;
+  /** The session that created it; the model is unloaded when that session expires. */
+  readonly owner: string;
+  /** The memory its engine reserves, in bytes (counted against the memory budget). */
+  readonly memoryBytes: number;
   /** `lora` or `full_ft`. The engine trains every weight either way. */
   readonly trainingMode: TrainingMode;
   /** The LoRA rank asked for, when `lora`. */
@@ -49,7 +55,7 @@ export interface Artifact {
 }
 
 /** What samples: a snapshot's sampler or a base model's engine. */
-export type Sampler = Pick<LocalSampler, "sampleAsync" | "computeLogprobs">;
+export type Sampler = Pick<LocalSampler, "sampleAsync" | "computeLogprobs" | "close">;
 
 /** A sampling session. */
 export interface SamplingSession {
@@ -65,6 +71,12 @@ export interface SamplingSession {
   readonly modelId: string | undefined;
   /** The longest sequence it samples (prompt and generated tokens). */
   readonly contextLength: number;
+  /** The session that opened it; it is closed when that session expires. */
+  readonly owner: string;
+  /** The memory its sampler reserves, in bytes (counted against the memory budget). */
+  readonly memoryBytes: number;
+  /** Its sampling and scoring operations not yet finished (closing it waits for them). */
+  readonly inFlight: InFlightOperations;
 }
 
 /** Sampling parameters as the training protocols send them. */
@@ -81,6 +93,13 @@ export interface WireSamplingParams {
   top_k: number;
   /** Nucleus mass (1: off). */
   top_p: number;
+}
+
+/** Runs `run` as an operation of sampling session `session`: closing the session waits for it. */
+export function samplingOperation(session: SamplingSession, kind: string, run: () => unknown): Operation {
+  const op = runOperation(kind, run);
+  session.inFlight.add(op);
+  return op;
 }
 
 /** Samples `numSamples` continuations of `prompt` in `session`, with the engine's options of `params`. */
@@ -108,6 +127,8 @@ export interface CreateModelOptions {
   id: string;
   /** A preset name. */
   baseModel: string;
+  /** The session creating it. */
+  owner: string;
   /** `lora` or `full_ft`. */
   trainingMode: TrainingMode;
   /** LoRA rank, recorded for `get_info`. */
@@ -116,23 +137,71 @@ export interface CreateModelOptions {
   seed?: number;
 }
 
-/** Models, artifacts and sampling sessions of one server. */
+/** Options of {@link ModelStore}. */
+export interface ModelStoreOptions {
+  /** Where each model's engine writes its files (`models/<n>/…`). */
+  outputDir: string;
+  /** Default seed of new models and base-model samplers. */
+  seed: number;
+  /** The memory models and samplers may reserve. */
+  budget: MemoryBudget;
+  /** Threads of every engine and sampler (default: the machine's available parallelism). */
+  threads?: number | undefined;
+  /** Receives failures to close an unloaded engine. */
+  log: (line: string) => void;
+}
+
+/** What {@link ModelStore.unloadOwner} freed. */
+export interface Unloaded {
+  /** Ids of the models unloaded. */
+  models: string[];
+  /** Ids of the sampling sessions closed. */
+  samplingSessions: string[];
+  /** The memory they reserved, in bytes. */
+  bytes: number;
+}
+
+/** Why a model or sampling session is gone, answered to requests that still name it. */
+export interface UnloadReason {
+  /** The error code. */
+  code: string;
+  /** Why, as a clause: "its session … expired after 300 s without a heartbeat". */
+  reason: string;
+}
+
+/** How many unloaded ids are remembered, to say why they are gone. */
+const GONE_CAPACITY = 10_000;
+
+/**
+ * Models, artifacts and sampling sessions of one server. Every model and sampling session
+ * belongs to the session that created it and is unloaded with it (its engine closed and its
+ * memory given back to the budget); its files stay on disk.
+ */
 export class ModelStore {
   private readonly models = new Map<string, ServedModel>();
   private readonly artifacts = new Map<string, Artifact>();
   private readonly sessions = new Map<string, SamplingSession>();
+  private readonly gone = new Map<string, UnloadReason>();
   private modelDirs = 0;
+  /** The garbage collection scheduled after closing engines, if any. */
+  private collection: NodeJS.Immediate | undefined;
 
-  /**
-   * @param outputDir where each model's engine writes its files (`models/<n>/…`).
-   * @param seed default seed of new models and base-model samplers.
-   * @param threads threads of every engine and sampler (default: the machine's available parallelism).
-   */
-  constructor(
-    readonly outputDir: string,
-    readonly seed: number,
-    readonly threads?: number,
-  ) {}
+  /** Where each model's engine writes its files (`models/<n>/…`). */
+  readonly outputDir: string;
+  /** Default seed of new models and base-model samplers. */
+  readonly seed: number;
+  /** Threads of every engine and sampler (default: the machine's available parallelism). */
+  readonly threads: number | undefined;
+  private readonly budget: MemoryBudget;
+  private readonly log: (line: string) => void;
+
+  constructor(options: ModelStoreOptions) {
+    this.outputDir = options.outputDir;
+    this.seed = options.seed;
+    this.threads = options.threads;
+    this.budget = options.budget;
+    this.log = options.log;
+  }
 
   /** The presets served as base models, with their context lengths. */
   presets(): Array<{ name: ModelPresetName; contextLength: number }> {
@@ -157,18 +226,26 @@ export class ModelStore {
     return name as ModelPresetName;
   }
 
-  /** Creates a model with fresh weights. @throws {@link ProtocolError} 400 for an unknown base model. */
+  /**
+   * Creates a model with fresh weights.
+   * @throws {@link ProtocolError} 400 for an unknown base model, 503 when its memory is over the budget.
+   */
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
-    const engine = LocalEngine.create({
-      model: baseModel,
-      seed: options.seed ?? this.seed,
-      outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
-      ...(this.threads !== undefined && { threads: this.threads }),
-    });
+    const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
+    const engine = this.built(memoryBytes, () =>
+      LocalEngine.create({
+        model: baseModel,
+        seed: options.seed ?? this.seed,
+        outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
+        ...(this.threads !== undefined && { threads: this.threads }),
+      }),
+    );
     const model: ServedModel = {
       id: options.id,
       baseModel,
+      owner: options.owner,
+      memoryBytes,
       trainingMode: options.trainingMode,
       loraRank: options.loraRank,
       engine,
@@ -179,9 +256,16 @@ export class ModelStore {
     return model;
   }
 
-  /** The model with id `id`. @throws {@link ProtocolError} 404. */
+  /** The model with id `id`. @throws {@link ProtocolError} 410 when it was unloaded, 404 when unknown. */
   model(id: string): ServedModel {
     const model = this.models.get(id);
+    const gone = this.gone.get(id);
+    if (!model && gone)
+      throw new ProtocolError(
+        410,
+        gone.code,
+        `model "${id}" was unloaded: ${gone.reason}; create a new session and training client (load its last checkpoint to continue)`,
+      );
     if (!model)
       throw new ProtocolError(
         404,
@@ -196,9 +280,98 @@ export class ModelStore {
     return this.models.has(id);
   }
 
-  /** Forgets a model; its files stay on disk. */
-  removeModel(id: string): void {
+  /**
+   * Unloads a model: requests naming it get 404 at once, the operations it already received
+   * run, then its engine is closed and its memory returned to the budget. Its files stay on disk.
+   * @param gone when set, later requests naming it get 410 with this code and reason instead.
+   * @returns the memory it reserved, in bytes.
+   */
+  removeModel(id: string, gone?: UnloadReason): number {
+    const model = this.models.get(id);
+    if (!model) return 0;
     this.models.delete(id);
+    if (gone) this.remember(id, gone);
+    const why = gone ? `model "${id}" was unloaded: ${gone.reason}` : `model "${id}" was terminated`;
+    this.release(
+      model.queue.close(`${why}; the operation did not run`).then(() => model.engine.close()),
+      model.memoryBytes,
+      `model "${id}"`,
+    );
+    return model.memoryBytes;
+  }
+
+  /** Whether the models or sampling sessions of session `owner` have operations running or queued. */
+  busy(owner: string): boolean {
+    for (const model of this.models.values()) if (model.owner === owner && model.queue.busy) return true;
+    for (const session of this.sessions.values()) if (session.owner === owner && session.inFlight.size > 0) return true;
+    return false;
+  }
+
+  /**
+   * Unloads every model and closes every sampling session of session `owner` (as
+   * {@link ModelStore.removeModel}); later requests naming them get 410 with `gone`'s code and reason.
+   */
+  unloadOwner(owner: string, gone: UnloadReason): Unloaded {
+    const unloaded: Unloaded = { models: [], samplingSessions: [], bytes: 0 };
+    for (const model of [...this.models.values()].filter((m) => m.owner === owner)) {
+      unloaded.bytes += this.removeModel(model.id, gone);
+      unloaded.models.push(model.id);
+    }
+    for (const session of [...this.sessions.values()].filter((s) => s.owner === owner)) {
+      this.sessions.delete(session.id);
+      this.remember(session.id, gone);
+      this.release(
+        session.inFlight.settled().then(() => session.sampler.close()),
+        session.memoryBytes,
+        `sampling session "${session.id}"`,
+      );
+      unloaded.bytes += session.memoryBytes;
+      unloaded.samplingSessions.push(session.id);
+    }
+    return unloaded;
+  }
+
+  /**
+   * Gives `bytes` back to the budget once `closed` (an engine or sampler closing) settles, logging
+   * a failure, then collects garbage (once for all those closed together) so that the closed
+   * storage leaves the process's memory.
+   */
+  private release(closed: Promise<void>, bytes: number, what: string): void {
+    void closed
+      .catch((error: unknown) => this.log(`nexrl serve: closing ${what} failed: ${String(error)}`))
+      .finally(() => {
+        this.budget.release(bytes);
+        if (this.collection) return;
+        this.collection = setImmediate(() => {
+          this.collection = undefined;
+          collectGarbage();
+        });
+      });
+  }
+
+  /** What `make` builds with the `bytes` reserved for it, given back if building fails. */
+  private built<T>(bytes: number, make: () => T): T {
+    try {
+      return make();
+    } catch (error) {
+      this.budget.release(bytes);
+      throw error;
+    }
+  }
+
+  private remember(id: string, gone: UnloadReason): void {
+    this.gone.set(id, gone);
+    if (this.gone.size > GONE_CAPACITY) this.gone.delete(this.gone.keys().next().value!);
+  }
+
+  /** Reserves the memory of an engine (or a snapshot sampler) of `baseModel`. @throws {@link ProtocolError} 503. */
+  private reserve(baseModel: ModelPresetName, sampler: boolean, what: string): number {
+    const bytes = LocalEngine.memoryBytes(baseModel, {
+      sampler,
+      ...(this.threads !== undefined && { threads: this.threads }),
+    });
+    this.budget.reserve(bytes, what);
+    return bytes;
   }
 
   /**
@@ -243,38 +416,55 @@ export class ModelStore {
   }
 
   /**
-   * Opens a sampling session on a snapshot (`modelPath`) or on a base model's initial weights.
-   * @throws {@link ProtocolError} 404 for an unknown path, 400 for an unknown base model.
+   * Opens a sampling session of session `owner` on a snapshot (`modelPath`) or on a base model's
+   * initial weights.
+   * @throws {@link ProtocolError} 404 for an unknown path, 400 for an unknown base model, 503
+   * when its memory is over the budget.
    */
   async openSampler(
     id: string,
     source: { modelPath?: string | undefined; baseModel?: string | undefined },
+    owner: string,
   ): Promise<SamplingSession> {
+    const compute = this.threads !== undefined ? { threads: this.threads } : {};
+    const common = { id, owner, inFlight: new InFlightOperations() };
     let session: SamplingSession;
     if (source.modelPath !== undefined) {
       const artifact = this.artifact(source.modelPath);
-      const sampler = await LocalEngine.samplerFromSnapshot(artifact.file, {
-        ...(this.threads !== undefined && { threads: this.threads }),
-      });
       const { baseModel, modelId } = artifact;
+      const memoryBytes = this.reserve(baseModel, true, `a sampling session of ${source.modelPath}`);
+      let sampler: LocalSampler;
+      try {
+        sampler = await LocalEngine.samplerFromSnapshot(artifact.file, compute);
+      } catch (error) {
+        this.budget.release(memoryBytes);
+        throw error;
+      }
       session = {
-        id,
+        ...common,
         sampler,
         baseModel,
         modelPath: source.modelPath,
         modelId,
         contextLength: sampler.config.contextLength,
+        memoryBytes,
       };
     } else if (source.baseModel !== undefined) {
       const baseModel = this.preset(source.baseModel);
-      const engine = LocalEngine.create({
-        model: baseModel,
-        seed: this.seed,
-        outputDir: join(this.outputDir, "base"),
-        ...(this.threads !== undefined && { threads: this.threads }),
-      });
+      const memoryBytes = this.reserve(baseModel, false, `a sampling session of the ${baseModel} base model`);
+      const engine = this.built(memoryBytes, () =>
+        LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base"), ...compute }),
+      );
       const { contextLength } = engine.config;
-      session = { id, sampler: engine, baseModel, modelPath: undefined, modelId: undefined, contextLength };
+      session = {
+        ...common,
+        sampler: engine,
+        baseModel,
+        modelPath: undefined,
+        modelId: undefined,
+        contextLength,
+        memoryBytes,
+      };
     } else {
       throw new ProtocolError(
         400,
@@ -286,9 +476,12 @@ export class ModelStore {
     return session;
   }
 
-  /** The sampling session `id`. @throws {@link ProtocolError} 404. */
+  /** The sampling session `id`. @throws {@link ProtocolError} 410 when it was closed, 404 when unknown. */
   samplingSession(id: string): SamplingSession {
     const session = this.sessions.get(id);
+    const gone = this.gone.get(id);
+    if (!session && gone)
+      throw new ProtocolError(410, gone.code, `sampling session "${id}" was closed: ${gone.reason}; create a new one`);
     if (!session)
       throw new ProtocolError(
         404,

@@ -55,15 +55,20 @@ class Op implements Operation {
   outcome: Outcome | undefined;
   readonly done: Promise<Outcome>;
   private start!: () => void;
+  /** What it runs; dropped once run, so a finished operation holds nothing of its model. */
+  private work: (() => unknown) | undefined;
 
   constructor(
     readonly kind: string,
     run: () => unknown,
   ) {
+    this.work = run;
     this.done = new Promise<void>((resolve) => (this.start = resolve)).then(async (): Promise<Outcome> => {
       this.started = true;
+      const work = this.work!;
+      this.work = undefined;
       try {
-        this.outcome = { ok: true, value: await run() };
+        this.outcome = { ok: true, value: await work() };
       } catch (error) {
         const category =
           error instanceof OperationFailure ? error.category : error instanceof NexrlError ? "user" : "server";
@@ -78,6 +83,14 @@ class Op implements Operation {
     this.queued = true;
     this.start();
     return this.done;
+  }
+
+  /** Ends it with `failure` instead of running it. */
+  fail(failure: OperationFailure): Promise<Outcome> {
+    this.work = () => {
+      throw failure;
+    };
+    return this.release();
   }
 }
 
@@ -129,6 +142,13 @@ export class OperationQueue {
   private nextSeq = 1;
   private readonly bySeq = new Map<number, Op>();
   private tail: Promise<unknown> = Promise.resolve();
+  /** Operations queued to run that have not finished. */
+  private queued = 0;
+
+  /** Whether operations are queued to run or running (not counting those waiting for a missing `seq_id`). */
+  get busy(): boolean {
+    return this.queued > 0;
+  }
 
   /**
    * Receives the operation with `seq_id` `seq`: it runs after every lower `seq_id`. A `seq_id`
@@ -175,8 +195,20 @@ export class OperationQueue {
     return op;
   }
 
+  /**
+   * Closes the queue when its model is unloaded: operations still waiting for a missing `seq_id`
+   * fail with `reason` (they would never run), and the returned promise resolves once those
+   * already queued have run.
+   */
+  close(reason: string): Promise<void> {
+    for (const [seq, op] of this.bySeq) if (seq >= this.nextSeq) void op.fail(new OperationFailure(reason, "user"));
+    this.bySeq.clear();
+    return this.tail.then(() => undefined);
+  }
+
   private enqueue(op: Op): void {
     op.queued = true;
-    this.tail = this.tail.then(() => op.release());
+    this.queued++;
+    this.tail = this.tail.then(() => op.release()).finally(() => this.queued--);
   }
 }

@@ -78,6 +78,7 @@ export const tinkerRequests = {
     type: z.literal("create_model"),
   }),
   get_info: z.strictObject({ model_id: z.string(), type: z.literal("get_info") }),
+  unload_model: z.strictObject({ model_id: z.string(), type: z.literal("unload_model") }),
   weights_info: z.strictObject({ tinker_path: z.string() }),
   forward: z.strictObject({ forward_input: lossInput, model_id: z.string(), seq_id: int }),
   forward_backward: z.strictObject({ forward_backward_input: lossInput, model_id: z.string(), seq_id: int }),

@@ -1,13 +1,13 @@
 /**
  * The Tinker protocol (wire-protocols §1) over the local engine, in both generations: JSON
  * bodies, and protobuf `forward_backward` bodies and results (`tinker-proto.ts`). Sessions and
- * heartbeats, models created through futures, training operations run strictly in `seq_id`
+ * heartbeats (a session without them expires and its models are unloaded), models created and
+ * unloaded through futures, training operations run strictly in `seq_id`
  * order with resubmissions deduplicated, `tinker://` checkpoints and sampler snapshots, sampling
  * sessions, `retrieve_future` long-polling, and JWTs when `pjwt_auth_enabled` is set.
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
 import type { ForwardBackwardOutput } from "../types/results.js";
@@ -16,7 +16,7 @@ import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
-import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
+import { sampleSession, samplingOperation, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
 import {
   injectedFailure,
   type InFlightOperations,
@@ -26,6 +26,7 @@ import {
   type Outcome,
 } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
+import type { SessionTable } from "./sessions.js";
 import { tinkerCredential, type JwtIssuer } from "./tinker-jwt.js";
 import {
   acceptsProtobuf,
@@ -44,6 +45,8 @@ import { ProtocolError } from "../errors.js";
 export interface TinkerHandlerOptions {
   /** Models, artifacts and samplers (shared with the other protocols). */
   store: ModelStore;
+  /** Sessions and their expiry (shared with the other protocols; expiry unloads a session's models). */
+  sessions: SessionTable;
   /** Fault injection. */
   faults: FaultInjector;
   /** How long `retrieve_future` holds a poll before answering `try_again`, in milliseconds. */
@@ -86,6 +89,7 @@ const KEY_ENDPOINTS = new Set(["client/config", "auth/token", "get_server_capabi
 
 const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>([
   "create_model",
+  "unload_model",
   "forward",
   "forward_backward",
   "optim_step",
@@ -143,11 +147,15 @@ async function sample(session: SamplingSession, body: TinkerRequest<"asample">):
  * polled promise; `error` fails the submitted operation without applying it.
  */
 export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandler {
-  const { store, faults } = options;
+  const { store, faults, sessions } = options;
   const promises = new OperationRegistry(options.inFlight);
-  const sessions = new Set<string>();
+  // By model or sampling session id, which starts with its session's id.
   const createdModels = new Map<string, Operation>();
-  const samplingSessions = new Map<string, string>();
+  const samplingSessions = new Set<string>();
+  sessions.onExpire((id) => {
+    for (const key of createdModels.keys()) if (key.startsWith(`${id}:`)) createdModels.delete(key);
+    for (const key of samplingSessions) if (key.startsWith(`${id}:`)) samplingSessions.delete(key);
+  });
   const clientConfig = { ...CLIENT_CONFIG, ...options.clientConfig };
   const jwt = options.jwt;
   const resultDtype = options.resultDtype ?? "float32";
@@ -156,10 +164,12 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     request_id: promises.register(op),
     ...(modelId !== undefined && { model_id: modelId }),
   });
-  const session = (id: string): string => {
-    if (!sessions.has(id))
-      throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; call create_session first`);
-    return id;
+  const session = (id: string): string => sessions.check(id, "call create_session first");
+  /** `op`, counted as activity of session `owner` when it is submitted and when it finishes. */
+  const activity = (owner: string, op: Operation): Operation => {
+    sessions.refresh(owner);
+    void op.done.then(() => sessions.refresh(owner));
+    return op;
   };
   const seqOp = (
     modelId: string,
@@ -169,7 +179,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     run: (model: ServedModel) => unknown,
   ): unknown => {
     const model = store.model(modelId);
-    return future(model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model)), modelId);
+    return future(
+      activity(model.owner, model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model))),
+      modelId,
+    );
   };
 
   const handle = async (
@@ -190,9 +203,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         return { status: "accepted" };
       case "create_session": {
         parse(endpoint, raw);
-        const id = randomUUID();
-        sessions.add(id);
-        return { type: "create_session", session_id: id };
+        return { type: "create_session", session_id: sessions.create() };
       }
       case "session_heartbeat":
         session(parse(endpoint, raw).session_id);
@@ -202,17 +213,17 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const key = `${session(body.session_id)}:train:${body.model_seq_id}`;
         let op = createdModels.get(key);
         if (!op) {
-          op = runOperation("create_model", () => {
-            if (failed) injectedFailure();
+          // Made before answering, so that an unknown base model (400) or a full memory budget (503) is the answer's status.
+          if (!failed)
             store.createModel({
               id: key,
               baseModel: body.base_model,
+              owner: body.session_id,
               trainingMode: "lora",
               loraRank: body.lora_config?.rank ?? 32,
               ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
             });
-            return { model_id: key, type: "create_model" };
-          });
+          op = runOperation("create_model", failed ? injectedFailure : () => ({ model_id: key, type: "create_model" }));
           createdModels.set(key, op);
         }
         return future(op, key);
@@ -227,6 +238,16 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           lora_rank: model.loraRank,
           model_name: model.baseModel,
         };
+      }
+      case "unload_model": {
+        const model = store.model(parse(endpoint, raw).model_id);
+        sessions.refresh(model.owner);
+        if (!failed) {
+          store.removeModel(model.id, { code: "model_unloaded", reason: "a client unloaded it (unload_model)" });
+          createdModels.delete(model.id);
+        }
+        const unloaded = { model_id: model.id, type: "unload_model" };
+        return future(runOperation("unload_model", failed ? injectedFailure : () => unloaded), model.id);
       }
       case "weights_info": {
         // What the SDK's create_training_client_from_state needs to recreate the model.
@@ -288,8 +309,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           store.addArtifact(m, path, await m.engine.saveWeightsForSampler(name), body.ttl_seconds);
           if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
           const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
-          await store.openSampler(key, { modelPath: path });
-          samplingSessions.set(key, key);
+          await store.openSampler(key, { modelPath: path }, m.owner);
+          samplingSessions.add(key);
           return { sampling_session_id: key, type: "save_weights_for_sampler" };
         });
       }
@@ -311,8 +332,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
               `model_path must start with tinker://, got ${body.model_path}`,
             );
           }
-          await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model });
-          samplingSessions.set(key, key);
+          await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model }, body.session_id);
+          samplingSessions.add(key);
         }
         return { type: "create_sampling_session", sampling_session_id: key };
       }
@@ -321,7 +342,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const target = store.samplingSession(body.sampling_session_id);
         checkSampleCount(body.num_samples, "num_samples");
         checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], target.contextLength);
-        return future(runOperation("sample", failed ? injectedFailure : () => sample(target, body)));
+        const op = samplingOperation(target, "sample", failed ? injectedFailure : () => sample(target, body));
+        return future(activity(target.owner, op));
       }
     }
   };

@@ -19,9 +19,10 @@ import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, readJson, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
-import { sampleSession, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
+import { sampleSession, samplingOperation, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
 import { injectedFailure, type InFlightOperations, runOperation, type Operation } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
+import type { SessionTable } from "./sessions.js";
 import { decodePathSegment } from "./url-path.js";
 import { flatDatum, weaverRequests, type WeaverRequest, type WeaverRoute } from "./weaver-schema.js";
 import { ProtocolError } from "../errors.js";
@@ -30,6 +31,8 @@ import { ProtocolError } from "../errors.js";
 export interface WeaverHandlerOptions {
   /** Models, artifacts and samplers (shared with the other protocols). */
   store: ModelStore;
+  /** Sessions and their expiry (shared with the other protocols; expiry unloads a session's models). */
+  sessions: SessionTable;
   /** Fault injection. */
   faults: FaultInjector;
   /** Sees every request body the protocol parses. */
@@ -182,9 +185,8 @@ async function sample(
  * fails a submitted operation without applying it; `410` does not apply.
  */
 export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandler {
-  const { store, faults } = options;
+  const { store, faults, sessions } = options;
   const operations = new OperationRegistry(options.inFlight);
-  const sessions = new Set<string>();
 
   const operationJson = (id: string, op: Operation): unknown => {
     const outcome = op.outcome;
@@ -198,14 +200,12 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     };
   };
   const submit = (op: Operation): unknown => operationJson(operations.register(op), op);
-  const session = (id: string): string => {
-    if (!sessions.has(id))
-      throw new ProtocolError(
-        404,
-        "session_not_found",
-        `no session "${id}" on this server; create one with POST /api/v1/sessions`,
-      );
-    return id;
+  const session = (id: string): string => sessions.check(id, "create one with POST /api/v1/sessions");
+  /** `op`, counted as activity of session `owner` when it is submitted and when it finishes. */
+  const activity = (owner: string, op: Operation): Operation => {
+    sessions.refresh(owner);
+    void op.done.then(() => sessions.refresh(owner));
+    return op;
   };
   const modelInfo = (model: ServedModel): unknown => ({
     id: model.id,
@@ -234,9 +234,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     switch (route.name) {
       case "createSession": {
         parse("createSession", raw);
-        const sid = randomUUID();
-        sessions.add(sid);
-        return [200, { id: sid }];
+        return [200, { id: sessions.create() }];
       }
       case "getSession":
         return [200, { id: session(id) }];
@@ -250,6 +248,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const model = store.createModel({
           id: `model-${randomUUID()}`,
           baseModel: body.base_model,
+          owner: id,
           trainingMode,
           ...(trainingMode === "lora" && { loraRank: body.lora_config?.rank ?? 32 }),
           ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
@@ -266,7 +265,12 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const input = backward ? payload.forward_backward_input : payload.forward_input;
         checkContextLength(datumInputs(input.data), model.engine.config.contextLength);
         const run = guard(() => lossPass(model, input, backward));
-        return [200, submit(model.queue.submit(payload.seq_id, backward ? "forward_backward" : "forward", run))];
+        return [
+          200,
+          submit(
+            activity(model.owner, model.queue.submit(payload.seq_id, backward ? "forward_backward" : "forward", run)),
+          ),
+        ];
       }
       case "optimStep": {
         const { payload } = parse("optimStep", raw);
@@ -274,12 +278,15 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         return [
           200,
           submit(
-            model.queue.submit(
-              payload.seq_id,
-              "optim_step",
-              guard(() => ({
-                result: { metrics: model.engine.optimStep(adamParamsFromWire(payload.adam_params)).metrics },
-              })),
+            activity(
+              model.owner,
+              model.queue.submit(
+                payload.seq_id,
+                "optim_step",
+                guard(() => ({
+                  result: { metrics: model.engine.optimStep(adamParamsFromWire(payload.adam_params)).metrics },
+                })),
+              ),
             ),
           ),
         ];
@@ -295,7 +302,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           store.addArtifact(model, path, await model.engine.saveWeightsForSampler(name), ttl);
           return { modelPath: path, ttlSeconds: ttl };
         };
-        return [200, submit(model.queue.submit(body.seq_id, "export_sampler", guard(run)))];
+        return [200, submit(activity(model.owner, model.queue.submit(body.seq_id, "export_sampler", guard(run))))];
       }
       case "saveCheckpoint": {
         const body = parse("saveCheckpoint", raw);
@@ -319,7 +326,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
             expires_at: iso(expiresAt),
           };
         };
-        return [200, submit(model.queue.append("save_checkpoint", guard(run)))];
+        return [200, submit(activity(model.owner, model.queue.append("save_checkpoint", guard(run))))];
       }
       case "load": {
         const body = parse("load", raw);
@@ -328,7 +335,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           await model.engine.loadState(store.artifact(body.path).file, { optimizer: body.include_optimizer });
           return { path: body.path, include_optimizer: body.include_optimizer };
         };
-        return [200, submit(model.queue.append("load", guard(run)))];
+        return [200, submit(activity(model.owner, model.queue.append("load", guard(run))))];
       }
       case "terminate":
         parse("terminate", raw);
@@ -342,11 +349,14 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         // The SDK sends both, null for the one it does not give.
         const source = { modelPath: body.model_path ?? undefined, baseModel: body.base_model ?? undefined };
         if (body.model_path === undefined || body.model_path === null) {
-          const opened = await store.openSampler(ssid, source);
+          const opened = await store.openSampler(ssid, source, id);
           return [201, { id: ssid, base_model: opened.baseModel, tokenizer_path: "byte" }];
         }
         store.artifact(body.model_path);
-        const load = runOperation("load_sampler", async () => ({ id: (await store.openSampler(ssid, source)).id }));
+        const load = activity(
+          id,
+          runOperation("load_sampler", async () => ({ id: (await store.openSampler(ssid, source, id)).id })),
+        );
         return [202, { sampling_session: { id: ssid, model_path: body.model_path }, sync_operation: submit(load) }];
       }
       case "getSamplingSession": {
@@ -370,9 +380,13 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         return [
           200,
           submit(
-            runOperation(
-              "sample",
-              guard(() => sample(target, model, body)),
+            activity(
+              target.owner,
+              samplingOperation(
+                target,
+                "sample",
+                guard(() => sample(target, model, body)),
+              ),
             ),
           ),
         ];
@@ -384,11 +398,15 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         return [
           200,
           submit(
-            runOperation(
-              "logprobs",
-              guard(() => ({
-                result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
-              })),
+            activity(
+              target.owner,
+              samplingOperation(
+                target,
+                "logprobs",
+                guard(() => ({
+                  result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
+                })),
+              ),
             ),
           ),
         ];

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCommandLine } from "../../src/cli/args.js";
+import { MemoryBudget } from "../../src/server/memory-budget.js";
 import { ModelStore } from "../../src/server/models.js";
 import { UsageError } from "../../src/errors.js";
 
@@ -22,14 +23,16 @@ describe("nexrl serve --threads", () => {
   it("creates models and samplers with that many threads", async () => {
     const dir = await mkdtemp(join(tmpdir(), "nexrl-serve-threads-"));
     try {
-      const store = new ModelStore(dir, 0, 3);
-      const model = store.createModel({ id: "m", baseModel: "tiny", trainingMode: "full_ft" });
+      const options = { outputDir: dir, seed: 0, budget: new MemoryBudget(undefined, ""), log: () => undefined };
+      const store = new ModelStore({ ...options, threads: 3 });
+      const model = store.createModel({ id: "m", baseModel: "tiny", owner: "o", trainingMode: "full_ft" });
       expect(model.engine.threads).toBe(3);
-      const session = await store.openSampler("s", { baseModel: "tiny" });
+      const session = await store.openSampler("s", { baseModel: "tiny" }, "o");
       expect((session.sampler as { threads?: number }).threads).toBe(3);
       await model.engine.close();
       expect(
-        new ModelStore(dir, 0).createModel({ id: "d", baseModel: "tiny", trainingMode: "full_ft" }).engine.threads,
+        new ModelStore(options).createModel({ id: "d", baseModel: "tiny", owner: "o", trainingMode: "full_ft" }).engine
+          .threads,
       ).toBeGreaterThanOrEqual(1);
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -151,6 +151,30 @@ describe("nexrl serve command line", () => {
     }
   });
 
+  it("parses --session-timeout and --memory-budget, 0 turning each off, and documents both", () => {
+    expect(parseCommandLine(["serve", "--session-timeout", "30", "--memory-budget", "512"])).toMatchObject({
+      sessionTimeoutSeconds: 30,
+      memoryBudgetMB: 512,
+    });
+    expect(parseCommandLine(["serve", "--session-timeout", "0", "--memory-budget", "0"])).toMatchObject({
+      sessionTimeoutSeconds: 0,
+      memoryBudgetMB: 0,
+    });
+    expect(parseCommandLine(["serve"])).not.toHaveProperty("sessionTimeoutSeconds");
+    for (const bad of ["-1", "x", "", "Infinity"]) {
+      expect(() => parseCommandLine(["serve", `--session-timeout=${bad}`])).toThrow(
+        `--session-timeout must be a number >= 0 (0: sessions never expire), got "${bad}"`,
+      );
+      expect(() => parseCommandLine(["serve", `--memory-budget=${bad}`])).toThrow(
+        `--memory-budget must be a number >= 0 (0: no budget), got "${bad}"`,
+      );
+    }
+    const help = commandHelp("serve", "1.0.0");
+    expect(help).toMatch(
+      /--session-timeout SECONDS[\s\S]*default 300[\s\S]*--memory-budget MB[\s\S]*503 memory_budget_exceeded/,
+    );
+  });
+
   it("runs as a process that prints its URL and stops cleanly on SIGTERM", async () => {
     const cwd = (await io()).cwd;
     const child = spawn(

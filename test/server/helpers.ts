@@ -62,8 +62,8 @@ export function tinkerDatum(text: string) {
 /** Tinker's AdamParams JSON. */
 export const ADAM = { learning_rate: 0.01, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0, grad_clip_norm: 0 };
 
-/** A Tinker session on `url` with one `tiny` model, created and awaited as the SDK does. */
-export async function tinkerSession(url: string): Promise<{ sessionId: string; modelId: string }> {
+/** A Tinker session on `url` with one model (default `tiny`), created and awaited as the SDK does. */
+export async function tinkerSession(url: string, baseModel = "tiny"): Promise<{ sessionId: string; modelId: string }> {
   const { body } = await call(url, "POST", "/api/v1/create_session", {
     tags: [],
     sdk_version: "0.21.0",
@@ -72,7 +72,7 @@ export async function tinkerSession(url: string): Promise<{ sessionId: string; m
   const created = await call(url, "POST", "/api/v1/create_model", {
     session_id: body.session_id,
     model_seq_id: 0,
-    base_model: "tiny",
+    base_model: baseModel,
     type: "create_model",
   });
   const modelId = created.body.model_id as string;
@@ -82,4 +82,16 @@ export async function tinkerSession(url: string): Promise<{ sessionId: string; m
   });
   expect(done.body).toEqual({ model_id: modelId, type: "create_model" });
   return { sessionId: body.session_id, modelId };
+}
+
+/** The result of Tinker future `requestId` on `url`, polled until it is not `try_again`. */
+export async function tinkerResult(url: string, requestId: string): Promise<any> {
+  for (;;) {
+    const answer = await call(url, "POST", "/api/v1/retrieve_future", {
+      request_id: requestId,
+      allow_metadata_only: false,
+    });
+    expect(answer.status).toBe(200);
+    if (answer.body.type !== "try_again") return answer.body;
+  }
 }

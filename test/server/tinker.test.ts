@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { LocalEngine } from "../../src/engine/index.js";
 import { ADAM, call, server, tinkerDatum, tinkerSession as session, type Answer } from "./helpers.js";
 
 function poll(url: string, requestId: string): Promise<Answer> {
@@ -18,6 +19,7 @@ const fwdBwd = (model_id: string, seq_id: number) => ({
   model_id,
   seq_id,
 });
+const TINY = LocalEngine.memoryBytes("tiny", { threads: 1 });
 const optim = (model_id: string, seq_id: number) => ({ adam_params: ADAM, model_id, seq_id, type: "optim_step" });
 
 describe("tinker protocol on nexrl serve", () => {
@@ -93,6 +95,35 @@ describe("tinker protocol on nexrl serve", () => {
     const unknown = await call(url, "POST", "/api/v1/optim_step", optim("nobody", 1));
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ error: "model_not_found", retryable: false });
+  });
+
+  it("unloads a model on unload_model: its future answers, later requests get 410, and its memory is free again", async () => {
+    const { url } = await server({ protocol: "tinker", threads: 1, memoryBudgetBytes: 1.5 * TINY });
+    const { sessionId, modelId } = await session(url);
+    const create = (seq: number) =>
+      call(url, "POST", "/api/v1/create_model", {
+        session_id: sessionId,
+        model_seq_id: seq,
+        base_model: "tiny",
+        type: "create_model",
+      });
+    expect((await create(1)).status).toBe(503);
+    // An operation waiting for a seq_id that never comes fails when its model is unloaded.
+    const waiting = await call(url, "POST", "/api/v1/optim_step", optim(modelId, 2));
+    const unload = await call(url, "POST", "/api/v1/unload_model", { model_id: modelId, type: "unload_model" });
+    expect(unload.body.model_id).toBe(modelId);
+    expect(await result(url, unload.body.request_id)).toEqual({ model_id: modelId, type: "unload_model" });
+    expect(await result(url, waiting.body.request_id)).toEqual({
+      error: `model "${modelId}" was unloaded: a client unloaded it (unload_model); the operation did not run`,
+      category: "user",
+    });
+    const after = await call(url, "POST", "/api/v1/optim_step", optim(modelId, 1));
+    expect(after.status).toBe(410);
+    expect(after.body).toMatchObject({
+      error: "model_unloaded",
+      message: `model "${modelId}" was unloaded: a client unloaded it (unload_model); create a new session and training client (load its last checkpoint to continue)`,
+    });
+    await expect.poll(async () => (await create(1)).status, { timeout: 5000 }).toBe(200);
   });
 
   it("rejects unknown fields and wrong type literals (422), and malformed JSON (400)", async () => {
