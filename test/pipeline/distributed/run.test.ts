@@ -4,15 +4,11 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCli, until } from "./cli.js";
 import { drive, metrics, recipe, runFolder, stopWorkers, sum, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
-
-const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
-const firstStep = fileURLToPath(new URL("./fixtures/first-step-worker.ts", import.meta.url));
 
 describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
   let redis: TestRedis;
@@ -57,7 +53,8 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const victim = startCli(workerArgs(stalling, "StallingWorker", "victim"), dir, {
+    const victim = startCli(workerArgs("victim"), dir, {
+      NEXRL_TEST_ROLE: "stall",
       NEXRL_TEST_STARTED: started,
     });
     await until(() => victim.stdout().includes("rollout(s) at once"), "the victim started", victim.exited);
@@ -82,7 +79,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const leaving = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
+    const leaving = startCli(workerArgs(), dir, { NEXRL_TEST_ROLE: "stall", NEXRL_TEST_STARTED: started });
     await until(() => leaving.stdout().includes("rollout(s) at once"), "the worker started", leaving.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
     await until(
@@ -159,7 +156,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const started = join(dir, "started.txt");
     await writeFile(started, "");
     // The first worker runs step 1 and then holds what it takes of step 2 until it is stopped.
-    const first = startCli(workerArgs(firstStep, "FirstStepWorker", "first"), dir);
+    const first = startCli(workerArgs("first"), dir, { NEXRL_TEST_ROLE: "first-step" });
     await until(() => first.stdout().includes("rollout(s) at once"), "the worker started", first.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1"], dir);
     // Step 1 is checkpointed; the first worker hands back what it holds of step 2, and then only a
@@ -167,7 +164,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     await until(() => driver.stdout().includes("step 1/2"), "step 1 ended", driver.exited);
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
-    const stuck = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
+    const stuck = startCli(workerArgs(), dir, { NEXRL_TEST_ROLE: "stall", NEXRL_TEST_STARTED: started });
     await until(
       async () => (await readFile(started, "utf8")).split("\n").filter(Boolean).length === 2,
       "the stuck worker took two tasks",
