@@ -5,10 +5,14 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClient } from "@redis/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startCli, until } from "./cli.js";
 import { drive, metrics, recipe, runFolder, stopWorkers, sum, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+// A process run (the driver's, a worker's) takes seconds on a busy machine: under a load average
+// of 10 on 2 cores a test here took 35 s.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
   let redis: TestRedis;
