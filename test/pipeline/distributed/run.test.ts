@@ -9,6 +9,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startCli, until } from "./cli.js";
 import { drive, metrics, recipe, runFolder, stopWorkers, sum, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { fixture } from "../helpers.js";
+
+const letter = fixture("letter-worker.ts");
 
 // A process run (the driver's, a worker's) takes seconds on a busy machine: under a load average
 // of 10 on 2 cores a test here took 35 s.
@@ -135,6 +138,38 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
       /rollout of row \d+ \(group [\d-]+, run 0\) failed after 2 attempt\(s\): Error: worker crashed on row/,
     );
     await stopWorkers([worker]);
+  });
+
+  it("refuses workers of another recipe, exit 3 naming the differences, before they run a task; one with the driver's recipe runs them all", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    // Another worker class (in another module) and another model.
+    const early = startCli(
+      [
+        ...workerArgs("early"),
+        `rollout_worker.custom_rollout_worker_module_path=${letter}`,
+        "rollout_worker.custom_rollout_worker_class_name=LetterWorker",
+        "service.train_service.model=small",
+      ],
+      dir,
+    );
+    await until(() => early.stdout().includes("rollout(s) at once"), "the worker started", early.exited);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    // It finds the difference in the first tasks it reads, and hands them back.
+    expect(await early.exited, early.stderr()).toBe(3);
+    expect(early.stderr()).toMatch(
+      /nexrl: this worker's recipe does not match the run's driver \(stream prefix test\d+\): worker class LetterWorker \(module sha256 [0-9a-f]{12}…\) vs the driver's ScriptedWorker \(module sha256 [0-9a-f]{12}…\); model small vs the driver's tiny; tokenizer small vs the driver's tiny; start the worker with the driver's recipe\n/,
+    );
+    // Started while the driver runs: it is refused before it reads a task.
+    const late = startCli([...workerArgs("late"), "service.train_service.model=small"], dir);
+    expect(await late.exited, late.stderr()).toBe(3);
+    expect(late.stderr()).toContain(": model small vs the driver's tiny; tokenizer small vs the driver's tiny; start");
+    for (const refused of [early, late]) expect(refused.stdout()).not.toContain("stopped after");
+    const good = startCli(workerArgs("good"), dir);
+    expect(await driver.exited, driver.stderr()).toBe(0);
+    await stopWorkers([good]);
+    // Every task ran on the worker with the driver's recipe, once: the run in one process.
+    expect((await metrics(dir)).map(untimed)).toEqual(baseline.map(untimed));
+    expect(good.stdout()).toContain("stopped after 16 task(s), 0 failed");
   });
 
   it("says it waits for workers while none is connected, and stops at once on SIGTERM in that state", async () => {
