@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ByteTokenizer } from "../../dist/engine/index.js";
 import { DistributedRun } from "../../dist/pipeline/distributed/driver-parts.js";
+import type { RunFingerprint } from "../../dist/pipeline/distributed/messages.js";
 import { RolloutRunner } from "../../dist/pipeline/rollout/runner.js";
 import { distributedSchema } from "../../dist/recipe/schema/rollout-worker.js";
 import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";
@@ -29,7 +30,8 @@ export interface RedisRolloutBench {
 
 /**
  * Opens the driver's side on `stream_prefix` with `slots` rollouts in flight, the relay on
- * 127.0.0.1 serving an inference client of the loopback server at `baseUrl`.
+ * 127.0.0.1 serving an inference client of the loopback server at `baseUrl`, publishing the
+ * `fingerprint` of the workers' recipe.
  */
 export async function redisRolloutBench(options: {
   baseUrl: string;
@@ -37,6 +39,7 @@ export async function redisRolloutBench(options: {
   streamPrefix: string;
   slots: number;
   requests: number;
+  fingerprint: RunFingerprint;
 }): Promise<RedisRolloutBench> {
   const { slots, requests } = options;
   const inference = new OpenAIInferenceClient({
@@ -60,6 +63,7 @@ export async function redisRolloutBench(options: {
       throw error;
     },
     { temperature: 1, max_response_length: 16 },
+    options.fingerprint,
   );
   const stop = new AbortController();
   const runner = new RolloutRunner({

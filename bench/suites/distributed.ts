@@ -4,6 +4,8 @@
  * adds per rollout to the in-process path at 256 in flight (helpers in `bench/distributed/`).
  */
 import { loadavg } from "node:os";
+import { runFingerprint } from "../../dist/pipeline/distributed/fingerprint.js";
+import { tokenizerName } from "../../dist/pipeline/preflight.js";
 import { loadRecipe } from "../../dist/recipe/index.js";
 import { cpuParts, type CpuParts } from "../distributed/cpu.js";
 import { redisRolloutBench, type RedisRolloutBench } from "../distributed/driver.js";
@@ -93,6 +95,8 @@ export const suite: Suite = {
     const redis = await startRedis();
     const recipe = await writeBenchRecipe({ redisUrl: redis.url });
     const { config } = await loadRecipe(recipe.file, { env: {}, cwd: recipe.dir });
+    // The workers check their recipe against the driver's: the driver's side publishes theirs.
+    const fingerprint = await runFingerprint(config, recipe.dir, tokenizerName(config));
     const samplesMs: Record<string, Record<string, number[]>> = {};
     const cpuPerRollout: Record<string, Record<string, ReturnType<ReturnType<typeof cpuCounting>["perUnit"]>>> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -140,6 +144,7 @@ export const suite: Suite = {
             streamPrefix,
             slots: SCALING.driverSlots,
             requests: SCALING.rolloutsPerWorker * count,
+            fingerprint,
           });
           drivers.push(driver);
           ctx.log(`waiting for ${count} worker(s) of ${streamPrefix}`);
@@ -201,6 +206,7 @@ export const suite: Suite = {
           streamPrefix,
           slots: COST.inFlight,
           requests,
+          fingerprint,
         });
         drivers.push(driver);
         ctx.log(`waiting for ${COST.workers} worker(s) of ${streamPrefix}`);

@@ -14,6 +14,8 @@ import { redisRolloutBench } from "../distributed/driver.js";
 import { writeBenchRecipe } from "../distributed/recipe.js";
 import { startRedis } from "../distributed/redis-server.js";
 import { startWorkers } from "../distributed/workers.js";
+import { runFingerprint } from "../../dist/pipeline/distributed/fingerprint.js";
+import { tokenizerName } from "../../dist/pipeline/preflight.js";
 import { loadRecipe } from "../../dist/recipe/index.js";
 import { rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
 
@@ -41,6 +43,7 @@ const driver = await redisRolloutBench({
   streamPrefix: "bench-cpu",
   slots: inFlight,
   requests,
+  fingerprint: await runFingerprint(config, recipe.dir, tokenizerName(config)),
 });
 const samples: Array<CpuParts & { ms: number }> = [];
 try {

@@ -217,7 +217,7 @@ const serve: CommandSpec = {
 const worker: CommandSpec = {
   name: "worker",
   summary:
-    "run the rollouts of a run whose recipe sets rollout_worker.distributed: takes tasks from its Redis server until stopped (SIGTERM or Ctrl-C hands back the tasks in flight and exits 0).",
+    "run the rollouts of a run whose recipe sets rollout_worker.distributed: takes tasks from its Redis server until stopped (SIGTERM or Ctrl-C hands back the tasks in flight and exits 0). The recipe must be the driver's: a worker whose model, worker class or module, or nexrl version differs exits 3 naming each difference.",
   usage: ["worker -c RECIPE [--redis URL] [--concurrency N] [--name NAME] [--verbose] [key.path=value ...]"],
   options: {
     "train-config": {

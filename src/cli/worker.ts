@@ -1,7 +1,9 @@
 /**
  * `nexrl worker`: runs the rollouts of a distributed run (`rollout_worker.distributed`) — the
  * recipe's rollout worker (and agent) loaded as the driver loads it, tasks taken from the run's
- * Redis server until SIGTERM or Ctrl-C, which hand back the tasks in flight and exit 0.
+ * Redis server until SIGTERM or Ctrl-C, which hand back the tasks in flight and exit 0. A worker
+ * whose recipe's fingerprint differs from the one the run's driver published fails with a
+ * `ConfigError` naming the differences, having run none of the driver's tasks.
  * @module
  */
 import type { TaskSampling } from "../pipeline/distributed/messages.js";
@@ -47,17 +49,25 @@ export async function runWorker(
       import("../pipeline/preflight.js"),
       import("../pipeline/setup.js"),
     ]);
-  const [{ connectRedis, StreamKeys }, { serverName }, { WorkerLoop }, { RelayInferenceClient }, { runGuarded }] =
-    await Promise.all([
-      import("../pipeline/distributed/redis.js"),
-      import("../pipeline/distributed/server-name.js"),
-      import("../pipeline/distributed/worker-loop.js"),
-      import("../pipeline/distributed/inference-relay.js"),
-      import("../pipeline/run-guard.js"),
-    ]);
+  const [
+    { connectRedis, StreamKeys },
+    { serverName },
+    { WorkerLoop },
+    { RelayInferenceClient },
+    { runGuarded },
+    { runFingerprint },
+  ] = await Promise.all([
+    import("../pipeline/distributed/redis.js"),
+    import("../pipeline/distributed/server-name.js"),
+    import("../pipeline/distributed/worker-loop.js"),
+    import("../pipeline/distributed/inference-relay.js"),
+    import("../pipeline/run-guard.js"),
+    import("../pipeline/distributed/fingerprint.js"),
+  ]);
   const closing = new AbortController();
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
+  const fingerprint = await runFingerprint(config, recipe.dir, tokenizerName(config));
   const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
   const redis = await connectRedis(settings.url, log);
   const reader = await connectRedis(settings.url);
@@ -81,6 +91,7 @@ export async function runWorker(
     claimIdleMs: settings.claim_idle_ms,
     maxDeliveries: settings.max_deliveries,
     heartbeatMs: settings.heartbeat_ms,
+    fingerprint,
     log,
     runnerFor(message, signal) {
       // A new driver session brings a new relay: the runners of the old one are dropped.

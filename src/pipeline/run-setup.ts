@@ -23,7 +23,7 @@ import { failurePolicyFromRecipe } from "./rollout/failure-policy.js";
 import type { RolloutFailure, RolloutRunner } from "./rollout/runner.js";
 import { type SampleRow } from "./samples.js";
 import { RolloutScheduler } from "./scheduler.js";
-import { checkCheckpointModel, checkContextLength, prepareRun, type PreparedRun } from "./preflight.js";
+import { checkCheckpointModel, checkContextLength, prepareRun, tokenizerName, type PreparedRun } from "./preflight.js";
 import { openTrainingService } from "./services.js";
 import { createRunner } from "./setup.js";
 import type { DistributedRun } from "./distributed/driver-parts.js";
@@ -204,6 +204,7 @@ export async function setUpRun(
         temperature: config.rollout_worker.temperature,
         max_response_length: config.rollout_worker.max_response_length,
       },
+      await (await import("./distributed/fingerprint.js")).runFingerprint(config, recipe.dir, tokenizerName(config)),
     ));
   try {
     const runnerParts = {

@@ -5,7 +5,7 @@
  */
 import type { DistributedOptions } from "../../recipe/schema/rollout-worker.js";
 import type { InferenceClient } from "../../services/inference/types.js";
-import type { TaskSampling } from "./messages.js";
+import type { RunFingerprint, TaskSampling } from "./messages.js";
 import type { RemoteAttempts } from "../rollout/runner.js";
 import { RedisRollouts } from "./driver.js";
 import { InferenceRelay } from "./inference-relay.js";
@@ -23,14 +23,16 @@ export class DistributedRun {
    * Connects to Redis and, when rollouts sample, starts the relay of `inference`.
    * @param onError told of connection trouble after the start.
    * @param sampling the recipe's sampling settings, sent with every task (workers use them).
+   * @param fingerprint the recipe's fingerprint, published for the workers to check theirs against.
    */
   static async open(
     settings: DistributedOptions,
     inference: InferenceClient | undefined,
     onError: (error: DistributedError) => void,
     sampling: TaskSampling,
+    fingerprint: RunFingerprint,
   ): Promise<DistributedRun> {
-    const rollouts = await RedisRollouts.open(settings, onError);
+    const rollouts = await RedisRollouts.open(settings, onError, fingerprint);
     try {
       const relay = inference && (await InferenceRelay.start(inference, settings.inference));
       return new DistributedRun(rollouts, relay, sampling);

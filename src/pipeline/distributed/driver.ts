@@ -4,8 +4,9 @@
  * attempt it answers. A result whose attempt is already settled (a slow worker and the worker
  * that claimed its task both finished) is counted once and otherwise ignored. The driver keeps
  * every task it waits for: after a lost connection (a Redis restart) it puts back what the
- * server lost (the consumer group, the session key) and sends again the tasks that are gone
- * from the stream without a result, which a restart without persistence loses.
+ * server lost (the consumer group, the session key and the session's recipe fingerprint) and
+ * sends again the tasks that are gone from the stream without a result, which a restart without
+ * persistence loses.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -20,6 +21,7 @@ import {
   readResult,
   type InferenceTarget,
   type ResultMessage,
+  type RunFingerprint,
   type TaskKind,
   type TaskSampling,
 } from "./messages.js";
@@ -96,6 +98,8 @@ export class RedisRollouts {
     private readonly name: string,
     private readonly say: (line: string) => void,
     deadLetters: number,
+    /** The session's fingerprint as published (JSON), put back after a restart. */
+    private readonly fingerprint: string,
   ) {
     this.deadLettersSeen = deadLetters;
     this.sender = redis.withCommandOptions({ timeout: 0 }) as unknown as Redis;
@@ -143,28 +147,39 @@ export class RedisRollouts {
 
   /**
    * Connects, creates the stream and group if need be, and makes this driver the current session
-   * of `stream_prefix` (tasks of an earlier driver are dropped by the workers).
+   * of `stream_prefix` (tasks of an earlier driver are dropped by the workers), publishing
+   * `fingerprint` with it for the workers to check their recipes against.
    * @param onError told of connection trouble after the start.
    */
-  static async open(settings: DistributedOptions, onError: (error: DistributedError) => void): Promise<RedisRollouts> {
+  static async open(
+    settings: DistributedOptions,
+    onError: (error: DistributedError) => void,
+    fingerprint: RunFingerprint,
+  ): Promise<RedisRollouts> {
     const say = (line: string): void => onError(new DistributedError(line));
     const redis = await connectRedis(settings.url, say);
     const reader = await connectRedis(settings.url);
     const keys = new StreamKeys(settings.stream_prefix);
     const session = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
+    const published = encode(fingerprint);
     let deadLetters: number;
     try {
       await keys.ensureGroup(redis);
+      // In one transaction: a worker that sees the session finds its fingerprint.
+      const [, previous] = await redis
+        .multi()
+        .set(keys.fingerprint(session), published)
+        .set(keys.session, session, { GET: true })
+        .exec();
       // A driver that died (a restart after a crash) left its results stream: nobody reads it now.
-      const previous = await redis.set(keys.session, session, { GET: true });
-      if (previous) await redis.del(keys.results(previous));
+      if (typeof previous === "string") await redis.del([keys.results(previous), keys.fingerprint(previous)]);
       deadLetters = Number((await redis.get(keys.deadLetterCount)) ?? 0);
     } catch (error) {
       redis.destroy();
       reader.destroy();
       throw describeFailure(serverName(settings.url), error);
     }
-    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say, deadLetters);
+    return new RedisRollouts(redis, reader, keys, session, serverName(settings.url), say, deadLetters, published);
   }
 
   /**
@@ -213,9 +228,10 @@ export class RedisRollouts {
     clearInterval(this.looking);
     await this.reading;
     try {
-      // Workers drop the tasks of a session that is no longer current.
+      // Workers drop the tasks of a session that is no longer current. The session goes before
+      // its fingerprint: a worker that finds no fingerprint looks whether the session is gone.
       if ((await this.redis.get(this.keys.session)) === this.session) await this.redis.del(this.keys.session);
-      await this.redis.del(this.keys.results(this.session));
+      await this.redis.del([this.keys.results(this.session), this.keys.fingerprint(this.session)]);
     } catch {
       // The server is gone: there is nothing left to tidy.
     }
@@ -277,16 +293,21 @@ export class RedisRollouts {
   }
 
   /**
-   * After a reconnection: creates the group and the session key again if the server lost them,
-   * and sends again the tasks waiting whose entries are gone without a result (a worker that
-   * answers deletes its task's entry in the transaction that writes the result, so a task gone
-   * with no result in the results stream was lost). A task answered meanwhile and sent again
-   * only gives a duplicate result, which is ignored.
+   * After a reconnection: creates the group, the session key and its fingerprint again if the
+   * server lost them (in one transaction, as at the start), and sends again the tasks waiting
+   * whose entries are gone without a result (a worker that answers deletes its task's entry in
+   * the transaction that writes the result, so a task gone with no result in the results stream
+   * was lost). A task answered meanwhile and sent again only gives a duplicate result, which is
+   * ignored.
    */
   private async recover(): Promise<void> {
     const { redis, keys } = this;
     await keys.ensureGroup(redis);
-    await redis.set(keys.session, this.session, { NX: true });
+    await redis
+      .multi()
+      .set(keys.fingerprint(this.session), this.fingerprint, { NX: true })
+      .set(keys.session, this.session, { NX: true })
+      .exec();
     const candidates = [...this.waiting].filter(([, waiting]) => !waiting.sending);
     const present = await Promise.all(
       candidates.map(async ([, { entry }]) =>

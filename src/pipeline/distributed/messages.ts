@@ -50,6 +50,31 @@ export interface TaskMessage {
   task: RolloutTask;
 }
 
+/** A module the rollout worker is loaded from, in a {@link RunFingerprint}. */
+export interface FingerprintModule {
+  /** SHA-256 of the file's content, hex. */
+  sha256: string;
+  /** The export taken from it (a custom worker's class, an agent's or evaluator's export), if any. */
+  export?: string;
+}
+
+/**
+ * What a worker's own recipe must share with the driver's for its rollouts to be the driver's:
+ * the driver publishes it per session. Sampling settings are not in it: every task carries them.
+ */
+export interface RunFingerprint {
+  /** The nexrl version. */
+  nexrl: string;
+  /** `service.train_service.model`. */
+  model: string;
+  /** The tokenizer rollouts tokenize with. */
+  tokenizer: string;
+  /** `rollout_worker.type`. */
+  worker_type: string;
+  /** The files the worker (and its agent, evaluator) is loaded from, by recipe key. */
+  modules: Record<string, FingerprintModule>;
+}
+
 /** A failed attempt, as a worker reports it. */
 export interface RemoteFailure {
   /** The error's class name. */
@@ -175,6 +200,15 @@ const resultMessageSchema = z.discriminatedUnion("ok", [
   }),
 ]);
 
+/** What a published {@link RunFingerprint} must be (keys a later nexrl may add are dropped). */
+const fingerprintSchema = z.object({
+  nexrl: z.string(),
+  model: z.string(),
+  tokenizer: z.string(),
+  worker_type: z.string(),
+  modules: z.record(z.string(), z.object({ sha256: z.string(), export: z.string().optional() })),
+});
+
 /** A message read from a stream: its value, or what is wrong with it. */
 export type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
 
@@ -202,6 +236,11 @@ export function readTask(body: unknown): Read<TaskMessage> {
 /** The {@link ResultMessage} of a results stream entry's `body`, or what is wrong with it. */
 export function readResult(body: unknown): Read<ResultMessage> {
   return read(resultMessageSchema as z.ZodType<ResultMessage>, body);
+}
+
+/** The {@link RunFingerprint} of a fingerprint key's value, or what is wrong with it. */
+export function readFingerprint(body: unknown): Read<RunFingerprint> {
+  return read(fingerprintSchema as z.ZodType<RunFingerprint>, body);
 }
 
 /** A failed attempt that came back from a worker, for the driver's failure policy. */

@@ -146,6 +146,11 @@ export class StreamKeys {
     return `${this.prefix}:session`;
   }
 
+  /** The recipe fingerprint driver session `session` published (JSON), which workers check their recipe against. */
+  fingerprint(session: string): string {
+    return `${this.prefix}:fingerprint:${session}`;
+  }
+
   /** The results stream of driver session `session`. */
   results(session: string): string {
     return `${this.prefix}:results:${session}`;

@@ -9,17 +9,27 @@
  * those in flight (queued again, then acknowledged), so no task waits for the claim time after
  * a clean stop. A server that is away (a lost connection, a restart, a stall) is waited for:
  * the loop reads again once the client has reconnected (creating the group again if the server
- * lost it), and results are written once it is back.
+ * lost it), and results are written once it is back. Before it runs a task of a driver session, it
+ * checks its own recipe's fingerprint against the one the session published: a worker of
+ * another recipe hands back what it read and fails, having run nothing of that session.
  * @module
  */
 import { hostname } from "node:os";
 import type { RolloutRunner } from "../rollout/runner.js";
 import { retryCouldHelp, userFrames } from "../rollout/error-origin.js";
 import { Heartbeat } from "./heartbeats.js";
-import { encode, readTask, type RemoteFailure, type ResultMessage, type TaskMessage } from "./messages.js";
+import { publishedMismatch } from "./fingerprint.js";
+import {
+  encode,
+  readTask,
+  type RemoteFailure,
+  type ResultMessage,
+  type RunFingerprint,
+  type TaskMessage,
+} from "./messages.js";
 import { moveToDeadLetters, serverAway, type Redis, type StreamKeys } from "./redis.js";
 import { sleep } from "../../http/backoff.js";
-import { NexrlError, UserCodeError } from "../../errors.js";
+import { NexrlError, UserCodeError, type ConfigError } from "../../errors.js";
 
 /** Options of {@link WorkerLoop}. */
 export interface WorkerLoopOptions {
@@ -39,6 +49,8 @@ export interface WorkerLoopOptions {
   maxDeliveries: number;
   /** `rollout_worker.distributed.heartbeat_ms`. */
   heartbeatMs: number;
+  /** This worker's recipe fingerprint: the tasks of a driver session that published another are refused. */
+  fingerprint: RunFingerprint;
   /** The runner of a task (made once per kind and relay); `signal` aborts when the worker stops. */
   runnerFor(message: TaskMessage, signal: AbortSignal): RolloutRunner;
   /** Told of what the worker does (a task handed back, a message that could not be read). */
@@ -80,6 +92,10 @@ export class WorkerLoop {
   private nextClaim = 0;
   private readonly heartbeat: Heartbeat;
   private readonly stopController = new AbortController();
+  /** The last driver session whose fingerprint matched (or which published none). */
+  private checkedSession: string | undefined;
+  /** Why the loop stopped, when a session's fingerprint differs; and the tasks it read of it. */
+  private refusal: { error: ConfigError; read: Delivery[] } | undefined;
 
   /** @param options streams, concurrency and the runners. */
   constructor(private readonly options: WorkerLoopOptions) {
@@ -110,11 +126,16 @@ export class WorkerLoop {
 
   /**
    * Runs until {@link WorkerLoop.stop}: then the tasks in flight are handed back and it
-   * resolves. Rejects when the server fails.
+   * resolves. Rejects when the server fails, and with a {@link ConfigError} naming what differs
+   * when a driver session's recipe fingerprint is not this worker's (at once when the driver runs
+   * already).
    */
   async run(): Promise<void> {
     const { keys, redis } = this.options;
     await keys.ensureGroup(redis);
+    const current = await redis.get(keys.session);
+    const refused = current === null ? undefined : await this.checkRecipe(current);
+    if (refused) throw refused;
     await this.heartbeat.start();
     try {
       while (!this.stopping) {
@@ -131,6 +152,7 @@ export class WorkerLoop {
       await this.handBack();
       await this.heartbeat.stop();
     }
+    if (this.refusal) throw this.refusal.error;
   }
 
   /** Fills the free slots with tasks claimed or read (waits for a slot when none is free). */
@@ -153,7 +175,39 @@ export class WorkerLoop {
       if (claimed.length > 0) batch = { deliveries: claimed, session: await redis.get(keys.session) };
     }
     if (!batch && !this.stopping) batch = await this.read(free);
-    if (batch) for (const delivery of batch.deliveries) this.start(delivery, batch.session);
+    if (!batch) return;
+    if (batch.session !== null && batch.session !== this.checkedSession) {
+      const error = await this.checkRecipe(batch.session);
+      if (error) {
+        this.refusal = { error, read: batch.deliveries };
+        this.stop();
+        return;
+      }
+    }
+    for (const delivery of batch.deliveries) this.start(delivery, batch.session);
+  }
+
+  /**
+   * The error of a driver `session` whose published fingerprint differs from this worker's;
+   * undefined when it matches or there is none (said once per session: a driver of an older
+   * nexrl publishes none, and its tasks run unchecked).
+   */
+  private async checkRecipe(session: string): Promise<ConfigError | undefined> {
+    const { redis, keys, fingerprint } = this.options;
+    const key = keys.fingerprint(session);
+    const published = await redis.get(key);
+    if (published === null) {
+      // The driver closed meanwhile (it deletes its session before its fingerprint): nobody waits for its tasks.
+      if ((await redis.get(keys.session)) !== session) return undefined;
+      this.options.log(
+        `driver session ${session} published no recipe fingerprint (a driver of an older nexrl?): its tasks run without checking that this worker's recipe is the driver's`,
+      );
+    } else {
+      const error = publishedMismatch(fingerprint, published, key, keys.prefix);
+      if (error) return error;
+    }
+    this.checkedSession = session;
+    return undefined;
   }
 
   /**
@@ -316,14 +370,17 @@ export class WorkerLoop {
     await this.untilWritten(() => redis.multi().xAck(keys.tasks, keys.group, entry).xDel(keys.tasks, entry).exec());
   }
 
-  /** Queues the tasks in flight again (each as a new entry, the old one acknowledged), for other workers. */
+  /**
+   * Queues the tasks in flight, and those read of a session refused, again (each as a new entry,
+   * the old one acknowledged), for other workers.
+   */
   private async handBack(): Promise<void> {
     const { redis, keys } = this.options;
-    const left = [...this.inFlight.values()];
+    const left = [...[...this.inFlight.values()].map(({ delivery }) => delivery), ...(this.refusal?.read ?? [])];
     this.inFlight.clear();
     if (left.length === 0) return;
     const queue = redis.multi();
-    for (const { delivery } of left)
+    for (const delivery of left)
       queue
         .xAdd(keys.tasks, "*", { body: delivery.body ?? "" })
         .xAck(keys.tasks, keys.group, delivery.entry)

@@ -4,22 +4,17 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
 import { startCli, type CliProcess } from "./cli.js";
 
-/** `nexrl worker` arguments for a worker of 2 rollouts at once running the fixture class `className` of `module`. */
-export function workerArgs(module: string, className: string, name?: string): string[] {
-  return [
-    "worker",
-    "-c",
-    "recipe.yaml",
-    "--concurrency",
-    "2",
-    ...(name ? ["--name", name] : []),
-    `rollout_worker.custom_rollout_worker_module_path=${module}`,
-    `rollout_worker.custom_rollout_worker_class_name=${className}`,
-  ];
+/** The worker of the recipes here; the part it plays is picked per process (see the fixture). */
+const scripted = fileURLToPath(new URL("./fixtures/scripted-worker.ts", import.meta.url));
+
+/** `nexrl worker` arguments for a worker of 2 rollouts at once with the run's recipe. */
+export function workerArgs(name?: string): string[] {
+  return ["worker", "-c", "recipe.yaml", "--concurrency", "2", ...(name ? ["--name", name] : [])];
 }
 
 /** Settings of the failure tests: the failing worker, a retry, and the `continue` policy unless `stop`. */
@@ -27,15 +22,20 @@ export interface FailureSettings {
   policy: "continue" | "stop_on_error";
 }
 
-/** The recipe of a run here; `distributed` adds the key, `failing` the failing worker (run 0 of every group fails). */
+/**
+ * The recipe of a run here, with the scripted worker; `distributed` adds the key, `failing` the
+ * failing worker instead (run 0 of every group fails).
+ */
 export function recipe(distributed?: { url: string; prefix: string }, failing?: FailureSettings): string {
   let yaml = grpoRecipeYaml({
     steps: 2,
-    ...(failing && {
-      worker: fixture("failing-worker.ts"),
-      className: "FailingWorker",
-      extra: `runtime_monitor:\n  exception_handling:\n    policy: ${failing.policy}\n`,
-    }),
+    ...(failing
+      ? {
+          worker: fixture("failing-worker.ts"),
+          className: "FailingWorker",
+          extra: `runtime_monitor:\n  exception_handling:\n    policy: ${failing.policy}\n`,
+        }
+      : { worker: scripted, className: "ScriptedWorker" }),
   });
   if (failing)
     yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");

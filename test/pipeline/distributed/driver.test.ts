@@ -7,10 +7,16 @@ import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { distributedSchema } from "../../../src/recipe/schema/rollout-worker.js";
 import { RedisRollouts } from "../../../src/pipeline/distributed/driver.js";
-import { decode, encode, type ResultMessage, type TaskMessage } from "../../../src/pipeline/distributed/messages.js";
+import {
+  decode,
+  encode,
+  type ResultMessage,
+  type RunFingerprint,
+  type TaskMessage,
+} from "../../../src/pipeline/distributed/messages.js";
 import { connectRedis, StreamKeys, type Redis } from "../../../src/pipeline/distributed/redis.js";
 import { WorkerLoop } from "../../../src/pipeline/distributed/worker-loop.js";
-import { DistributedError, UserCodeError } from "../../../src/errors.js";
+import { ConfigError, DistributedError, UserCodeError } from "../../../src/errors.js";
 import type { RolloutRunner } from "../../../src/pipeline/rollout/runner.js";
 import { task } from "../helpers.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
@@ -19,6 +25,14 @@ type Client = ReturnType<typeof createClient>;
 
 /** The driver's sampling settings the tasks of these tests carry. */
 const sampling = { temperature: 0.7, max_response_length: 5 };
+/** The recipe fingerprint of the drivers and workers of these tests. */
+const fingerprint: RunFingerprint = {
+  nexrl: "0.0.0-test",
+  model: "tiny",
+  tokenizer: "tiny",
+  worker_type: "simple",
+  modules: {},
+};
 
 describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and the worker loop", () => {
   let redis: TestRedis;
@@ -59,13 +73,15 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
 
   it("settles an attempt with its first result and counts a second one as a duplicate", async () => {
     const s = settings();
-    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const rollouts = await RedisRollouts.open(s, () => undefined, fingerprint);
     const keys = new StreamKeys(s.stream_prefix);
     try {
       const attempts = rollouts.attempts("train", undefined, sampling);
       const pending = attempts.run(task({ groupId: "3-0", runId: 2, seed: 99 }), 1, 4, new AbortController().signal);
       const { message } = await takeTask(keys, "w1");
       expect(message).toMatchObject({ kind: "train", attempt: 1, version: 4, session: rollouts.session, sampling });
+      // The session's fingerprint is published for the workers to check their recipes against.
+      expect(decode(String(await client.get(keys.fingerprint(rollouts.session))))).toEqual(fingerprint);
       expect(message.task).toMatchObject({ groupId: "3-0", runId: 2, seed: 99 });
       const trajectory = { tokens: [1, 2, 3], lossMask: [0, 1, 1], reward: 0.5, logprobs: [0, -Infinity, -0.5] };
       await answer(message, { ok: true, trajectories: [trajectory], unknownTokenIds: 1, deliveries: 2 });
@@ -84,13 +100,14 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
     } finally {
       await rollouts.close();
     }
-    // A closed driver's session and results stream are gone: workers drop its tasks.
+    // A closed driver's session, fingerprint and results stream are gone: workers drop its tasks.
     expect(await client.get(keys.session)).toBeNull();
+    expect(await client.keys(`${keys.prefix}:fingerprint:*`)).toEqual([]);
   });
 
   it("turns a failure a worker reported into the error the failure policy sees", async () => {
     const s = settings();
-    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const rollouts = await RedisRollouts.open(s, () => undefined, fingerprint);
     const keys = new StreamKeys(s.stream_prefix);
     try {
       const attempts = rollouts.attempts("train", undefined, sampling);
@@ -123,7 +140,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
 
   it("fails a task delivered more than max_deliveries times without a result, and drops tasks of a stale session", async () => {
     const s = settings({ max_deliveries: 2 });
-    const rollouts = await RedisRollouts.open(s, () => undefined);
+    const rollouts = await RedisRollouts.open(s, () => undefined, fingerprint);
     const keys = new StreamKeys(s.stream_prefix);
     const redisClient = await connectRedis(s.url, () => undefined);
     const reader = await connectRedis(s.url, () => undefined);
@@ -138,6 +155,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       claimIdleMs: 1,
       maxDeliveries: s.max_deliveries,
       heartbeatMs: 100,
+      fingerprint,
       log: () => undefined,
       runnerFor: () => {
         ran++;
@@ -193,6 +211,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       claimIdleMs: 1,
       maxDeliveries: s.max_deliveries,
       heartbeatMs: 50,
+      fingerprint,
       log: (line) => lines.push(line),
       runnerFor: () =>
         ({
@@ -202,6 +221,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
           },
         }) as unknown as RolloutRunner,
     });
+    await client.set(keys.fingerprint("live"), encode(fingerprint));
     await client.set(keys.session, "live");
     const good: TaskMessage = { ...staleTask(keys), id: "live:1", session: "live", results: keys.results("live") };
     await client.xAdd(keys.tasks, "*", { body: "null" });
@@ -244,7 +264,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
   it("moves results that are not nexrl result messages to the dead-letter stream with one warning, counts them, and goes on", async () => {
     const s = settings();
     const warnings: string[] = [];
-    const rollouts = await RedisRollouts.open(s, (error) => warnings.push(error.message));
+    const rollouts = await RedisRollouts.open(s, (error) => warnings.push(error.message), fingerprint);
     const keys = new StreamKeys(s.stream_prefix);
     try {
       const pending = rollouts.attempts("train", undefined, sampling).run(task(), 0, 0, new AbortController().signal);
@@ -264,6 +284,121 @@ describe.skipIf(!redisAvailable)("distributed rollouts: the driver's queue and t
       expect(rollouts.takeCounts()).toMatchObject({ tasks: 1, failures: 0, duplicates: 0 });
     } finally {
       await rollouts.close();
+    }
+  });
+
+  /** A worker loop on `s` with `print`, whose rollouts count in `ran` and succeed at once; `lines` gets its log. */
+  async function workerLoop(
+    s: ReturnType<typeof settings>,
+    print: RunFingerprint,
+    ran: { count: number },
+    lines: string[] = [],
+  ): Promise<{ loop: WorkerLoop; close: () => void }> {
+    const [redisClient, reader] = [await connectRedis(s.url), await connectRedis(s.url)];
+    const loop = new WorkerLoop({
+      redis: redisClient,
+      reader,
+      keys: new StreamKeys(s.stream_prefix),
+      concurrency: 2,
+      claimIdleMs: 60_000,
+      maxDeliveries: s.max_deliveries,
+      heartbeatMs: 100,
+      fingerprint: print,
+      log: (line) => lines.push(line),
+      runnerFor: () =>
+        ({
+          once: () => {
+            ran.count++;
+            return Promise.resolve({ trajectories: [], unknownTokenIds: 0 });
+          },
+        }) as unknown as RolloutRunner,
+    });
+    return { loop, close: () => [redisClient, reader].forEach((c) => c.destroy()) };
+  }
+
+  it("refuses the tasks of a driver whose recipe differs, naming what differs, and hands them back unrun", async () => {
+    const s = settings();
+    const keys = new StreamKeys(s.stream_prefix);
+    const ran = { count: 0 };
+    // Started before the driver: it finds the difference in the first tasks it reads.
+    const other = await workerLoop(s, { ...fingerprint, model: "small" }, ran);
+    const refused = other.loop.run().catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const rollouts = await RedisRollouts.open(s, () => undefined, fingerprint);
+    const same = await workerLoop(s, fingerprint, ran);
+    try {
+      const pending = rollouts.attempts("train", undefined, sampling).run(task(), 0, 0, new AbortController().signal);
+      const error = await refused;
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toBe(
+        `this worker's recipe does not match the run's driver (stream prefix ${s.stream_prefix}): model small vs the driver's tiny; start the worker with the driver's recipe`,
+      );
+      expect(ran.count).toBe(0);
+      // The task went back to the stream, for a worker with the driver's recipe.
+      expect((await client.xPending(keys.tasks, keys.group)).pending).toBe(0);
+      expect(await client.xLen(keys.tasks)).toBe(1);
+      // Started once the driver runs: it is refused before it reads a task.
+      const late = await workerLoop(s, { ...fingerprint, worker_type: "sft" }, ran);
+      await expect(late.loop.run()).rejects.toThrow(/: worker type sft vs the driver's simple; start the worker/);
+      late.close();
+      const running = same.loop.run();
+      expect(await pending).toEqual({ trajectories: [], unknownTokenIds: 0 });
+      expect(ran.count).toBe(1);
+      same.loop.stop();
+      await running;
+    } finally {
+      other.close();
+      same.close();
+      await rollouts.close();
+    }
+  });
+
+  it("runs the tasks of a driver session that published no fingerprint (an older nexrl), saying so once", async () => {
+    const s = settings();
+    const keys = new StreamKeys(s.stream_prefix);
+    await keys.ensureGroup(client as unknown as Redis);
+    await client.set(keys.session, "old");
+    const old: TaskMessage = { ...staleTask(keys), session: "old", results: keys.results("old") };
+    await client.xAdd(keys.tasks, "*", { body: encode({ ...old, id: "old:1" }) });
+    await client.xAdd(keys.tasks, "*", { body: encode({ ...old, id: "old:2" }) });
+    const ran = { count: 0 };
+    const lines: string[] = [];
+    const worker = await workerLoop(s, fingerprint, ran, lines);
+    const running = worker.loop.run();
+    try {
+      await expect.poll(() => client.xLen(keys.results("old")), { interval: 20 }).toBe(2);
+      expect(ran.count).toBe(2);
+      expect(lines).toEqual([
+        "driver session old published no recipe fingerprint (a driver of an older nexrl?): its tasks run without checking that this worker's recipe is the driver's",
+      ]);
+    } finally {
+      worker.loop.stop();
+      await running;
+      worker.close();
+    }
+  });
+
+  it("puts the session's fingerprint back with the session key after a Redis restart without persistence", async () => {
+    const server = await startRedis();
+    const s = distributedSchema.parse({ engine: "redis", url: server.url, stream_prefix: "restarted" });
+    const keys = new StreamKeys(s.stream_prefix);
+    const rollouts = await RedisRollouts.open(s, () => undefined, fingerprint);
+    let probe: Client | undefined;
+    try {
+      await server.signal("SIGKILL");
+      await server.restart();
+      probe = createClient({ url: server.url });
+      await probe.connect();
+      // The driver puts back what the empty server lost once it has reconnected.
+      await expect.poll(() => probe!.get(keys.session), { timeout: 20_000, interval: 100 }).toBe(rollouts.session);
+      expect(decode(String(await probe.get(keys.fingerprint(rollouts.session))))).toEqual(fingerprint);
+      const other = await workerLoop(s, { ...fingerprint, nexrl: "9.9.9" }, { count: 0 });
+      await expect(other.loop.run()).rejects.toThrow("nexrl 9.9.9 vs the driver's 0.0.0-test");
+      other.close();
+    } finally {
+      probe?.destroy();
+      await rollouts.close();
+      await server.stop();
     }
   });
 

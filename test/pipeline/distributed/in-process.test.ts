@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerCommand } from "../../../src/cli/args.js";
 import type { CliIO } from "../../../src/cli/io.js";
 import { runWorker } from "../../../src/cli/worker.js";
@@ -14,10 +14,13 @@ import { ConfigError, DistributedError } from "../../../src/errors.js";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
 import { loadRecipe } from "../../../src/recipe/load.js";
 import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl } from "../helpers.js";
-import { heldTasks } from "./fixtures/holding-worker.js";
+import { heldTasks, playInProcess } from "./fixtures/scripted-worker.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 type Row = Record<string, number>;
+
+/** The worker of the recipes here (every worker of a run has the driver's recipe); the part it plays is picked per process. */
+const scripted = fileURLToPath(new URL("./fixtures/scripted-worker.ts", import.meta.url));
 
 /**
  * The seeded recipe of run.test.ts; `url` adds `rollout_worker.distributed` (stream prefix
@@ -27,11 +30,13 @@ type Row = Record<string, number>;
 function recipe(url?: string, prefix = "nexrl", failing = false): string {
   let yaml = grpoRecipeYaml({
     steps: 2,
-    ...(failing && {
-      worker: fixture("failing-worker.ts"),
-      className: "FailingWorker",
-      extra: "runtime_monitor:\n  exception_handling:\n    policy: continue\n",
-    }),
+    ...(failing
+      ? {
+          worker: fixture("failing-worker.ts"),
+          className: "FailingWorker",
+          extra: "runtime_monitor:\n  exception_handling:\n    policy: continue\n",
+        }
+      : { worker: scripted, className: "ScriptedWorker" }),
   });
   if (failing)
     yaml = yaml.replace("  max_sequence_length: 64\n", "  max_sequence_length: 64\n  max_rollout_retries: 1\n");
@@ -95,6 +100,8 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
   afterAll(async () => {
     await redis?.stop();
   });
+  // A test that failed while its workers held tasks leaves none holding for the next.
+  afterEach(() => playInProcess(undefined));
 
   it("gives the metrics of the run without distributed, with two in-process workers taking every task", async () => {
     const baseline = await drive(await runFolder());
@@ -174,6 +181,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     const baseline = await drive(await runFolder());
     const dir = await runFolder(redis.url, "handback");
     heldTasks().length = 0;
+    playInProcess("hold");
     let stopLeaving!: () => void;
     const leavingStopped = new Promise<void>((resolve) => (stopLeaving = resolve));
     const leavingOutput = io(dir);
@@ -181,10 +189,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
       {
         kind: "worker",
         configPath: "recipe.yaml",
-        overrides: [
-          `rollout_worker.custom_rollout_worker_module_path=${fileURLToPath(new URL("./fixtures/holding-worker.ts", import.meta.url))}`,
-          "rollout_worker.custom_rollout_worker_class_name=HoldingWorker",
-        ],
+        overrides: [],
         concurrency: 2,
         name: "leaving",
       },
@@ -200,6 +205,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts in one process (redis-ser
     expect(await leaving).toBe(0);
     expect(leavingOutput.err.join("")).toContain("handed back 2 task(s) in flight");
     expect(leavingOutput.out.join("")).toContain("stopped after 0 task(s), 0 failed");
+    playInProcess(undefined);
     let stopOther!: () => void;
     const otherStopped = new Promise<void>((resolve) => (stopOther = resolve));
     const otherOutput = io(dir);

@@ -6,13 +6,10 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCli, until, type CliProcess } from "./cli.js";
 import { drive, metrics, recipe, runFolder, stopWorkers, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
-
-const gated = fileURLToPath(new URL("./fixtures/gated-worker.ts", import.meta.url));
 
 /** A process run (the driver's, the worker's) takes seconds on a busy machine. */
 const TIMEOUT_MS = 180_000;
@@ -25,7 +22,8 @@ async function startGatedRun(
   const started = join(dir, "started.txt");
   const gate = join(dir, "gate");
   await writeFile(started, "");
-  const worker = startCli(workerArgs(gated, "GatedWorker", "gated"), dir, {
+  const worker = startCli(workerArgs("gated"), dir, {
+    NEXRL_TEST_ROLE: "gate",
     NEXRL_TEST_STARTED: started,
     NEXRL_TEST_GATE: gate,
   });

@@ -4,15 +4,18 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@redis/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startCli, until } from "./cli.js";
 import { drive, metrics, recipe, runFolder, stopWorkers, sum, untimed, workerArgs, type Row } from "./cli-runs.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { fixture } from "../helpers.js";
 
-const stalling = fileURLToPath(new URL("./fixtures/stalling-worker.ts", import.meta.url));
-const firstStep = fileURLToPath(new URL("./fixtures/first-step-worker.ts", import.meta.url));
+const letter = fixture("letter-worker.ts");
+
+// A process run (the driver's, a worker's) takes seconds on a busy machine: under a load average
+// of 10 on 2 cores a test here took 35 s.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and nexrl worker processes)", () => {
   let redis: TestRedis;
@@ -57,7 +60,8 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const victim = startCli(workerArgs(stalling, "StallingWorker", "victim"), dir, {
+    const victim = startCli(workerArgs("victim"), dir, {
+      NEXRL_TEST_ROLE: "stall",
       NEXRL_TEST_STARTED: started,
     });
     await until(() => victim.stdout().includes("rollout(s) at once"), "the victim started", victim.exited);
@@ -82,7 +86,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const started = join(dir, "started.txt");
     await writeFile(started, "");
-    const leaving = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
+    const leaving = startCli(workerArgs(), dir, { NEXRL_TEST_ROLE: "stall", NEXRL_TEST_STARTED: started });
     await until(() => leaving.stdout().includes("rollout(s) at once"), "the worker started", leaving.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
     await until(
@@ -136,6 +140,38 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     await stopWorkers([worker]);
   });
 
+  it("refuses workers of another recipe, exit 3 naming the differences, before they run a task; one with the driver's recipe runs them all", async () => {
+    const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
+    // Another worker class (in another module) and another model.
+    const early = startCli(
+      [
+        ...workerArgs("early"),
+        `rollout_worker.custom_rollout_worker_module_path=${letter}`,
+        "rollout_worker.custom_rollout_worker_class_name=LetterWorker",
+        "service.train_service.model=small",
+      ],
+      dir,
+    );
+    await until(() => early.stdout().includes("rollout(s) at once"), "the worker started", early.exited);
+    const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
+    // It finds the difference in the first tasks it reads, and hands them back.
+    expect(await early.exited, early.stderr()).toBe(3);
+    expect(early.stderr()).toMatch(
+      /nexrl: this worker's recipe does not match the run's driver \(stream prefix test\d+\): worker class LetterWorker \(module sha256 [0-9a-f]{12}…\) vs the driver's ScriptedWorker \(module sha256 [0-9a-f]{12}…\); model small vs the driver's tiny; tokenizer small vs the driver's tiny; start the worker with the driver's recipe\n/,
+    );
+    // Started while the driver runs: it is refused before it reads a task.
+    const late = startCli([...workerArgs("late"), "service.train_service.model=small"], dir);
+    expect(await late.exited, late.stderr()).toBe(3);
+    expect(late.stderr()).toContain(": model small vs the driver's tiny; tokenizer small vs the driver's tiny; start");
+    for (const refused of [early, late]) expect(refused.stdout()).not.toContain("stopped after");
+    const good = startCli(workerArgs("good"), dir);
+    expect(await driver.exited, driver.stderr()).toBe(0);
+    await stopWorkers([good]);
+    // Every task ran on the worker with the driver's recipe, once: the run in one process.
+    expect((await metrics(dir)).map(untimed)).toEqual(baseline.map(untimed));
+    expect(good.stdout()).toContain("stopped after 16 task(s), 0 failed");
+  });
+
   it("says it waits for workers while none is connected, and stops at once on SIGTERM in that state", async () => {
     const dir = await runFolder(recipe({ url: redis.url, prefix: nextPrefix() }));
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out"], dir);
@@ -159,7 +195,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     const started = join(dir, "started.txt");
     await writeFile(started, "");
     // The first worker runs step 1 and then holds what it takes of step 2 until it is stopped.
-    const first = startCli(workerArgs(firstStep, "FirstStepWorker", "first"), dir);
+    const first = startCli(workerArgs("first"), dir, { NEXRL_TEST_ROLE: "first-step" });
     await until(() => first.stdout().includes("rollout(s) at once"), "the worker started", first.exited);
     const driver = startCli(["-c", "recipe.yaml", "--run-nexrl", "-o", "out", "trainer.save_freq=1"], dir);
     // Step 1 is checkpointed; the first worker hands back what it holds of step 2, and then only a
@@ -167,7 +203,7 @@ describe.skipIf(!redisAvailable)("distributed rollouts (redis-server, driver and
     await until(() => driver.stdout().includes("step 1/2"), "step 1 ended", driver.exited);
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
-    const stuck = startCli(workerArgs(stalling, "StallingWorker"), dir, { NEXRL_TEST_STARTED: started });
+    const stuck = startCli(workerArgs(), dir, { NEXRL_TEST_ROLE: "stall", NEXRL_TEST_STARTED: started });
     await until(
       async () => (await readFile(started, "utf8")).split("\n").filter(Boolean).length === 2,
       "the stuck worker took two tasks",
