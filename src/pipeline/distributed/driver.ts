@@ -65,6 +65,12 @@ const RETRY_MS = 250;
  */
 const RECOVERY_WINDOW_MS = 15_000;
 const SWEEP_MS = 2_000;
+/**
+ * Milliseconds a task must stay missing (no stream entry, no worker's heartbeat running it, no
+ * result) before it is sent again: a restarted server holds no heartbeats until the workers beat
+ * again (every `heartbeat_ms`, 2 s by default), and a task a worker still runs must not run twice.
+ */
+const CONFIRM_MS = 5_000;
 /** Milliseconds between the looks for workers while tasks wait and none is connected. */
 const WORKERS_LOOK_MS = 5_000;
 
@@ -79,6 +85,8 @@ export class RedisRollouts {
   /** Until when (`Date.now()`) the results loop looks for lost tasks; 0: no reconnection to recover from. */
   private recoverUntil = 0;
   private nextSweep = 0;
+  /** When each task waiting was first found missing since the last reconnection. */
+  private readonly missingSince = new Map<string, number>();
   private deadLettered = 0;
   /** The dead-letter count at the last {@link RedisRollouts.takeDeadLetters} (at the start: when the driver opened). */
   private deadLettersSeen: number;
@@ -290,15 +298,16 @@ export class RedisRollouts {
   private reconnected(): void {
     this.recoverUntil = Date.now() + RECOVERY_WINDOW_MS;
     this.nextSweep = 0;
+    this.missingSince.clear();
   }
 
   /**
    * After a reconnection: creates the group, the session key and its fingerprint again if the
    * server lost them (in one transaction, as at the start), and sends again the tasks waiting
-   * whose entries are gone without a result (a worker that answers deletes its task's entry in
-   * the transaction that writes the result, so a task gone with no result in the results stream
-   * was lost). A task answered meanwhile and sent again only gives a duplicate result, which is
-   * ignored.
+   * whose entries are gone without a result and that no worker's heartbeat says it runs, for
+   * {@link CONFIRM_MS} (a worker that answers deletes its task's entry in the transaction that
+   * writes the result, so a task gone with no result in the results stream was lost). A task
+   * answered meanwhile and sent again only gives a duplicate result, which is ignored.
    */
   private async recover(): Promise<void> {
     const { redis, keys } = this;
@@ -309,22 +318,31 @@ export class RedisRollouts {
       .set(keys.session, this.session, { NX: true })
       .exec();
     const candidates = [...this.waiting].filter(([, waiting]) => !waiting.sending);
+    const running = new Set((await readHeartbeats(redis, keys)).flatMap((health) => health.entries ?? []));
     const present = await Promise.all(
       candidates.map(async ([, { entry }]) =>
-        entry === undefined ? false : ((await redis.xRange(keys.tasks, entry, entry)) ?? []).length > 0,
+        entry === undefined
+          ? false
+          : running.has(entry) || ((await redis.xRange(keys.tasks, entry, entry)) ?? []).length > 0,
       ),
     );
+    for (const [index, [id]] of candidates.entries()) if (present[index]) this.missingSince.delete(id);
     const missing = candidates.filter((_, index) => !present[index]);
     if (missing.length === 0) return;
     const answered = new Set<string>();
     for (const result of (await redis.xRange(keys.results(this.session), "-", "+")) ?? [])
       if (result) answered.add(resultId(String(result.message.body)));
     let sent = 0;
-    for (const [id, waiting] of missing)
-      if (this.waiting.get(id) === waiting && !answered.has(id) && !waiting.sending) {
-        this.send(id, waiting);
-        sent++;
-      }
+    const now = Date.now();
+    for (const [id, waiting] of missing) {
+      if (this.waiting.get(id) !== waiting || answered.has(id) || waiting.sending) continue;
+      const since = this.missingSince.get(id) ?? now;
+      this.missingSince.set(id, since);
+      if (now - since < CONFIRM_MS) continue;
+      this.missingSince.delete(id);
+      this.send(id, waiting);
+      sent++;
+    }
     if (sent > 0)
       this.say(
         `the Redis server ${this.name} lost ${sent} task(s) waiting for a result (restarted without persistence?): sent them again`,

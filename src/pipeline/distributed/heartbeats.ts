@@ -16,6 +16,8 @@ export interface WorkerHealth {
   failures: number;
   /** Attempts it is running now. */
   running: number;
+  /** The task stream entries of those attempts (a driver recovering from a Redis restart does not send them again). */
+  entries?: string[];
 }
 
 /** Beats for one worker every `intervalMs` until stopped; a key missing three beats expires. */

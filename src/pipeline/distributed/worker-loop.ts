@@ -109,6 +109,7 @@ export class WorkerLoop {
         tasks: this.tasks,
         failures: this.failures,
         running: this.inFlight.size,
+        entries: [...this.inFlight.keys()],
       }),
       () => this.keepClaimed(),
     );

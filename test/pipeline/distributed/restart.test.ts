@@ -63,7 +63,12 @@ describe.skipIf(!redisAvailable)("distributed rollouts: a Redis that restarts or
         await until(() => reconnecting.test(driver.stdout()), "the driver said it reconnects", driver.exited);
         await until(() => reconnecting.test(worker.stderr()), "the worker said it reconnects", worker.exited);
         await redis.restart();
-        // The rollouts in flight end after the restart: their results go to the server that is back.
+        // The rollouts in flight end after the restart, and after the driver's first look for lost
+        // tasks (at its reconnection): their results go to the server that is back, and the tasks
+        // their worker runs are not sent again, though their entries are gone with the server.
+        const answering = /Redis at 127\.0\.0\.1:\d+ answering again after \d+ s/;
+        await until(() => answering.test(driver.stdout()), "the driver reconnected", driver.exited);
+        await new Promise((resolve) => setTimeout(resolve, 3_000));
         await writeFile(gate, "");
         expect(await driver.exited, driver.stderr()).toBe(0);
         await stopWorkers([worker]);
