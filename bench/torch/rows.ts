@@ -63,7 +63,7 @@ function ppm(a: number, b: number): number {
 export async function* torchRows(ctx: SuiteContext, threads: number): AsyncIterable<Row> {
   const start = TorchBaseline.start(threads, ctx.log);
   if (!start.ok) {
-    ctx.log(`skipping the PyTorch rows: ${start.reason}`);
+    ctx.note(`PyTorch rows skipped: ${start.reason}`);
     ctx.setup("torch", { skipped: start.reason });
     return;
   }
@@ -76,6 +76,10 @@ export async function* torchRows(ctx: SuiteContext, threads: number): AsyncItera
   };
   ctx.setup("torch", setup);
   const ranges = setup["ratio_range_by_row"] as Record<string, [number, number]>;
+  const range = (row: string, r: [number, number]) => {
+    ranges[row] = r;
+    ctx.note(`${row}: per-round ratios ${r[0].toFixed(3)}–${r[1].toFixed(3)}`);
+  };
   const losses = setup["losses"] as Record<string, { ours: number[]; torch: number[]; max_ppm: number }>;
   const firstLossPpm: number[] = [];
   try {
@@ -115,7 +119,7 @@ export async function* torchRows(ctx: SuiteContext, threads: number): AsyncItera
         );
         loss.max_ppm = Math.max(...loss.ours.map((l, i) => ppm(l, loss.torch[i]!)));
         firstLossPpm.push(ppm(loss.ours[0]!, loss.torch[0]!));
-        ranges[`train_step_${shape.name}_torch`] = roundRatios(t, false);
+        range(`train_step_${shape.name}_torch`, roundRatios(t, false));
         yield comparedRow(`train_step_${shape.name}_torch`, "ms/step", t.ours.medianMs, t.torch.medianMs, {
           op: "<=",
           bound: TRAIN_RATIO,
@@ -123,7 +127,7 @@ export async function* torchRows(ctx: SuiteContext, threads: number): AsyncItera
 
         ctx.log(`sample_tokens_per_s_${shape.name}_torch: timing`);
         const s = await sideBySide({ ours: () => ours.sample(), torch: () => torch.sample() }, sample);
-        ranges[`sample_tokens_per_s_${shape.name}_torch`] = roundRatios(s, true);
+        range(`sample_tokens_per_s_${shape.name}_torch`, roundRatios(s, true));
         yield comparedRow(`sample_tokens_per_s_${shape.name}_torch`, "tokens/s", s.ours.perSecond, s.torch.perSecond, {
           op: ">=",
           bound: SAMPLE_RATIO,
