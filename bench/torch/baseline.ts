@@ -21,6 +21,15 @@ const torchDir = path.dirname(fileURLToPath(import.meta.url));
 /** Debian's interpreter, which python3-torch installs into (a `python3` on the PATH may be another one). */
 const PYTHON = process.env["NEXRL_BENCH_PYTHON"] ?? "/usr/bin/python3";
 
+/** `, Debian python3-torch 1.13.1+dfsg-4, libopenblas0-pthread 0.3.21+ds-4`, or nothing without dpkg. */
+function debianPackages(): string {
+  const q = spawnSync("dpkg-query", ["-W", "-f", "${Package} ${Version}\\n", "python3-torch", "libopenblas0-pthread"], {
+    encoding: "utf8",
+  });
+  const lines = q.status === 0 ? q.stdout.trim().split("\n") : [];
+  return lines.length > 0 ? `, Debian ${lines.join(", ")}` : "";
+}
+
 /** One model and its work, as bench/engine/workload.ts gives it to our engine. */
 export interface TorchWorkload {
   config: ResolvedModelConfig;
@@ -120,7 +129,7 @@ export class TorchBaseline {
         temperature: 1,
       },
     });
-    this.description = `torch ${String(reply["torch"])}, ${String(reply["threads"])} threads, ${PYTHON}`;
+    this.description = `torch ${String(reply["torch"])}, ${String(reply["threads"])} threads, ${PYTHON}${debianPackages()}`;
   }
 
   /** forward + backward + AdamW on the batch. */
