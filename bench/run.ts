@@ -57,7 +57,12 @@ async function main(argv: string[]): Promise<number> {
       setup: {},
       rows: [],
     };
-    const ctx = { log, setup: (key: string, value: unknown) => void (result.setup[key] = value) };
+    const notes: string[] = [];
+    const ctx = {
+      log,
+      setup: (key: string, value: unknown) => void (result.setup[key] = value),
+      note: (message: string) => (log(message), void notes.push(message)),
+    };
     for await (const row of suite.run(ctx)) {
       result.rows.push(row);
       log(
@@ -67,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
     }
     const file = await writeResult(resultsDir, result, suite.resultName?.());
     console.log(`\n${name} (${path.relative(process.cwd(), file)})\n${formatTable(result.rows)}`);
+    for (const message of notes) console.log(`note: ${message}`);
     met += result.rows.filter((r: Row) => r.met === true).length;
     total += result.rows.filter((r: Row) => r.met !== null).length;
   }

@@ -2,7 +2,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { LocalEngine, type ModelConfig, type ModelPresetName } from "../../dist/engine/index.js";
+import {
+  LocalEngine,
+  type ModelConfig,
+  type ModelPresetName,
+  type ResolvedModelConfig,
+} from "../../dist/engine/index.js";
 import { datum, type Datum } from "../../dist/types/wire.js";
 import {
   ADAM,
@@ -25,7 +30,7 @@ export class OurEngine {
   private readonly engine: LocalEngine;
   private readonly datums: Datum[];
   readonly prompt: number[];
-  /** Ends a sample early; the tfjs side stops on it too, so both do the same kind of work. */
+  /** Ends a sample early; the tfjs and PyTorch sides stop on it too, so both do the same kind of work. */
   readonly eosId: number;
   private sampleSeed = SEED;
 
@@ -48,6 +53,16 @@ export class OurEngine {
   /** Threads and kernels the engine computes with. */
   get compute(): { threads: number; kernels: string } {
     return { threads: this.engine.threads, kernels: this.engine.kernels };
+  }
+
+  /** The model's resolved shape. */
+  get config(): ResolvedModelConfig {
+    return this.engine.config;
+  }
+
+  /** A copy of the current weights (the engine's flat layout), e.g. to start a baseline from them. */
+  getWeights(): Float32Array {
+    return this.engine.getWeights();
   }
 
   /** forward_backward + optim_step on the batch. @returns the summed weighted loss. */

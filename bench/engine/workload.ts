@@ -21,10 +21,12 @@ export const NUM_SAMPLES = 16;
 export const MAX_TOKENS = 56;
 
 /**
- * The `medium` preset (no baseline runs it): a training batch of 8 sequences of 256 positions,
+ * The `medium` preset (tfjs does not run it; PyTorch does): a training batch of 8 sequences of 256 positions,
  * and 16 samples of 248 tokens after the same 8-token prompt, filling its 256-token context.
  */
 export const MEDIUM = { preset: "medium", batch: 8, seqLen: 256, maxTokens: 248 } as const;
+/** The `small` preset (context 256, as `medium`) on `medium`'s workload; only the PyTorch baseline runs it. */
+export const SMALL = { ...MEDIUM, preset: "small" } as const;
 
 export const ADAM: AdamParams = adamParams({ learningRate: 1e-3 });
 

@@ -33,6 +33,8 @@ export interface SuiteContext {
   log(message: string): void;
   /** Records how the suite measured (shapes, repetitions, baseline versions) in the result file's `setup`. */
   setup(key: string, value: unknown): void;
+  /** A line printed under the suite's table, e.g. why some rows were skipped (record it in `setup` too). */
+  note(message: string): void;
 }
 
 /** A benchmark suite: yields its rows one by one as they are measured. */

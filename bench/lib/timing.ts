@@ -21,10 +21,22 @@ export interface Timing {
 }
 
 /**
+ * What a contender that times itself returns: the units of work and the milliseconds the work
+ * took, e.g. a baseline in a child process, whose own clock leaves out the pipe's round trip.
+ */
+export interface SelfTimed {
+  units: number;
+  ms: number;
+}
+
+/**
  * A contender does one unit of benchmark work per call and returns how many units it did
  * (1 for a training step, the tokens generated for a sampling request).
  */
 export type Contender = () => number | Promise<number>;
+
+/** A contender that times its own work; see {@link SelfTimed}. */
+export type SelfTimedContender = () => SelfTimed | Promise<SelfTimed>;
 
 /**
  * Times several contenders in one interleaved loop: `warmup` untimed rounds, then `runs` timed
@@ -33,7 +45,7 @@ export type Contender = () => number | Promise<number>;
  * than on whichever ran last.
  */
 export async function sideBySide<K extends string>(
-  contenders: Record<K, Contender>,
+  contenders: Record<K, Contender | SelfTimedContender>,
   options: { warmup: number; runs: number },
 ): Promise<Record<K, Timing>> {
   const names = Object.keys(contenders) as K[];
@@ -43,8 +55,9 @@ export async function sideBySide<K extends string>(
     for (let i = 0; i < names.length; i++) {
       const name = names[(round + i) % names.length]!;
       const start = process.hrtime.bigint();
-      const units = await contenders[name]();
-      const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+      const result = await contenders[name]();
+      const wallMs = Number(process.hrtime.bigint() - start) / 1e6;
+      const [units, elapsed] = typeof result === "number" ? [result, wallMs] : [result.units, result.ms];
       if (round >= options.warmup) {
         ms[name].push(elapsed);
         done[name].push(units);

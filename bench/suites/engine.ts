@@ -1,7 +1,8 @@
 /**
  * The embedded engine against a TensorFlow.js (wasm backend) model of the same shape, measured
  * side by side in one process: training step time, sampling throughput, and our peak memory;
- * then the `medium` preset alone (no baseline runs it), reported without a target.
+ * then the `medium` preset alone, reported without a target; then PyTorch (bench/torch/) as a
+ * second baseline on d64, d128, `small` and `medium`, in a child process.
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -22,6 +23,7 @@ import {
 import { comparedRow, reportRow, targetRow, type Row, type Suite } from "../lib/suite.js";
 import { sideBySide } from "../lib/timing.js";
 import { loadTfjs } from "../tfjs/load.js";
+import { torchRows } from "../torch/rows.js";
 import { TfjsTransformer } from "../tfjs/model.js";
 import type { Tf } from "../tfjs/tf.js";
 
@@ -91,7 +93,7 @@ function childPeakRssMb(args: string[]): Promise<number> {
 }
 
 export const suite: Suite = {
-  description: `engine vs tfjs-wasm: d_model ${D_MODELS.join("/")}, ${SHAPE.nLayers} layers, ${SHAPE.nHeads} heads, batch ${BATCH}×${SEQ_LEN}; then the medium preset alone`,
+  description: `engine vs tfjs-wasm: d_model ${D_MODELS.join("/")}, ${SHAPE.nLayers} layers, ${SHAPE.nHeads} heads, batch ${BATCH}×${SEQ_LEN}; then the medium preset alone; then vs PyTorch on d64, d128, small, medium`,
   async *run(ctx): AsyncIterable<Row> {
     const { tf, description } = await loadTfjs(ctx.log);
     ctx.setup("baseline", description);
@@ -103,7 +105,8 @@ export const suite: Suite = {
       const ours = new OurEngine(d);
       return { d, ours, tfjs: new TfjsSide(tf, d, ours.prompt, ours.eosId) };
     });
-    ctx.setup("ours", sides[0]!.ours.compute);
+    const ourCompute = sides[0]!.ours.compute;
+    ctx.setup("ours", ourCompute);
     // Every timed call, so a reader can judge the noise behind each median.
     const samplesMs: Record<string, { ours: number[]; tfjs: number[] }> = {};
     ctx.setup("samples_ms", samplesMs);
@@ -181,5 +184,7 @@ export const suite: Suite = {
     }
     ctx.log("peak_rss_medium_mb: child process");
     yield reportRow("peak_rss_medium_mb", "MB", await childPeakRssMb([MEDIUM.preset]));
+
+    yield* torchRows(ctx, ourCompute.threads);
   },
 };
