@@ -16,16 +16,17 @@ export async function writeFiles(
   dir: string,
   files: ReadonlyArray<readonly [string, string | Uint8Array]>,
 ): Promise<string[]> {
-  await makeFolder(dir).catch((error: unknown) => {
-    throw storageError(dir, error);
-  });
   const paths: string[] = [];
-  for (const [name, content] of files) {
-    const path = join(dir, name);
-    await writeFile(path, content).catch((error: unknown) => {
-      throw storageError(path, error);
-    });
-    paths.push(path);
+  let path = dir;
+  try {
+    await makeFolder(dir);
+    for (const [name, content] of files) {
+      path = join(dir, name);
+      await writeFile(path, content);
+      paths.push(path);
+    }
+  } catch (error) {
+    throw storageError(path, error);
   }
   return paths;
 }

@@ -45,9 +45,11 @@ export class JsonlLog<Row extends StepRow = StepRow> {
         return [];
       });
     }
-    await writeFile(path, rows.map((row) => `${JSON.stringify(row)}\n`).join("")).catch((error: unknown) => {
+    try {
+      await writeFile(path, rows.map((row) => `${JSON.stringify(row)}\n`).join(""));
+    } catch (error) {
       throw storageError(path, error);
-    });
+    }
     return new JsonlLog(path, rows);
   }
 
@@ -59,9 +61,11 @@ export class JsonlLog<Row extends StepRow = StepRow> {
   /** Appends a row. */
   async append(row: Row): Promise<void> {
     this.kept.push(row);
-    await appendFile(this.path, `${JSON.stringify(row)}\n`).catch((error: unknown) => {
+    try {
+      await appendFile(this.path, `${JSON.stringify(row)}\n`);
+    } catch (error) {
       throw storageError(this.path, error);
-    });
+    }
   }
 }
 

@@ -146,13 +146,13 @@ export class RunLock {
       created = await mkdir(dir, { recursive: true });
     } catch (error) {
       // Node's recursive mkdir says ENOENT for a parent it cannot create; makeFolder finds the real reason.
-      throw outputDirError(
-        dir,
-        await makeFolder(dir).then(
-          () => error,
-          (real: unknown) => real,
-        ),
-      );
+      let reason = error;
+      try {
+        await makeFolder(dir);
+      } catch (real) {
+        reason = real;
+      }
+      throw outputDirError(dir, reason);
     }
     const path = join(dir, RUN_LOCK_FILE);
     const content = `${JSON.stringify(ownContent(command))}\n`;

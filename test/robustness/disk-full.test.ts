@@ -8,10 +8,14 @@
  * saying so, where none can be mounted.
  */
 import { execFileSync } from "node:child_process";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
+import { StorageError, storageError } from "../../src/errors.js";
+import { writeFiles } from "../../src/export/write-files.js";
+import { JsonlLog } from "../../src/pipeline/jsonl-log.js";
+import { TensorBoardLogger } from "../../src/pipeline/loggers/tensorboard.js";
 import { readJsonl, runCliChild, tempDir, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
 
 const mounted: string[] = [];
@@ -93,6 +97,49 @@ describe.skipIf("skip" in readOnly)(
       expect(result.stderr).toContain(
         `nexrl: cannot write to the output folder ${out}: it is on a read-only file system (EROFS); choose another with --output-dir (or NEXRL_STORAGE_PATH)`,
       );
+    });
+  },
+);
+
+const tiny = await smallDisk("size=64k");
+
+describe.skipIf("skip" in tiny)(
+  `the writers on a full disk, in process${"skip" in tiny ? ` (skipped: ${tiny.skip})` : ""}`,
+  () => {
+    it("refuse with StorageError naming the file; the TensorBoard logger keeps its records until there is room", async () => {
+      const dir = (tiny as { dir: string }).dir;
+      await writeFile(join(dir, "filler"), Buffer.alloc(60 * 1024));
+      const log = await JsonlLog.open<{ step: number; text: string }>(join(dir, "metrics.jsonl"));
+      const failure = await log.append({ step: 1, text: "x".repeat(16 * 1024) }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(StorageError);
+      expect(failure).toMatchObject({ problem: "disk_full", path: join(dir, "metrics.jsonl") });
+      const exported = await writeFiles(join(dir, "export"), [["big.bin", new Uint8Array(32 * 1024)]]).catch(
+        (error: unknown) => error,
+      );
+      expect(exported).toMatchObject({ problem: "disk_full", path: join(dir, "export", "big.bin") });
+      const warnings: string[] = [];
+      const logger = await TensorBoardLogger.open(dir, 0, (line) => warnings.push(line));
+      const wide = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`metric/${i}`, i]));
+      await logger.step({ step: 1, ...wide });
+      await logger.step({ step: 2, ...wide });
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /^the TensorBoard logger could not write \(cannot write \S+: no space is left on its disk/,
+      );
+      execFileSync("mount", ["-o", "remount,size=1m", dir]);
+      await logger.step({ step: 3, ...wide });
+      const file = await readFile(logger.path);
+      // Whole records only: each is a length, its CRC, the data and its CRC; steps 1 to 3 all there.
+      const steps: number[] = [];
+      for (let at = 0; at < file.length;) {
+        const length = Number(file.readBigUInt64LE(at));
+        const data = file.subarray(at + 12, at + 12 + length);
+        if (data[9] === 0x10) steps.push(data[10]!); // after wall_time (tag and 8 bytes): step
+        at += 16 + length;
+      }
+      expect(steps).toEqual([0, 1, 2, 3]);
+      expect(storageError("x", Object.assign(new Error("gone"), { code: "ENOENT" }))).toBeInstanceOf(Error);
+      expect(storageError("x", Object.assign(new Error("gone"), { code: "ENOENT" }))).not.toBeInstanceOf(StorageError);
     });
   },
 );

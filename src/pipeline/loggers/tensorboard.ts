@@ -169,7 +169,11 @@ export class TensorBoardLogger {
       this.written += bytes.length;
     } catch (error) {
       // A write cut short must not leave half a record for the retry to follow.
-      await truncate(this.path, this.written).catch(() => undefined);
+      try {
+        await truncate(this.path, this.written);
+      } catch {
+        // Nothing to cut back (the file was never made): the retry writes every record anew.
+      }
       if (this.warned) return;
       this.warned = true;
       const reason = storageError(this.path, error);
