@@ -38,7 +38,7 @@ describe("nexrl validate (the built CLI)", () => {
     const problems = lines.filter((line) => line.startsWith("  - ")).map((line) => line.slice(4));
     expect(problems).toEqual([
       expect.stringMatching(
-        /^logger\.backend\[1\]: wandb is not supported: .*supported: console, jsonl \(set in .*ported\.yaml:2\)$/,
+        /^logger\.backend\[1\]: wandb is not supported: .*supported: console, jsonl, tensorboard \(set in .*ported\.yaml:2\)$/,
       ),
       expect.stringMatching(/^rollout_worker\.save_trace: trace files are not available: .*remove it \(set in .*:3\)$/),
       expect.stringMatching(
