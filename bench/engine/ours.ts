@@ -17,6 +17,7 @@ import {
   SHAPE,
   samplingPrompt,
   trainingBatch,
+  type PresetWorkload,
   type Sequence,
 } from "./workload.js";
 
@@ -38,16 +39,24 @@ export class OurEngine {
    * @param model the width of the bench's shape, or a preset.
    * @param batch the training batch (default: the shared workload's).
    * @param maxTokens tokens per sample (default: the shared workload's).
+   * @param numSamples samples per sampling request (default: the shared workload's).
    */
   constructor(
     model: number | ModelPresetName,
     batch: Sequence[] = trainingBatch(),
     private readonly maxTokens = MAX_TOKENS,
+    private readonly numSamples = NUM_SAMPLES,
   ) {
     this.engine = LocalEngine.create({ model: benchModel(model), seed: SEED, outputDir: this.outputDir });
     this.datums = batch.map((s) => datum(s.inputs, { target_tokens: s.targets, weights: s.weights }));
     this.prompt = samplingPrompt(this.engine.tokenizer.bosId);
     this.eosId = this.engine.tokenizer.eosId;
+  }
+
+  /** An engine of a preset on that preset's workload. */
+  static forPreset(workload: PresetWorkload): OurEngine {
+    const { preset, batch, seqLen, maxTokens, numSamples } = workload;
+    return new OurEngine(preset, trainingBatch(batch, seqLen), maxTokens, numSamples);
   }
 
   /** Threads and kernels the engine computes with. */
@@ -77,7 +86,7 @@ export class OurEngine {
     const { sequences } = this.engine.sample(
       this.prompt,
       { maxTokens: this.maxTokens, temperature: 1, seed: this.sampleSeed++ },
-      NUM_SAMPLES,
+      this.numSamples,
     );
     return sequences.reduce((n, s) => n + s.tokens.length, 0);
   }

@@ -24,9 +24,16 @@ export const MAX_TOKENS = 56;
  * The `medium` preset (tfjs does not run it; PyTorch does): a training batch of 8 sequences of 256 positions,
  * and 16 samples of 248 tokens after the same 8-token prompt, filling its 256-token context.
  */
-export const MEDIUM = { preset: "medium", batch: 8, seqLen: 256, maxTokens: 248 } as const;
+export const MEDIUM = { preset: "medium", batch: 8, seqLen: 256, maxTokens: 248, numSamples: NUM_SAMPLES } as const;
 /** The `small` preset (context 256, as `medium`) on `medium`'s workload; only the PyTorch baseline runs it. */
 export const SMALL = { ...MEDIUM, preset: "small" } as const;
+/**
+ * The `large` preset, reported only: 4 sequences of 512 positions (a step takes seconds on two
+ * cores) and 4 samples of 248 tokens.
+ */
+export const LARGE = { preset: "large", batch: 4, seqLen: 512, maxTokens: 248, numSamples: 4 } as const;
+/** A preset's workload: its training batch and its sampling request. */
+export type PresetWorkload = typeof MEDIUM | typeof LARGE;
 
 export const ADAM: AdamParams = adamParams({ learningRate: 1e-3 });
 

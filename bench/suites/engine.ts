@@ -1,7 +1,7 @@
 /**
  * The embedded engine against a TensorFlow.js (wasm backend) model of the same shape, measured
  * side by side in one process: training step time, sampling throughput, and our peak memory;
- * then the `medium` preset alone, reported without a target; then PyTorch (bench/torch/) as a
+ * then the `medium` and `large` presets alone, reported without a target; then PyTorch (bench/torch/) as a
  * second baseline on d64, d128, `small` and `medium`, in a child process.
  */
 import { fork } from "node:child_process";
@@ -11,6 +11,7 @@ import {
   ADAM,
   BATCH,
   D_MODELS,
+  LARGE,
   MAX_TOKENS,
   MEDIUM,
   NUM_SAMPLES,
@@ -19,8 +20,9 @@ import {
   SHAPE,
   VOCAB_SIZE,
   trainingBatch,
+  type PresetWorkload,
 } from "../engine/workload.js";
-import { comparedRow, reportRow, targetRow, type Row, type Suite } from "../lib/suite.js";
+import { comparedRow, reportRow, targetRow, type Row, type Suite, type SuiteContext } from "../lib/suite.js";
 import { sideBySide } from "../lib/timing.js";
 import { loadTfjs } from "../tfjs/load.js";
 import { torchRows } from "../torch/rows.js";
@@ -29,8 +31,11 @@ import type { Tf } from "../tfjs/tf.js";
 
 const TRAIN = { warmup: 2, runs: 7 };
 const SAMPLE = { warmup: 1, runs: 5 };
-const MEDIUM_TRAIN = { warmup: 1, runs: 3 };
-const MEDIUM_SAMPLE = { warmup: 1, runs: 3 };
+/** Rounds of the report-only preset rows: `large`'s step takes seconds, so it gets fewer. */
+const PRESET_ROUNDS = {
+  medium: { train: { warmup: 1, runs: 3 }, sample: { warmup: 1, runs: 3 } },
+  large: { train: { warmup: 1, runs: 2 }, sample: { warmup: 0, runs: 2 } },
+} as const;
 const RSS_D_MODEL = 128;
 const RSS_LIMIT_MB = 150;
 /** Our training step time over tfjs-wasm's. */
@@ -77,7 +82,41 @@ class TfjsSide {
   }
 }
 
-/** Peak RSS in MiB of a fresh process running rss-child.ts with `args` (a width, `medium`, or none). */
+/**
+ * The report-only rows of a preset on its own workload (no baseline runs it in this process):
+ * training step time and tokens/s, sampling tokens/s, and the peak RSS of a process doing both.
+ */
+async function* presetRows(
+  ctx: SuiteContext,
+  workload: PresetWorkload,
+  samplesMs: Record<string, { ours: number[]; tfjs: number[] }>,
+): AsyncIterable<Row> {
+  const name = workload.preset;
+  const rounds = PRESET_ROUNDS[name];
+  ctx.setup(name, { ...workload, train: rounds.train, sample: rounds.sample });
+  const engine = OurEngine.forPreset(workload);
+  try {
+    ctx.log(`train_step_${name}: timing`);
+    const train = await sideBySide({ ours: () => (engine.trainStep(), 1) }, rounds.train);
+    samplesMs[`train_step_${name}`] = { ours: train.ours.samplesMs, tfjs: [] };
+    yield reportRow(`train_step_${name}`, "ms/step", train.ours.medianMs);
+    yield reportRow(
+      `train_tokens_per_s_${name}`,
+      "tokens/s",
+      (workload.batch * workload.seqLen * 1000) / train.ours.medianMs,
+    );
+    ctx.log(`sample_tokens_per_s_${name}: timing`);
+    const sample = await sideBySide({ ours: () => engine.sample() }, rounds.sample);
+    samplesMs[`sample_tokens_per_s_${name}`] = { ours: sample.ours.samplesMs, tfjs: [] };
+    yield reportRow(`sample_tokens_per_s_${name}`, "tokens/s", sample.ours.perSecond);
+  } finally {
+    await engine.dispose();
+  }
+  ctx.log(`peak_rss_${name}_mb: child process`);
+  yield reportRow(`peak_rss_${name}_mb`, "MB", await childPeakRssMb([name]));
+}
+
+/** Peak RSS in MiB of a fresh process running rss-child.ts with `args` (a width, a preset, or none). */
 function childPeakRssMb(args: string[]): Promise<number> {
   const script = fileURLToPath(new URL("../engine/rss-child.ts", import.meta.url));
   return new Promise((resolve, reject) => {
@@ -93,7 +132,7 @@ function childPeakRssMb(args: string[]): Promise<number> {
 }
 
 export const suite: Suite = {
-  description: `engine vs tfjs-wasm: d_model ${D_MODELS.join("/")}, ${SHAPE.nLayers} layers, ${SHAPE.nHeads} heads, batch ${BATCH}×${SEQ_LEN}; then the medium preset alone; then vs PyTorch on d64, d128, small, medium`,
+  description: `engine vs tfjs-wasm: d_model ${D_MODELS.join("/")}, ${SHAPE.nLayers} layers, ${SHAPE.nHeads} heads, batch ${BATCH}×${SEQ_LEN}; then the medium and large presets alone; then vs PyTorch on d64, d128, small, medium`,
   async *run(ctx): AsyncIterable<Row> {
     const { tf, description } = await loadTfjs(ctx.log);
     ctx.setup("baseline", description);
@@ -163,27 +202,7 @@ export const suite: Suite = {
       bound: RSS_LIMIT_MB,
     });
 
-    ctx.setup("medium", { ...MEDIUM, numSamples: NUM_SAMPLES, train: MEDIUM_TRAIN, sample: MEDIUM_SAMPLE });
-    const medium = new OurEngine(MEDIUM.preset, trainingBatch(MEDIUM.batch, MEDIUM.seqLen), MEDIUM.maxTokens);
-    try {
-      ctx.log("train_step_medium: timing");
-      const train = await sideBySide({ ours: () => (medium.trainStep(), 1) }, MEDIUM_TRAIN);
-      samplesMs["train_step_medium"] = { ours: train.ours.samplesMs, tfjs: [] };
-      yield reportRow("train_step_medium", "ms/step", train.ours.medianMs);
-      yield reportRow(
-        "train_tokens_per_s_medium",
-        "tokens/s",
-        (MEDIUM.batch * MEDIUM.seqLen * 1000) / train.ours.medianMs,
-      );
-      ctx.log("sample_tokens_per_s_medium: timing");
-      const sample = await sideBySide({ ours: () => medium.sample() }, MEDIUM_SAMPLE);
-      samplesMs["sample_tokens_per_s_medium"] = { ours: sample.ours.samplesMs, tfjs: [] };
-      yield reportRow("sample_tokens_per_s_medium", "tokens/s", sample.ours.perSecond);
-    } finally {
-      await medium.dispose();
-    }
-    ctx.log("peak_rss_medium_mb: child process");
-    yield reportRow("peak_rss_medium_mb", "MB", await childPeakRssMb([MEDIUM.preset]));
+    for (const workload of [MEDIUM, LARGE]) yield* presetRows(ctx, workload, samplesMs);
 
     yield* torchRows(ctx, ourCompute.threads);
   },

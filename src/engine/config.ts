@@ -24,18 +24,20 @@ export interface ModelConfig {
 export type ResolvedModelConfig = Required<ModelConfig>;
 
 /** Names of {@link MODEL_PRESETS}. */
-export type ModelPresetName = "tiny" | "small" | "medium";
+export type ModelPresetName = "tiny" | "small" | "medium" | "large";
 
 /**
- * Named model shapes. `tiny` (about 42 k parameters) trains in milliseconds and is meant for
+ * Named model shapes. `tiny` (about 38 k parameters) trains in milliseconds and is meant for
  * tests; `small` (about 0.86 M parameters) is the laptop default for recipes; `medium` (about
  * 4.9 M parameters: twice the width, 6 layers) is for recipes that need more capacity, at
- * about six times the cost per token of `small`.
+ * about six times the cost per token of `small`; `large` (about 25.6 M parameters: d 512, 8
+ * layers, context 512) shows how the cost grows with size and fits jobs that can wait for it.
  */
 export const MODEL_PRESETS: Readonly<Record<ModelPresetName, Readonly<ModelConfig>>> = Object.freeze({
   tiny: Object.freeze({ dModel: 32, nLayers: 2, nHeads: 2, contextLength: 128 }),
   small: Object.freeze({ dModel: 128, nLayers: 4, nHeads: 4, contextLength: 256 }),
   medium: Object.freeze({ dModel: 256, nLayers: 6, nHeads: 8, contextLength: 256 }),
+  large: Object.freeze({ dModel: 512, nLayers: 8, nHeads: 8, contextLength: 512 }),
 });
 
 /**

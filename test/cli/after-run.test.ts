@@ -186,7 +186,7 @@ describe("nexrl serve --model", () => {
       const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
       const models = [];
       for await (const model of client.models.list()) models.push(model.id);
-      expect(models).toEqual(["tiny", "small", "medium", "pig:4", "pig:2"]);
+      expect(models).toEqual(["tiny", "small", "medium", "large", "pig:4", "pig:2"]);
 
       const completion = await client.completions.create({
         model: "pig:4",
@@ -360,7 +360,7 @@ describe("report, sample and serve --model in this process", () => {
     await expect.poll(() => serve.out()).toContain("stop with Ctrl-C");
     const base = /http:\/\/127\.0\.0\.1:\d+/.exec(serve.out())![0];
     const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: Array<{ id: string }> };
-    expect(models.data.map((m) => m.id)).toEqual(["tiny", "small", "medium", "pig:2"]);
+    expect(models.data.map((m) => m.id)).toEqual(["tiny", "small", "medium", "large", "pig:2"]);
     stopServe();
     expect(await serving).toBe(0);
   });

@@ -232,7 +232,7 @@ describe("validate catches what used to fail only at start-up", () => {
       );
       expect([b!.code, b!.stdout]).toEqual([EXIT_CODES.invalidRecipe, ""]);
       expect(b!.stderr).toBe(
-        `nexrl: invalid recipe\nInvalid recipe ${tinyy}:\n  - service.train_service.model: "tinyy" is not a model of the local engine; did you mean "tiny"? its presets are tiny, small, medium\n`,
+        `nexrl: invalid recipe\nInvalid recipe ${tinyy}:\n  - service.train_service.model: "tinyy" is not a model of the local engine; did you mean "tiny"? its presets are tiny, small, medium, large\n`,
       );
       expect([c!.code, c!.stdout]).toEqual([EXIT_CODES.invalidRecipe, ""]);
       expect(c!.stderr).toBe(

@@ -151,6 +151,7 @@ describe("tinker protocol on nexrl serve", () => {
         { model_name: "tiny", max_context_length: 128 },
         { model_name: "small", max_context_length: 256 },
         { model_name: "medium", max_context_length: 256 },
+        { model_name: "large", max_context_length: 512 },
       ],
     });
     expect(

@@ -160,6 +160,6 @@ describe("weaver protocol on nexrl serve", () => {
     const listed = await call(url, "GET", "/api/v1/supported-models", undefined, {
       "x-weaver-api-key": "sk-serve-0000",
     });
-    expect(listed.body.items.map((m: { name: string }) => m.name)).toEqual(["tiny", "small", "medium"]);
+    expect(listed.body.items.map((m: { name: string }) => m.name)).toEqual(["tiny", "small", "medium", "large"]);
   });
 });
