@@ -11,6 +11,7 @@ export default tseslint.config(
       "coverage/",
       "node_modules/",
       "bench/tfjs/node_modules/",
+      "bench/bullmq/node_modules/",
       "**/*.py",
       "test/tooling/fixtures/lint/",
       // Generated code (npm run proto) is kept byte for byte as generated.

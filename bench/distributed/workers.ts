@@ -25,10 +25,11 @@ export function startWorkers(options: {
   cwd: string;
   /** Node options before the CLI's path (e.g. `--cpu-prof` for a profile). */
   nodeOptions?: string[];
+  /** Environment variables beyond this process's. */
+  env?: Record<string, string>;
 }): WorkerProcesses {
-  let output = "";
-  const children: ChildProcess[] = Array.from({ length: options.count }, () => {
-    const child = spawn(
+  return watchedProcesses(options.count, () =>
+    spawn(
       process.execPath,
       [
         ...(options.nodeOptions ?? []),
@@ -42,8 +43,26 @@ export function startWorkers(options: {
         String(options.concurrency),
         `rollout_worker.distributed.stream_prefix=${options.streamPrefix}`,
       ],
-      { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NEXRL_STORAGE_PATH: options.cwd } },
-    );
+      {
+        cwd: options.cwd,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, ...options.env, NEXRL_STORAGE_PATH: options.cwd },
+      },
+    ),
+  );
+}
+
+/**
+ * `count` processes made by `start`, their output collected (and any exit but a SIGTERM's
+ * noted), stopped by SIGTERM to each.
+ */
+export function watchedProcesses(
+  count: number,
+  start: () => ChildProcess,
+): WorkerProcesses & { children: readonly ChildProcess[] } {
+  let output = "";
+  const children = Array.from({ length: count }, () => {
+    const child = start();
     child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.once("exit", (code, signal) => {
@@ -52,6 +71,7 @@ export function startWorkers(options: {
     return child;
   });
   return {
+    children,
     pids: children.map((c) => c.pid!),
     output: () => output,
     stop: async () => {

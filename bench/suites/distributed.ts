@@ -1,7 +1,8 @@
 /**
  * Rollouts through Redis (`rollout_worker.distributed`) on this machine: rollouts per second with
- * 1, 2 and 4 `nexrl worker` processes on a CPU-light, latency-bound task, and what the Redis path
- * adds per rollout to the in-process path at 256 in flight (helpers in `bench/distributed/`).
+ * 1, 2 and 4 `nexrl worker` processes on a CPU-light, latency-bound task, what the Redis path
+ * adds per rollout to the in-process path at 256 in flight (helpers in `bench/distributed/`), and
+ * BullMQ against it on the same messages (`bench/bullmq/`).
  */
 import { loadavg } from "node:os";
 import { runFingerprint } from "../../dist/pipeline/distributed/fingerprint.js";
@@ -12,6 +13,8 @@ import { redisRolloutBench, type RedisRolloutBench } from "../distributed/driver
 import { writeBenchRecipe } from "../distributed/recipe.js";
 import { startRedis } from "../distributed/redis-server.js";
 import { startWorkers, type WorkerProcesses } from "../distributed/workers.js";
+import { loadBullmq } from "../bullmq/bullmq.js";
+import { bullmqRolloutBench, type BullmqRolloutBench } from "../bullmq/driver.js";
 import { rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
 import { comparedRow, reportRow, targetRow, type Row, type Suite } from "../lib/suite.js";
 import { median, sideBySide, type Contender } from "../lib/timing.js";
@@ -41,6 +44,21 @@ const SCALING_BOUND = 3.0;
 const COST = { delayMs: 1000, inFlight: 256, workers: 4, rolloutsPerSlot: 2, rounds: { warmup: 2, runs: 7 } };
 /** Most milliseconds of CPU the Redis path may add per rollout (the issue's cost target). */
 const COST_BOUND_MS = 1;
+/**
+ * BullMQ against this path, both carrying the same task and result messages to workers that
+ * sample nothing and sleep instead: at the scaling rows' setting (4 workers of 8, 100 ms, one
+ * BullMQ worker beside for its own scaling) and at the cost rows' (4 workers of 64, 1 s, 256 in
+ * flight). nexrl keeps its own streams protocol only while it costs no more CPU per rollout than
+ * BullMQ (the rows' target: ours over BullMQ's ≤ 1); BullMQ's scaling is reported beside.
+ */
+const VERSUS_BULLMQ = {
+  scaling: { sleepMs: 100, perWorker: 8, slots: 32, rolloutsPerWorker: 80 },
+  cost: { sleepMs: 1000, perWorker: 64, slots: 256, requests: 512 },
+  workers: 4,
+  rounds: { warmup: 2, runs: 7 },
+};
+/** The sleep workers' relay has nothing to forward to: they never sample. */
+const NO_SAMPLER = "http://127.0.0.1:1";
 
 /** CPU milliseconds per rollout by process, and their sum. */
 type CpuPerRollout = CpuParts & { total: number };
@@ -90,7 +108,7 @@ function cpuCounting(
 
 export const suite: Suite = {
   description:
-    "rollouts through Redis: rollouts/s with 1, 2 and 4 nexrl worker processes, and the cost per rollout of the Redis path against the in-process one",
+    "rollouts through Redis: rollouts/s with 1, 2 and 4 nexrl worker processes, the cost per rollout of the Redis path against the in-process one, and BullMQ against it",
   async *run(ctx): AsyncIterable<Row> {
     const redis = await startRedis();
     const recipe = await writeBenchRecipe({ redisUrl: redis.url });
@@ -231,6 +249,130 @@ export const suite: Suite = {
         await Promise.all(processes.splice(0).map((p) => p.stop()));
         await inProcess.close();
         await server1s.close();
+      }
+
+      // 3. BullMQ against this path, on workers that sleep instead of sampling.
+      const { bullmq, version } = await loadBullmq(ctx.log);
+      ctx.setup("versus_bullmq", {
+        ...VERSUS_BULLMQ,
+        bullmq: `bullmq ${version} with ioredis (bench/bullmq/), never a dependency of nexrl`,
+        ours: "the scaling rows' driver and nexrl worker processes, with a worker that sleeps and returns a fixed trajectory",
+        theirs:
+          "a BullMQ Queue producer keeping the same number of nexrl task messages in flight, results read from QueueEvents 'completed' (readResult), workers of bench/bullmq/worker.ts (readTask, sleep, encode of the same result message) with the same concurrency",
+        cpu: "driver + workers + redis-server CPU milliseconds per rollout, the median of the timed rounds",
+      });
+      const sleepRecipe = await writeBenchRecipe({ redisUrl: redis.url, worker: "sleep" });
+      const bullmqBenches: BullmqRolloutBench[] = [];
+      try {
+        const { config: sleepConfig } = await loadRecipe(sleepRecipe.file, { env: {}, cwd: sleepRecipe.dir });
+        const sleepFingerprint = await runFingerprint(sleepConfig, sleepRecipe.dir, tokenizerName(sleepConfig));
+        const ours = async (
+          name: string,
+          setting: { sleepMs: number; perWorker: number; slots: number },
+          requests: number,
+        ) => {
+          const workers = startWorkers({
+            recipe: sleepRecipe.file,
+            redisUrl: redis.url,
+            streamPrefix: name,
+            count: VERSUS_BULLMQ.workers,
+            concurrency: setting.perWorker,
+            cwd: sleepRecipe.dir,
+            env: { NEXRL_BENCH_SLEEP_MS: String(setting.sleepMs) },
+          });
+          processes.push(workers);
+          started.push(workers);
+          const driver = await redisRolloutBench({
+            baseUrl: NO_SAMPLER,
+            redisUrl: redis.url,
+            streamPrefix: name,
+            slots: setting.slots,
+            requests,
+            fingerprint: sleepFingerprint,
+          });
+          drivers.push(driver);
+          ctx.log(`waiting for ${VERSUS_BULLMQ.workers} worker(s) of ${name}`);
+          await driver.waitForWorkers(VERSUS_BULLMQ.workers);
+          return cpuCounting(() => driver.batch(), workers.pids, redis.pid, VERSUS_BULLMQ.rounds.warmup);
+        };
+        const theirs = async (
+          name: string,
+          count: number,
+          setting: { sleepMs: number; perWorker: number; slots: number },
+          requests: number,
+        ) => {
+          ctx.log(`starting ${count} BullMQ worker(s) of ${name}`);
+          const bench = await bullmqRolloutBench(bullmq, {
+            redisUrl: redis.url,
+            queue: name,
+            count,
+            concurrency: setting.perWorker,
+            sleepMs: setting.sleepMs,
+            slots: setting.slots,
+            requests,
+          });
+          bullmqBenches.push(bench);
+          started.push(bench.workers);
+          return cpuCounting(() => bench.batch(), bench.workers.pids, redis.pid, VERSUS_BULLMQ.rounds.warmup);
+        };
+        const cpuTotals = (counted: ReturnType<typeof cpuCounting>) => counted.perUnit().median.total;
+
+        const { scaling, cost } = VERSUS_BULLMQ;
+        const all = scaling.rolloutsPerWorker * VERSUS_BULLMQ.workers;
+        const scalingSides = {
+          ours_4: await ours("bench-sleep-4", scaling, all),
+          bullmq_1: await theirs(
+            "bench-bullmq-1",
+            1,
+            { ...scaling, slots: scaling.perWorker },
+            scaling.rolloutsPerWorker,
+          ),
+          bullmq_4: await theirs("bench-bullmq-4", VERSUS_BULLMQ.workers, scaling, all),
+        };
+        ctx.log("bullmq_workers_4, streams_cpu_vs_bullmq_32: timing");
+        const t = await sideBySide(
+          Object.fromEntries(Object.entries(scalingSides).map(([name, side]) => [name, side.contender])),
+          VERSUS_BULLMQ.rounds,
+        );
+        samplesMs.versus_bullmq_scaling = Object.fromEntries(
+          Object.entries(t).map(([name, timing]) => [name, timing.samplesMs]),
+        );
+        cpuPerRollout.versus_bullmq_scaling = Object.fromEntries(
+          Object.entries(scalingSides).map(([name, side]) => [name, side.perUnit()]),
+        );
+        yield reportRow("bullmq_workers_4", "× 1 worker", t.bullmq_4!.perSecond / t.bullmq_1!.perSecond);
+        yield reportRow("bullmq_workers_4_vs_streams", "× streams", t.bullmq_4!.perSecond / t.ours_4!.perSecond);
+        yield comparedRow(
+          "streams_cpu_vs_bullmq_32",
+          "ms",
+          cpuTotals(scalingSides.ours_4),
+          cpuTotals(scalingSides.bullmq_4),
+          {
+            op: "<=",
+            bound: 1,
+          },
+        );
+
+        const costSides = {
+          ours: await ours("bench-sleep-256", cost, cost.requests),
+          bullmq: await theirs("bench-bullmq-256", VERSUS_BULLMQ.workers, cost, cost.requests),
+        };
+        ctx.log("streams_cpu_vs_bullmq_256: timing");
+        const c = await sideBySide(
+          { ours: costSides.ours.contender, bullmq: costSides.bullmq.contender },
+          VERSUS_BULLMQ.rounds,
+        );
+        samplesMs.versus_bullmq_cost = { ours: c.ours.samplesMs, bullmq: c.bullmq.samplesMs };
+        cpuPerRollout.versus_bullmq_cost = { ours: costSides.ours.perUnit(), bullmq: costSides.bullmq.perUnit() };
+        yield comparedRow("streams_cpu_vs_bullmq_256", "ms", cpuTotals(costSides.ours), cpuTotals(costSides.bullmq), {
+          op: "<=",
+          bound: 1,
+        });
+      } finally {
+        await Promise.all(drivers.splice(0).map((d) => d.close()));
+        await Promise.all(processes.splice(0).map((p) => p.stop()));
+        await Promise.all(bullmqBenches.splice(0).map((b) => b.close()));
+        await sleepRecipe.remove();
       }
     } catch (error) {
       const output = describeWorkers();

@@ -2,11 +2,10 @@
  * Loads the tfjs-wasm reference from bench/tfjs/node_modules, installing it from the committed
  * lock file on first use. It is never a dependency of nexrl: only this benchmark needs it.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureBenchPackages } from "../lib/packages.js";
 import type { Tf, TfWasm } from "./tf.js";
 
 const tfjsDir = path.dirname(fileURLToPath(import.meta.url));
@@ -19,14 +18,8 @@ export interface LoadedTfjs {
 }
 
 export async function loadTfjs(log: (message: string) => void): Promise<LoadedTfjs> {
+  ensureBenchPackages(tfjsDir, "@tensorflow/tfjs-backend-wasm", "the tfjs reference", log);
   const wasmPackage = path.join(tfjsDir, "node_modules", "@tensorflow", "tfjs-backend-wasm");
-  if (!existsSync(path.join(wasmPackage, "package.json"))) {
-    log("installing the tfjs reference (npm ci --prefix bench/tfjs)");
-    execFileSync("npm", ["ci", "--prefix", tfjsDir, "--no-audit", "--no-fund"], {
-      stdio: ["ignore", "inherit", "inherit"],
-      shell: process.platform === "win32",
-    });
-  }
   // Resolve from bench/tfjs so both packages share one tfjs-core instance (the backend registers into it).
   const require = createRequire(path.join(tfjsDir, "package.json"));
   const tf = require("@tensorflow/tfjs-core") as Tf;
