@@ -55,7 +55,7 @@ export {
 /** @category Contracts */
 export type { RolloutTask, TaskGroup } from "./contracts/task.js";
 /** @category Contracts */
-export type { DataRow } from "./pipeline/data/files.js";
+export type { DataRow } from "./contracts/task.js";
 /** @category Contracts */
 export { BaseRolloutWorker, type RolloutWorkerConfig } from "./pipeline/workers/base.js";
 /** @category Contracts */

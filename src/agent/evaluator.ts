@@ -3,7 +3,7 @@
  * reward.
  * @module
  */
-import type { DataRow } from "../pipeline/data/files.js";
+import type { DataRow } from "../contracts/task.js";
 import { NEXRL_BRAND } from "../recipe/brand.js";
 import type { ChatMessage } from "../types/tokenizer.js";
 

@@ -5,7 +5,7 @@
  */
 import type { BaseRolloutWorker } from "../pipeline/workers/base.js";
 import type { RolloutWorkerContext } from "../contracts/worker.js";
-import type { DataRow } from "../pipeline/data/files.js";
+import type { DataRow } from "../contracts/task.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile } from "../recipe/paths.js";

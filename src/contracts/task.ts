@@ -3,7 +3,9 @@
  * @module
  */
 import type { ChatMessage } from "../types/tokenizer.js";
-import type { DataRow } from "../pipeline/data/files.js";
+
+/** One task row: the fields of a data file's record. */
+export type DataRow = Record<string, unknown>;
 
 /** Whether `m` is an assistant message that only calls tools: content null or absent, as OpenAI writes it. */
 function onlyCallsTools(m: object): boolean {

@@ -21,7 +21,7 @@
  * ```
  * @module nexrl/testing
  */
-import type { DataRow } from "../pipeline/data/files.js";
+import type { DataRow } from "../contracts/task.js";
 import { deriveSeed, seededRandom } from "../pipeline/seed.js";
 import { checkSequenceLength } from "../pipeline/rollout/runner.js";
 import { ATTEMPT_OVER, RolloutInferenceClient } from "../pipeline/workers/rollout-inference.js";

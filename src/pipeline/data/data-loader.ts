@@ -5,7 +5,8 @@
  */
 import { deriveSeed, shuffleInPlace } from "../seed.js";
 import { isTaskPrompt, taskPrompt, type RolloutTask, type TaskGroup } from "../../contracts/task.js";
-import { readRowTable, type DataRow } from "./files.js";
+import type { DataRow } from "../../contracts/task.js";
+import { readRowTable } from "./files.js";
 import { RowTable } from "./row-table.js";
 import { InputError } from "../../errors.js";
 

@@ -10,10 +10,8 @@ import type { Stats } from "node:fs";
 import { extname } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, toJson } from "hyparquet";
 import { RowTableBuilder, type RowTable } from "./row-table.js";
+import type { DataRow } from "../../contracts/task.js";
 import { InputError } from "../../errors.js";
-
-/** One task row: the fields of a data file's record. */
-export type DataRow = Record<string, unknown>;
 
 /** File extensions {@link readDataFile} understands. */
 export const DATA_FILE_EXTENSIONS = [".jsonl", ".json", ".parquet"] as const;

@@ -4,7 +4,7 @@
  * in memory, less than its rows as parsed objects (figures in bench/README.md).
  * @module
  */
-import type { DataRow } from "./files.js";
+import type { DataRow } from "../../contracts/task.js";
 import { InputError } from "../../errors.js";
 
 /** Bytes of one text segment; a longer row gets a segment of its own. */

@@ -7,7 +7,7 @@ import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { InferenceClient } from "../../services/inference/types.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../contracts/trajectory.js";
-import type { DataRow } from "../data/files.js";
+import type { DataRow } from "../../contracts/task.js";
 import type { RolloutTask } from "../../contracts/task.js";
 import {
   ROLLOUT_SCOPE,
