@@ -18,7 +18,7 @@ import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ResolvedModelConfig } from "./config.js";
 import type { LocalEngineOptions, StateOptions } from "./engine.js";
 import { decodeError, type HostMethod, type HostReply, type HostRequest, type HostSubject } from "./host-protocol.js";
-import type { ComputeOptions } from "./runtime.js";
+import { threadCount, type ComputeOptions } from "./runtime.js";
 import { ByteTokenizer } from "./tokenizer.js";
 import { workerModule } from "./worker-module.js";
 import { EngineError } from "../errors.js";
@@ -70,8 +70,11 @@ export class HostedEngine {
   readonly ready: Promise<void>;
   /** The model's resolved shape (known before the host has built it, for an engine). */
   config: ResolvedModelConfig;
+  /** Number of threads the engine computes with (the host's own counts as one). */
+  readonly threads: number;
 
   private constructor(subject: HostSubject, config: ResolvedModelConfig | undefined) {
+    this.threads = threadCount(subject.kind === "engine" ? subject.options : subject.compute);
     entry ??= bootstrapUrl();
     this.worker = new Worker(entry, {
       // As the engine's pool workers: a loader the parent was started with stays out.
@@ -91,9 +94,10 @@ export class HostedEngine {
   }
 
   /**
-   * A host building an engine of `options` (see {@link LocalEngine.create}). The shape is checked
-   * here, at once; the host's other failures reject {@link HostedEngine.ready} and every call.
-   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset or an invalid shape.
+   * A host building an engine of `options` (see {@link LocalEngine.create}). The shape and the
+   * thread count are checked here, at once; the host's other failures reject
+   * {@link HostedEngine.ready} and every call.
+   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape or invalid `threads`.
    */
   static create(options: LocalEngineOptions): HostedEngine {
     return new HostedEngine(
