@@ -65,8 +65,8 @@ export function encodeError(error: unknown): EncodedError {
  */
 export function decodeError(encoded: EncodedError): Error {
   const known = ERROR_CLASSES.get(encoded.name);
-  const error = Object.create((known ?? Error).prototype as object) as Error;
-  Object.defineProperty(error, "message", { value: encoded.message, writable: true, configurable: true });
+  // A real error (so that it is a native error to `util.types`), given the class's prototype.
+  const error = Object.setPrototypeOf(new Error(encoded.message), (known ?? Error).prototype as object) as Error;
   Object.defineProperty(error, "stack", { value: encoded.stack, writable: true, configurable: true });
   Object.assign(error, encoded.fields);
   if (!known) error.name = encoded.name;

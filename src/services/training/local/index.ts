@@ -157,7 +157,8 @@ class LocalTrainingClient implements TrainingClient {
  *
  * Operations run one at a time per model, in submission order; each one computes on the engine's
  * threads (`threads`, default: the machine's available parallelism) while the calling thread
- * waits for it.
+ * waits for it, or, with `engineHosts`, in the engine's host thread while the calling thread
+ * goes on.
  */
 export class LocalTrainingService implements TrainingService {
   /** Always `local`. */
