@@ -1,7 +1,7 @@
 /**
- * The worker threads of the engines of this process: one pool, shared by every engine and
- * sampler, grown to the largest thread count asked for and shut down when the last engine using
- * it closes.
+ * The worker threads of the engines of one thread (the main thread, or an engine host of
+ * `engine-host.ts`): one pool, shared by every engine and sampler of that thread, grown to the
+ * largest thread count asked for and shut down when the last engine using it closes.
  *
  * The engine's API is synchronous, and so is the hand-off: the calling thread posts each
  * worker its task on a `MessagePort`, wakes it with `Atomics.notify`, does its own share, then
