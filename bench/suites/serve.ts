@@ -151,10 +151,15 @@ export const suite: Suite = {
       await done;
       const operationMs = performance.now() - started;
       ctx.setup("load_average_1min", { start: loadAtStart, end: loadavg()[0] });
-      ctx.setup(
-        "health_latencies_ms",
-        latencies.map((ms) => Math.round(ms * 10) / 10),
-      );
+      ctx.setup("health_latencies_ms", {
+        slowest: [...latencies]
+          .sort((a, b) => b - a)
+          .slice(0, 10)
+          .map((ms) => Math.round(ms * 10) / 10),
+        over_10: latencies.filter((ms) => ms > 10).length,
+        over_50: latencies.filter((ms) => ms > 50).length,
+        over_100: latencies.filter((ms) => ms > 100).length,
+      });
       yield targetRow(`serve_health_p99_during_forward_backward_${LONG.model}`, "ms", quantile(latencies, 0.99), {
         op: "<=",
         bound: HEALTH_P99_LIMIT_MS,
