@@ -1,7 +1,8 @@
 /**
  * What `nexrl serve` holds: one engine per created model (base models are the engine's presets),
- * each in an engine host thread of its own so that the event loop answers while it computes, the checkpoints and sampler snapshots they wrote (by `tinker://` or
- * `weaver://` path), and sampling sessions.
+ * each in an engine host thread of its own so that the event loop answers while it computes; the
+ * checkpoints and sampler snapshots they wrote (by `tinker://` or `weaver://` path); and sampling
+ * sessions, each with its own host too.
  *
  * @module
  */
@@ -286,7 +287,8 @@ export class ModelStore {
 
   /**
    * Unloads a model: requests naming it get 404 at once, the operations it already received
-   * run, then its memory is returned to the budget and its engine closed (its host thread ended). Its files stay on disk.
+   * run, then its memory is returned to the budget and its engine closed (its host thread ended).
+   * Its files stay on disk.
    * @param gone when set, later requests naming it get 410 with this code and reason instead.
    * @returns the memory it reserved, in bytes.
    */
