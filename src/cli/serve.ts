@@ -162,7 +162,7 @@ async function openRunModels(command: ServeCommand, io: CliIO): Promise<RunModel
   const models: RunModel[] = [];
   try {
     for (const ref of command.models) {
-      const model = await openRunModel(ref, { cwd: io.cwd, env: io.env, localOnly: true });
+      const model = await openRunModel(ref, { cwd: io.cwd, env: io.env, localOnly: true, engineHosts: true });
       models.push(model);
       if (models.some((m) => m !== model && m.name === model.name))
         throw new UsageError(

@@ -49,8 +49,11 @@ let nextId = 1;
 /** Releases the threads of runtimes dropped without {@link EngineRuntime.close} (snapshot samplers). */
 const dropped = new FinalizationRegistry<number>((id) => void threadPool.release(id));
 
-/** Validated thread count of `options`. */
-function threadCount(options: ComputeOptions): number {
+/**
+ * Validated thread count of `options`.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for an invalid count.
+ */
+export function threadCount(options: ComputeOptions): number {
   const threads = options.threads ?? availableParallelism();
   if (!Number.isSafeInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     throw new ConfigError(`threads must be an integer from 1 to ${MAX_THREADS}, got ${String(threads)}`);

@@ -1,7 +1,7 @@
 /**
- * The worker threads of the engines of this process: one pool, shared by every engine and
- * sampler, grown to the largest thread count asked for and shut down when the last engine using
- * it closes.
+ * The worker threads of the engines of one thread (the main thread, or an engine host of
+ * `engine-host.ts`): one pool, shared by every engine and sampler of that thread, grown to the
+ * largest thread count asked for and shut down when the last engine using it closes.
  *
  * The engine's API is synchronous, and so is the hand-off: the calling thread posts each
  * worker its task on a `MessagePort`, wakes it with `Atomics.notify`, does its own share, then
@@ -9,16 +9,12 @@
  * `receiveMessageOnPort`. Idle workers block in `Atomics.wait` too, so they cost no CPU; they are
  * `unref`'d, so they never keep the process alive.
  *
- * Workers load `thread-worker.js` next to this module. Run from the TypeScript sources (tests,
- * `tsx`), that file is `thread-worker.ts`, and the worker first registers tsx's loader; the
- * compiled package never loads tsx.
+ * Workers load `thread-worker.js` next to this module (see {@link workerModule} for the
+ * TypeScript sources).
  *
  * @module
  * @internal
  */
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import type { ContextDescriptor, TaskResult, ThreadTask } from "./tasks.js";
 import {
@@ -30,6 +26,7 @@ import {
   type WorkerMessage,
   type WorkerReply,
 } from "./thread-protocol.js";
+import { workerModule } from "./worker-module.js";
 import { EngineError } from "../errors.js";
 
 interface PoolWorker {
@@ -44,15 +41,6 @@ interface PoolWorker {
 const START_TIMEOUT_MS = 60_000;
 const START_POLL_MS = 250;
 
-/** URL of tsx's ESM API (`tsx/esm/api` under the `import` condition), found from `base`. */
-function tsxEsmApi(base: string): string {
-  const manifest = createRequire(base).resolve("tsx/package.json");
-  const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as {
-    exports: Record<string, { import: { default: string } }>;
-  };
-  return new URL(exports["./esm/api"]!.import.default, pathToFileURL(manifest)).href;
-}
-
 /**
  * The worker's entry: a module in a `data:` URL (so that no flag of the parent, such as
  * `--input-type`, changes how it is read) that marks the worker started, imports
@@ -60,14 +48,11 @@ function tsxEsmApi(base: string): string {
  * cannot import it answers its first task with the reason instead of leaving the caller waiting.
  */
 function bootstrapUrl(): URL {
-  const self = import.meta.url;
-  const fromSources = self.endsWith(".ts");
-  const entry = new URL(fromSources ? "./thread-worker.ts" : "./thread-worker.js", self).href;
-  const tsxApi = fromSources ? tsxEsmApi(self) : null;
+  const { entry, register } = workerModule(import.meta.url, "thread-worker");
   const source = `import { workerData } from "node:worker_threads";
 Atomics.store(workerData.control, ${STARTED}, 1);
 try {
-  ${tsxApi ? `(await import(${JSON.stringify(tsxApi)})).register();` : ""}
+  ${register}
   (await import(${JSON.stringify(entry)})).serve(workerData);
 } catch (err) {
   workerData.port.postMessage({ ok: false, fatal: true, message: "the engine's worker thread failed to start: " + String((err && err.stack) || err) });

@@ -42,6 +42,12 @@ export interface OpenRunModelOptions {
   log?: (line: string) => void;
   /** Refuse remote runs (for serving weights that must be on this machine). */
   localOnly?: boolean;
+  /**
+   * Sample a local run's weights in an engine host thread of its own, so that the calling
+   * thread's event loop keeps running meanwhile (`nexrl serve --model`); see
+   * the local backend's `engineHosts`.
+   */
+  engineHosts?: boolean;
 }
 
 /** A run's model, opened for sampling. */
@@ -185,7 +191,9 @@ export async function openRunModel(ref: RunModelRef | string, options: OpenRunMo
   const picked = pickWeights(run, checkpoints, snapshots, step);
   const service = createTrainingService(
     backend as TrainingBackend,
-    backend === "local" ? { outputDir: run.dir } : remoteOptions(run, backend as "tinker" | "weaver", options),
+    backend === "local"
+      ? { outputDir: run.dir, ...(options.engineHosts && { engineHosts: true }) }
+      : remoteOptions(run, backend as "tinker" | "weaver", options),
   );
   try {
     await service.connect();

@@ -128,7 +128,8 @@ export interface RunningServer {
   readonly url: string;
   /**
    * Stops accepting requests, closes every connection, and resolves once the operations already
-   * received have run, so the files they write are complete (idempotent).
+   * received have run, so the files they write are complete, and the engines' host threads have
+   * ended (idempotent).
    */
   close(): Promise<void>;
 }
@@ -235,8 +236,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   if (protocol === "weaver" || protocol === "all") handlers.push(createWeaverHandler(shared));
-  if (protocol === "openai" || protocol === "all")
-    handlers.push(await createOpenAIModelsHandler(store, log, options.openaiModels));
+  const openai =
+    protocol === "openai" || protocol === "all"
+      ? await createOpenAIModelsHandler(store, log, options.openaiModels)
+      : undefined;
+  if (openai) handlers.push(openai.handler);
   const server: Server = createServer(composeHandlers(handlers, log));
   await listen(server, port, host, hint);
   if (exposed)
@@ -259,7 +263,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         sessions.close();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }).then(() => inFlight.settled())),
+      })
+        .then(() => inFlight.settled())
+        .then(() => Promise.all([store.close(), openai?.close()]))
+        .then(() => undefined)),
   };
 }
 

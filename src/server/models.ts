@@ -1,12 +1,14 @@
 /**
- * What `nexrl serve` holds: one {@link LocalEngine} per created model (base models are the
- * engine's presets), the checkpoints and sampler snapshots they wrote (by `tinker://` or
- * `weaver://` path), and sampling sessions.
+ * What `nexrl serve` holds: one engine per created model (base models are the engine's presets),
+ * each in an engine host thread of its own so that the event loop answers while it computes; the
+ * checkpoints and sampler snapshots they wrote (by `tinker://` or `weaver://` path); and sampling
+ * sessions, each with its own host too.
  *
  * @module
  */
 import { join } from "node:path";
-import { LocalEngine, MODEL_PRESETS, type LocalSampler, type ModelPresetName } from "../engine/index.js";
+import { LocalEngine, MODEL_PRESETS, type ModelPresetName } from "../engine/index.js";
+import { HostedEngine } from "../engine/engine-host.js";
 import type { SampleOutput, SamplingParams } from "../types/results.js";
 import { collectGarbage } from "./collect-garbage.js";
 import type { MemoryBudget } from "./memory-budget.js";
@@ -30,8 +32,8 @@ export interface ServedModel {
   readonly trainingMode: TrainingMode;
   /** The LoRA rank asked for, when `lora`. */
   readonly loraRank: number | undefined;
-  /** The engine holding its weights and optimizer state. */
-  readonly engine: LocalEngine;
+  /** The engine holding its weights and optimizer state, in its host thread. */
+  readonly engine: HostedEngine;
   /** Its operations, in order. */
   readonly queue: OperationQueue;
   /** Whether generation is paused on its samplers (Weaver, `full_ft` only). */
@@ -54,8 +56,8 @@ export interface Artifact {
   readonly createdAt: number;
 }
 
-/** What samples: a snapshot's sampler or a base model's engine. */
-export type Sampler = Pick<LocalSampler, "sampleAsync" | "computeLogprobs" | "close">;
+/** What samples: a snapshot's sampler or a base model's engine, in its host thread. */
+export type Sampler = Pick<HostedEngine, "sampleAsync" | "computeLogprobs" | "close">;
 
 /** A sampling session. */
 export interface SamplingSession {
@@ -185,6 +187,8 @@ export class ModelStore {
   private modelDirs = 0;
   /** The garbage collection scheduled after closing engines, if any. */
   private collection: NodeJS.Immediate | undefined;
+  /** Engines and samplers being closed. */
+  private readonly closing = new Set<Promise<void>>();
 
   /** Where each model's engine writes its files (`models/<n>/…`). */
   readonly outputDir: string;
@@ -227,14 +231,15 @@ export class ModelStore {
   }
 
   /**
-   * Creates a model with fresh weights.
+   * Creates a model with fresh weights; its host thread builds the engine meanwhile (its
+   * operations wait for that, and fail with the reason if it could not).
    * @throws {@link ProtocolError} 400 for an unknown base model, 503 when its memory is over the budget.
    */
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
     const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
     const engine = this.built(memoryBytes, () =>
-      LocalEngine.create({
+      HostedEngine.create({
         model: baseModel,
         seed: options.seed ?? this.seed,
         outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
@@ -282,7 +287,8 @@ export class ModelStore {
 
   /**
    * Unloads a model: requests naming it get 404 at once, the operations it already received
-   * run, then its engine is closed and its memory returned to the budget. Its files stay on disk.
+   * run, then its memory is returned to the budget and its engine closed (its host thread ended).
+   * Its files stay on disk.
    * @param gone when set, later requests naming it get 410 with this code and reason instead.
    * @returns the memory it reserved, in bytes.
    */
@@ -293,7 +299,8 @@ export class ModelStore {
     if (gone) this.remember(id, gone);
     const why = gone ? `model "${id}" was unloaded: ${gone.reason}` : `model "${id}" was terminated`;
     this.release(
-      model.queue.close(`${why}; the operation did not run`).then(() => model.engine.close()),
+      model.queue.close(`${why}; the operation did not run`),
+      model.engine,
       model.memoryBytes,
       `model "${id}"`,
     );
@@ -318,13 +325,8 @@ export class ModelStore {
       unloaded.models.push(model.id);
     }
     for (const session of [...this.sessions.values()].filter((s) => s.owner === owner)) {
-      this.sessions.delete(session.id);
       this.remember(session.id, gone);
-      this.release(
-        session.inFlight.settled().then(() => session.sampler.close()),
-        session.memoryBytes,
-        `sampling session "${session.id}"`,
-      );
+      this.closeSession(session);
       unloaded.bytes += session.memoryBytes;
       unloaded.samplingSessions.push(session.id);
     }
@@ -332,21 +334,44 @@ export class ModelStore {
   }
 
   /**
-   * Gives `bytes` back to the budget once `closed` (an engine or sampler closing) settles, logging
-   * a failure, then collects garbage (once for all those closed together) so that the closed
-   * storage leaves the process's memory.
+   * Gives `bytes` back to the budget once `idle` (the last operation of `engine` has run) settles,
+   * then closes `engine`, ending its host thread (which frees the memory), logging a failure, then
+   * collects garbage (once for all those closed together). The budget counts the engines that may
+   * still compute, so a new model may reserve the bytes while the old host is ending.
    */
-  private release(closed: Promise<void>, bytes: number, what: string): void {
-    void closed
+  private release(idle: Promise<void>, engine: Pick<HostedEngine, "close">, bytes: number, what: string): void {
+    const closed = idle
+      .catch(() => undefined)
+      .then(() => {
+        this.budget.release(bytes);
+        return engine.close();
+      })
       .catch((error: unknown) => this.log(`nexrl serve: closing ${what} failed: ${String(error)}`))
       .finally(() => {
-        this.budget.release(bytes);
+        this.closing.delete(closed);
         if (this.collection) return;
         this.collection = setImmediate(() => {
           this.collection = undefined;
           collectGarbage();
         });
       });
+    this.closing.add(closed);
+  }
+
+  /**
+   * Unloads every model and closes every sampling session (as {@link ModelStore.removeModel}), and
+   * resolves once their engines are closed and their host threads ended: the server is closing.
+   */
+  async close(): Promise<void> {
+    for (const id of [...this.models.keys()]) this.removeModel(id);
+    for (const session of [...this.sessions.values()]) this.closeSession(session);
+    await Promise.all(this.closing);
+  }
+
+  /** Closes a sampling session once its operations have run, and gives its memory back. */
+  private closeSession(session: SamplingSession): void {
+    this.sessions.delete(session.id);
+    this.release(session.inFlight.settled(), session.sampler, session.memoryBytes, `sampling session "${session.id}"`);
   }
 
   /** What `make` builds with the `bytes` reserved for it, given back if building fails. */
@@ -433,9 +458,9 @@ export class ModelStore {
       const artifact = this.artifact(source.modelPath);
       const { baseModel, modelId } = artifact;
       const memoryBytes = this.reserve(baseModel, true, `a sampling session of ${source.modelPath}`);
-      let sampler: LocalSampler;
+      let sampler: HostedEngine;
       try {
-        sampler = await LocalEngine.samplerFromSnapshot(artifact.file, compute);
+        sampler = await HostedEngine.samplerFromSnapshot(artifact.file, compute);
       } catch (error) {
         this.budget.release(memoryBytes);
         throw error;
@@ -453,7 +478,7 @@ export class ModelStore {
       const baseModel = this.preset(source.baseModel);
       const memoryBytes = this.reserve(baseModel, false, `a sampling session of the ${baseModel} base model`);
       const engine = this.built(memoryBytes, () =>
-        LocalEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base"), ...compute }),
+        HostedEngine.create({ model: baseModel, seed: this.seed, outputDir: join(this.outputDir, "base"), ...compute }),
       );
       const { contextLength } = engine.config;
       session = {

@@ -7,7 +7,8 @@
  * @module
  */
 import { ByteTokenizer, MODEL_PRESETS } from "../engine/index.js";
-import { LocalTrainingService } from "../services/training/local/index.js";
+import { HostedEngine } from "../engine/engine-host.js";
+import { LocalSamplingClient, LocalTrainingService } from "../services/training/local/index.js";
 import type { SamplingClient } from "../services/training/types.js";
 import type { ModelStore } from "./models.js";
 import { createOpenAIHandler, type OpenAIRequestHandler, type ServedModel } from "./openai.js";
@@ -29,8 +30,17 @@ function presetClient(local: LocalTrainingService, name: string): SamplingClient
   };
 }
 
+/** The OpenAI-compatible endpoints' handler, and how to end the engine hosts of their models. */
+export interface OpenAIModels {
+  /** Answers the endpoints' requests. */
+  handler: OpenAIRequestHandler;
+  /** Ends the preset and snapshot samplers' host threads once their calls have run. */
+  close(): Promise<void>;
+}
+
 /**
- * The OpenAI-compatible handler over `store`.
+ * The OpenAI-compatible handler over `store`. Every preset and snapshot samples in an engine
+ * host thread of its own; a snapshot dropped from the loaded ones ends its host.
  * @param store the models and artifacts of the training protocols.
  * @param log receives model failures.
  * @param extra more models, by name, listed after the presets (a run's trained weights).
@@ -39,28 +49,46 @@ export async function createOpenAIModelsHandler(
   store: ModelStore,
   log: (line: string) => void,
   extra: Readonly<Record<string, ServedModel>> = {},
-): Promise<OpenAIRequestHandler> {
+): Promise<OpenAIModels> {
   const tokenizer = new ByteTokenizer();
+  const compute = store.threads !== undefined ? { threads: store.threads } : {};
   const local = new LocalTrainingService({
     outputDir: store.outputDir,
     seed: store.seed,
-    ...(store.threads !== undefined && { threads: store.threads }),
+    engineHosts: true,
+    ...compute,
   });
   const models: Record<string, ServedModel> = {};
   for (const name of Object.keys(MODEL_PRESETS))
     models[name] = { samplingClient: presetClient(local, name), tokenizer };
   Object.assign(models, extra);
-  const loaded = new Map<string, Promise<ServedModel>>();
-  const resolveModel = (name: string): Promise<ServedModel> | undefined => {
+  const loaded = new Map<string, Promise<LocalSamplingClient>>();
+  const unload = (client: Promise<LocalSamplingClient>): Promise<void> =>
+    client.then(
+      (c) => c.close(),
+      () => undefined,
+    );
+  const resolveModel = async (name: string): Promise<ServedModel | undefined> => {
     if (!store.hasArtifact(name)) return undefined;
-    let model = loaded.get(name);
-    if (!model) {
+    let client = loaded.get(name);
+    if (!client) {
       const { file } = store.artifact(name);
-      model = local.createSamplingClient(file).then((samplingClient) => ({ samplingClient, tokenizer }));
-      loaded.set(name, model);
-      if (loaded.size > LOADED_SNAPSHOTS) loaded.delete(loaded.keys().next().value!);
+      client = HostedEngine.samplerFromSnapshot(file, compute).then((host) => new LocalSamplingClient(file, host));
+      loaded.set(name, client);
+      if (loaded.size > LOADED_SNAPSHOTS) {
+        const oldest = loaded.keys().next().value!;
+        void unload(loaded.get(oldest)!);
+        loaded.delete(oldest);
+      }
     }
-    return model;
+    return { samplingClient: await client, tokenizer };
   };
-  return createOpenAIHandler({ models, resolveModel, log });
+  return {
+    handler: createOpenAIHandler({ models, resolveModel, log }),
+    close: async () => {
+      await Promise.all([...loaded.values()].map(unload));
+      loaded.clear();
+      await local.close();
+    },
+  };
 }

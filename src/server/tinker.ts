@@ -126,7 +126,7 @@ function lossOutputs(result: ForwardBackwardOutput): unknown {
 
 async function sample(session: SamplingSession, body: TinkerRequest<"asample">): Promise<unknown> {
   const prompt = modelInputTokens(body.prompt);
-  const promptLogprobs = body.prompt_logprobs ? { prompt_logprobs: session.sampler.computeLogprobs(prompt) } : {};
+  const promptLogprobs = body.prompt_logprobs ? { prompt_logprobs: await session.sampler.computeLogprobs(prompt) } : {};
   if (prompt.length >= session.contextLength) {
     // A prompt that fills the context leaves nothing to generate, but can still be scored.
     const empty = Array.from({ length: body.num_samples }, () => ({ stop_reason: "length", tokens: [], logprobs: [] }));
@@ -270,18 +270,18 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         checkContextLength(datumInputs(datums), store.model(body.model_id).engine.config.contextLength);
         // The protobuf generation's forward: forward_backward with forward_only.
         const backward = endpoint === "forward_backward" && !forwardOnly;
-        return seqOp(body.model_id, body.seq_id, backward ? "forward_backward" : "forward", failed, (m) =>
+        return seqOp(body.model_id, body.seq_id, backward ? "forward_backward" : "forward", failed, async (m) =>
           lossOutputs(
-            backward
+            await (backward
               ? m.engine.forwardBackward(datums, input.loss_fn, input.loss_fn_config)
-              : m.engine.forward(datums, input.loss_fn, input.loss_fn_config),
+              : m.engine.forward(datums, input.loss_fn, input.loss_fn_config)),
           ),
         );
       }
       case "optim_step": {
         const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "optim_step", failed, (m) => ({
-          metrics: m.engine.optimStep(adamParamsFromWire(body.adam_params)).metrics,
+        return seqOp(body.model_id, body.seq_id, "optim_step", failed, async (m) => ({
+          metrics: (await m.engine.optimStep(adamParamsFromWire(body.adam_params))).metrics,
         }));
       }
       case "save_weights": {

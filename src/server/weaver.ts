@@ -137,18 +137,18 @@ function engineConfig(config: Record<string, number> | undefined): Record<string
   return config && Object.fromEntries(Object.entries(config).filter(([key]) => !IGNORED_CONFIG.has(key)));
 }
 
-function lossPass(
+async function lossPass(
   model: ServedModel,
   input: WeaverRequest<"forward">["payload"]["forward_input"],
   backward: boolean,
-): unknown {
+): Promise<unknown> {
   const datums = input.data.map((d, i) => flatDatum(d, i));
   for (const d of datums) validateLossInputs(input.loss_fn, d, { backend: "weaver" });
   const engineDatums = datums.map(engineDatum);
   const config = engineConfig(input.loss_fn_config);
-  const result = backward
+  const result = await (backward
     ? model.engine.forwardBackward(engineDatums, input.loss_fn, config)
-    : model.engine.forward(engineDatums, input.loss_fn, config);
+    : model.engine.forward(engineDatums, input.loss_fn, config));
   return {
     result: {
       loss_fn_outputs: result.lossFnOutputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: "float32" } })),
@@ -174,7 +174,7 @@ async function sample(
   return {
     result: {
       sequences: result.sequences.map((s) => ({ tokens: s.tokens, Logprobs: s.logprobs, stopReason: s.stopReason })),
-      ...(body.prompt_logprobs && { prompt_logprobs: session.sampler.computeLogprobs(prompt) }),
+      ...(body.prompt_logprobs && { prompt_logprobs: await session.sampler.computeLogprobs(prompt) }),
     },
   };
 }
@@ -283,8 +283,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
               model.queue.submit(
                 payload.seq_id,
                 "optim_step",
-                guard(() => ({
-                  result: { metrics: model.engine.optimStep(adamParamsFromWire(payload.adam_params)).metrics },
+                guard(async () => ({
+                  result: { metrics: (await model.engine.optimStep(adamParamsFromWire(payload.adam_params))).metrics },
                 })),
               ),
             ),
@@ -403,8 +403,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
               samplingOperation(
                 target,
                 "logprobs",
-                guard(() => ({
-                  result: { prompt_logprobs: target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
+                guard(async () => ({
+                  result: { prompt_logprobs: await target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
                 })),
               ),
             ),

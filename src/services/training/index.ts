@@ -12,7 +12,7 @@ import { ConfigError } from "../../errors.js";
 
 /**
  * Options of {@link createTrainingService}. Each backend reads the ones that concern it: `local`
- * needs `outputDir` (and takes `seed`, `threads`, `kernels`); `tinker` and `weaver` take the key, base URL, timeouts,
+ * needs `outputDir` (and takes `seed`, `threads`, `kernels`, `engineHosts`); `tinker` and `weaver` take the key, base URL, timeouts,
  * retries and polling, each falling back to `TINKER_*` / `WEAVER_*` environment variables.
  */
 export interface TrainingServiceOptions
@@ -41,6 +41,7 @@ export function createTrainingService(backend: TrainingBackend, options: Trainin
         ...(options.seed !== undefined && { seed: options.seed }),
         ...(options.threads !== undefined && { threads: options.threads }),
         ...(options.kernels !== undefined && { kernels: options.kernels }),
+        ...(options.engineHosts !== undefined && { engineHosts: options.engineHosts }),
       });
     case "tinker":
       return new TinkerTrainingService(options);

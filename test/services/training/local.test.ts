@@ -10,10 +10,10 @@ afterEach(async () => {
   await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
 
-async function service(): Promise<LocalTrainingService> {
+async function service(options: { engineHosts?: boolean } = {}): Promise<LocalTrainingService> {
   const dir = await mkdtemp(join(tmpdir(), "nexrl-local-service-"));
   dirs.push(dir);
-  return new LocalTrainingService({ outputDir: dir, seed: 3 });
+  return new LocalTrainingService({ outputDir: dir, seed: 3, ...options });
 }
 
 const text = [...Buffer.from("igpay atinlay")];
@@ -95,5 +95,25 @@ describe("LocalTrainingService", () => {
     await expect(svc.createTrainingClient({ baseModel: "Qwen/Qwen3-8B" })).rejects.toThrow(
       'unknown model preset "Qwen/Qwen3-8B"',
     );
+  });
+  it("gives the same results with engineHosts, its engines and samplers computing in threads of their own", async () => {
+    const results = [];
+    for (const engineHosts of [false, true]) {
+      const svc = await service({ engineHosts });
+      const client = await svc.createTrainingClient({ baseModel: "tiny" });
+      const fb = await (await client.forwardBackward([sft], "cross_entropy")).result();
+      const step = await (await client.optimStep(adamParams({ learningRate: 1e-2 }))).result();
+      const { path } = await (await client.saveWeightsForSampler("step_1")).result();
+      const snapshot = await svc.createSamplingClient(path);
+      const params = { maxTokens: 8, seed: 4 };
+      const sampled = await (await snapshot.sample(modelInputFromTokens([256, 1, 2]), 3, params)).result();
+      const base = await svc.createSamplingClient("tiny");
+      const scored = await base.computeLogprobs(text);
+      const info = await client.getInfo();
+      await svc.close();
+      results.push({ fb, step, sampled, scored, info: { ...info, modelId: undefined } });
+    }
+    expect(results[1]).toEqual(results[0]);
+    expect(results[0]!.sampled.sequences).toHaveLength(3);
   });
 });

@@ -5,6 +5,7 @@
  * @module
  */
 import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../engine/index.js";
+import { HostedEngine } from "../../../engine/engine-host.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
 import type { LossFunctionName } from "../../../contracts/losses.js";
 import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
@@ -30,6 +31,12 @@ export interface LocalTrainingServiceOptions extends ComputeOptions {
   outputDir: string;
   /** Default seed of the models' initial weights (0). */
   seed?: number;
+  /**
+   * Build each engine and sampler in a worker thread of its own (an engine host), so that the
+   * calling thread's event loop keeps running while they compute, as `nexrl serve` does; the
+   * results are the same. Default false: they compute on the calling thread, which waits.
+   */
+  engineHosts?: boolean;
 }
 
 /**
@@ -52,13 +59,19 @@ function isPreset(name: string): name is ModelPresetName {
   return Object.hasOwn(MODEL_PRESETS, name);
 }
 
-/** A {@link SamplingClient} over one {@link LocalSampler}. */
-class LocalSamplingClient implements SamplingClient {
+/** What a {@link LocalSamplingClient} samples with: a sampler or an engine, on this thread or in its host. */
+type ClientSampler = Pick<LocalSampler, "sampleAsync" | "computeLogprobs"> | HostedEngine;
+
+/** What a {@link LocalTrainingClient} trains: an engine on this thread or in its host. */
+type ClientEngine = LocalEngine | HostedEngine;
+
+/** A {@link SamplingClient} over one {@link LocalSampler}, or a hosted one. */
+export class LocalSamplingClient implements SamplingClient {
   private readonly queue = new OrderedQueue();
 
   constructor(
     readonly modelPath: string,
-    private readonly sampler: Pick<LocalSampler, "sampleAsync" | "computeLogprobs">,
+    private readonly sampler: ClientSampler,
   ) {}
 
   sample(prompt: ModelInput, numSamples: number, params: SamplingParams): Promise<ApiFuture<SampleOutput>> {
@@ -67,6 +80,12 @@ class LocalSamplingClient implements SamplingClient {
 
   async computeLogprobs(tokens: number[]): Promise<Array<number | null>> {
     return (await this.queue.submit(() => this.sampler.computeLogprobs(tokens))).result();
+  }
+
+  /** Ends a hosted sampler's host once the calls made so far have run; later calls fail. */
+  async close(): Promise<void> {
+    const { sampler } = this;
+    if (sampler instanceof HostedEngine) await (await this.queue.submit(() => sampler.close())).result();
   }
 }
 
@@ -77,7 +96,7 @@ class LocalTrainingClient implements TrainingClient {
   constructor(
     readonly modelId: string,
     private readonly baseModel: string,
-    private readonly engine: LocalEngine,
+    private readonly engine: ClientEngine,
   ) {}
 
   forward(
@@ -138,13 +157,14 @@ class LocalTrainingClient implements TrainingClient {
  *
  * Operations run one at a time per model, in submission order; each one computes on the engine's
  * threads (`threads`, default: the machine's available parallelism) while the calling thread
- * waits for it.
+ * waits for it, or, with `engineHosts`, in the engine's host thread while the calling thread
+ * goes on.
  */
 export class LocalTrainingService implements TrainingService {
   /** Always `local`. */
   readonly backend = "local" as const;
   private models = 0;
-  private readonly engines: LocalEngine[] = [];
+  private readonly engines: Array<ClientEngine> = [];
 
   /** @param options where files go, the default seed, threads and kernels. */
   constructor(private readonly options: LocalTrainingServiceOptions) {}
@@ -160,15 +180,18 @@ export class LocalTrainingService implements TrainingService {
 
   /** Opens a sampler on a snapshot file, or on the untrained preset `path`. */
   async createSamplingClient(path: string): Promise<SamplingClient> {
-    const sampler = isPreset(path)
-      ? this.createEngine(path)
-      : await LocalEngine.samplerFromSnapshot(path, this.compute());
+    if (isPreset(path)) return new LocalSamplingClient(path, this.createEngine(path));
+    if (!this.options.engineHosts)
+      return new LocalSamplingClient(path, await LocalEngine.samplerFromSnapshot(path, this.compute()));
+    const sampler = await HostedEngine.samplerFromSnapshot(path, this.compute());
+    this.engines.push(sampler);
     return new LocalSamplingClient(path, sampler);
   }
 
   /**
-   * Releases the threads of the engines it created (files stay in the output folder); snapshot
-   * samplers release theirs when they are garbage-collected.
+   * Releases the threads of the engines it created (files stay in the output folder), and ends
+   * their hosts with `engineHosts`; snapshot samplers on this thread release theirs when they
+   * are garbage-collected.
    */
   async close(): Promise<void> {
     await Promise.all(this.engines.splice(0).map((e) => e.close()));
@@ -179,13 +202,14 @@ export class LocalTrainingService implements TrainingService {
     return { ...(threads !== undefined && { threads }), ...(kernels !== undefined && { kernels }) };
   }
 
-  private createEngine(model: string, seed = this.options.seed): LocalEngine {
-    const engine = LocalEngine.create({
+  private createEngine(model: string, seed = this.options.seed): ClientEngine {
+    const options = {
       model: model as ModelPresetName,
       outputDir: this.options.outputDir,
       ...(seed !== undefined && { seed }),
       ...this.compute(),
-    });
+    };
+    const engine = this.options.engineHosts ? HostedEngine.create(options) : LocalEngine.create(options);
     this.engines.push(engine);
     return engine;
   }
