@@ -338,7 +338,8 @@ describe("report, sample and serve --model in this process", () => {
       watch.io,
       new Promise<void>((resolve) => (stopWatch = resolve)),
     );
-    await expect.poll(() => watch.out()).toMatch(/serving http:\/\/127\.0\.0\.1:\d+\//);
+    // Start-up waits for the machine: on a loaded one it takes more than expect.poll's default second.
+    await expect.poll(() => watch.out(), { timeout: 30_000 }).toMatch(/serving http:\/\/127\.0\.0\.1:\d+\//);
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(watch.out())![0];
     const first = await fetch(`${url}data.json`);
     const etag = first.headers.get("etag")!;
@@ -357,7 +358,8 @@ describe("report, sample and serve --model in this process", () => {
       serve.io,
       new Promise<void>((resolve) => (stopServe = resolve)),
     );
-    await expect.poll(() => serve.out()).toContain("stop with Ctrl-C");
+    // The run's model loads in an engine host thread first.
+    await expect.poll(() => serve.out(), { timeout: 30_000 }).toContain("stop with Ctrl-C");
     const base = /http:\/\/127\.0\.0\.1:\d+/.exec(serve.out())![0];
     const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: Array<{ id: string }> };
     expect(models.data.map((m) => m.id)).toEqual(["tiny", "small", "medium", "large", "pig:2"]);
