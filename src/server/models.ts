@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { LocalEngine, MODEL_PRESETS, type LocalSampler, type ModelPresetName } from "../engine/index.js";
 import type { SampleOutput, SamplingParams } from "../types/results.js";
@@ -30,6 +31,8 @@ export interface ServedModel {
   readonly trainingMode: TrainingMode;
   /** The LoRA rank asked for, when `lora`. */
   readonly loraRank: number | undefined;
+  /** The seed of its initial weights (the base its checkpoints' LoRA adapters are measured from). */
+  readonly seed: number;
   /** The engine holding its weights and optimizer state. */
   readonly engine: LocalEngine;
   /** Its operations, in order. */
@@ -48,10 +51,16 @@ export interface Artifact {
   readonly modelId: string;
   /** That model's base model. */
   readonly baseModel: ModelPresetName;
-  /** Milliseconds since the epoch after which it is gone; undefined keeps it. */
-  readonly expiresAt: number | undefined;
+  /** That model's initial-weight seed. */
+  readonly seed: number;
+  /** That model's LoRA rank, when it has one. */
+  readonly loraRank: number | undefined;
+  /** Milliseconds since the epoch after which it is gone; undefined keeps it (changed by a TTL call). */
+  expiresAt: number | undefined;
   /** When it was written (milliseconds since the epoch). */
   readonly createdAt: number;
+  /** Whether it was published (Tinker's publish call). */
+  public: boolean;
 }
 
 /** What samples: a snapshot's sampler or a base model's engine. */
@@ -233,10 +242,11 @@ export class ModelStore {
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
     const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
+    const seed = options.seed ?? this.seed;
     const engine = this.built(memoryBytes, () =>
       LocalEngine.create({
         model: baseModel,
-        seed: options.seed ?? this.seed,
+        seed,
         outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
         ...(this.threads !== undefined && { threads: this.threads }),
       }),
@@ -248,6 +258,7 @@ export class ModelStore {
       memoryBytes,
       trainingMode: options.trainingMode,
       loraRank: options.loraRank,
+      seed,
       engine,
       queue: new OperationQueue(),
       paused: false,
@@ -386,9 +397,38 @@ export class ModelStore {
     createdAt = Date.now(),
   ): Artifact {
     const expiresAt = ttlSeconds == null ? undefined : createdAt + ttlSeconds * 1000;
-    const artifact = { path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt };
+    const artifact: Artifact = {
+      path,
+      file,
+      modelId: model.id,
+      baseModel: model.baseModel,
+      seed: model.seed,
+      loraRank: model.loraRank,
+      expiresAt,
+      createdAt,
+      public: false,
+    };
     this.artifacts.set(path, artifact);
     return artifact;
+  }
+
+  /** The artifacts that have not expired, oldest first. */
+  liveArtifacts(): Artifact[] {
+    const now = Date.now();
+    return [...this.artifacts.values()]
+      .filter((a) => a.expiresAt === undefined || a.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /**
+   * Forgets the artifact at `path` and deletes its file (sampling sessions already open on it
+   * keep sampling: they read it when they opened).
+   * @throws {@link ProtocolError} 404 when unknown or expired.
+   */
+  async removeArtifact(path: string): Promise<void> {
+    const artifact = this.artifact(path);
+    this.artifacts.delete(path);
+    await rm(artifact.file, { force: true });
   }
 
   /** Whether an artifact (expired or not) was recorded at `path`. */
