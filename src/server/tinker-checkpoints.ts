@@ -126,7 +126,7 @@ export class CheckpointArchives {
   };
 }
 
-const ttlBody = z.object({ ttl_seconds: z.number().int().positive().nullable() }).strict();
+const ttlBody = z.object({ ttl_seconds: z.number().int().nullable() }).strict();
 
 function page(url: URL, defaultLimit: number): { limit: number; offset: number } {
   const read = (name: string, fallback: number): number => {
@@ -300,6 +300,8 @@ export class TinkerCheckpoints {
       done();
     } else if (action === "ttl" && method === "PUT") {
       const body = parseBody(ttlBody, "ttl", parseJsonBody(await readBody(req)));
+      if (body.ttl_seconds !== null && body.ttl_seconds <= 0)
+        throw new ProtocolError(400, "invalid_ttl", `ttl_seconds must be positive or null, got ${body.ttl_seconds}`);
       artifact.expiresAt = body.ttl_seconds === null ? undefined : Date.now() + body.ttl_seconds * 1000;
       done();
     } else return false;
