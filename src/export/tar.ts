@@ -67,7 +67,14 @@ function field(block: Uint8Array, at: number, length: number): string {
  * @throws {@link InputError} for a truncated archive or a name that is absolute or contains `..`.
  */
 export function readTar(bytes: Uint8Array, what: string): TarEntry[] {
-  const tar = bytes[0] === 0x1f && bytes[1] === 0x8b ? new Uint8Array(gunzipSync(bytes)) : bytes;
+  let tar = bytes;
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    try {
+      tar = new Uint8Array(gunzipSync(bytes));
+    } catch (error) {
+      throw new InputError(`${what} is not a complete gzip file (${(error as Error).message}); download it again`);
+    }
+  }
   const entries: TarEntry[] = [];
   for (let at = 0; at + BLOCK <= tar.length;) {
     const block = tar.subarray(at, at + BLOCK);
