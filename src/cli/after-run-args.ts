@@ -67,6 +67,8 @@ export interface ExportCommand {
   output?: string;
   /** `base_model_name_or_path` of a `peft` adapter (`--base-model`). */
   baseModel?: string;
+  /** A base model folder to merge a `peft` adapter into (`--merge`). */
+  merge?: string;
 }
 
 /** The values of `nexrl export --format`. */
@@ -192,6 +194,7 @@ export function parseExport(args: readonly string[]): ExportCommand | HelpComman
     format: format as ExportCommand["format"],
     ...(values.output !== undefined && { output: values.output as string }),
     ...(values["base-model"] !== undefined && { baseModel: values["base-model"] as string }),
+    ...(values.merge !== undefined && { merge: values.merge as string }),
   };
 }
 

@@ -316,7 +316,7 @@ const exportCommand: CommandSpec = {
     "write a local run's trained model (the latest checkpoint, or STEP) in Hugging Face's GPT-2 format, for transformers and vLLM, and as GGUF, for llama.cpp, Ollama, LM Studio and node-llama-cpp.",
   usage: [
     "export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]",
-    "export RUN_DIR[:STEP]|tinker://PATH --format peft [--base-model NAME] [--output DIR]",
+    "export RUN_DIR[:STEP]|tinker://PATH --format peft [--base-model NAME] [--merge BASE_DIR] [--output DIR]",
   ],
   options: {
     format: {
@@ -328,6 +328,11 @@ const exportCommand: CommandSpec = {
       type: "string",
       value: "NAME",
       help: "peft only: base_model_name_or_path written into adapter_config.json (default: the one the checkpoint names).",
+    },
+    merge: {
+      type: "string",
+      value: "BASE_DIR",
+      help: "peft only: also merge the adapter into the Hugging Face model in BASE_DIR (safetensors, F32 or BF16, kept in its dtype; tensor by tensor), written to OUTPUT/merged.",
     },
     output: {
       type: "string",

@@ -19,14 +19,20 @@ export async function runExport(command: ExportCommand, io: CliIO): Promise<numb
       log: (line) => io.stderr.write(`${line}\n`),
       ...(command.output !== undefined && { outDir: command.output }),
       ...(command.baseModel !== undefined && { baseModel: command.baseModel }),
+      ...(command.merge !== undefined && { mergeBase: command.merge }),
     });
     io.stdout.write(
       `nexrl export: LoRA adapter of ${adapter.tinkerPath} (r ${String(adapter.config["r"])}, base ${String(adapter.config["base_model_name_or_path"])}) → ${relative(io.cwd, adapter.dir) || "."}\n` +
-        adapter.files.map((f) => `  ${relative(io.cwd, f)}\n`).join(""),
+        adapter.files.map((f) => `  ${relative(io.cwd, f)}\n`).join("") +
+        (adapter.merged
+          ? `merged into the base model → ${relative(io.cwd, adapter.merged.dir)}\n` +
+            adapter.merged.files.map((f) => `  ${relative(io.cwd, f)}\n`).join("")
+          : ""),
     );
     return EXIT_CODES.ok;
   }
-  if (command.baseModel !== undefined) throw new UsageError("--base-model applies to --format peft only");
+  if (command.baseModel !== undefined || command.merge !== undefined)
+    throw new UsageError(`${command.merge !== undefined ? "--merge" : "--base-model"} applies to --format peft only`);
   const { exportModel } = await import("../export/index.js");
   const exported = await exportModel(command.model, {
     cwd: io.cwd,

@@ -22,6 +22,8 @@ export interface ExportPeftOptions {
   baseModel?: string;
   /** Receives the service's retry warnings. */
   log?: (line: string) => void;
+  /** A base model folder (Hugging Face safetensors, F32 or BF16) to merge the adapter into, written to `<outDir>/merged`. */
+  mergeBase?: string;
 }
 
 /** What {@link exportPeftAdapter} wrote. */
@@ -36,6 +38,8 @@ export interface ExportedPeftAdapter {
   files: string[];
   /** The adapter's config as written. */
   config: Record<string, unknown>;
+  /** The merged model's folder and files, with `mergeBase`. */
+  merged?: { dir: string; files: string[] };
 }
 
 /** The checkpoint of a step to take the adapter from: its sampler when it holds that step, else its training state. */
@@ -49,7 +53,8 @@ function pick(checkpoints: RecordedCheckpoint[]): RecordedCheckpoint {
  * Downloads the archive of a Tinker checkpoint — `target` is `RUN_DIR[:STEP]` of a run on the
  * `tinker` backend (the latest step by default) or a `tinker://` path — and writes its LoRA
  * adapter as `adapter_config.json` + `adapter_model.safetensors` (see `peftFromTinkerAdapter`).
- * Works on Tinker's archives and on `nexrl serve`'s, which hold the same two files.
+ * Works on Tinker's archives and on `nexrl serve`'s, which hold the same two files. With
+ * `mergeBase`, also writes that base model with the adapter merged in (see `merge-lora.ts`).
  * @throws {@link RunError} for a run not on Tinker, or an archive without an adapter; the
  * service's errors (a missing key, a deleted or expired checkpoint).
  */
@@ -86,5 +91,15 @@ export async function exportPeftAdapter(target: string, options: ExportPeftOptio
     ["adapter_config.json", `${JSON.stringify(adapter.config, null, 2)}\n`],
     ["adapter_model.safetensors", adapter.safetensors],
   ]);
-  return { tinkerPath: chosen.tinkerPath, step: chosen.step, dir: outDir, files, config: adapter.config };
+  const exported = { tinkerPath: chosen.tinkerPath, step: chosen.step, dir: outDir, files, config: adapter.config };
+  if (options.mergeBase === undefined) return exported;
+  const { mergeLoraIntoBase } = await import("./merge-lora.js");
+  const mergedDir = join(outDir, "merged");
+  const merged = await mergeLoraIntoBase(
+    resolve(cwd, options.mergeBase),
+    adapter.config,
+    adapter.safetensors,
+    mergedDir,
+  );
+  return { ...exported, merged: { dir: mergedDir, files: merged } };
 }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { peftFromTinkerAdapter } from "../../src/export/lora-adapter.js";
+import { mergeLoraIntoBase } from "../../src/export/merge-lora.js";
 import { decodeSafetensors, encodeRawSafetensors } from "../../src/export/safetensors.js";
 import { readTar, writeTarGz } from "../../src/export/tar.js";
 import { InputError } from "../../src/errors.js";
@@ -94,5 +95,96 @@ describe("peftFromTinkerAdapter (a Tinker archive's adapter)", () => {
       InputError,
     );
     expect(() => peftFromTinkerAdapter(text('{"lora_alpha": 2}'), adapter([2, 4]), undefined)).toThrow(/"r"/);
+  });
+});
+
+describe("mergeLoraIntoBase", () => {
+  const bf16 = (values: number[]): Uint8Array => {
+    const out = new Uint8Array(values.length * 2);
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    values.forEach((v, i) => {
+      f[0] = v;
+      out[2 * i] = (u[0]! >>> 16) & 0xff;
+      out[2 * i + 1] = u[0]! >>> 24;
+    });
+    return out;
+  };
+  const f32 = (values: number[]): Uint8Array => new Uint8Array(new Float32Array(values).buffer);
+
+  it("adds (alpha / r) · B @ A to BF16 weights, kept in BF16, and leaves the other tensors and files as they were", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "nexrl-merge-"));
+    const base = join(dir, "base");
+    execFileSync("mkdir", ["-p", base]);
+    // q_proj [out 2 × in 3] in BF16 (values exact in BF16), a norm untouched.
+    const norm = bf16([1, 1]);
+    await writeFile(
+      join(base, "model.safetensors"),
+      encodeRawSafetensors(
+        [
+          { name: "model.norm.weight", dtype: "BF16", shape: [2], bytes: norm },
+          {
+            name: "model.layers.0.self_attn.q_proj.weight",
+            dtype: "BF16",
+            shape: [2, 3],
+            bytes: bf16([1, 2, 3, 4, 5, 6]),
+          },
+        ],
+        { format: "pt" },
+      ),
+    );
+    await writeFile(join(base, "config.json"), '{"model_type": "llama"}');
+    const adapter = encodeRawSafetensors(
+      [
+        {
+          name: "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight",
+          dtype: "F32",
+          shape: [1, 3],
+          bytes: f32([1, 0, 0.5]),
+        },
+        {
+          name: "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight",
+          dtype: "F32",
+          shape: [2, 1],
+          bytes: f32([0.25, -1]),
+        },
+      ],
+      {},
+    );
+    const out = join(dir, "merged");
+    await mergeLoraIntoBase(base, { r: 1, lora_alpha: 2 }, adapter, out);
+    const { tensors } = decodeSafetensors(new Uint8Array(await readFile(join(out, "model.safetensors"))), "merged");
+    expect(tensors.map((t) => [t.name, t.dtype])).toEqual([
+      ["model.norm.weight", "BF16"],
+      ["model.layers.0.self_attn.q_proj.weight", "BF16"],
+    ]);
+    expect(tensors[0]!.bytes).toEqual(norm);
+    // W + 2 · B A: row 0 += 0.5·[1, 0, 0.5], row 1 += -2·[1, 0, 0.5].
+    expect(tensors[1]!.bytes).toEqual(bf16([1.5, 2, 3.25, 2, 5, 5]));
+    expect(await readFile(join(out, "config.json"), "utf8")).toBe('{"model_type": "llama"}');
+    await expect(
+      mergeLoraIntoBase(
+        base,
+        { r: 1, lora_alpha: 2 },
+        encodeRawSafetensors(
+          [
+            {
+              name: "base_model.model.model.layers.9.mlp.up_proj.lora_A.weight",
+              dtype: "F32",
+              shape: [1, 3],
+              bytes: f32([1, 0, 0]),
+            },
+            {
+              name: "base_model.model.model.layers.9.mlp.up_proj.lora_B.weight",
+              dtype: "F32",
+              shape: [2, 1],
+              bytes: f32([1, 1]),
+            },
+          ],
+          {},
+        ),
+        join(dir, "other"),
+      ),
+    ).rejects.toThrow(/no weight for adapter module model\.layers\.9\.mlp\.up_proj/);
   });
 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/run.js";
 import { tensorViews } from "../../src/engine/params.js";
 import { decodeStateFile } from "../../src/engine/state-file.js";
+import { writeHuggingFace } from "../../src/export/hugging-face.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { readRunWeights } from "../../src/run-folder/index.js";
 import { readRunFolder } from "../../src/run-folder/read.js";
@@ -107,6 +108,7 @@ describe("nexrl export --format peft of a run against nexrl serve", () => {
       expect(config.lora_alpha).toBe(d);
       expect(tensors.size).toBe(8 * cfg.nLayers);
       let changed = 0;
+      let largest = 0;
       for (let l = 0; l < cfg.nLayers; l++) {
         const modules: Array<[string, Float32Array, Float32Array, number, number]> = [
           [`transformer.h.${l}.attn.c_attn`, now.blocks[l]!.wqkv, was.blocks[l]!.wqkv, d, 3 * d],
@@ -128,10 +130,40 @@ describe("nexrl export --format peft of a run against nexrl serve", () => {
               const delta = Math.fround(w[i * outDim + o]! - w0[i * outDim + o]!);
               if (sum !== delta) expect({ module, i, o, sum }).toEqual({ module, i, o, sum: delta });
               if (delta !== 0) changed++;
+              largest = Math.max(largest, Math.abs(delta));
             }
         }
       }
       expect(changed).toBeGreaterThan(1000); // training moved the projections
+
+      // --merge: the initial weights as a Hugging Face folder, with the adapter merged in, hold the trained projections.
+      await writeHuggingFace(join(dir, "base"), cfg, initial.weights, {});
+      const merging = io(dir, env);
+      const args = ["export", runDir, "--format", "peft", "--merge", "base", "--output", "adapter2"];
+      expect(await runCli(args, merging.cli)).toBe(0);
+      expect(merging.out.join("")).toContain("merged into the base model");
+      const merged = readSafetensors(await readFile(join(dir, "adapter2", "merged", "model.safetensors")));
+      const original = readSafetensors(await readFile(join(dir, "base", "model.safetensors")));
+      expect([...merged.keys()]).toEqual([...original.keys()]);
+      let worst = 0;
+      for (let l = 0; l < cfg.nLayers; l++) {
+        const pairs: Array<[string, Float32Array]> = [
+          [`h.${l}.attn.c_attn.weight`, now.blocks[l]!.wqkv],
+          [`h.${l}.attn.c_proj.weight`, now.blocks[l]!.wo],
+          [`h.${l}.mlp.c_fc.weight`, now.blocks[l]!.w1],
+          [`h.${l}.mlp.c_proj.weight`, now.blocks[l]!.w2],
+        ];
+        for (const [name, w] of pairs) {
+          const m = merged.get(name)!.data;
+          for (let i = 0; i < w.length; i++) worst = Math.max(worst, Math.abs(m[i]! - w[i]!));
+        }
+        expect(merged.get(`h.${l}.ln_1.weight`)!.data).toEqual(original.get(`h.${l}.ln_1.weight`)!.data);
+      }
+      expect(worst).toBeLessThan(1e-6); // W0 + (W − W0) in float32
+      expect(largest).toBeGreaterThan(100 * worst + 1e-5); // against changes far larger than that
+      expect((await readdir(join(dir, "adapter2", "merged"))).sort()).toEqual(
+        (await readdir(join(dir, "base"))).sort(),
+      );
 
       const listed = io(dir, env);
       expect(await runCli(["checkpoints", "list", runDir], listed.cli)).toBe(0);
