@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drive the checkpoint calls of the official Tinker SDK's RestClient against `nexrl serve`.
+"""Drive the checkpoint calls of the official Tinker SDK's RestClient (0.25 or 0.19) against `nexrl serve`.
 
 Trains a LoRA model for two steps, saves a checkpoint and sampler weights, then through
 `ServiceClient.create_rest_client()`: lists training runs (paginated) and gets one, lists the

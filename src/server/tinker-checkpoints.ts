@@ -229,8 +229,11 @@ export class TinkerCheckpoints {
   private async archiveUrl(req: IncomingMessage, res: ServerResponse, artifact: Artifact): Promise<void> {
     const { path, expiresAt } = this.archives.sign(artifact.path);
     const url = `http://${req.headers.host ?? "127.0.0.1"}${path}`;
-    // The SDK 0.25 asks for JSON and takes either answer; older clients follow the redirect.
-    if ((req.headers.accept ?? "").includes("application/json")) sendJson(res, 200, { url, expires: iso(expiresAt) });
+    // The SDK 0.25 asks for JSON and takes either answer; 0.19 asks for application/gzip (beside its
+    // default application/json) and takes only the redirect, as do clients asking for nothing.
+    const accept = req.headers.accept ?? "";
+    if (accept.includes("application/json") && !accept.includes("application/gzip"))
+      sendJson(res, 200, { url, expires: iso(expiresAt) });
     else {
       res.writeHead(302, { location: url, expires: new Date(expiresAt).toUTCString(), "content-length": 0 });
       res.end();

@@ -90,7 +90,8 @@ describe("Tinker checkpoint lifecycle (nexrl serve and TinkerRestClient)", () =>
     const { trainingRunId } = parseTinkerPath(sampler);
     const redirect = await fetch(
       `${server.url}/api/v1/training_runs/${encodeURIComponent(trainingRunId)}/checkpoints/sampler_weights/s1/archive`,
-      { redirect: "manual", headers: { "X-API-Key": API_KEY } },
+      // As the SDK 0.19 asks: application/gzip beside its default application/json.
+      { redirect: "manual", headers: { "X-API-Key": API_KEY, accept: "application/json, application/gzip" } },
     );
     expect(redirect.status).toBe(302);
     expect(redirect.headers.get("location")).toMatch(/\/api\/v1\/checkpoint_archives\//);
