@@ -65,15 +65,34 @@ export interface ExportCommand {
   format: (typeof EXPORT_FORMAT_NAMES)[number];
   /** The folder to write into (default: `RUN_DIR/export/step_NNNNNN`). */
   output?: string;
+  /** `base_model_name_or_path` of a `peft` adapter (`--base-model`). */
+  baseModel?: string;
+  /** A base model folder to merge a `peft` adapter into (`--merge`). */
+  merge?: string;
 }
 
 /** The values of `nexrl export --format`. */
-export const EXPORT_FORMAT_NAMES = ["hf", "gguf", "both"] as const;
+export const EXPORT_FORMAT_NAMES = ["hf", "gguf", "both", "peft"] as const;
+
+/** A parsed `nexrl checkpoints` command line. */
+export interface CheckpointsCommand {
+  /** Discriminator. */
+  kind: "checkpoints";
+  /** `list`, `delete` or `download`. */
+  action: (typeof CHECKPOINTS_ACTIONS)[number];
+  /** `RUN_DIR[:STEP]` or `tinker://` paths; none for `list`: every checkpoint of the key. */
+  targets: string[];
+  /** Where `download` extracts archives (`--output`). */
+  output?: string;
+}
+
+/** The actions of `nexrl checkpoints`. */
+export const CHECKPOINTS_ACTIONS = ["list", "delete", "download"] as const;
 
 /** The options of `command`, with its positionals. */
 function parse(
   args: readonly string[],
-  command: "report" | "sample" | "export",
+  command: "report" | "sample" | "export" | "checkpoints",
 ): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
   const { values, positionals } = parseOptions(commandSpec(command), args);
   return { values: values as Record<string, string | boolean | undefined>, positionals };
@@ -163,16 +182,39 @@ export function parseExport(args: readonly string[]): ExportCommand | HelpComman
   if (positionals.length !== 1)
     throw new UsageError(
       positionals.length === 0
-        ? "nexrl export needs a run folder: nexrl export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]"
-        : `nexrl export takes one RUN_DIR[:STEP], got ${positionals.length} arguments`,
+        ? "nexrl export needs a run folder: nexrl export RUN_DIR[:STEP] [--format hf|gguf|both|peft] [--output DIR]"
+        : `nexrl export takes one RUN_DIR[:STEP] or tinker:// path, got ${positionals.length} arguments`,
     );
-  const format = (values.format as string | undefined) ?? "both";
+  const format = (values.format as string | undefined) ?? (positionals[0]!.startsWith("tinker://") ? "peft" : "both");
   if (!(EXPORT_FORMAT_NAMES as readonly string[]).includes(format))
     throw new UsageError(`unknown --format "${format}"; use one of ${EXPORT_FORMAT_NAMES.join(", ")}`);
   return {
     kind: "export",
     model: positionals[0]!,
     format: format as ExportCommand["format"],
+    ...(values.output !== undefined && { output: values.output as string }),
+    ...(values["base-model"] !== undefined && { baseModel: values["base-model"] as string }),
+    ...(values.merge !== undefined && { merge: values.merge as string }),
+  };
+}
+
+/** Parses the arguments of `nexrl checkpoints` (after the word `checkpoints`). */
+export function parseCheckpoints(args: readonly string[]): CheckpointsCommand | HelpCommand {
+  const { values, positionals } = parse(args, "checkpoints");
+  if (values.help) return { kind: "help", command: "checkpoints" };
+  const [action, ...targets] = positionals;
+  if (action === undefined || !(CHECKPOINTS_ACTIONS as readonly string[]).includes(action))
+    throw new UsageError(
+      `nexrl checkpoints needs an action: ${CHECKPOINTS_ACTIONS.join(", ")}${action === undefined ? "" : ` (got "${action}")`}`,
+    );
+  if (action !== "list" && targets.length === 0)
+    throw new UsageError(`nexrl checkpoints ${action} needs a RUN_DIR[:STEP] or tinker:// path`);
+  if (values.output !== undefined && action !== "download")
+    throw new UsageError("--output applies to nexrl checkpoints download only");
+  return {
+    kind: "checkpoints",
+    action: action as CheckpointsCommand["action"],
+    targets,
     ...(values.output !== undefined && { output: values.output as string }),
   };
 }

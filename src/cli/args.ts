@@ -1,8 +1,10 @@
 import { parseTinkerFlag } from "../server/tinker-flags.js";
 import {
+  parseCheckpoints,
   parseExport,
   parseReport,
   parseSample,
+  type CheckpointsCommand,
   type ExportCommand,
   type ReportCommand,
   type SampleCommand,
@@ -62,7 +64,8 @@ export type CliCommand =
   | WorkerCommand
   | ReportCommand
   | SampleCommand
-  | ExportCommand;
+  | ExportCommand
+  | CheckpointsCommand;
 
 /** `--help`: the general help, or one command's (`train`, `serve`, …; `nexrl` for NexRL's form). */
 export interface HelpCommand {
@@ -289,6 +292,8 @@ export function parseCommandLine(argv: readonly string[]): CliCommand {
       return parseSample(rest);
     case "export":
       return parseExport(rest);
+    case "checkpoints":
+      return parseCheckpoints(rest);
     case "worker":
       return parseWorker(rest);
     case "validate":

@@ -314,26 +314,82 @@ const exportCommand: CommandSpec = {
   name: "export",
   summary:
     "write a local run's trained model (the latest checkpoint, or STEP) in Hugging Face's GPT-2 format, for transformers and vLLM, and as GGUF, for llama.cpp, Ollama, LM Studio and node-llama-cpp.",
-  usage: ["export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]"],
+  usage: [
+    "export RUN_DIR[:STEP] [--format hf|gguf|both] [--output DIR]",
+    "export RUN_DIR[:STEP]|tinker://PATH --format peft [--base-model NAME] [--merge BASE_DIR] [--output DIR]",
+  ],
   options: {
     format: {
       type: "string",
       value: "FORMAT",
-      help: "hf (config.json, model.safetensors, tokenizer.json, tokenizer_config.json), gguf (model.gguf: GGUF v3, F32, with the tokenizer and chat template) or both (the default).",
+      help: "hf (config.json, model.safetensors, tokenizer.json, tokenizer_config.json), gguf (model.gguf: GGUF v3, F32, with the tokenizer and chat template) or both (the default) for a local run; peft (adapter_config.json, adapter_model.safetensors: the LoRA adapter, for peft and vLLM's --lora-modules) for a run on Tinker or a tinker:// path (the default for a path), downloaded from the service (TINKER_API_KEY).",
+    },
+    "base-model": {
+      type: "string",
+      value: "NAME",
+      help: "peft only: base_model_name_or_path written into adapter_config.json (default: the one the checkpoint names).",
+    },
+    merge: {
+      type: "string",
+      value: "BASE_DIR",
+      help: "peft only: also merge the adapter into the Hugging Face model in BASE_DIR (safetensors, F32 or BF16, kept in its dtype; tensor by tensor), written to OUTPUT/merged.",
     },
     output: {
       type: "string",
       value: "DIR",
-      help: "the folder to write the files into (default: RUN_DIR/export/step_NNNNNN).",
+      help: "the folder to write the files into (default: RUN_DIR/export/step_NNNNNN, step_NNNNNN-peft for peft).",
     },
   },
-  positionals: [["RUN_DIR[:STEP]", "the run folder, and a checkpoint's step (default: the latest)."]],
-  examples: ["nexrl export runs/pig_latin", "nexrl export runs/pig_latin:20 --format gguf --output pig-latin-gguf"],
+  positionals: [
+    ["RUN_DIR[:STEP]", "the run folder, and a checkpoint's step (default: the latest); or a tinker:// path (peft)."],
+  ],
+  examples: [
+    "nexrl export runs/pig_latin",
+    "nexrl export runs/pig_latin:20 --format gguf --output pig-latin-gguf",
+    "nexrl export runs/pig_latin_tinker --format peft --base-model Qwen/Qwen3-8B --output adapter",
+  ],
+  nearShorts: { o: "output" },
+};
+
+const checkpoints: CommandSpec = {
+  name: "checkpoints",
+  summary:
+    "list, delete or download the Tinker checkpoints of a run (those its run states recorded) or at tinker:// paths, on the run's service (the recipe's base_url, else TINKER_BASE_URL; key from TINKER_API_KEY).",
+  usage: [
+    "checkpoints list [RUN_DIR[:STEP]|tinker://PATH ...]",
+    "checkpoints delete|download RUN_DIR[:STEP]|tinker://PATH ... [--output DIR]",
+  ],
+  options: {
+    output: {
+      type: "string",
+      value: "DIR",
+      help: "download only: the folder to extract each archive into, in a subfolder per checkpoint (default: the current directory).",
+    },
+  },
+  positionals: [
+    ["ACTION", "list (without a target: every checkpoint of the key), delete or download (the archive, extracted)."],
+    ["TARGET", "a run folder on the tinker backend (all its checkpoints, or STEP's), or a tinker:// path."],
+  ],
+  examples: [
+    "nexrl checkpoints list runs/pig_latin_tinker",
+    "nexrl checkpoints download runs/pig_latin_tinker:20 --output weights",
+    "nexrl checkpoints delete tinker://RUN_ID/weights/step_000010",
+  ],
   nearShorts: { o: "output" },
 };
 
 /** Every command, the NexRL form last. */
-export const COMMANDS: readonly CommandSpec[] = [train, validate, serve, worker, report, sample, exportCommand, nexrl];
+export const COMMANDS: readonly CommandSpec[] = [
+  train,
+  validate,
+  serve,
+  worker,
+  report,
+  sample,
+  exportCommand,
+  checkpoints,
+  nexrl,
+];
 
 /** The command words (`train`, `validate`, …). */
 export const COMMAND_NAMES: readonly string[] = COMMANDS.filter((c) => c.name !== "nexrl").map((c) => c.name);

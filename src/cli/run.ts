@@ -59,6 +59,8 @@ export async function runCli(argv: readonly string[], cliIO: CliIO): Promise<num
         return await (await import("./sample.js")).runSample(command, io);
       case "export":
         return await (await import("./export.js")).runExport(command, io);
+      case "checkpoints":
+        return await (await import("./checkpoints.js")).runCheckpoints(command, io);
       case "validate":
         return await validate(await loadRedacting(command.configPath, command.overrides), io);
       case "run": {

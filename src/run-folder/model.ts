@@ -120,7 +120,7 @@ export function pickWeights(
 }
 
 /** The service options of a remote run: base URL from the recipe, key from the recipe unless redacted, else the environment. */
-function remoteOptions(
+export function remoteOptions(
   run: RunFolder,
   backend: "tinker" | "weaver",
   options: OpenRunModelOptions,

@@ -20,6 +20,7 @@ import { createOpenAIModelsHandler } from "./openai-models.js";
 import type { ServedModel as OpenAIServedModel } from "./openai.js";
 import { DEFAULT_SESSION_TIMEOUT_SECONDS, SessionTable } from "./sessions.js";
 import { createTinkerHandler } from "./tinker.js";
+import { CheckpointArchives, TinkerCheckpoints } from "./tinker-checkpoints.js";
 import { JwtIssuer, tinkerCredential } from "./tinker-jwt.js";
 import { createWeaverHandler } from "./weaver.js";
 import { ConfigError, type ListenProblem } from "../errors.js";
@@ -221,7 +222,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server: "nexrl serve",
   });
   // Web pages are kept out first; then health checks stay open and every other route needs the key when one is set.
+  const archives = tinker ? new CheckpointArchives(store) : undefined;
+  // Archive downloads are signed URLs, open without the key like Tinker's storage URLs.
   const handlers: RequestHandler[] = [async (req, res) => guard.check(req, res), healthHandler];
+  if (archives) handlers.push(archives.handler);
   if (apiKey !== undefined)
     handlers.push(apiKeyGate(apiKey, jwt && ((req) => jwt.verify(tinkerCredential(req)) === "valid")));
   if (tinker) {
@@ -232,6 +236,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         clientConfig: options.tinkerClientConfig,
         resultDtype: options.tinkerResultDtype,
         jwt,
+        checkpoints: new TinkerCheckpoints(store, archives!),
       }),
     );
   }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { LocalEngine, MODEL_PRESETS, type ModelPresetName } from "../engine/index.js";
 import { HostedEngine } from "../engine/engine-host.js";
@@ -32,6 +33,8 @@ export interface ServedModel {
   readonly trainingMode: TrainingMode;
   /** The LoRA rank asked for, when `lora`. */
   readonly loraRank: number | undefined;
+  /** The seed of its initial weights (the base its checkpoints' LoRA adapters are measured from). */
+  readonly seed: number;
   /** The engine holding its weights and optimizer state, in its host thread. */
   readonly engine: HostedEngine;
   /** Its operations, in order. */
@@ -50,10 +53,16 @@ export interface Artifact {
   readonly modelId: string;
   /** That model's base model. */
   readonly baseModel: ModelPresetName;
-  /** Milliseconds since the epoch after which it is gone; undefined keeps it. */
-  readonly expiresAt: number | undefined;
+  /** That model's initial-weight seed. */
+  readonly seed: number;
+  /** That model's LoRA rank, when it has one. */
+  readonly loraRank: number | undefined;
+  /** Milliseconds since the epoch after which it is gone; undefined keeps it (changed by a TTL call). */
+  expiresAt: number | undefined;
   /** When it was written (milliseconds since the epoch). */
   readonly createdAt: number;
+  /** Whether it was published (Tinker's publish call). */
+  public: boolean;
 }
 
 /** What samples: a snapshot's sampler or a base model's engine, in its host thread. */
@@ -238,10 +247,11 @@ export class ModelStore {
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
     const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
+    const seed = options.seed ?? this.seed;
     const engine = this.built(memoryBytes, () =>
       HostedEngine.create({
         model: baseModel,
-        seed: options.seed ?? this.seed,
+        seed,
         outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
         ...(this.threads !== undefined && { threads: this.threads }),
       }),
@@ -253,6 +263,7 @@ export class ModelStore {
       memoryBytes,
       trainingMode: options.trainingMode,
       loraRank: options.loraRank,
+      seed,
       engine,
       queue: new OperationQueue(),
       paused: false,
@@ -411,9 +422,38 @@ export class ModelStore {
     createdAt = Date.now(),
   ): Artifact {
     const expiresAt = ttlSeconds == null ? undefined : createdAt + ttlSeconds * 1000;
-    const artifact = { path, file, modelId: model.id, baseModel: model.baseModel, expiresAt, createdAt };
+    const artifact: Artifact = {
+      path,
+      file,
+      modelId: model.id,
+      baseModel: model.baseModel,
+      seed: model.seed,
+      loraRank: model.loraRank,
+      expiresAt,
+      createdAt,
+      public: false,
+    };
     this.artifacts.set(path, artifact);
     return artifact;
+  }
+
+  /** The artifacts that have not expired, oldest first. */
+  liveArtifacts(): Artifact[] {
+    const now = Date.now();
+    return [...this.artifacts.values()]
+      .filter((a) => a.expiresAt === undefined || a.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /**
+   * Forgets the artifact at `path` and deletes its file (sampling sessions already open on it
+   * keep sampling: they read it when they opened).
+   * @throws {@link ProtocolError} 404 when unknown or expired.
+   */
+  async removeArtifact(path: string): Promise<void> {
+    const artifact = this.artifact(path);
+    this.artifacts.delete(path);
+    await rm(artifact.file, { force: true });
   }
 
   /** Whether an artifact (expired or not) was recorded at `path`. */

@@ -27,6 +27,7 @@ import {
 } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import type { SessionTable } from "./sessions.js";
+import type { TinkerCheckpoints } from "./tinker-checkpoints.js";
 import { tinkerCredential, type JwtIssuer } from "./tinker-jwt.js";
 import {
   acceptsProtobuf,
@@ -64,6 +65,8 @@ export interface TinkerHandlerOptions {
    * gate also accepts its JWTs); without one, JWTs are off whatever the flag says.
    */
   jwt?: JwtIssuer | undefined;
+  /** The checkpoint REST calls (training runs, checkpoints, archives); without them, those paths are not served. */
+  checkpoints?: TinkerCheckpoints | undefined;
 }
 
 const PREFIX = "/api/v1/";
@@ -179,6 +182,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     run: (model: ServedModel) => unknown,
   ): unknown => {
     const model = store.model(modelId);
+    options.checkpoints?.touch(modelId);
     return future(
       activity(model.owner, model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model))),
       modelId,
@@ -214,8 +218,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         let op = createdModels.get(key);
         if (!op) {
           // Made before answering, so that an unknown base model (400) or a full memory budget (503) is the answer's status.
-          if (!failed)
-            store.createModel({
+          if (!failed) {
+            const model = store.createModel({
               id: key,
               baseModel: body.base_model,
               owner: body.session_id,
@@ -223,6 +227,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
               loraRank: body.lora_config?.rank ?? 32,
               ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
             });
+            options.checkpoints?.recordRun(model);
+          }
           op = runOperation("create_model", failed ? injectedFailure : () => ({ model_id: key, type: "create_model" }));
           createdModels.set(key, op);
         }
@@ -411,6 +417,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     const path = requestPath(req);
     if (!path.startsWith(PREFIX)) return false;
     const endpoint = path.slice(PREFIX.length);
+    if (options.checkpoints && /^(training_runs|checkpoints)(\/|$)/.test(endpoint)) {
+      authorize(req, endpoint);
+      return options.checkpoints.handle(req, res);
+    }
     const isCapabilities = req.method === "GET" && endpoint === "get_server_capabilities";
     if (!isCapabilities && (req.method !== "POST" || !Object.hasOwn(tinkerRequests, endpoint))) return false;
     // The JWT exchange exists only when JWTs are on, as on a Tinker server.

@@ -10,7 +10,8 @@ import { EXIT_CODES } from "../../src/cli/args.js";
 import { COMMANDS, COMMAND_NAMES } from "../../src/cli/commands.js";
 import { pigLatinRecipe, runNexrl, tempDir } from "../run-folder/helpers.js";
 
-const COMMAND_LIST = "The commands are train, validate, serve, worker, report, sample, export, and NexRL's form";
+const COMMAND_LIST =
+  "The commands are train, validate, serve, worker, report, sample, export, checkpoints, and NexRL's form";
 
 describe("the nexrl command line (the built CLI)", () => {
   it("prints each command's own usage, options and example for COMMAND --help", async () => {

@@ -12,6 +12,7 @@ import { submitRequest, tinkerRequester, type TinkerContext } from "./context.js
 import { TinkerFuture } from "./future.js";
 import { announcedSdkVersion, negotiate, resolveWire, type TinkerNegotiation, type TinkerWire } from "./generation.js";
 import { JwtCredential } from "./jwt.js";
+import { TinkerRestClient } from "./rest.js";
 import { TinkerSamplingClient } from "./sampling-client.js";
 import { TinkerTrainingClient } from "./training-client.js";
 import { ConfigError, UnexpectedResponseError } from "../../../errors.js";
@@ -138,6 +139,11 @@ export class TinkerTrainingService implements TrainingService {
     if (typeof body.sampling_session_id !== "string")
       throw new UnexpectedResponseError("create_sampling_session answered without a sampling_session_id");
     return new TinkerSamplingClient(ctx, path, body.sampling_session_id);
+  }
+
+  /** The checkpoint calls (training runs, checkpoints, archives, delete, publish, TTL) on this connection, connecting first. */
+  async rest(): Promise<TinkerRestClient> {
+    return new TinkerRestClient(await this.remote.context());
   }
 
   /** Stops heartbeats, aborts polls in flight and releases connections. */

@@ -1,0 +1,142 @@
+/**
+ * LoRA adapters in PEFT's format (`adapter_config.json` + `adapter_model.safetensors`, tensors
+ * named `base_model.model.<module>.lora_A.weight` / `.lora_B.weight`), as `peft` and vLLM's
+ * `--lora-modules` load them.
+ *
+ * The local engine trains every weight (a Tinker "LoRA" model of `nexrl serve` included), so its
+ * adapter is the exact factorisation of each projection's change from the base weights, at
+ * rank `dModel`: for a GPT-2 `Conv1D` weight change D [in × out], `lora_B @ lora_A` is Dᵀ with
+ * the identity as one factor (`lora_A` = I when in ≤ out, else `lora_B` = I), scaled by
+ * `lora_alpha / r` = 1. Changes to embeddings, layer norms and biases are not in it.
+ * @module
+ * @internal
+ */
+import type { ResolvedModelConfig } from "../engine/config.js";
+import { tensorViews } from "../engine/params.js";
+import {
+  decodeSafetensors,
+  encodeRawSafetensors,
+  encodeSafetensors,
+  type NamedTensor,
+  type RawTensor,
+} from "./safetensors.js";
+import { InputError } from "../errors.js";
+
+/** A PEFT adapter: its `adapter_config.json` and its `adapter_model.safetensors` bytes. */
+export interface PeftAdapter {
+  config: Record<string, unknown>;
+  safetensors: Uint8Array;
+}
+
+/** The modules the adapter targets, by their GPT-2 (`GPT2LMHeadModel`) names. */
+const TARGET_MODULES = ["c_attn", "c_fc", "c_proj"];
+
+function transposed(d: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(d.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = d[r * cols + c]!;
+  return out;
+}
+
+function identity(n: number): Float32Array {
+  const out = new Float32Array(n * n);
+  for (let i = 0; i < n; i++) out[i * n + i] = 1;
+  return out;
+}
+
+/** PEFT's `adapter_config.json` for a LoRA of rank `r`, scale 1, on the GPT-2 modules. */
+function peftConfig(baseModel: string, r: number): Record<string, unknown> {
+  return {
+    peft_type: "LORA",
+    task_type: "CAUSAL_LM",
+    base_model_name_or_path: baseModel,
+    r,
+    lora_alpha: r,
+    lora_dropout: 0,
+    bias: "none",
+    fan_in_fan_out: true,
+    inference_mode: true,
+    init_lora_weights: true,
+    modules_to_save: null,
+    rank_pattern: {},
+    alpha_pattern: {},
+    target_modules: TARGET_MODULES,
+  };
+}
+
+/**
+ * The PEFT adapter taking the engine's `base` weights to `trained` (see the module comment),
+ * with `baseModel` as `base_model_name_or_path`.
+ */
+export function engineLoraAdapter(
+  config: ResolvedModelConfig,
+  trained: Float32Array,
+  base: Float32Array,
+  baseModel: string,
+): PeftAdapter {
+  const t = tensorViews(trained, config);
+  const b = tensorViews(base, config);
+  const d = config.dModel;
+  const tensors: NamedTensor[] = [];
+  const add = (module: string, now: Float32Array, before: Float32Array, inDim: number, outDim: number): void => {
+    const delta = new Float32Array(now.length);
+    for (let i = 0; i < delta.length; i++) delta[i] = now[i]! - before[i]!;
+    const deltaT = transposed(delta, inDim, outDim); // [out × in], what lora_B @ lora_A must equal
+    const name = `base_model.model.${module}`;
+    if (inDim <= outDim) {
+      tensors.push({ name: `${name}.lora_A.weight`, shape: [inDim, inDim], data: identity(inDim) });
+      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, inDim], data: deltaT });
+    } else {
+      tensors.push({ name: `${name}.lora_A.weight`, shape: [outDim, inDim], data: deltaT });
+      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, outDim], data: identity(outDim) });
+    }
+  };
+  t.blocks.forEach((block, l) => {
+    const was = b.blocks[l]!;
+    const p = `transformer.h.${l}`;
+    add(`${p}.attn.c_attn`, block.wqkv, was.wqkv, d, 3 * d);
+    add(`${p}.attn.c_proj`, block.wo, was.wo, d, d);
+    add(`${p}.mlp.c_fc`, block.w1, was.w1, d, 4 * d);
+    add(`${p}.mlp.c_proj`, block.w2, was.w2, 4 * d, d);
+  });
+  return { config: peftConfig(baseModel, d), safetensors: encodeSafetensors(tensors, { format: "pt" }) };
+}
+
+/**
+ * A downloaded Tinker adapter (`adapter_config.json` + `adapter_model.safetensors`, as Tinker's
+ * and `nexrl serve`'s archives hold them) made loadable by `peft` and vLLM: Tinker's
+ * `model.unembed_tokens` becomes `lm_head`, the tensors are kept as they are (dtype included),
+ * and `base_model_name_or_path` is `baseModel` when given.
+ * @throws {@link InputError} when the config lacks `r` or `lora_alpha`, or the adapter has
+ * 3-D (mixture-of-experts) tensors, which need a per-expert split this export does not do.
+ */
+export function peftFromTinkerAdapter(
+  configJson: Uint8Array,
+  safetensors: Uint8Array,
+  baseModel: string | undefined,
+): PeftAdapter {
+  const config = JSON.parse(new TextDecoder().decode(configJson)) as Record<string, unknown>;
+  for (const key of ["r", "lora_alpha"])
+    if (typeof config[key] !== "number")
+      throw new InputError(`the checkpoint's adapter_config.json has no numeric "${key}"; it is not a LoRA adapter`);
+  const { tensors } = decodeSafetensors(safetensors, "adapter_model.safetensors");
+  const out: RawTensor[] = [];
+  const modules = new Set<string>();
+  for (const t of tensors) {
+    if (t.shape.length !== 2)
+      throw new InputError(
+        `adapter tensor ${t.name} has shape [${t.shape.join(", ")}]; only 2-D LoRA tensors are exported (mixture-of-experts adapters need tinker-cookbook's build_lora_adapter)`,
+      );
+    const name = t.name.replace(".model.unembed_tokens.", ".lm_head.");
+    const module = /\.([^.]+)\.lora_[AB]\.weight$/.exec(name)?.[1];
+    if (module !== undefined) modules.add(module);
+    out.push({ ...t, name });
+  }
+  const peft: Record<string, unknown> = {
+    ...config,
+    peft_type: "LORA",
+    task_type: config["task_type"] ?? "CAUSAL_LM",
+    target_modules: [...modules].sort(),
+    ...(baseModel !== undefined && { base_model_name_or_path: baseModel }),
+  };
+  return { config: peft, safetensors: encodeRawSafetensors(out, { format: "pt" }) };
+}
