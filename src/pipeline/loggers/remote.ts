@@ -57,7 +57,7 @@ export abstract class RemoteLogger<State extends RemoteState> {
       (error, first) => {
         if (first)
           start.warn(
-            `the ${service} logger could not reach ${this.where} (${error instanceof Error ? error.message : String(error)}); it keeps the steps and sends them once the server answers (the end of the run says if any could not be sent)`,
+            `the ${service} logger could not send to ${this.where} (${error instanceof Error ? error.message : String(error)}); it keeps the steps and sends them once the server answers (the end of the run says if any could not be sent)`,
           );
       },
     );

@@ -82,7 +82,7 @@ const error = (status: number, code: string, message: string): Answer => ({
 });
 
 /** An MLflow tracking server in memory; `problems` lists requests the documented API would refuse. */
-async function mlflowServer(faults?: (index: number) => Fault) {
+async function mlflowServer(faults?: (index: number, request: Received) => Fault) {
   const experiments = new Map<string, string>();
   const runs = new Map<string, Run>();
   const problems: string[] = [];
@@ -246,7 +246,7 @@ describe("the MLflow logger", () => {
       expect(server.faulted).toBe(6);
       expect(first.warnings).toHaveLength(1);
       expect(first.warnings[0]).toMatch(
-        /^the MLflow logger could not reach http:\/\/127\.0\.0\.1:\d+ \(.*503.*\); it keeps the steps/,
+        /^the MLflow logger could not send to http:\/\/127\.0\.0\.1:\d+ \(.*503.*\); it keeps the steps/,
       );
       expect(first.warnings[0]).not.toMatch(/\n\s+at /);
       // A second session resumes from the checkpoint of step 3 and trains step 4.
@@ -289,7 +289,7 @@ describe("the MLflow logger", () => {
       const first = capture();
       expect((await runRecipe(recipe, { outputDir: out, env, onEvent: first.onEvent })).steps).toBe(2);
       expect(first.warnings).toEqual([
-        expect.stringMatching(/^the MLflow logger could not reach /),
+        expect.stringMatching(/^the MLflow logger could not send to /),
         expect.stringMatching(
           /^the MLflow logger could not send 2 of the 2 steps of this session to http:\/\/127\.0\.0\.1:\d+ within 1 s \(steps 1–2\); metrics\.jsonl has them, and a resume \(resume\.mode=auto\) sends them$/,
         ),

@@ -8,8 +8,12 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 
-/** What happens to the request of a given index (0 for the first): answered, refused with 503, or its connection cut. */
-export type Fault = "503" | "reset" | undefined;
+/**
+ * What happens to the request of a given index (0 for the first): answered, refused with 503,
+ * its connection cut before it is handled (`reset`), or handled and then cut (`lost`: the
+ * answer never arrives).
+ */
+export type Fault = "503" | "reset" | "lost" | undefined;
 
 /** A request as the server received it. */
 export interface Received {
@@ -23,22 +27,19 @@ export interface Received {
 export type Answer = { status: number; body: unknown };
 
 /**
- * Starts an HTTP server on 127.0.0.1 that answers with `handle` (`faults(i)` first decides what
- * happens to the i-th request); `handled` holds the requests that reached `handle`.
+ * Starts an HTTP server on 127.0.0.1 that answers with `handle` (`faults(i, request)` first
+ * decides what happens to the i-th request); `faulted` counts the requests it faulted.
  */
 export async function faultyServer(
   handle: (request: Received) => Answer,
-  faults: (index: number) => Fault = () => undefined,
-): Promise<{ url: string; handled: Received[]; faulted: number; close(): Promise<void> }> {
-  const state = { handled: [] as Received[], faulted: 0 };
+  faults: (index: number, request: Received) => Fault = () => undefined,
+): Promise<{ url: string; faulted: number; close(): Promise<void> }> {
+  const state = { faulted: 0 };
   let index = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const fault = faults(index++);
-      if (fault !== undefined) state.faulted += 1;
-      if (fault === "reset") return void req.socket.destroy();
       const text = Buffer.concat(chunks).toString("utf8");
       const received: Received = {
         method: req.method ?? "",
@@ -46,11 +47,14 @@ export async function faultyServer(
         headers: req.headers,
         body: text === "" ? undefined : (JSON.parse(text) as unknown),
       };
-      if (fault === undefined) state.handled.push(received);
+      const fault = faults(index++, received);
+      if (fault !== undefined) state.faulted += 1;
+      if (fault === "reset") return void req.socket.destroy();
       const answer: Answer =
         fault === "503"
           ? { status: 503, body: { error_code: "TEMPORARILY_UNAVAILABLE", message: "down for a moment" } }
           : handle(received);
+      if (fault === "lost") return void req.socket.destroy();
       res.writeHead(answer.status, { "content-type": "application/json" });
       res.end(JSON.stringify(answer.body));
     });
@@ -59,9 +63,6 @@ export async function faultyServer(
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    get handled() {
-      return state.handled;
-    },
     get faulted() {
       return state.faulted;
     },
