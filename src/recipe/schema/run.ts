@@ -28,7 +28,7 @@ const mlflowSchema = z.strictObject({
   experiment_name: nonEmpty.default("Default"),
   /** The MLflow run's name (default: the name of the run folder). */
   run_name: nonEmpty.optional(),
-  /** Tags set on the MLflow run, besides the ones nexrl sets (`mlflow.runName`, `nexrl.*`). */
+  /** Tags set on the MLflow run, besides the ones nexrl sets (`mlflow.source.name`, `nexrl.run_dir`, and at the end `nexrl.status` and `nexrl.summary`). */
   tags: z.record(nonEmpty, z.string()).default({}),
   /** Seconds the end of a run waits for the steps not yet sent (a server that is down). */
   flush_timeout_seconds: flushTimeout,
