@@ -7,7 +7,7 @@ import { redactValue } from "../recipe/redact.js";
 import type { TrainingService } from "../services/training/types.js";
 import type { Trajectory } from "../contracts/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
-import type { RunStatus } from "./loggers/index.js";
+import type { RunStatus } from "./loggers/types.js";
 import { summarizeMetrics } from "./run-summary.js";
 import { pruneSamplerSnapshots, removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor } from "./data/data-loader.js";

@@ -18,7 +18,7 @@ import { APIError, RecipeError } from "../../errors.js";
 import { HttpTransport } from "../../http/transport.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { appendAll } from "../../types/arrays.js";
-import type { RunStart, RunStatus } from "./index.js";
+import type { RunEnd, RunStart, RunStatus } from "./types.js";
 import { numericMetrics, RemoteLogger, type RemoteState } from "./remote.js";
 
 /** What the `mlflow` logger works with, from `logger.mlflow` and the environment. */
@@ -97,7 +97,7 @@ type KeyValue = { key: string; value: string };
 const mlflowKey = (key: string): string => key.replace(/[^\w\-. :/]/g, "_").slice(0, MAX_KEY);
 
 /** The params of a resolved recipe: one per leaf, `section.key` (lists as JSON), values cut to MLflow's limit. */
-export function recipeParams(config: unknown): KeyValue[] {
+function recipeParams(config: unknown): KeyValue[] {
   const params = new Map<string, string>();
   const visit = (value: unknown, path: string): void => {
     if (value === undefined) return;
@@ -280,7 +280,7 @@ export class MlflowLogger extends RemoteLogger<MlflowState> {
     return response;
   }
 
-  override async end(end: Parameters<RemoteLogger<MlflowState>["end"]>[0]): Promise<void> {
+  override async end(end: RunEnd): Promise<void> {
     await super.end(end);
     await this.http.close();
   }

@@ -11,10 +11,10 @@ import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { MetricsRow } from "../events.js";
 import { BackgroundSender } from "./background.js";
-import type { RunEnd, RunStart } from "./index.js";
+import type { RunEnd, RunStart } from "./types.js";
 
 /** A row waiting to be sent, with the time it was logged (sent again unchanged on a retry). */
-export interface QueuedRow {
+interface QueuedRow {
   row: MetricsRow;
   /** Milliseconds since the epoch. */
   time: number;

@@ -21,7 +21,7 @@ import { RecipeError, UnexpectedResponseError } from "../../errors.js";
 import { HttpTransport } from "../../http/transport.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import type { MetricsRow } from "../events.js";
-import type { RunStart, RunStatus } from "./index.js";
+import type { RunEnd, RunStart, RunStatus } from "./types.js";
 import { numericMetrics, RemoteLogger, type RemoteState } from "./remote.js";
 
 /** What the `wandb` logger works with, from `logger.wandb` and the environment. */
@@ -243,7 +243,7 @@ export class WandbLogger extends RemoteLogger<WandbState> {
     this.progressed();
   }
 
-  override async end(end: Parameters<RemoteLogger<WandbState>["end"]>[0]): Promise<void> {
+  override async end(end: RunEnd): Promise<void> {
     await super.end(end);
     await this.http.close();
   }
