@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
 import type { RunEvent } from "../../../src/pipeline/events.js";
-import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../helpers.js";
+import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../helpers.js";
 import {
   type Answer,
   type Fault,
@@ -161,10 +161,10 @@ function byStep(run: Run): Map<number, Record<string, number>> {
   return steps;
 }
 
-async function setUp(extra: string, overrides: string[] = []) {
+async function setUp(extra: string, overrides: string[] = [], worker?: { worker: string; className: string }) {
   const dir = await tempDir();
   await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
-  const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 3, extra }), overrides);
+  const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 3, extra, ...worker }), overrides);
   return { recipe, out: join(dir, "out") };
 }
 
@@ -312,6 +312,36 @@ describe("the MLflow logger", () => {
       expect([...logged.keys()]).toEqual([1, 2, 3]);
       for (const row of rows) expect(logged.get(row.step!)).toEqual(numbersOf(row));
       expect(run.statuses).toEqual(["RUNNING", "FINISHED"]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("records a stopped run as KILLED and a run an error ends as FAILED, with nexrl.status", async () => {
+    const { server, runs, problems } = await mlflowServer();
+    try {
+      const env = { ...process.env, MLFLOW_TRACKING_URI: server.url, MLFLOW_TRACKING_TOKEN: TOKEN };
+      const stopped = await setUp("logger: {backend: [mlflow], mlflow: {run_name: stopped}}\n");
+      const controller = new AbortController();
+      const result = await runRecipe(stopped.recipe, {
+        outputDir: stopped.out,
+        env,
+        signal: controller.signal,
+        onEvent: (event) => event.type === "step" && event.step === 1 && controller.abort(),
+      });
+      expect(result.stopReason).toBe("aborted");
+      const failing = await setUp("logger: {backend: [mlflow], mlflow: {run_name: failing}}\n", [], {
+        worker: fixture("failing-worker.ts"),
+        className: "FailingWorker",
+      });
+      await expect(runRecipe(failing.recipe, { outputDir: failing.out, env })).rejects.toThrow(/worker crashed/);
+      expect(problems).toEqual([]);
+      const byName = new Map([...runs.values()].map((run) => [run.name, run]));
+      expect(byName.get("stopped")).toMatchObject({ statuses: ["RUNNING", "KILLED"] });
+      expect(byName.get("stopped")!.tags.get("nexrl.status")).toBe("stopped");
+      expect([...byStep(byName.get("stopped")!).keys()]).toEqual((await metricsRows(stopped.out)).map((r) => r.step));
+      expect(byName.get("failing")).toMatchObject({ statuses: ["RUNNING", "FAILED"] });
+      expect(byName.get("failing")!.tags.get("nexrl.status")).toBe("failed");
     } finally {
       await server.close();
     }
