@@ -206,7 +206,8 @@ export class MlflowLogger extends RemoteLogger<MlflowState> {
       appendAll(metrics, values);
       rows += 1;
     }
-    // Identical (key, value, timestamp, step) metrics are stored once: a part sent again after a failure is not doubled.
+    // A retry sends the same metrics with the same timestamps: a store that keys metrics by
+    // (key, value, timestamp, step), as MLflow's SQL store does, keeps a part sent twice once.
     for (let at = 0; at < metrics.length; at += MAX_METRICS)
       await this.post("runs/log-batch", { run_id: runId, metrics: metrics.slice(at, at + MAX_METRICS) });
     await this.acknowledge(rows);

@@ -4,9 +4,9 @@
  * created, or updated on a resume, with the GraphQL mutation `upsertBucket` (project, entity,
  * display name, group, tags, and the resolved recipe, redacted, as its config); each step is a
  * line of `wandb-history.jsonl` (`_step`, `_runtime`, `_timestamp` and the numeric metrics),
- * sent through the run's file stream (`POST /files/{entity}/{project}/{run}/file_stream`) at
- * its line offset, so a request sent again replaces the lines it sent before instead of adding
- * them; at the end `wandb-summary.json` (each metric's last value) and `complete` with the exit
+ * sent through the run's file stream (`POST /files/{entity}/{project}/{run}/file_stream`) with
+ * its line offset, which a request sent again repeats (the server places lines by offset, as the
+ * Python SDK's resumes rely on); at the end `wandb-summary.json` (each metric's last value) and `complete` with the exit
  * code (0 finished, 1 failed, 255 stopped).
  *
  * The API key comes from `WANDB_API_KEY` (HTTP basic auth, user `api`), the server from
