@@ -305,6 +305,14 @@ const REFUSED: Refusal[] = [
     says: "project",
   },
   {
+    overrides: [
+      "logger.backend=[mlflow]",
+      `++logger.mlflow={tags: {${Array.from({ length: 91 }, (_, i) => `t${i}: v`).join(", ")}}}`,
+    ],
+    keyPath: "logger.mlflow.tags",
+    says: "at most 90 tags",
+  },
+  {
     overrides: ["logger.backend=[mlflow]", "++logger.mlflow={tracking_uri: 'file:///tmp/mlruns'}"],
     keyPath: "logger.mlflow.tracking_uri",
     says: "http:// or https://",

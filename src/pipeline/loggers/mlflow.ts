@@ -74,7 +74,6 @@ export function mlflowSettings(
 /** `runs/log-batch` limits (MLflow's REST API reference). */
 const MAX_METRICS = 1000;
 const MAX_PARAMS = 100;
-const MAX_TAGS = 100;
 /** Longest param value MLflow 2 stores, and longest key and tag value. */
 const MAX_PARAM_VALUE = 6000;
 const MAX_KEY = 250;
@@ -222,7 +221,7 @@ export class MlflowLogger extends RemoteLogger<MlflowState> {
       })),
       { key: "mlflow.source.name", value: "nexrl" },
       { key: "nexrl.run_dir", value: this.start.outputDir.slice(0, MAX_TAG_VALUE) },
-    ].slice(0, MAX_TAGS);
+    ];
     const body = (
       await this.post("runs/create", {
         experiment_id: this.state.experiment_id,

@@ -28,8 +28,14 @@ const mlflowSchema = z.strictObject({
   experiment_name: nonEmpty.default("Default"),
   /** The MLflow run's name (default: the name of the run folder). */
   run_name: nonEmpty.optional(),
-  /** Tags set on the MLflow run, besides the ones nexrl sets (`mlflow.source.name`, `nexrl.run_dir`, and at the end `nexrl.status` and `nexrl.summary`). */
-  tags: z.record(nonEmpty, z.string()).default({}),
+  /** Tags set on the MLflow run (at most 90, values cut at 5000 characters), besides the ones nexrl sets (`mlflow.source.name`, `nexrl.run_dir`, and at the end `nexrl.status` and `nexrl.summary`). */
+  tags: z
+    .record(nonEmpty, z.string())
+    .refine(
+      (tags) => Object.keys(tags).length <= 90,
+      "at most 90 tags (MLflow takes 100 per request; nexrl sets its own)",
+    )
+    .default({}),
   /** Seconds the end of a run waits for the steps not yet sent (a server that is down). */
   flush_timeout_seconds: flushTimeout,
 });

@@ -186,8 +186,11 @@ describe("the MLflow logger", () => {
   it("logs the recipe as params, every step's metrics as in metrics.jsonl, tags and the final status", async () => {
     const { server, experiments, runs, problems } = await mlflowServer();
     try {
+      // 30 more tags make the recipe more params than one request takes; `note` is longer than a param or tag value may be.
+      const tags = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`t${i}`, `v${i}`]));
+      const note = "n".repeat(7000);
       const { recipe, out } = await setUp(
-        "logger: {backend: [console, mlflow], mlflow: {experiment_name: nexrl-tests, run_name: tiny, tags: {team: rl}}}\n",
+        `logger: {backend: [console, mlflow], mlflow: {experiment_name: nexrl-tests, run_name: tiny, tags: ${JSON.stringify({ team: "rl", note, ...tags })}}}\n`,
       );
       const seen = capture();
       const result = await runRecipe(recipe, {
@@ -211,7 +214,11 @@ describe("the MLflow logger", () => {
       expect(Object.keys(logged.get(1)!).length).toBeGreaterThan(10);
       // The params are the resolved recipe's leaves, as config.resolved.yaml has them.
       const resolved = flatten(parse(await readFile(join(out, "config.resolved.yaml"), "utf8")));
-      expect(Object.fromEntries(run.params)).toEqual(resolved);
+      expect(Object.fromEntries(run.params)).toEqual({ ...resolved, "logger.mlflow.tags.note": note.slice(0, 6000) });
+      // More than one log-batch request of at most 100 (the server refuses more).
+      expect(run.params.size).toBeGreaterThan(100);
+      expect(run.tags.get("note")).toBe(note.slice(0, 5000));
+      expect(run.tags.get("t29")).toBe("v29");
       expect(run.params.get("trainer.total_train_steps")).toBe("3");
       expect(run.tags.get("team")).toBe("rl");
       expect(run.tags.get("nexrl.run_dir")).toBe(out);
