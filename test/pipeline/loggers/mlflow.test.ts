@@ -5,7 +5,7 @@
  * `metrics.jsonl`, each step once, also when the server fails requests (503s, cut connections)
  * at the start and in the middle of the run, and across a resume (the same MLflow run).
  */
-import { readFile } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -349,6 +349,38 @@ describe("the MLflow logger", () => {
       expect([...byStep(byName.get("stopped")!).keys()]).toEqual((await metricsRows(stopped.out)).map((r) => r.step));
       expect(byName.get("failing")).toMatchObject({ statuses: ["RUNNING", "FAILED"] });
       expect(byName.get("failing")!.tags.get("nexrl.status")).toBe("failed");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("does not send again a step an earlier session sent after the checkpoint a resume starts from, and says so", async () => {
+    const { server, runs, problems } = await mlflowServer();
+    try {
+      const { recipe, out } = await setUp("logger: {backend: [mlflow]}\n", ["trainer.save_freq=2"]);
+      const env = { ...process.env, MLFLOW_TRACKING_URI: server.url, MLFLOW_TRACKING_TOKEN: TOKEN };
+      expect((await runRecipe(recipe, { outputDir: out, env })).steps).toBe(3);
+      // As if the process had died before the checkpoint of step 3: the resume starts after step 2.
+      await rm(join(out, "checkpoints", "step_000003.json"));
+      const first = byStep([...runs.values()][0]!);
+      const second = capture();
+      const resumed = await runRecipe(recipe.path, {
+        outputDir: out,
+        env,
+        overrides: ["trainer.save_freq=2", "resume.mode=auto"],
+        onEvent: second.onEvent,
+      });
+      expect(resumed.steps).toBe(3);
+      expect(second.warnings).toEqual([
+        expect.stringMatching(
+          /^the MLflow logger did not send steps 3–3 again: an earlier session had sent them, after the checkpoint this session resumed from/,
+        ),
+      ]);
+      expect(problems).toEqual([]);
+      expect(runs.size).toBe(1);
+      const [run] = [...runs.values()] as [Run];
+      expect(byStep(run)).toEqual(first);
+      expect(run.statuses).toEqual(["RUNNING", "FINISHED", "RUNNING", "FINISHED"]);
     } finally {
       await server.close();
     }
