@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import type { LoadedRecipe } from "../recipe/load.js";
+import { redactSecrets, redactValue } from "../recipe/redact.js";
 import { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
 import type { TrainingClient, TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
@@ -14,7 +15,7 @@ import type { DataLoader } from "./data/data-loader.js";
 import type { MetricsRow, RunEvent } from "./events.js";
 import { FailureLog } from "./failures.js";
 import { JsonlLog } from "./jsonl-log.js";
-import { openRunLoggers, type RunLoggers } from "./loggers/index.js";
+import { checkLoggerSettings, openRunLoggers, type RunLoggers } from "./loggers/index.js";
 import { TrajectoryPool } from "./pool.js";
 import type { RunSettings } from "./resume-settings.js";
 import { trainerSettings, workerSettings } from "./settings.js";
@@ -157,6 +158,7 @@ export async function setUpRun(
   const { train: loader, validation: validationLoader } = prepared.loaders;
   const workerClass = classes.worker;
   const trainerClass = classes.trainer;
+  checkLoggerSettings(config.logger, options.env);
   await options.beforeWrites?.();
   if (start.kind !== "fresh") {
     await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
@@ -269,6 +271,23 @@ export async function setUpRun(
     const warn = (message: string): void => options.emit({ type: "warning", message });
     const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step, warn);
     if (resume) accounting.restore(metrics.rows.at(-1));
+    const samples = await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn);
+    const failures = await FailureLog.open(
+      join(options.outputDir, "failures.jsonl"),
+      resume?.step,
+      options.redact,
+      warn,
+    );
+    // Opened last: nothing after them can fail and leave a remote run open.
+    const loggers = await openRunLoggers(config.logger, {
+      outputDir: options.outputDir,
+      config: redactValue(redactSecrets(config, options.env), options.redact),
+      firstStep: resume ? resume.step + 1 : 0,
+      resumed: resume !== undefined,
+      earlierRows: resume ? [...metrics.rows] : [],
+      env: options.env,
+      warn,
+    });
     return {
       client,
       tokenizer,
@@ -280,9 +299,9 @@ export async function setUpRun(
       weightSync: new WeightSync(service, inference, sampler),
       validator,
       metrics,
-      loggers: await openRunLoggers(config.logger.backend, options.outputDir, resume ? resume.step + 1 : 0, warn),
-      samples: await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn),
-      failures: await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact, warn),
+      loggers,
+      samples,
+      failures,
       runners,
       initialSamplerPath,
       versions,

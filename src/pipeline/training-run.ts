@@ -7,6 +7,8 @@ import { redactValue } from "../recipe/redact.js";
 import type { TrainingService } from "../services/training/types.js";
 import type { Trajectory } from "../contracts/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
+import type { RunStatus } from "./loggers/types.js";
+import { summarizeMetrics } from "./run-summary.js";
 import { pruneSamplerSnapshots, removeRunState, writeRunState, type RunState } from "./checkpoint.js";
 import type { DataCursor } from "./data/data-loader.js";
 import type { MetricsRow, RunResult, StopReason } from "./events.js";
@@ -37,6 +39,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult
   const service = meter.wrap(openRunService(options));
   const stop = new AbortController();
   const supervisor = new Supervisor();
+  let status: RunStatus = "failed";
   try {
     return await runGuarded(supervisor, async () => {
       await supervisor.race(service.connect());
@@ -44,7 +47,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult
       const run = await supervisor.race(TrainingRun.create(options, service, stop.signal, accounting));
       supervisor.run = run;
       try {
-        return await supervisor.race(run.loop());
+        const result = await supervisor.race(run.loop());
+        status = result.stopReason === "aborted" ? "stopped" : "finished";
+        return result;
       } catch (error) {
         run.halt();
         await run.rescue(error, supervisor);
@@ -53,6 +58,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<LoopResult
     });
   } finally {
     stop.abort();
+    await supervisor.run?.endLoggers(status);
     await supervisor.run?.close();
     await service.close();
   }
@@ -153,6 +159,29 @@ class TrainingRun {
       });
     for (const runner of this.parts.runners) runner.endHung();
     return hung.length;
+  }
+
+  /**
+   * Tells the loggers how the run ended, with its summary over every metrics row of the folder;
+   * remote loggers send what they still hold first (within their flush timeout). Never throws.
+   */
+  async endLoggers(status: RunStatus): Promise<void> {
+    const { config } = this.options.recipe;
+    try {
+      await this.parts.loggers.end({
+        status,
+        summary: summarizeMetrics(
+          this.parts.metrics.rows,
+          config.trainer.total_train_steps,
+          config.rollout_worker.need_llm_inference,
+        ),
+      });
+    } catch (error) {
+      this.options.emit({
+        type: "warning",
+        message: `the loggers could not record the end of the run: ${error instanceof Error ? error.message : String(error)}`,
+      });
+    }
   }
 
   /** Closes what the run holds open besides the service (the Redis queue of a distributed run). */

@@ -22,7 +22,7 @@ describe("nexrl validate (the built CLI)", () => {
       recipe,
       [
         `defaults: [${pigLatinRecipe}, _self_]`,
-        "logger: {backend: [console, wandb]}",
+        "logger: {backend: [console, swanlab]}",
         "rollout_worker: {save_trace: true}",
         "trajectory_pool: {key_list: [group_id]}",
         "runtime_monitor: {health_check: {timeout: 5.0}}",
@@ -38,7 +38,7 @@ describe("nexrl validate (the built CLI)", () => {
     const problems = lines.filter((line) => line.startsWith("  - ")).map((line) => line.slice(4));
     expect(problems).toEqual([
       expect.stringMatching(
-        /^logger\.backend\[1\]: wandb is not supported: .*supported: console, jsonl, tensorboard \(set in .*ported\.yaml:2\)$/,
+        /^logger\.backend\[1\]: swanlab is not supported: .*supported: console, jsonl, tensorboard, mlflow, wandb \(set in .*ported\.yaml:2\)$/,
       ),
       expect.stringMatching(/^rollout_worker\.save_trace: trace files are not available: .*remove it \(set in .*:3\)$/),
       expect.stringMatching(

@@ -7,15 +7,56 @@ import { didYouMean } from "../suggest.js";
 import { nonEmpty, positiveInt, refuse } from "./common.js";
 
 /** Metrics sinks `logger.backend` accepts. */
-export const LOGGER_BACKENDS = ["console", "jsonl", "tensorboard"] as const;
+export const LOGGER_BACKENDS = ["console", "jsonl", "tensorboard", "mlflow", "wandb"] as const;
 
 /** Loggers NexRL recipes name that nexrl does not implement, and why. */
 const UNSUPPORTED_LOGGERS: Readonly<Record<string, string>> = {
-  wandb:
-    "its JS SDK (@wandb/sdk 0.5.1, the only release) takes metrics its server refuses as sent and ends the process on Ctrl-C before the run saves its checkpoint",
-  mlflow: "nexrl has no MLflow client",
   swanlab: "nexrl has no SwanLab client",
 };
+
+/** An `http://` or `https://` URL. */
+const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
+
+/** Seconds the end of a run waits for a remote logger to send what it still holds. */
+const flushTimeout = z.number().positive().default(60);
+
+/** Shape of `logger.mlflow:` (the `mlflow` logger's settings). */
+const mlflowSchema = z.strictObject({
+  /** The tracking server (`http://host:5000`); default: the environment variable `MLFLOW_TRACKING_URI`. */
+  tracking_uri: httpUrl.optional(),
+  /** The experiment the run goes into, created when missing (MLflow's own default experiment: `Default`). */
+  experiment_name: nonEmpty.default("Default"),
+  /** The MLflow run's name (default: the name of the run folder). */
+  run_name: nonEmpty.optional(),
+  /** Tags set on the MLflow run (at most 90, values cut at 5000 characters), besides the ones nexrl sets (`mlflow.source.name`, `nexrl.run_dir`, and at the end `nexrl.status` and `nexrl.summary`). */
+  tags: z
+    .record(nonEmpty, z.string())
+    .refine(
+      (tags) => Object.keys(tags).length <= 90,
+      "at most 90 tags (MLflow takes 100 per request; nexrl sets its own)",
+    )
+    .default({}),
+  /** Seconds the end of a run waits for the steps not yet sent (a server that is down). */
+  flush_timeout_seconds: flushTimeout,
+});
+
+/** Shape of `logger.wandb:` (the `wandb` logger's settings). */
+const wandbSchema = z.strictObject({
+  /** The W&B project (default: the environment variable `WANDB_PROJECT`, else `uncategorized`). */
+  project: nonEmpty.optional(),
+  /** The W&B entity, a user or team (default: `WANDB_ENTITY`, else the API key's default entity). */
+  entity: nonEmpty.optional(),
+  /** The W&B run's display name (default: the name of the run folder). */
+  run_name: nonEmpty.optional(),
+  /** The run's group in the W&B UI. */
+  group: nonEmpty.optional(),
+  /** Tags of the W&B run. */
+  tags: z.array(nonEmpty).default([]),
+  /** The W&B server (default: `WANDB_BASE_URL`, else `https://api.wandb.ai`). */
+  base_url: httpUrl.optional(),
+  /** Seconds the end of a run waits for the steps not yet sent (a server that is down). */
+  flush_timeout_seconds: flushTimeout,
+});
 
 /** Shape of `logger:`. */
 export const loggerSchema = z
@@ -25,9 +66,14 @@ export const loggerSchema = z
      * `runRecipe`'s `progress` option points); `jsonl` is the run folder's `metrics.jsonl`,
      * which every run writes (reports, resumes and `nexrl sample` read it), listed or not;
      * `tensorboard` writes TensorBoard event files into the run folder (`tensorboard --logdir
-     * runs/` charts every run).
+     * runs/` charts every run); `mlflow` logs to an MLflow tracking server over its REST API
+     * (`logger.mlflow`); `wandb` logs to Weights & Biases over its HTTP API (`logger.wandb`).
      */
     backend: z.array(nonEmpty).default(["console"]),
+    /** Settings of the `mlflow` logger; only with `mlflow` in `backend`. */
+    mlflow: mlflowSchema.optional(),
+    /** Settings of the `wandb` logger; only with `wandb` in `backend`. */
+    wandb: wandbSchema.optional(),
     /** NexRL's Feishu (Lark) cards: not supported, only `false` is accepted. */
     enable_feishu_logging: z.boolean().default(false),
     /** NexRL's Feishu webhook: not supported, refused when set. */
@@ -47,6 +93,13 @@ export const loggerSchema = z
           : `unknown logger "${name}"${guess ? ` (did you mean "${guess}"?)` : ""}; ${supported}`,
       );
     });
+    for (const name of ["mlflow", "wandb"] as const)
+      if (logger[name] !== undefined && !logger.backend.includes(name))
+        refuse(
+          ctx,
+          [name],
+          `logger.${name} sets the ${name} logger, which logger.backend does not list: add ${name} to logger.backend or remove logger.${name}`,
+        );
     if (logger.enable_feishu_logging)
       refuse(ctx, ["enable_feishu_logging"], "Feishu notifications are not supported; remove it (or set it to false)");
     if (logger.feishu_url)
