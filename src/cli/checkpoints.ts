@@ -4,7 +4,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { readTar } from "../export/tar.js";
+import { readTar } from "../formats/tar.js";
 import { writeFiles } from "../export/write-files.js";
 import { remoteCheckpoints, type RemoteCheckpoints } from "../run-folder/remote-checkpoints.js";
 import { TinkerTrainingService, type TinkerCheckpoint } from "../services/training/tinker/index.js";

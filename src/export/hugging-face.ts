@@ -13,7 +13,7 @@ import type { ResolvedModelConfig } from "../engine/config.js";
 import { tensorViews } from "../engine/params.js";
 import { BYTE_CHAT_TEMPLATE, SPECIAL_TOKENS, specialIds, vocabularyTokens } from "./byte-vocab.js";
 import { writeFiles } from "./write-files.js";
-import { encodeSafetensors, type NamedTensor } from "./safetensors.js";
+import { encodeSafetensors, type NamedTensor } from "../formats/safetensors.js";
 
 /** The engine's layer-norm epsilon (`layers.ts`). */
 export const LAYER_NORM_EPSILON = 1e-5;

@@ -9,7 +9,7 @@
 import { copyFile, open, readdir, readFile, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { makeFolder } from "../engine/storage.js";
-import { decodeSafetensors } from "./safetensors.js";
+import { decodeSafetensors } from "../formats/safetensors.js";
 import { InputError, storageError } from "../errors.js";
 
 interface HeaderEntry {

@@ -5,8 +5,8 @@
  */
 import { join, resolve } from "node:path";
 import { remoteCheckpoints, type RecordedCheckpoint } from "../run-folder/remote-checkpoints.js";
-import { peftFromTinkerAdapter } from "./lora-adapter.js";
-import { readTar } from "./tar.js";
+import { peftFromTinkerAdapter } from "../formats/lora-adapter.js";
+import { readTar } from "../formats/tar.js";
 import { writeFiles } from "./write-files.js";
 import { RunError } from "../errors.js";
 

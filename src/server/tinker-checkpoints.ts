@@ -8,7 +8,7 @@
  * process that expires after 15 minutes; the download needs no API key, like Tinker's signed
  * storage URLs. The archive is a gzipped tar holding the engine's file, `checkpoint.json`
  * (what it is) and the LoRA adapter in PEFT's format (`adapter_config.json`,
- * `adapter_model.safetensors`; see `export/lora-adapter.ts`).
+ * `adapter_model.safetensors`; see `formats/lora-adapter.ts`).
  *
  * @module
  */
@@ -20,8 +20,8 @@ import { z } from "zod";
 import { parameterCount, initializeParameters } from "../engine/params.js";
 import { Rng } from "../engine/prng.js";
 import { decodeStateFile } from "../engine/state-file.js";
-import { engineLoraAdapter } from "../export/lora-adapter.js";
-import { writeTarGz } from "../export/tar.js";
+import { engineLoraAdapter } from "../formats/lora-adapter.js";
+import { writeTarGz } from "../formats/tar.js";
 import type { RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
 import type { Artifact, ModelStore, ServedModel } from "./models.js";

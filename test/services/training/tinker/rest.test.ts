@@ -2,7 +2,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readTar } from "../../../../src/export/tar.js";
+import { readTar } from "../../../../src/formats/tar.js";
 import { parseTinkerPath, TinkerTrainingService } from "../../../../src/services/training/index.js";
 import { adamParams } from "../../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, serve, sftDatum } from "../helpers.js";

@@ -3,10 +3,10 @@ import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { peftFromTinkerAdapter } from "../../src/export/lora-adapter.js";
+import { peftFromTinkerAdapter } from "../../src/formats/lora-adapter.js";
 import { mergeLoraIntoBase } from "../../src/export/merge-lora.js";
-import { decodeSafetensors, encodeRawSafetensors } from "../../src/export/safetensors.js";
-import { readTar, writeTarGz } from "../../src/export/tar.js";
+import { decodeSafetensors, encodeRawSafetensors } from "../../src/formats/safetensors.js";
+import { readTar, writeTarGz } from "../../src/formats/tar.js";
 import { InputError } from "../../src/errors.js";
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
