@@ -50,7 +50,16 @@ export interface TinkerPage<T> {
   /** The items of this page. */
   items: T[];
   /** The offset and limit asked for and how many items there are in all (undefined when the service does not page). */
-  cursor: { offset: number; limit: number; totalCount: number } | undefined;
+  cursor:
+    | {
+        /** The offset asked for. */
+        offset: number;
+        /** The most items asked for. */
+        limit: number;
+        /** How many items the list holds in all. */
+        totalCount: number;
+      }
+    | undefined;
 }
 
 /** A `tinker://<run>/<weights|sampler_weights>/<name>` path taken apart. */
@@ -181,7 +190,12 @@ export class TinkerRestClient {
    * services give: 200 with `{url, expires}`, or a 302 redirect (its `Expires` header, else 15
    * minutes).
    */
-  async checkpointArchiveUrl(tinkerPath: string): Promise<{ url: string; expires: Date }> {
+  async checkpointArchiveUrl(tinkerPath: string): Promise<{
+    /** The URL (it needs no API key). */
+    url: string;
+    /** When it stops working. */
+    expires: Date;
+  }> {
     const path = `${checkpointUrl(tinkerPath)}/archive`;
     try {
       const { body } = await this.ctx.request<unknown>({
