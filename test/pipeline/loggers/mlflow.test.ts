@@ -11,8 +11,7 @@ import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
-import type { RunEvent } from "../../../src/pipeline/events.js";
-import { additionRows, fixture, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../helpers.js";
+import { fixture } from "../helpers.js";
 import {
   type Answer,
   type Fault,
@@ -22,6 +21,8 @@ import {
   metricsRows,
   numbersOf,
   type Received,
+  capture,
+  setUp,
   violations,
 } from "./remote-helpers.js";
 
@@ -159,27 +160,6 @@ function byStep(run: Run): Map<number, Record<string, number>> {
     steps.set(m.step, row);
   }
   return steps;
-}
-
-async function setUp(extra: string, overrides: string[] = [], worker?: { worker: string; className: string }) {
-  const dir = await tempDir();
-  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
-  const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 3, extra, ...worker }), overrides);
-  return { recipe, out: join(dir, "out") };
-}
-
-/** The console text and the warnings of a run. */
-function capture() {
-  const console: string[] = [];
-  const warnings: string[] = [];
-  return {
-    console,
-    warnings,
-    progress: { write: (text: string) => void console.push(text) },
-    onEvent: (event: RunEvent) => {
-      if (event.type === "warning") warnings.push(event.message);
-    },
-  };
 }
 
 describe("the MLflow logger", () => {

@@ -7,6 +7,8 @@ import type { AddressInfo } from "node:net";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import type { RunEvent } from "../../../src/pipeline/events.js";
+import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../helpers.js";
 
 /**
  * What happens to the request of a given index (0 for the first): answered, refused with 503,
@@ -119,4 +121,26 @@ export function flatten(value: unknown, path = ""): Record<string, string> {
       ...Object.entries(value).map(([key, child]) => flatten(child, path ? `${path}.${key}` : key)),
     ) as Record<string, string>;
   return { [path]: typeof value === "string" ? value : JSON.stringify(value) };
+}
+
+/** A GRPO recipe of 3 steps on the addition rows with `extra` YAML appended, and where its run goes. */
+export async function setUp(extra: string, overrides: string[] = [], worker?: { worker: string; className: string }) {
+  const dir = await tempDir();
+  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
+  const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 3, extra, ...worker }), overrides);
+  return { recipe, out: join(dir, "out") };
+}
+
+/** The console text and the warnings of a run. */
+export function capture() {
+  const console: string[] = [];
+  const warnings: string[] = [];
+  return {
+    console,
+    warnings,
+    progress: { write: (text: string) => void console.push(text) },
+    onEvent: (event: RunEvent) => {
+      if (event.type === "warning") warnings.push(event.message);
+    },
+  };
 }

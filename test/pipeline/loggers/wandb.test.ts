@@ -12,8 +12,6 @@ import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runRecipe } from "../../../src/pipeline/run-recipe.js";
-import type { RunEvent } from "../../../src/pipeline/events.js";
-import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../helpers.js";
 import {
   type Answer,
   type Fault,
@@ -22,6 +20,8 @@ import {
   metricsRows,
   numbersOf,
   type Received,
+  capture,
+  setUp,
   violations,
 } from "./remote-helpers.js";
 
@@ -139,26 +139,6 @@ function byStep(run: WandbRun): Map<number, Record<string, number>> {
     steps.set(_step!, metrics);
   }
   return steps;
-}
-
-async function setUp(extra: string, overrides: string[] = []) {
-  const dir = await tempDir();
-  await writeJsonl(join(dir, "train.jsonl"), additionRows(8));
-  const recipe = await writeRecipe(dir, grpoRecipeYaml({ steps: 3, extra }), overrides);
-  return { recipe, out: join(dir, "out") };
-}
-
-function capture() {
-  const console: string[] = [];
-  const warnings: string[] = [];
-  return {
-    console,
-    warnings,
-    progress: { write: (text: string) => void console.push(text) },
-    onEvent: (event: RunEvent) => {
-      if (event.type === "warning") warnings.push(event.message);
-    },
-  };
 }
 
 describe("the W&B logger", () => {
