@@ -177,4 +177,10 @@ export interface RunOutputs {
     | undefined;
   /** Whether `nexrl sample` finds weights of the last step: a checkpoint of it, or the local engine's sampler snapshot. */
   sampleable: boolean;
+  /**
+   * What `nexrl export` makes of the last step: `both` (Hugging Face and GGUF files of a local
+   * engine's model), `peft` (the LoRA adapter of a Tinker checkpoint), or undefined when it has
+   * nothing to export (no weights kept, or a backend it does not export from).
+   */
+  exportFormat: "both" | "peft" | undefined;
 }

@@ -293,6 +293,10 @@ async function runOutputs(looped: LoopResult, recipe: LoadedRecipe, checkpointDi
     .split("\n")
     .filter((line) => line.trim() !== "").length;
   const { config } = recipe;
+  const { backend } = config.service.train_service;
+  // The local engine snapshots the weights of every step it syncs to the sampler.
+  const sampleable =
+    looped.lastCheckpoint !== undefined || (backend === "local" && config.rollout_worker.need_llm_inference);
   return {
     runDir: dir,
     recipe: recipe.path,
@@ -300,10 +304,13 @@ async function runOutputs(looped: LoopResult, recipe: LoadedRecipe, checkpointDi
     samples: join(dir, "samples.jsonl"),
     checkpoints: checkpointDir,
     failures: failureRows > 0 ? { path: failures, rows: failureRows } : undefined,
-    // The local engine snapshots the weights of every step it syncs to the sampler.
-    sampleable:
-      looped.lastCheckpoint !== undefined ||
-      (config.service.train_service.backend === "local" && config.rollout_worker.need_llm_inference),
+    sampleable,
+    exportFormat:
+      backend === "local" && sampleable
+        ? "both"
+        : backend === "tinker" && looped.lastCheckpoint !== undefined
+          ? "peft"
+          : undefined,
   };
 }
 

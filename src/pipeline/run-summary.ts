@@ -248,5 +248,11 @@ export function formatRunSummary(result: RunResult, options: FormatRunSummaryOpt
     lines.push(
       "  (to sample the trained model with nexrl sample, keep the final checkpoint: trainer.save_final: true)",
     );
+  if (outputs.exportFormat === "both")
+    lines.push(
+      `  nexrl export ${dir}                    # Hugging Face and GGUF files, for transformers, vLLM, llama.cpp`,
+    );
+  else if (outputs.exportFormat === "peft")
+    lines.push(`  nexrl export ${dir} --format peft      # the LoRA adapter, for vLLM --lora-modules and peft`);
   return `${lines.join("\n")}\n`;
 }

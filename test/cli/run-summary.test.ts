@@ -90,6 +90,7 @@ describe("the end-of-run summary", () => {
       `${join(dir, "checkpoints")} (last: ${join(dir, "checkpoints", "step_000004.json")})`,
     );
     expect(summary).toContain(`next\n  nexrl report ${dir} --open\n  nexrl sample ${dir} 'PROMPT'`);
+    expect(summary).toMatch(new RegExp(`\\n  nexrl export ${dir} +# Hugging Face and GGUF files`));
   }, 120_000);
 
   it("is printed without step lines when logger.backend leaves console out", async () => {

@@ -41,12 +41,15 @@ describe("the final checkpoint", () => {
     expect(trained.length).toBe(initial.length);
     expect(trained.equals(initial)).toBe(false);
     expect(result.outputs.sampleable).toBe(true);
+    expect(result.outputs.exportFormat).toBe("both");
   });
 
   it("is not saved with trainer.save_final: false, and save_freq checkpoints still are", async () => {
     const dir = await tempDir();
     const none = await runRecipe(await sftRecipe(dir, 2, ", save_final: false"), { outputDir: join(dir, "none") });
     expect(none.lastCheckpoint).toBeUndefined();
+    // An SFT run samples nothing, so without a checkpoint nexrl export has no weights either.
+    expect(none.outputs.exportFormat).toBeUndefined();
     expect(await readdir(join(dir, "none", "checkpoints")).catch(() => [])).toEqual([]);
     await runRecipe(await sftRecipe(dir, 3, ", save_final: false, save_freq: 2"), {
       outputDir: join(dir, "every"),
