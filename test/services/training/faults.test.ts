@@ -84,23 +84,23 @@ describe.each<Exclude<TrainingBackend, "local">>(["tinker", "weaver"])("faults o
     const clean = await serve({ protocol: backend });
     const expected = await run(client(backend, clean.url, cleanLogs));
     expect(expected.steps).toBe(4);
-    let faulted = 0;
     let resubmitted = 0;
     const logs: string[] = [];
     for (const seed of [1, 2, 3]) {
       const server = await serve({ protocol: backend, faults: RETRYABLE, seed });
+      const logged = logs.length;
       expect(await run(client(backend, server.url, logs))).toEqual(expected);
-      faulted += server.requests.length - clean.requests.length;
+      // Faults happened: the client logged its retries of them. (Counting requests against the
+      // clean run's cannot tell: how often a future is polled depends on how fast the engine answers.)
+      expect(logs.length).toBeGreaterThan(logged);
       resubmitted += resubmissions(server.requests);
       expect(server.logs).toEqual([]);
     }
-    expect(faulted).toBeGreaterThan(0);
     // Tinker resubmits (after 410s, drops and error statuses) and the server deduplicates by
     // seq_id; Weaver never sends a submission twice.
     if (backend === "tinker") expect(resubmitted).toBeGreaterThan(0);
     else expect(resubmitted).toBe(0);
-    expect(logs.length).toBeGreaterThan(0); // retries were logged …
-    expect(secretsIn(...logs)).toEqual([]); // … without the key
+    expect(secretsIn(...logs)).toEqual([]); // the retries were logged without the key
   });
 
   it("reports a failed operation as its typed error", async () => {
