@@ -67,6 +67,14 @@ export {
   type WorkerSettings,
 } from "./contracts/worker.js";
 /** @category Contracts */
+export type {
+  ClassOptions,
+  OptionsIssue,
+  OptionsPathSegment,
+  OptionsResult,
+  OptionsSchema,
+} from "./contracts/options.js";
+/** @category Contracts */
 export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
 /** @category Contracts */
 export { RemoteApiTrainer } from "./pipeline/trainers/remote-api-trainer.js";

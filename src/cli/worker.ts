@@ -42,13 +42,17 @@ export async function runWorker(
   const settings = distributedSettings(recipe, command.redis);
   const { config } = recipe;
   const concurrency = command.concurrency ?? config.rollout_worker.num_workers;
-  const [{ resolveRolloutWorkerClass }, { loadTokenizer }, { tokenizerName, tokenizerOptions }, { createRunner }] =
-    await Promise.all([
-      import("../pipeline/workers/registry.js"),
-      import("../services/inference/tokenizers/load.js"),
-      import("../pipeline/preflight.js"),
-      import("../pipeline/setup.js"),
-    ]);
+  const [
+    { resolveRolloutWorkerClass, rolloutWorkerOptions },
+    { loadTokenizer },
+    { tokenizerName, tokenizerOptions },
+    { createRunner },
+  ] = await Promise.all([
+    import("../pipeline/workers/registry.js"),
+    import("../services/inference/tokenizers/load.js"),
+    import("../pipeline/preflight.js"),
+    import("../pipeline/setup.js"),
+  ]);
   const [
     { connectRedis, StreamKeys },
     { serverName },
@@ -66,6 +70,7 @@ export async function runWorker(
   ]);
   const closing = new AbortController();
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);
+  const workerOptions = await rolloutWorkerOptions(config, workerClass, recipe.path);
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   const fingerprint = await runFingerprint(config, recipe.dir, tokenizerName(config));
   const log = (line: string): void => void io.stderr.write(`nexrl worker: ${line}\n`);
@@ -107,6 +112,7 @@ export async function runWorker(
         if (relay) relays.push(relay);
         runner = createRunner(workerConfig(message.sampling), {
           workerClass,
+          workerOptions,
           namePrefix: message.kind === "train" ? "rollout_worker" : "validation_worker",
           tokenizer,
           inference: relay,

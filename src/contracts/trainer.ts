@@ -7,6 +7,7 @@ import type { TrainingClient, TrainingService } from "../services/training/types
 import type { LossFunctionName } from "./losses.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "./trajectory.js";
+import type { ClassOptions } from "./options.js";
 import type { AdamParams } from "../types/wire.js";
 
 /**
@@ -65,6 +66,8 @@ export interface TrainerContext {
   readonly initialSamplerPath: string;
   /** Reports a warning to the run's log and event stream. */
   warn(message: string): void;
+  /** The recipe's `trainer.options`, checked by the class's `optionsSchema` when it has one; `{}` when the recipe gives none. */
+  readonly options?: ClassOptions;
 }
 
 /** What one call of {@link Trainer.train} did. */

@@ -10,6 +10,7 @@ import type { InferenceClient } from "../services/inference/types.js";
 import type { TrainingService } from "../services/training/types.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "./trajectory.js";
+import type { ClassOptions } from "./options.js";
 
 /**
  * Options of the `agent` and `nexau` workers' episodes (`rollout_worker.agent`, defaults filled),
@@ -112,6 +113,8 @@ export interface RolloutWorkerContext {
   readonly tokenizer: Tokenizer;
   /** The run's training service, for samplers of other models (a reward model); absent outside a run. */
   readonly service?: TrainingService;
+  /** The recipe's `rollout_worker.options`, checked by the class's `optionsSchema` when it has one; `{}` when the recipe gives none. */
+  readonly options?: ClassOptions;
 }
 
 /** A sequence cut by {@link BaseRolloutWorker.truncate}. */

@@ -27,10 +27,12 @@ import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
 import { isDerivedFrom } from "../recipe/brand.js";
 import { RemoteApiGrpoTrainer } from "./trainers/grpo.js";
-import { resolveTrainerClass, type TrainerClass } from "./trainers/registry.js";
+import { resolveTrainerClass, trainerOptions, type TrainerClass } from "./trainers/registry.js";
+import type { ClassOptions } from "../contracts/options.js";
 import {
   checkRolloutWorkerClass,
   resolveRolloutWorkerClass,
+  rolloutWorkerOptions,
   rolloutWorkerNotes,
   type RolloutWorkerClass,
 } from "./workers/registry.js";
@@ -169,6 +171,8 @@ async function openLoaders(config: RecipeConfig, tokenizer: Tokenizer | undefine
 export interface PreparedRun {
   /** The rollout worker and trainer classes. */
   classes: { worker: RolloutWorkerClass; trainer: TrainerClass };
+  /** Their recipe options, checked by their `optionsSchema`s. */
+  options: { worker: ClassOptions; trainer: ClassOptions };
   /** The tokenizer of the trained model. */
   tokenizer: Tokenizer;
   /** The data. */
@@ -229,10 +233,14 @@ export async function prepareRun(recipe: LoadedRecipe, signal: AbortSignal): Pro
     trainer: await resolveTrainerClass(config, recipe.dir, recipe.path),
   };
   checkTrainerGroups(recipe, classes.trainer);
+  const options = {
+    worker: await rolloutWorkerOptions(config, classes.worker, recipe.path),
+    trainer: await trainerOptions(config, classes.trainer, recipe.path),
+  };
   const tokenizer = await loadTokenizer(tokenizerName(config), tokenizerOptions(config));
   const loaders = await openLoaders(config, tokenizer);
   appendAll(notes, checkFirstRows(config, loaders, tokenizer));
-  return { classes, tokenizer, loaders, notes };
+  return { classes, options, tokenizer, loaders, notes };
 }
 
 /**
@@ -262,7 +270,9 @@ async function checkRecipeIn(
   const { config } = recipe;
   const notes = await checkSettings(recipe, cwd);
   await checkRolloutWorkerClass(config, recipe.dir, recipe.path);
-  checkTrainerGroups(recipe, await resolveTrainerClass(config, recipe.dir, recipe.path));
+  const trainerClass = await resolveTrainerClass(config, recipe.dir, recipe.path);
+  checkTrainerGroups(recipe, trainerClass);
+  await trainerOptions(config, trainerClass, recipe.path);
   const name = tokenizerName(config);
   const source = await locateTokenizer(name);
   let tokenizer: Tokenizer | undefined;

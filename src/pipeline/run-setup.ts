@@ -211,6 +211,7 @@ export async function setUpRun(
   try {
     const runnerParts = {
       workerClass,
+      workerOptions: prepared.options.worker,
       tokenizer,
       service,
       policy,
@@ -267,6 +268,7 @@ export async function setUpRun(
       tokenizer,
       initialSamplerPath,
       warn: (message) => options.emit({ type: "warning", message }),
+      options: prepared.options.trainer,
     });
     const warn = (message: string): void => options.emit({ type: "warning", message });
     const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step, warn);

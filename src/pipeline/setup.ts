@@ -5,6 +5,7 @@
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import type { InferenceClient } from "../services/inference/types.js";
 import type { TrainingService } from "../services/training/types.js";
+import type { ClassOptions } from "../contracts/options.js";
 import { encodePrompt, type Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";
 import type { FailurePolicy } from "./rollout/failure-policy.js";
@@ -53,6 +54,8 @@ export function openDataLoader(
 export interface RunnerParts {
   /** The worker class. */
   workerClass: RolloutWorkerClass;
+  /** The options its instances are constructed with (`rollout_worker.options`, checked). */
+  workerOptions: ClassOptions;
   /** Worker names are `<prefix>-<slot>`. */
   namePrefix: string;
   /** The tokenizer. */
@@ -86,6 +89,7 @@ export function createRunner(config: RecipeConfig, parts: RunnerParts): RolloutR
         name: `${parts.namePrefix}-${slot}`,
         settings: workerSettings(config),
         tokenizer: parts.tokenizer,
+        options: parts.workerOptions,
         ...(parts.service && { service: parts.service }),
       }),
     numWorkers: worker.num_workers,

@@ -111,6 +111,7 @@ const READ: Record<string, string> = {
   "rollout_worker.enable_trace_prefix_merge": "src/agent/worker.ts",
   "rollout_worker.custom_rollout_worker_module_path": "src/pipeline/workers/registry.ts",
   "rollout_worker.custom_rollout_worker_class_name": "src/pipeline/workers/registry.ts",
+  "rollout_worker.options": "src/pipeline/workers/registry.ts",
   "rollout_worker.rollout_timeout_seconds": "src/pipeline/setup.ts",
   "rollout_worker.agent.math.judge_mode": "src/pipeline/rewards/math-judge.ts",
   "rollout_worker.sft.train_on": "src/pipeline/settings.ts",
@@ -145,6 +146,7 @@ const READ: Record<string, string> = {
   "trainer.remove_previous_ckpt": "src/pipeline/training-run.ts",
   "trainer.custom_trainer_module_path": "src/pipeline/trainers/registry.ts",
   "trainer.custom_trainer_class_name": "src/pipeline/trainers/registry.ts",
+  "trainer.options": "src/pipeline/trainers/registry.ts",
   "trainer.teachers[].base_model": "src/pipeline/trainers/opd.ts",
   "trainer.dpo.beta": "src/pipeline/trainers/dpo.ts",
   "trainer.dpo.reference": "src/pipeline/trainers/dpo.ts",
@@ -414,6 +416,16 @@ const REFUSED: Refusal[] = [
     overrides: ["++rollout_worker.custom_rollout_worker_module_path=w.ts"],
     keyPath: "rollout_worker.custom_rollout_worker_module_path",
     says: "read only when `type` is `custom`, and this worker is `pig_latin`",
+  },
+  {
+    overrides: ["++rollout_worker.options={bonus: 1}"],
+    keyPath: "rollout_worker.options",
+    says: "read only by a custom worker (`type: custom`), and this worker is `pig_latin`",
+  },
+  {
+    overrides: ["++trainer.options={scale: 2}"],
+    keyPath: "trainer.options",
+    says: "read only by a custom trainer (`type: custom`), and this trainer is `remote_api_cross_entropy`",
   },
   {
     overrides: ["++trajectory_pool.group_size=8"],

@@ -102,7 +102,7 @@ describe("recipe schema", () => {
     expect(await problems(MINIMAL_YAML, ["+trainer.zzz=1", "+rollout_worker.agent_config_path=a.yaml"])).toEqual([
       "rollout_worker.agent_config_path: unknown key; did you mean `nexau_agent_config_path`?",
       "trainer.zzz: unknown key; known keys here: type, total_train_steps, save_freq, save_final, checkpoint_path, sync_weight_path, " +
-        "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, teachers, dpo, allow_loss_without_advantages, algorithm",
+        "remove_previous_ckpt, custom_trainer_module_path, custom_trainer_class_name, options, teachers, dpo, allow_loss_without_advantages, algorithm",
     ]);
   });
 

@@ -59,10 +59,7 @@ export async function runFingerprint(
   for (const [key, file] of files) {
     if (!file) continue;
     const path = findRecipeFile(file.path, { recipeDir }).found ?? file.path;
-    const sha256 = createHash("sha256")
-      .update(await readFile(path))
-      .digest("hex");
-    modules[key] = { sha256, ...(file.export !== undefined && { export: file.export }) };
+    modules[key] = { sha256: sha256(await readFile(path)), ...(file.export !== undefined && { export: file.export }) };
   }
   return {
     nexrl: version,
@@ -70,7 +67,21 @@ export async function runFingerprint(
     tokenizer,
     worker_type: worker.type,
     modules,
+    ...(worker.options !== undefined && { worker_options: sha256(sortedJson(worker.options)) }),
   };
+}
+
+function sha256(text: string | Buffer): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** `value` as JSON with every object's keys sorted, so that equal options hash alike whatever their order in the recipe. */
+function sortedJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
 }
 
 /** A module entry as messages show it. */
@@ -96,6 +107,8 @@ function fingerprintDifferences(own: RunFingerprint, driver: RunFingerprint): st
       describeModule(own.modules[key]),
       describeModule(driver.modules[key]),
     );
+  const options = (hash: string | undefined): string => (hash === undefined ? "none" : `sha256 ${hash.slice(0, 12)}…`);
+  compare("rollout_worker.options", options(own.worker_options), options(driver.worker_options));
   compare("model", own.model, driver.model);
   compare("tokenizer", own.tokenizer, driver.tokenizer);
   compare("nexrl", own.nexrl, driver.nexrl);

@@ -73,6 +73,8 @@ export interface RunFingerprint {
   worker_type: string;
   /** The files the worker (and its agent, evaluator) is loaded from, by recipe key. */
   modules: Record<string, FingerprintModule>;
+  /** SHA-256 (hex) of `rollout_worker.options` as JSON with sorted keys; absent when the recipe gives none. */
+  worker_options?: string;
 }
 
 /** A failed attempt, as a worker reports it. */
@@ -207,6 +209,7 @@ const fingerprintSchema = z.object({
   tokenizer: z.string(),
   worker_type: z.string(),
   modules: z.record(z.string(), z.object({ sha256: z.string(), export: z.string().optional() })),
+  worker_options: z.string().optional(),
 });
 
 /** A message read from a stream: its value, or what is wrong with it. */

@@ -9,6 +9,7 @@ import { putSummary } from "../stats.js";
 import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import type { TrainerContext } from "../../contracts/trainer.js";
+import type { ClassOptions } from "../../contracts/options.js";
 import { klPenaltyAdvantages } from "./token-advantages.js";
 
 /** A KL penalty against a reference policy, applied through the advantages. */
@@ -45,11 +46,11 @@ export interface GrpoTrainerOptions extends GroupAdvantageOptions {
  * }
  * ```
  */
-export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
+export class RemoteApiGrpoTrainer<Options extends object = ClassOptions> extends RemoteApiTrainer<Options> {
   /** Brand by which the run recognises group-relative trainers across copies of nexrl. */
   static override readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiGrpoTrainer";
-  /** The options in use. */
-  protected readonly options: GrpoTrainerOptions;
+  /** The estimator, constant-group and KL-penalty options in use (given to the constructor). */
+  protected readonly grpoOptions: GrpoTrainerOptions;
   private reference: Promise<SamplingClient> | undefined;
 
   /**
@@ -58,12 +59,12 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
    */
   constructor(context: TrainerContext, options: GrpoTrainerOptions = {}) {
     super(context);
-    this.options = options;
+    this.grpoOptions = options;
   }
 
   /** True: policy losses and the KL penalty read sampler logprobs. */
   protected override needsSamplerLogprobs(): boolean {
-    return this.options.klPenalty !== undefined || super.needsSamplerLogprobs();
+    return this.grpoOptions.klPenalty !== undefined || super.needsSamplerLogprobs();
   }
 
   /** Sets each trajectory's advantage and drops constant-reward groups; applies the KL penalty. */
@@ -71,14 +72,14 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
     trajectories: Trajectory[],
     metrics: Record<string, number>,
   ): Promise<Trajectory[]> {
-    const result = groupAdvantages(trajectories, this.options);
+    const result = groupAdvantages(trajectories, this.grpoOptions);
     metrics["train/groups"] = result.groups;
     metrics["train/groups_constant"] = result.constantGroups;
     putSummary(metrics, "train/group_reward_std", result.groupStd, ["mean"]);
     trajectories.forEach((t, i) => {
       t.advantage = result.advantages[i]!;
     });
-    const kept = this.options.keepConstantRewardGroups
+    const kept = this.grpoOptions.keepConstantRewardGroups
       ? trajectories
       : trajectories.filter((_, i) => !result.constant[i]);
     putSummary(
@@ -87,7 +88,7 @@ export class RemoteApiGrpoTrainer extends RemoteApiTrainer {
       kept.map((t) => t.advantage!),
       ["mean", "std"],
     );
-    const kl = this.options.klPenalty;
+    const kl = this.grpoOptions.klPenalty;
     if (kl && kept.length > 0) {
       const reference = await this.referenceSampler(kl.referencePath ?? this.context.initialSamplerPath);
       const referenceLogprobs = await Promise.all(kept.map((t) => reference.computeLogprobs(t.tokens)));

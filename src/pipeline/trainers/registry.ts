@@ -3,7 +3,9 @@
  * @module
  */
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
+import { classOptions } from "../../recipe/class-options.js";
 import { loadUserClass } from "../../recipe/user-module.js";
+import type { ClassOptions } from "../../contracts/options.js";
 import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
 import { RemoteApiDpoTrainer } from "./dpo.js";
 import { RemoteApiGrpoTrainer } from "./grpo.js";
@@ -48,4 +50,17 @@ export async function resolveTrainerClass(
         ...(recipeFile !== undefined && { recipeFile }),
       })) as unknown as TrainerClass;
   }
+}
+
+/**
+ * The options the recipe's trainer is constructed with: `trainer.options`, checked by
+ * `trainerClass.optionsSchema` when it declares one (`{}` for the built-in trainers).
+ * @throws RecipeError when the schema refuses them.
+ */
+export function trainerOptions(
+  config: RecipeConfig,
+  trainerClass: TrainerClass,
+  recipeFile?: string,
+): Promise<ClassOptions> {
+  return classOptions(trainerClass, config.trainer.options, "trainer.options", recipeFile);
 }

@@ -8,6 +8,7 @@ import { adamParams, datum, type AdamParams, type Datum } from "../../types/wire
 import { lossKind, trajectoryToDatum } from "./datums.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
+import type { ClassOptions, OptionsSchema } from "../../contracts/options.js";
 import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "../../contracts/trainer.js";
 import type { ApiFuture, TrainingClient } from "../../services/training/types.js";
 import type { ForwardBackwardOutput } from "../../types/results.js";
@@ -35,11 +36,18 @@ import type { ForwardBackwardOutput } from "../../types/results.js";
  * }
  * ```
  */
-export abstract class RemoteApiTrainer implements Trainer {
+export abstract class RemoteApiTrainer<Options extends object = ClassOptions> implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiTrainer";
+  /**
+   * Checks the recipe's `trainer.options` of a custom subclass before the run starts; its output
+   * becomes {@link RemoteApiTrainer.options}. Leave it unset to take the options as written.
+   */
+  static optionsSchema?: OptionsSchema;
   /** Services, settings and tokenizer. */
   protected readonly context: TrainerContext;
+  /** The recipe's `trainer.options` (after `optionsSchema`, when the class has one); `{}` when it gives none. */
+  readonly options: Readonly<Options>;
   /** Seconds the service keeps each sampler snapshot (default one day). */
   protected readonly samplerTtlSeconds: number = 24 * 3600;
   private readonly warned = new Set<string>();
@@ -47,6 +55,7 @@ export abstract class RemoteApiTrainer implements Trainer {
   /** @param context services, settings and tokenizer, given by the pipeline. */
   constructor(context: TrainerContext) {
     this.context = context;
+    this.options = (context.options ?? {}) as Readonly<Options>;
   }
 
   /** The hyper-parameters (`trainer.algorithm` merged with `service.train_service.config`). */

@@ -17,6 +17,7 @@ import {
   type TruncatedSequence,
   type WorkerSettings,
 } from "../../contracts/worker.js";
+import type { ClassOptions, OptionsSchema } from "../../contracts/options.js";
 import { NexrlError } from "../../errors.js";
 
 /**
@@ -50,15 +51,22 @@ export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
  * }
  * ```
  */
-export abstract class BaseRolloutWorker<Row extends object = DataRow> {
+export abstract class BaseRolloutWorker<Row extends object = DataRow, Options extends object = ClassOptions> {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND] = "nexrl.BaseRolloutWorker";
+  /**
+   * Checks the recipe's `rollout_worker.options` of a custom subclass before the run starts; its
+   * output becomes {@link BaseRolloutWorker.options}. Leave it unset to take the options as written.
+   */
+  static optionsSchema?: OptionsSchema;
   /** The worker's name. */
   readonly name: string;
   /** What the worker reads of the recipe (`rollout_worker:`, camelCase). */
   readonly settings: WorkerSettings;
   /** The tokenizer of the trained model. */
   readonly tokenizer: Tokenizer;
+  /** The recipe's `rollout_worker.options` (after `optionsSchema`, when the class has one); `{}` when it gives none. */
+  readonly options: Readonly<Options>;
   /** Set by the pipeline during a rollout. @internal */
   declare [ROLLOUT_SCOPE]: RolloutScope | undefined;
 
@@ -67,6 +75,7 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow> {
     this.name = context.name;
     this.settings = context.settings;
     this.tokenizer = context.tokenizer;
+    this.options = (context.options ?? {}) as Readonly<Options>;
   }
 
   /**

@@ -2,7 +2,9 @@
  * The rollout worker class a recipe names.
  * @module
  */
+import { classOptions } from "../../recipe/class-options.js";
 import { loadUserClass } from "../../recipe/user-module.js";
+import type { ClassOptions } from "../../contracts/options.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { BaseRolloutWorker } from "./base.js";
 import { type RolloutWorkerContext } from "../../contracts/worker.js";
@@ -107,6 +109,19 @@ export async function resolveRolloutWorkerClass(
   }
 }
 
+/**
+ * The options the recipe's worker instances are constructed with: `rollout_worker.options`,
+ * checked by `workerClass.optionsSchema` when it declares one (`{}` for the built-in workers).
+ * @throws RecipeError when the schema refuses them.
+ */
+export function rolloutWorkerOptions(
+  config: RecipeConfig,
+  workerClass: RolloutWorkerClass,
+  recipeFile?: string,
+): Promise<ClassOptions> {
+  return classOptions(workerClass, config.rollout_worker.options, "rollout_worker.options", recipeFile);
+}
+
 /** Whether the worker runs an agent of the agent service (a module, a declarative agent or external agents). */
 function isAgentServiceWorker(worker: RecipeConfig["rollout_worker"]): boolean {
   return worker.type === "nexau" || (worker.type === "agent" && !isBuiltinAgent(worker));
@@ -123,8 +138,9 @@ export async function rolloutWorkerNotes(config: RecipeConfig): Promise<string[]
 }
 
 /**
- * Checks that {@link resolveRolloutWorkerClass} would find the recipe's worker — a custom class,
- * or an agent and its evaluator with a reward source — without starting the agent gateway.
+ * Checks that {@link resolveRolloutWorkerClass} would find the recipe's worker — a custom class
+ * that accepts the recipe's options, or an agent and its evaluator with a reward source — without
+ * starting the agent gateway.
  * @throws as {@link resolveRolloutWorkerClass} does.
  */
 export async function checkRolloutWorkerClass(
@@ -136,5 +152,5 @@ export async function checkRolloutWorkerClass(
     await agentServiceWorkers().check(config, { recipeDir, ...(recipeFile !== undefined && { recipeFile }) });
     return;
   }
-  await resolveRolloutWorkerClass(config, recipeDir, recipeFile);
+  await rolloutWorkerOptions(config, await resolveRolloutWorkerClass(config, recipeDir, recipeFile), recipeFile);
 }

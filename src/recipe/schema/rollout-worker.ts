@@ -224,6 +224,11 @@ export const rolloutWorkerSchema = z
     /** Exported class name in `custom_rollout_worker_module_path`. */
     custom_rollout_worker_class_name: nonEmpty.default("CustomRolloutWorker"),
     /**
+     * Options of a custom worker (`type: custom`), given to it as `this.options`, checked by the
+     * class's `optionsSchema` when it has one; refused for the built-in workers.
+     */
+    options: z.record(z.string(), z.unknown()).optional(),
+    /**
      * Seconds one rollout may take before it counts as failed (and its worker instance is
      * replaced); 0 for no limit. A rollout that can never finish (nothing left to wait for) fails
      * at once, whatever this says.
@@ -352,6 +357,12 @@ export const rolloutWorkerSchema = z
         ctx,
         ["custom_rollout_worker_module_path"],
         `read only when \`type\` is \`custom\`, and this worker is \`${worker.type}\`: remove it, or set \`type: custom\` to run your class`,
+      );
+    if (worker.type !== "custom" && worker.options !== undefined)
+      refuse(
+        ctx,
+        ["options"],
+        `read only by a custom worker (\`type: custom\`), and this worker is \`${worker.type}\`; remove it (the built-in workers' settings are keys of their own, e.g. \`sft\`, \`agent\`)`,
       );
     if (worker.agent?.external && worker.distributed !== undefined)
       refuse(

@@ -136,6 +136,11 @@ export const trainerSchema = z
     custom_trainer_module_path: nonEmpty.optional(),
     /** Exported class name in `custom_trainer_module_path`. */
     custom_trainer_class_name: nonEmpty.default("CustomTrainer"),
+    /**
+     * Options of a custom trainer (`type: custom`), given to it as `this.options`, checked by the
+     * class's `optionsSchema` when it has one; refused for the built-in trainers.
+     */
+    options: z.record(z.string(), z.unknown()).optional(),
     /** The teacher of `remote_api_opd`: one, on the student's training service. */
     teachers: z.array(teacherSchema).optional(),
     /** Options of `remote_api_dpo` (β and the reference model); refused for other trainers. */
@@ -187,6 +192,12 @@ export const trainerSchema = z
         ctx,
         ["custom_trainer_module_path"],
         `read only when \`type\` is \`custom\`, and this trainer is \`${trainer.type}\`: remove it, or set \`type: custom\` to run your class`,
+      );
+    if (trainer.type !== "custom" && trainer.options !== undefined)
+      refuse(
+        ctx,
+        ["options"],
+        `read only by a custom trainer (\`type: custom\`), and this trainer is \`${trainer.type}\`; remove it (the built-in trainers' settings are keys of their own, e.g. \`algorithm\`, \`dpo\`)`,
       );
     if (trainer.allow_loss_without_advantages && !ADVANTAGE_TRAINER_TYPES.includes(trainer.type))
       refuse(

@@ -84,6 +84,24 @@ describe("recipe fingerprints", () => {
     );
   });
 
+  it("hashes the custom worker's options, whatever their key order, and name options that differ", async () => {
+    const withOptions = (options: string): string =>
+      grpoRecipeYaml().replace("  type: custom\n", `  type: custom\n  options: ${options}\n`);
+    const driver = await fingerprintOf(withOptions("{ bonus: 0.5, words: { first: a, last: z } }"));
+    expect(driver.worker_options).toMatch(/^[0-9a-f]{64}$/);
+    const published = encode(driver);
+    const reordered = await fingerprintOf(withOptions("{ words: { last: z, first: a }, bonus: 0.5 }"));
+    expect(publishedMismatch(reordered, published, KEY, "exp")).toBeUndefined();
+    const other = await fingerprintOf(withOptions("{ bonus: 0.25, words: { first: a, last: z } }"));
+    const short = (hash: string | undefined): string => `sha256 ${hash!.slice(0, 12)}…`;
+    expect(publishedMismatch(other, published, KEY, "exp")?.message).toBe(
+      `this worker's recipe does not match the run's driver (stream prefix exp): rollout_worker.options ${short(other.worker_options)} vs the driver's ${short(driver.worker_options)}; start the worker with the driver's recipe`,
+    );
+    expect(publishedMismatch(await fingerprintOf(grpoRecipeYaml()), published, KEY, "exp")?.message).toContain(
+      `rollout_worker.options none vs the driver's ${short(driver.worker_options)}`,
+    );
+  });
+
   it("names a driver of another nexrl version, and refuses a fingerprint it cannot read", () => {
     const own = { nexrl: version, model: "tiny", tokenizer: "tiny", worker_type: "simple", modules: {} };
     expect(publishedMismatch(own, encode({ ...own, nexrl: "9.9.9" }), KEY, "exp")?.message).toBe(
