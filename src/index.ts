@@ -15,7 +15,7 @@
  */
 
 /** @category Contracts */
-export { Trajectory, type TrajectoryInit } from "./contracts/trajectory.js";
+export { Trajectory, type PreferenceSide, type TrajectoryInit } from "./contracts/trajectory.js";
 /** @category Contracts */
 export {
   type Datum,
@@ -184,7 +184,6 @@ export { PreferenceRolloutWorker } from "./pipeline/workers/preference.js";
 export {
   RemoteApiPreferenceTrainer,
   preferencePairs,
-  type PreferenceSide,
   type ScoredSequence,
 } from "./pipeline/trainers/preference.js";
 /** @category Built-in workers and trainers */

@@ -89,8 +89,8 @@ function callSummary(call: GatewayCall) {
 
 /**
  * The trajectories of one episode. Each gets the episode's reward (or its own pushed one),
- * `extraFields.loss_weight` (1 / number of trajectories for `inverse_count`),
- * `extraFields.score` (`reward_score` and the evaluator's metrics), `extraFields.agent` (rollout
+ * `lossWeight` (1 / number of trajectories for `inverse_count`),
+ * `score` (`reward_score` and the evaluator's metrics), `extraFields.agent` (rollout
  * id, position in the episode, turns, truncation) and `extraFields.calls` (what was recorded of
  * each call). The first trajectory carries the episode's `agent/*` counters; a trajectory that
  * starts at a break in continuity carries its explanation in `extraFields.diagnostics`.
@@ -124,10 +124,11 @@ export function episodeTrajectories(
       reward: seq.reward ?? score.reward,
       ...(seq.logprobs && { logprobs: seq.logprobs }),
       ...(seq.policyVersion !== undefined && { policyVersion: seq.policyVersion }),
+      score: { reward_score: seq.reward ?? score.reward, ...score.metrics },
+      lossWeight: weight,
+      ...(j === 0 && { counters }),
       extraFields: {
         ...seq.extraFields,
-        score: { reward_score: seq.reward ?? score.reward, ...score.metrics },
-        loss_weight: weight,
         agent: {
           rollout_id: trace.rolloutId,
           trajectory: j,
@@ -143,7 +144,6 @@ export function episodeTrajectories(
         ...(score.groundTruth !== undefined && { ground_truth: score.groundTruth }),
         ...(score.extraInfo && { evaluation: score.extraInfo }),
         ...(options.taskName !== undefined && { task_name: options.taskName }),
-        ...(j === 0 && { counters }),
         ...(diagnostics.length > 0 && { diagnostics }),
       },
     };

@@ -22,9 +22,31 @@ export interface TrajectoryInit {
   runId?: number;
   /** Version of the policy (training step) whose weights sampled this trajectory. */
   policyVersion?: number;
-  /** Anything else the worker wants to carry (scores, the response text, …). */
+  /** Share of the loss of this trajectory's trained tokens (default 1; an agent episode splits 1 over its trajectories). */
+  lossWeight?: number;
+  /** Which side of a preference pair it is, for the preference trainers (`remote_api_dpo`, `remote_api_reward_model`). */
+  preference?: PreferenceSide;
+  /** Numbers averaged over the step's trajectories as `rollout/score/<key>_mean` (booleans count as 0 and 1). */
+  score?: Record<string, number | boolean>;
+  /** Numbers added up over the step's trajectories into the step's metrics, under their own keys. */
+  counters?: Record<string, number>;
+  /** Anything else the worker wants to carry (the response text, the answer, …): shown in `samples.jsonl`, read by nothing else. */
   extraFields?: Record<string, unknown>;
 }
+
+/** Which side of a preference pair a trajectory is. */
+export type PreferenceSide = "chosen" | "rejected";
+
+/**
+ * The typed fields that earlier versions read from `extraFields` (by the same names in
+ * snake_case), which `samples.jsonl` still shows there.
+ */
+export const TYPED_EXTRA_FIELDS = {
+  lossWeight: "loss_weight",
+  preference: "preference",
+  score: "score",
+  counters: "counters",
+} as const;
 
 /**
  * One sampled sequence with what training needs: tokens, which of them to train on, and the
@@ -57,22 +79,70 @@ export class Trajectory {
   runId?: number;
   /** Policy version that sampled it. */
   policyVersion?: number;
-  /** Extra fields carried along for metrics and samples. */
+  /** Share of the loss of its trained tokens; undefined for 1. */
+  lossWeight?: number;
+  /** Its side of a preference pair. */
+  preference?: PreferenceSide;
+  /** Numbers averaged per step as `rollout/score/<key>_mean`. */
+  score?: Record<string, number | boolean>;
+  /** Numbers summed into the step's metrics. */
+  counters?: Record<string, number>;
+  /** The worker's own fields, shown in `samples.jsonl`. */
   extraFields: Record<string, unknown>;
 
-  /** Takes the given fields; arrays are used as they are (not copied). */
+  /**
+   * Takes the given fields; arrays are used as they are (not copied). `loss_weight`,
+   * `preference`, `score` and `counters` in `extraFields` (where earlier versions read them, and
+   * saved checkpoints hold them) become the typed fields, when those are not given.
+   */
   constructor(init: TrajectoryInit) {
     this.tokens = init.tokens;
     this.lossMask = init.lossMask;
     this.reward = init.reward;
     this.isVal = init.isVal ?? false;
-    this.extraFields = init.extraFields ?? {};
+    const extraFields = init.extraFields ?? {};
+    this.extraFields = extraFields;
+    this.lossWeight = init.lossWeight;
+    this.preference = init.preference;
+    this.score = init.score;
+    this.counters = init.counters;
+    if (Object.values(TYPED_EXTRA_FIELDS).some((key) => Object.hasOwn(extraFields, key)))
+      this.adoptLegacyFields(extraFields);
     this.logprobs = init.logprobs;
     this.advantage = init.advantage;
     this.advantages = init.advantages;
     this.groupId = init.groupId;
     this.runId = init.runId;
     this.policyVersion = init.policyVersion;
+  }
+
+  /**
+   * Takes the typed fields' snake_case keys out of `extraFields` (into a copy) for the fields
+   * still unset, as earlier versions read them: `loss_weight` as it is (validate() refuses a bad
+   * one, as before), `preference` when it names a side, and the numbers (and, for `score`,
+   * booleans) of a `score` or `counters` object. Anything else there stays in `extraFields`, the
+   * worker's own.
+   */
+  private adoptLegacyFields(extraFields: Record<string, unknown>): void {
+    const own = { ...extraFields };
+    const take = (key: string): unknown => {
+      const value = own[key];
+      delete own[key];
+      return value;
+    };
+    if (Object.hasOwn(own, "loss_weight")) this.lossWeight ??= take("loss_weight") as number;
+    if (own.preference === "chosen" || own.preference === "rejected")
+      this.preference ??= take("preference") as PreferenceSide;
+    for (const field of ["score", "counters"] as const) {
+      const value = own[field];
+      if (!isPlainObject(value) || this[field] !== undefined) continue;
+      const booleans = field === "score";
+      const numbers = Object.fromEntries(Object.entries(value).filter(([, entry]) => isNumberEntry(entry, booleans)));
+      this[field] = numbers as Record<string, number>;
+      // A map with other values too stays, as samples.jsonl showed it.
+      if (Object.keys(numbers).length === Object.keys(value).length) delete own[field];
+    }
+    this.extraFields = own;
   }
 
   /** Number of positions trained on (sum of the loss mask). */
@@ -86,7 +156,9 @@ export class Trajectory {
    * Checks the invariants every consumer relies on.
    * @throws {@link InputError} naming the first bad field: empty or invalid `tokens`,
    *   `lossMask` / `logprobs` / `advantages` of the wrong length, mask values other than 0/1,
-   *   non-finite `reward`, `logprobs`, `advantage` or `advantages`.
+   *   non-finite `reward`, `logprobs`, `advantage` or `advantages`, a `lossWeight` that is not a
+   *   finite number ≥ 0, a `preference` other than `chosen` or `rejected`, `score` or `counters`
+   *   that are not objects of (finite) numbers.
    */
   validate(): this {
     // Plain loops, and messages built only on failure: this runs on every rollout.
@@ -110,7 +182,28 @@ export class Trajectory {
     this.checkFinite("advantages", this.advantages, n);
     if (this.advantage !== undefined && !Number.isFinite(this.advantage))
       this.fail("advantage", `is ${describeValue(this.advantage)}; it must be a finite number`);
+    const weight = this.lossWeight;
+    if (weight !== undefined && (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0))
+      this.fail("lossWeight", `is ${describeValue(weight)}; it must be a finite number >= 0 (or absent for 1)`);
+    const side = this.preference;
+    if (side !== undefined && side !== "chosen" && side !== "rejected")
+      this.fail("preference", `is ${describeValue(side)}; it must be "chosen" or "rejected"`);
+    this.checkNumbers("score", this.score, true);
+    this.checkNumbers("counters", this.counters, false);
     return this;
+  }
+
+  private checkNumbers(field: "score" | "counters", values: object | undefined, booleans: boolean): void {
+    if (values === undefined) return;
+    if (!isPlainObject(values))
+      this.fail(field, `is ${describeValue(values)}; it must be an object of numbers by name`);
+    for (const [key, value] of Object.entries(values)) {
+      if (isNumberEntry(value, booleans)) continue;
+      this.fail(
+        `${field}.${key}`,
+        `is ${describeValue(value)}; it must be a finite number${booleans ? " or a boolean" : ""}`,
+      );
+    }
   }
 
   private checkLength(field: string, values: unknown, n: number): asserts values is unknown[] {
@@ -139,6 +232,14 @@ export class Trajectory {
     if (this.runId !== undefined) parts.push(`run ${this.runId}`);
     return parts.length ? ` (${parts.join(", ")})` : "";
   }
+}
+
+function isPlainObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isNumberEntry(value: unknown, booleans: boolean): boolean {
+  return (typeof value === "number" && Number.isFinite(value)) || (booleans && typeof value === "boolean");
 }
 
 /** A value as a message shows it: numbers as they are, anything else with its type (`the string "1"`). */

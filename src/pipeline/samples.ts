@@ -3,7 +3,7 @@
  * @module
  */
 import type { Tokenizer } from "../types/tokenizer.js";
-import type { Trajectory } from "../contracts/trajectory.js";
+import { TYPED_EXTRA_FIELDS, type Trajectory } from "../contracts/trajectory.js";
 import type { StepRow } from "./jsonl-log.js";
 import { targetOf } from "./validation-examples.js";
 import { VALIDATION_TARGET } from "./validation-nll.js";
@@ -86,9 +86,17 @@ function diagnosticsOf(t: Trajectory): unknown[] | undefined {
 /** Fields of `extraFields` a sample row shows on their own. */
 const SHOWN_APART = new Set(["diagnostics", "calls", "judge", VALIDATION_TARGET]);
 
-/** The worker's other `extraFields`, as JSON can hold them (a value it cannot is described instead). */
+/**
+ * The worker's other `extraFields`, as JSON can hold them (a value it cannot is described
+ * instead), with the typed fields that earlier versions kept there under their old keys
+ * (`loss_weight`, `preference`, `score`, `counters`), so that the rows read as before.
+ */
 function otherExtraFields(t: Trajectory): Record<string, unknown> | undefined {
-  const entries = Object.entries(t.extraFields).filter(([key]) => !SHOWN_APART.has(key));
+  const typed = Object.entries(TYPED_EXTRA_FIELDS).flatMap(([field, key]) => {
+    const value = t[field as keyof typeof TYPED_EXTRA_FIELDS];
+    return value === undefined ? [] : [[key, value] as const];
+  });
+  const entries = [...typed, ...Object.entries(t.extraFields).filter(([key]) => !SHOWN_APART.has(key))];
   if (entries.length === 0) return undefined;
   const fields: Record<string, unknown> = {};
   for (const [key, value] of entries) {

@@ -162,7 +162,7 @@ describe("agent gateway: each family's tool calls", () => {
       { reward: 0, finalAnswer: "", truncated: false, metrics: {} },
       { weight: "one" },
     );
-    expect(first!.extraFields!.counters).toMatchObject({ "agent/tool_calls": 0, "agent/malformed_tool_calls": 1 });
+    expect(first!.counters).toMatchObject({ "agent/tool_calls": 0, "agent/malformed_tool_calls": 1 });
   });
 
   it("writes the calls of messages it did not sample into the prompt in the family's format", async () => {

@@ -290,11 +290,11 @@ describe("episode trajectories", () => {
       { reward: 0.5, finalAnswer: "42", truncated: false, metrics: { exact: 1 } },
       { weight: "inverse_count", taskName: "t" },
     );
-    expect(out.map((t) => [t.tokens, t.lossMask, t.reward, t.extraFields!.loss_weight])).toEqual([
+    expect(out.map((t) => [t.tokens, t.lossMask, t.reward, t.lossWeight])).toEqual([
       [[1, 2, 3], [0, 0, 1], 0.5, 0.5],
       [[9, 9, 4], [0, 0, 1], 0.5, 0.5],
     ]);
-    expect(out[0]!.extraFields).toMatchObject({
+    expect(out[0]).toMatchObject({
       score: { reward_score: 0.5, exact: 1 },
       counters: {
         "agent/episodes": 1,
@@ -304,11 +304,13 @@ describe("episode trajectories", () => {
         "agent/tool_calls": 1,
         "agent/truncated_episodes": 0,
       },
-      agent: { rollout_id: "r-x", trajectory: 0, trajectories: 2, turns: [1], truncated: false },
-      response: "42",
-      task_name: "t",
+      extraFields: {
+        agent: { rollout_id: "r-x", trajectory: 0, trajectories: 2, turns: [1], truncated: false },
+        response: "42",
+        task_name: "t",
+      },
     });
-    expect(out[1]!.extraFields!.counters).toBeUndefined();
+    expect(out[1]!.counters).toBeUndefined();
     expect(out[0]!.extraFields!.diagnostics).toBeUndefined();
     expect(out[1]!.extraFields!.diagnostics).toEqual([
       expect.objectContaining({
@@ -330,10 +332,9 @@ describe("episode trajectories", () => {
       { reward: 1, finalAnswer: "", truncated: true, truncationReason: "timeout" },
       { weight: "one" },
     );
-    expect(one.map((t) => t.extraFields!.loss_weight)).toEqual([1, 1]);
-    expect(one[0]!.extraFields).toMatchObject({
-      is_truncated: true,
-      agent: { truncated: true, truncation_reason: "timeout" },
+    expect(one.map((t) => t.lossWeight)).toEqual([1, 1]);
+    expect(one[0]).toMatchObject({
+      extraFields: { is_truncated: true, agent: { truncated: true, truncation_reason: "timeout" } },
       counters: { "agent/truncated_episodes": 1 },
     });
   });

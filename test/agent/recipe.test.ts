@@ -145,7 +145,7 @@ describe("recipe/agent_tools through the gateway", () => {
     const t = trajectories[0]!;
     expect(t.tokens).toEqual(tokenizer.applyChatTemplate(episode(row)));
     expect(t.reward).toBe(1);
-    expect(t.extraFields).toMatchObject({
+    expect(t).toMatchObject({
       score: { reward_score: 1, correct: 1, right_tool_call: 1, tool_calls: 1 },
       counters: { "agent/calls": 2, "agent/tool_calls": 1, "agent/prefix_breaks": 0 },
     });

@@ -100,11 +100,9 @@ describe("agent worker: agents written with the plain openai package", () => {
     const answer = tokenizer.decode(last.responseTokens);
     expect(t.reward).toBe(answer.length % 2 === 0 ? 1 : 0);
     expect([t.groupId, t.runId, t.policyVersion, t.isVal]).toEqual(["g0", 0, 0, false]);
-    expect(t.extraFields).toMatchObject({
-      loss_weight: 1,
-      response: answer,
+    expect(t).toMatchObject({
+      lossWeight: 1,
       score: { reward_score: t.reward, answer_chars: answer.length },
-      evaluation: { turns_seen: 6, truncated: false },
       counters: {
         "agent/episodes": 1,
         "agent/trajectories": 1,
@@ -112,7 +110,11 @@ describe("agent worker: agents written with the plain openai package", () => {
         "agent/prefix_breaks": 0,
         "agent/truncated_episodes": 0,
       },
-      agent: { turns: [1, 2, 3], truncated: false },
+      extraFields: {
+        response: answer,
+        evaluation: { turns_seen: 6, truncated: false },
+        agent: { turns: [1, 2, 3], truncated: false },
+      },
     });
     expect(t.extraFields.diagnostics).toBeUndefined();
   });
@@ -128,8 +130,8 @@ describe("agent worker: agents written with the plain openai package", () => {
     expect(outcome.trajectories.map((t) => t.tokens)).toEqual(
       inference.calls.map(({ result }) => [...result.promptTokens, ...result.responseTokens]),
     );
-    expect(outcome.trajectories.map((t) => t.extraFields.loss_weight)).toEqual([1 / 3, 1 / 3, 1 / 3]);
-    expect(outcome.trajectories[0]!.extraFields.counters).toMatchObject({ "agent/prefix_breaks": 0 });
+    expect(outcome.trajectories.map((t) => t.lossWeight)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+    expect(outcome.trajectories[0]!.counters).toMatchObject({ "agent/prefix_breaks": 0 });
   });
 
   it("splits a drifting agent's episode at every break, explains each, and weights the pieces 1/3", async () => {
@@ -144,10 +146,10 @@ describe("agent worker: agents written with the plain openai package", () => {
       const { result } = inference.calls[k]!;
       expect(t.tokens).toEqual([...result.promptTokens, ...result.responseTokens]);
       expect(t.logprobs).toEqual([...result.promptTokens.map(() => 0), ...result.logprobs]);
-      expect(t.extraFields.loss_weight).toBeCloseTo(1 / 3, 12);
+      expect(t.lossWeight).toBeCloseTo(1 / 3, 12);
       expect(t.reward).toBe(trajectories[0]!.reward);
     });
-    expect(trajectories[0]!.extraFields.counters).toMatchObject({ "agent/prefix_breaks": 2, "agent/trajectories": 3 });
+    expect(trajectories[0]!.counters).toMatchObject({ "agent/prefix_breaks": 2, "agent/trajectories": 3 });
     const at = tokenizer.applyChatTemplate([{ role: "user", content: "hi (attempt " }]).length - 1;
     expect(trajectories[1]!.extraFields.diagnostics).toEqual([
       expect.objectContaining({
@@ -177,9 +179,8 @@ describe("agent worker: limits and failures", () => {
     );
     const { trajectories } = await runner.run(task({ question: "hi" }));
     expect(trajectories.map((t) => t.reward)).toEqual([-1, -1, -1]);
-    expect(trajectories[0]!.extraFields).toMatchObject({
-      is_truncated: true,
-      agent: { truncated: true, truncation_reason: "max_turns" },
+    expect(trajectories[0]).toMatchObject({
+      extraFields: { is_truncated: true, agent: { truncated: true, truncation_reason: "max_turns" } },
       counters: { "agent/calls": 3, "agent/truncated_episodes": 1 },
     });
   });
@@ -327,9 +328,8 @@ describe("agent worker: declarative agents (agent_config.yaml)", () => {
     expect(t.lossMask).toEqual(mask);
     expect(t.logprobs).toEqual(logprobs);
     expect(t.reward).toBe(1);
-    expect(t.extraFields).toMatchObject({
-      response: "7",
-      task_name: "finder",
+    expect(t).toMatchObject({
+      extraFields: { response: "7", task_name: "finder" },
       counters: { "agent/tool_calls": 1, "agent/prefix_breaks": 0 },
     });
     const oneTurn = await agentRunner(

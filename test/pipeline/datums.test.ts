@@ -103,7 +103,7 @@ describe("trajectoryToDatum", () => {
 
   it("serialises as the datum of the same arrays built by datum()", () => {
     const weighted = rl();
-    weighted.extraFields.loss_weight = 0.5;
+    weighted.lossWeight = 0.5;
     const cases: Array<[Datum, Datum]> = [
       [
         trajectoryToDatum(sft(), { lossFn: "cross_entropy", backend: "tinker", reduction: "mean" })!,

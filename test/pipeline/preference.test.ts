@@ -8,7 +8,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { InputError } from "../../src/errors.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { RemoteApiDpoTrainer } from "../../src/pipeline/trainers/dpo.js";
 import { pairwiseLogisticLoss } from "../../src/pipeline/trainers/pairwise-loss.js";
@@ -21,7 +20,7 @@ import { loadRecipe } from "../../src/recipe/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/sampler-inference.js";
 import { runRollout } from "../../src/testing/index.js";
-import { Trajectory } from "../../src/contracts/trajectory.js";
+import { Trajectory, type PreferenceSide } from "../../src/contracts/trajectory.js";
 import { datum } from "../../src/types/wire.js";
 import { recipeError } from "../recipe/helpers.js";
 import { service } from "../services/training/helpers.js";
@@ -122,7 +121,7 @@ describe("the preference worker and pairs", () => {
     expect(chosen!.tokens).toEqual([...prompt, ...tokenizer.encode("red cat"), tokenizer.eosId]);
     expect(chosen!.lossMask).toEqual([...prompt.map(() => 0), ...Array<number>(8).fill(1)]);
     expect(rejected!.tokens.slice(prompt.length)).toEqual([...tokenizer.encode("RED CAT"), tokenizer.eosId]);
-    expect([chosen!.extraFields.preference, rejected!.extraFields.preference]).toEqual(["chosen", "rejected"]);
+    expect([chosen!.preference, rejected!.preference]).toEqual(["chosen", "rejected"]);
     expect([chosen!.reward, rejected!.reward]).toEqual([1, 0]);
     // Chat messages work as prompts too.
     const [fromMessages] = await pairsOf([{ ...row, prompt: [{ role: "user", content: row.prompt }] }], config);
@@ -165,20 +164,15 @@ describe("the preference worker and pairs", () => {
   });
 
   it("orders trajectories as [chosen, rejected] pairs by rollout, and refuses what is not a pair", async () => {
-    const t = (side: unknown, groupId: string): Trajectory =>
-      new Trajectory({
-        tokens: [1, 2],
-        lossMask: [0, 1],
-        reward: 0,
-        groupId,
-        runId: 0,
-        extraFields: { preference: side },
-      });
+    const t = (side: PreferenceSide | undefined, groupId: string): Trajectory =>
+      new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 0, groupId, runId: 0, preference: side });
     const [r1, c1, c2, r2] = [t("rejected", "a"), t("chosen", "a"), t("chosen", "b"), t("rejected", "b")];
     expect(preferencePairs([r1!, c1!, c2!, r2!])).toEqual([c1, r1, c2, r2]);
     expect(() => preferencePairs([c1!])).toThrow(/rollout a\/0 returned only a "chosen" trajectory/);
     expect(() => preferencePairs([c1!, t("chosen", "a")])).toThrow(/two "chosen" trajectories/);
-    expect(() => preferencePairs([t(undefined, "a")])).toThrow(InputError);
+    expect(() => preferencePairs([t(undefined, "a")])).toThrow(
+      'a preference trainer got a trajectory of group a with preference unset; each rollout must return two trajectories marked "chosen" and "rejected"',
+    );
   });
 });
 

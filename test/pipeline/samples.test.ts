@@ -44,6 +44,29 @@ describe("samples.jsonl rows", () => {
     });
   });
 
+  it("show the typed lossWeight, preference, score and counters in extra_fields under the keys rows always had", () => {
+    const t = new Trajectory({
+      tokens,
+      lossMask,
+      reward: 1,
+      lossWeight: 0.5,
+      preference: "chosen",
+      score: { f1: 0.25, exact: false },
+      counters: { "agent/episodes": 1 },
+      extraFields: { answer: "42" },
+    });
+    expect(sampleRows(1, [t], tokenizer, 1)[0]!.extra_fields).toEqual({
+      loss_weight: 0.5,
+      preference: "chosen",
+      score: { f1: 0.25, exact: false },
+      counters: { "agent/episodes": 1 },
+      answer: "42",
+    });
+    expect(
+      sampleRows(1, [new Trajectory({ tokens, lossMask, reward: 1 })], tokenizer, 1)[0]!.extra_fields,
+    ).toBeUndefined();
+  });
+
   it("spread over the whole step, trained or not, and carry the worker's other extraFields", () => {
     const batch = Array.from(
       { length: 8 },

@@ -25,22 +25,6 @@ export function lossKind(lossFn: LossFunctionName): LossKind {
   );
 }
 
-/**
- * A trajectory's share of the loss: `extraFields.loss_weight` (an agent episode splits its weight
- * over its trajectories), else 1.
- * @throws {@link InputError} for a weight that is not a finite number ≥ 0.
- */
-function lossWeight(t: Trajectory, where: string): number {
-  const weight = t.extraFields.loss_weight;
-  if (weight === undefined) return 1;
-  if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0) {
-    throw new InputError(
-      `${where} has extraFields.loss_weight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`,
-    );
-  }
-  return weight;
-}
-
 /** Options of {@link trajectoryToDatum}. */
 export interface DatumOptions {
   /** The loss the datum is for. */
@@ -59,8 +43,8 @@ export interface DatumOptions {
  * `tokens[j+1]`; its loss mask, sampler logprob and advantage are those of token `j+1`. Supervised
  * losses get `weights` = the shifted loss mask (divided by its sum for `mean`). Policy losses get
  * `logprobs` and `advantages` (the per-token `advantages`, else the scalar `advantage`), with
- * advantage 0 wherever the loss mask is 0. Both are multiplied by `extraFields.loss_weight` when
- * the trajectory has one.
+ * advantage 0 wherever the loss mask is 0. Both are multiplied by the trajectory's `lossWeight` when
+ * it has one.
  *
  * The datum's arrays are new arrays: changing the trajectory afterwards does not change the datum.
  * @throws {@link InputError} naming the trajectory when a policy loss lacks logprobs or
@@ -70,7 +54,10 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
   const { tokens, lossMask } = t;
   if (tokens.length < 2) return undefined;
   const where = `trajectory (group ${t.groupId ?? "?"}, run ${t.runId ?? "?"})`;
-  const weight = lossWeight(t, where);
+  // Checked again here: prepareTrajectories may have set it after the rollout's validate().
+  const weight = t.lossWeight ?? 1;
+  if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0)
+    throw new InputError(`${where} has lossWeight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`);
   if (lossKind(options.lossFn) === "supervised") {
     perToken(where, { tokens, lossMask });
     const targetMask = lossMask.slice(1);

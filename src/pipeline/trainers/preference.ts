@@ -4,15 +4,12 @@
  * @module
  */
 import type { CustomLossFn } from "../../services/training/custom-loss.js";
-import type { Trajectory } from "../../contracts/trajectory.js";
+import type { PreferenceSide, Trajectory } from "../../contracts/trajectory.js";
 import { datum, type Datum } from "../../types/wire.js";
 import { InputError } from "../../errors.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import type { TrainStepResult } from "../../contracts/trainer.js";
-
-/** Which side of a pair a trajectory is, in `extraFields.preference`. */
-export type PreferenceSide = "chosen" | "rejected";
 
 /** A sequence to score and the positions whose logprobs make its score. */
 export interface ScoredSequence {
@@ -24,7 +21,7 @@ export interface ScoredSequence {
 
 /**
  * The training step of pairwise preference trainers. Trajectories come in pairs: the two of one
- * rollout (same `groupId` and `runId`) with `extraFields.preference` = `chosen` and `rejected`
+ * rollout (same `groupId` and `runId`) with `preference` = `chosen` and `rejected`
  * (the `preference` worker makes them from `{prompt, chosen, rejected}` rows; any worker that
  * returns such pairs will do). One step: the pairs become datums `[chosen₀, rejected₀, …]` over
  * the sequences of {@link RemoteApiPreferenceTrainer.scoredSequence}, with `ref_logprobs` when
@@ -88,17 +85,17 @@ export abstract class RemoteApiPreferenceTrainer extends RemoteApiTrainer {
 
 /** The side a trajectory declares, or why it declares none. */
 function sideOf(t: Trajectory): PreferenceSide {
-  const side = t.extraFields.preference;
+  const side = t.preference;
   if (side === "chosen" || side === "rejected") return side;
   throw new InputError(
-    `a preference trainer got a trajectory${t.groupId === undefined ? "" : ` of group ${t.groupId}`} with extraFields.preference = ${JSON.stringify(side)}; each rollout must return two trajectories marked "chosen" and "rejected" (rollout_worker.type: preference makes them from {prompt, chosen, rejected} rows)`,
+    `a preference trainer got a trajectory${t.groupId === undefined ? "" : ` of group ${t.groupId}`} with preference ${JSON.stringify(side) ?? "unset"}; each rollout must return two trajectories marked "chosen" and "rejected" (rollout_worker.type: preference makes them from {prompt, chosen, rejected} rows)`,
   );
 }
 
 /**
  * The trajectories ordered as pairs `[chosen₀, rejected₀, chosen₁, …]`: the two trajectories of
- * one rollout (same `groupId` and `runId`), marked `chosen` and `rejected` in
- * `extraFields.preference`.
+ * one rollout (same `groupId` and `runId`), marked `chosen` and `rejected` in their
+ * `preference`.
  * @throws InputError for a trajectory without a side, or a rollout that is not exactly one pair.
  */
 export function preferencePairs(trajectories: readonly Trajectory[]): Trajectory[] {

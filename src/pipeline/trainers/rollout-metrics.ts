@@ -8,8 +8,8 @@ import { putSummary } from "../stats.js";
 /**
  * `rollout/num_trajectories`, `rollout/reward_{mean,std,min,max}`,
  * `rollout/response_len_{mean,max}` (trained tokens), `rollout/seq_len_mean`,
- * `rollout/score/<key>_mean` for each numeric entry of `extraFields.score`, and the sum over the
- * batch of each numeric entry of `extraFields.counters` under its own key (such as
+ * `rollout/score/<key>_mean` for each entry of the trajectories' `score`, and the sum over the
+ * batch of each entry of their `counters` under its own key (such as
  * `agent/prefix_breaks`).
  */
 export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<string, number> {
@@ -33,19 +33,11 @@ export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<stri
   );
   const scores = new Map<string, number[]>();
   for (const t of trajectories) {
-    const score = t.extraFields.score;
-    if (typeof score !== "object" || score === null) continue;
-    for (const [key, value] of Object.entries(score)) {
-      if (typeof value === "number" || typeof value === "boolean")
-        scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
-    }
+    for (const [key, value] of Object.entries(t.score ?? {})) scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
   }
   for (const [key, values] of scores) putSummary(metrics, `rollout/score/${key}`, values, ["mean"]);
   for (const t of trajectories) {
-    const counters = t.extraFields.counters;
-    if (typeof counters !== "object" || counters === null) continue;
-    for (const [key, value] of Object.entries(counters))
-      if (typeof value === "number" && Number.isFinite(value)) metrics[key] = (metrics[key] ?? 0) + value;
+    for (const [key, value] of Object.entries(t.counters ?? {})) metrics[key] = (metrics[key] ?? 0) + value;
   }
   return metrics;
 }

@@ -14,7 +14,7 @@ import { NexrlError } from "../../errors.js";
  * Builds a preference pair from a row `{prompt, chosen, rejected}` without sampling: two
  * trajectories, the prompt (text or chat messages, through the model's chat template with the
  * assistant's turn opened, as `single_turn_math` samples) with loss mask 0 followed by the answer
- * and EOS with loss mask 1; `extraFields.preference` is `chosen` (reward 1) or `rejected`
+ * and EOS with loss mask 1; `preference` is `chosen` (reward 1) or `rejected`
  * (reward 0). `remote_api_dpo` and `remote_api_reward_model` train on them. Validation tasks are
  * answered greedily instead, and score 1 when the answer is the row's `chosen` (trimmed), so
  * `val/reward_mean` is the fraction of prompts the policy answers the preferred way.
@@ -68,7 +68,8 @@ export class PreferenceRolloutWorker extends BaseRolloutWorker {
       tokens,
       lossMask,
       reward: side === "chosen" ? 1 : 0,
-      extraFields: { preference: side, response: answer },
+      preference: side,
+      extraFields: { response: answer },
     });
   }
 }
