@@ -85,7 +85,8 @@ export interface TrainStepResult {
 /**
  * What the training loop asks of a trainer: one training step on a batch of trajectories, and the
  * current weights exported for sampling. {@link RemoteApiTrainer} implements it over any training
- * service; subclass that to write an algorithm.
+ * service; subclass that to write an algorithm, or implement this interface in a class of your
+ * own (constructed with a {@link TrainerContext}), which `trainer.type: custom` loads as well.
  */
 export interface Trainer {
   /**

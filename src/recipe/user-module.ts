@@ -18,6 +18,11 @@ export interface LoadUserClassOptions<Base extends AnyClass> {
   exportName: string;
   /** The nexrl base class the export must extend (any copy of it: checked by identity or brand). */
   expectedBase: Base;
+  /**
+   * An interface a class may implement instead of extending `expectedBase`: its name, and the
+   * methods its instances must have (looked up on the class's prototype chain).
+   */
+  orImplements?: { readonly name: string; readonly methods: readonly string[] };
   /** The recipe's folder, searched first. */
   recipeDir: string;
   /** Searched second; defaults to `process.cwd()`. */
@@ -30,6 +35,12 @@ export interface LoadUserClassOptions<Base extends AnyClass> {
 
 /** A concrete subclass of `Base`, constructible with `Base`'s parameters. */
 export type ConcreteClass<Base extends AnyClass> = new (...args: ConstructorParameters<Base>) => InstanceType<Base>;
+
+/** Whether instances of `cls` have each of `methods` (on its prototype chain). */
+function hasMethods(cls: AnyClass, methods: readonly string[]): boolean {
+  const prototype = cls.prototype as Record<string, unknown> | undefined;
+  return methods.every((method) => typeof prototype?.[method] === "function");
+}
 
 /** True for `class` syntax (not plain functions or arrow functions). */
 function isClass(value: unknown): value is AnyClass {
@@ -87,11 +98,23 @@ export async function loadUserClass<Base extends AnyClass>(
       `\`${exportName}\` in ${found} is ${kind}, not a class; export \`class ${exportName} extends ${baseName}\``,
     );
   }
-  if (!isDerivedFrom(value, expectedBase)) {
+  const implemented = options.orImplements;
+  if (!isDerivedFrom(value, expectedBase) && !(implemented && hasMethods(value, implemented.methods))) {
+    const or =
+      implemented === undefined
+        ? ""
+        : ` nor implement ${implemented.name} (it lacks ${implemented.methods
+            .filter((method) => !hasMethods(value, [method]))
+            .map((method) => `${method}()`)
+            .join(", ")})`;
+    const fix =
+      implemented === undefined
+        ? ""
+        : `, or give it ${implemented.methods.map((method) => `${method}()`).join(" and ")}`;
     throw fail(
       "wrong_base",
-      `\`${exportName}\` in ${found} does not extend ${baseName} (its chain: ${classChain(value).join(" → ")}); ` +
-        `declare it as \`class ${exportName} extends ${baseName}\`, importing ${baseName} from "nexrl"`,
+      `\`${exportName}\` in ${found} does not extend ${baseName}${or} (its chain: ${classChain(value).join(" → ")}); ` +
+        `declare it as \`class ${exportName} extends ${baseName}\`, importing ${baseName} from "nexrl"${fix}`,
     );
   }
   return value as unknown as ConcreteClass<Base>;

@@ -20,7 +20,11 @@ const readJsonl = async (path: string) =>
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 /** A recipe running `worker` and `trainer` of the options fixture with the given options (YAML flow maps). */
-function optionsRecipe(worker: { className: string; options?: string }, trainerOptions?: string): string {
+function optionsRecipe(
+  worker: { className: string; options?: string },
+  trainerOptions?: string,
+  trainerClass = "ScaledMetricTrainer",
+): string {
   return `
 data:
   data_files: [train.jsonl]
@@ -37,7 +41,7 @@ ${worker.options === undefined ? "" : `  options: ${worker.options}\n`}  num_wor
 trainer:
   type: custom
   custom_trainer_module_path: ${fixture("options-classes.ts")}
-  custom_trainer_class_name: ScaledMetricTrainer
+  custom_trainer_class_name: ${trainerClass}
 ${trainerOptions === undefined ? "" : `  options: ${trainerOptions}\n`}  total_train_steps: 2
 service:
   train_service:
@@ -131,5 +135,35 @@ describe("class options", () => {
           "BadSchemaWorker.optionsSchema is not a Standard Schema (zod ≥ 3.24, valibot ≥ 1 and ArkType ≥ 2 schemas are): declare one there, or remove it to take the options as written",
       },
     ]);
+  });
+
+  it("reach a trainer that implements Trainer itself, which the run trains with; a class that does neither is refused", async () => {
+    const { dir, recipe } = await recipeIn(
+      optionsRecipe(
+        { className: "FixedRewardWorker", options: "{reward: 1}" },
+        "{learningRate: 0.05}",
+        "PlainLikelihoodTrainer",
+      ),
+    );
+    const result = await runRecipe(recipe, { outputDir: join(dir, "out") });
+    expect(result.steps).toBe(2);
+    const trained = (await readJsonl(join(dir, "out", "metrics.jsonl"))).filter((row) => "plain/loss" in row);
+    expect(trained.map((row) => row["plain/learning_rate"])).toEqual([0.05, 0.05]);
+    for (const row of trained) expect(row["plain/loss"]).toBeGreaterThan(0);
+    // The run saved its final checkpoint around the trainer, as for any other.
+    expect(result.lastCheckpoint).toBe(join(dir, "out", "checkpoints", "step_000002.json"));
+
+    const neither = await recipeIn(
+      optionsRecipe({ className: "FixedRewardWorker", options: "{reward: 1}" }, undefined, "NotATrainer"),
+    );
+    const issues = await issuesOf(checkRecipe(neither.recipe, neither.dir, {}));
+    expect(issues).toHaveLength(1);
+    expect(issues[0]!.keyPath).toBe("trainer.custom_trainer_module_path");
+    expect(issues[0]!.message).toContain(
+      "`NotATrainer` in " +
+        fixture("options-classes.ts") +
+        " does not extend RemoteApiTrainer nor implement Trainer (it lacks saveSamplerWeights())",
+    );
+    expect(issues[0]!.message).toContain("or give it train() and saveSamplerWeights()");
   });
 });

@@ -12,15 +12,15 @@ import { RemoteApiGrpoTrainer } from "./grpo.js";
 import { RemoteApiOpdTrainer } from "./opd.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { RemoteApiRewardModelTrainer } from "./reward-model.js";
-import type { TrainerContext } from "../../contracts/trainer.js";
+import type { Trainer, TrainerContext } from "../../contracts/trainer.js";
 
-/** A concrete trainer class. */
-export type TrainerClass = new (context: TrainerContext) => RemoteApiTrainer;
+/** A concrete trainer class: a {@link RemoteApiTrainer} subclass, or any class implementing `Trainer`. */
+export type TrainerClass = new (context: TrainerContext) => Trainer;
 
 /**
  * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
  * `remote_api_dpo`, `remote_api_reward_model`, or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
- * a subclass of {@link RemoteApiTrainer}).
+ * a subclass of {@link RemoteApiTrainer}, or a class of its own that implements `Trainer`: `train` and `saveSamplerWeights`).
  * @throws RecipeError for a custom class that cannot be loaded.
  */
 export async function resolveTrainerClass(
@@ -45,6 +45,7 @@ export async function resolveTrainerClass(
         modulePath: trainer.custom_trainer_module_path!,
         exportName: trainer.custom_trainer_class_name,
         expectedBase: RemoteApiTrainer,
+        orImplements: { name: "Trainer", methods: ["train", "saveSamplerWeights"] },
         recipeDir,
         keyPath: "trainer.custom_trainer_module_path",
         ...(recipeFile !== undefined && { recipeFile }),
