@@ -342,7 +342,9 @@ export {
 /** @category After the run */
 export { tokenCost, type TokenCounts, type TokenPrices } from "./pipeline/accounting.js";
 /** @category After the run */
-export type { ResponseTokens, SampleRow } from "./pipeline/samples.js";
+export type { ResponseTokens, SampleCall, SampleDiagnostic, SampleRow } from "./pipeline/samples.js";
+/** @category After the run */
+export type { JudgeRecord } from "./pipeline/rewards/math-judge.js";
 /** @category After the run */
 export type { FailureKind, FailureRow } from "./pipeline/failures.js";
 /** @category After the run */

@@ -6,6 +6,7 @@
  */
 import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { PrefixBreak } from "./merge.js";
+import type { SampleCall, SampleDiagnostic } from "../pipeline/samples.js";
 import type { GatewayCall, RolloutTrace } from "./trace.js";
 
 /** How an episode's trajectories share the loss (`rollout_worker.agent.trajectory_weight`). */
@@ -56,7 +57,7 @@ export interface EpisodeTrajectoryOptions {
 }
 
 /** A prefix break as written to `samples.jsonl` (`diagnostics`). */
-function breakDiagnostic(b: PrefixBreak) {
+function breakDiagnostic(b: PrefixBreak): SampleDiagnostic {
   return {
     kind: "prefix_break",
     message: `turn ${b.turn} does not continue turn ${b.previousTurn}: they first differ at token ${b.firstDifferingIndex} (expected ${b.expectedToken ?? "end"}, got ${b.actualToken ?? "end"}); a new trajectory starts here`,
@@ -71,7 +72,7 @@ function breakDiagnostic(b: PrefixBreak) {
   };
 }
 
-function callSummary(call: GatewayCall) {
+function callSummary(call: GatewayCall): SampleCall {
   return {
     turn: call.turn,
     endpoint: call.endpoint,

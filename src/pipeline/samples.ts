@@ -4,6 +4,8 @@
  */
 import type { Tokenizer } from "../types/tokenizer.js";
 import { TYPED_EXTRA_FIELDS, type Trajectory } from "../contracts/trajectory.js";
+import type { JudgeRecord } from "./rewards/math-judge.js";
+import type { FinishReason } from "../services/inference/types.js";
 import type { StepRow } from "./jsonl-log.js";
 import { targetOf } from "./validation-examples.js";
 import { VALIDATION_TARGET } from "./validation-nll.js";
@@ -25,13 +27,13 @@ export interface SampleRow extends StepRow {
   /** Decoded tokens from the first trained token on. */
   response: string;
   /** The trajectory's `extraFields.diagnostics` (such as an agent's prefix breaks), when it has any. */
-  diagnostics?: unknown[];
+  diagnostics?: SampleDiagnostic[];
   /** Token by token, the part `response` decodes (for the run report's token view). */
   response_tokens: ResponseTokens;
   /** What an agent's gateway recorded of each call merged into it (`extraFields.calls`), when it has any. */
-  calls?: unknown[];
+  calls?: SampleCall[];
   /** The LLM judge's verdict (`extraFields.judge`: its score, rank, words and attempts), when a judge scored it. */
-  judge?: unknown;
+  judge?: JudgeRecord;
   /** False for a rollout the trainer did not train on (a constant-reward group, say), and for validation rollouts. */
   trained: boolean;
   /** True for a validation rollout: what the weights of `step` answered to a validation row. */
@@ -40,6 +42,42 @@ export interface SampleRow extends StepRow {
   target?: string;
   /** The worker's other `extraFields` (all but `diagnostics`, `calls`, `judge` and `validation_target`), when it set any. */
   extra_fields?: Record<string, unknown>;
+}
+
+/** Why a trajectory looks as it does (an agent's break in continuity, say), in {@link SampleRow.diagnostics}. */
+export interface SampleDiagnostic {
+  /** What it is about: `prefix_break` for an agent's turn that does not continue the one before. */
+  kind: string;
+  /** What happened, in words. */
+  message: string;
+  /** The specifics of the kind (for `prefix_break`: `turn`, `previous_turn`, `first_differing_index`, the tokens and text around it). */
+  [detail: string]: unknown;
+}
+
+/** What an agent's gateway recorded of one model call, in {@link SampleRow.calls}. */
+export interface SampleCall {
+  /** The agent's turn, from 1. */
+  turn: number;
+  /** The API called. */
+  endpoint: "chat.completions" | "completions" | "responses" | "messages";
+  /** Tokens of the prompt. */
+  prompt_tokens: number;
+  /** Tokens sampled. */
+  completion_tokens: number;
+  /** Why sampling stopped. */
+  finish_reason: FinishReason | "tool_calls";
+  /** The tools the model called, by name. */
+  tool_calls: string[];
+  /** Tool calls that could not be parsed (answered as text), when there were any. */
+  malformed_tool_calls?: number;
+  /** When the call started (ISO 8601). */
+  started_at: string;
+  /** How long it took, in milliseconds. */
+  duration_ms: number;
+  /** The policy version that answered, when known. */
+  policy_version?: number;
+  /** Which token ids the inference client tokenized again from text instead of reporting them (never for a sampler). */
+  retokenized?: Array<"prompt" | "response">;
 }
 
 /** The response of a {@link SampleRow} token by token, as parallel arrays (keys as in the file). */
@@ -77,10 +115,21 @@ function responseTokens(t: Trajectory, split: number, tokenizer: Tokenizer): Res
   };
 }
 
-/** A trajectory's non-empty `extraFields.diagnostics`. */
-function diagnosticsOf(t: Trajectory): unknown[] | undefined {
+/** A trajectory's non-empty `extraFields.diagnostics`: the entries with a `kind` and a `message`. */
+function diagnosticsOf(t: Trajectory): SampleDiagnostic[] | undefined {
   const diagnostics = t.extraFields.diagnostics;
-  return Array.isArray(diagnostics) && diagnostics.length > 0 ? diagnostics : undefined;
+  if (!Array.isArray(diagnostics)) return undefined;
+  const described = diagnostics.filter(
+    (d: unknown): d is SampleDiagnostic =>
+      typeof (d as SampleDiagnostic | null)?.kind === "string" && typeof (d as SampleDiagnostic).message === "string",
+  );
+  return described.length > 0 ? described : undefined;
+}
+
+/** A trajectory's non-empty `extraFields.calls`, which the agent service's episodes record (`SampleCall`s). */
+function callsOf(t: Trajectory): SampleCall[] | undefined {
+  const calls = t.extraFields.calls;
+  return Array.isArray(calls) && calls.length > 0 ? (calls as SampleCall[]) : undefined;
 }
 
 /** Fields of `extraFields` a sample row shows on their own. */
@@ -156,8 +205,9 @@ function sampleRow(step: number, t: Trajectory, tokenizer: Tokenizer, trained: b
     response: tokenizer.decode(t.tokens.slice(split), PLACEHOLDERS),
     ...(diagnosticsOf(t) && { diagnostics: diagnosticsOf(t) }),
     response_tokens: responseTokens(t, split, tokenizer),
-    ...(Array.isArray(t.extraFields.calls) && t.extraFields.calls.length > 0 && { calls: t.extraFields.calls }),
-    ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge }),
+    ...(callsOf(t) && { calls: callsOf(t) }),
+    // Set by the math worker's judge (rewards/math-judge.ts).
+    ...(t.extraFields.judge !== undefined && { judge: t.extraFields.judge as JudgeRecord }),
     trained,
     ...(otherExtraFields(t) && { extra_fields: otherExtraFields(t) }),
   };

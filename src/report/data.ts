@@ -15,6 +15,7 @@ import {
   type FirstLast,
 } from "../pipeline/run-summary.js";
 import type { SampleRow } from "../pipeline/samples.js";
+import type { FailureRow } from "../pipeline/failures.js";
 import { configValue, type RunFolder } from "../run-folder/read.js";
 import type { RunSnapshot, RunWeights } from "../run-folder/weights.js";
 
@@ -93,7 +94,7 @@ export interface ReportData {
   /** The local engine's sampler snapshots. */
   snapshots: RunSnapshot[];
   /** Rows of `failures.jsonl`, the latest last (at most 200). */
-  failures: Record<string, unknown>[];
+  failures: FailureRow[];
 }
 
 /** Families shown first, in this order; any other family follows, alphabetically. */

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { parse, stringify } from "yaml";
 import type { MetricsRow } from "../pipeline/events.js";
 import type { SampleRow } from "../pipeline/samples.js";
+import type { FailureRow } from "../pipeline/failures.js";
 import { redactSecrets } from "../recipe/redact.js";
 import { RunError } from "../errors.js";
 
@@ -39,7 +40,7 @@ export interface RunFolder {
   /** Rows of `samples.jsonl`, in file order. */
   samples: SampleRow[];
   /** Rows of `failures.jsonl` (failed or skipped rollouts), when the run wrote one. */
-  failures: Record<string, unknown>[];
+  failures: FailureRow[];
 }
 
 /**
@@ -139,7 +140,7 @@ export async function readRunFolder(
     readRunJson(abs),
     readJsonlRows<MetricsRow>(join(abs, "metrics.jsonl")),
     readJsonlRows<SampleRow>(join(abs, "samples.jsonl")),
-    readJsonlRows<Record<string, unknown>>(join(abs, "failures.jsonl")),
+    readJsonlRows<FailureRow>(join(abs, "failures.jsonl")),
   ]);
   // Failure rows carry error messages: redacted too, in case one quoted a secret.
   return { dir: abs, config, configText, ...run, metrics, samples, failures: redactSecrets(failures, env) };

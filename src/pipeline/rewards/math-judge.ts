@@ -17,7 +17,7 @@ export interface JudgeRecord {
   /** `llm_judge` or `rule+llm_judge`. */
   judge_mode: string;
   /** `score` or `group_rank`. */
-  mode: JudgeConfig["mode"];
+  mode: "score" | "group_rank";
   /** The judge model. */
   model: string;
   /** The judge's score of this answer (0 to 1), before the rule and the length cut apply. */
