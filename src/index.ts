@@ -106,12 +106,9 @@ export {
 /** @category Losses */
 export { validateLossInputs, type ValidateLossInputsOptions } from "./types/loss-validation.js";
 /** @category Losses */
-export {
-  forwardBackwardCustom,
-  type CustomLossFn,
-  type CustomLossResult,
-  type LossPassClient,
-} from "./services/training/custom-loss.js";
+export { forwardBackwardCustom, type LossPassClient } from "./services/training/custom-loss.js";
+/** @category Losses */
+export type { CustomLossFn, CustomLossResult } from "./contracts/training.js";
 /** @category Losses */
 export { pairwiseLogisticLoss, type PairwiseLossOptions } from "./pipeline/trainers/pairwise-loss.js";
 /** @category Losses */
@@ -177,15 +174,13 @@ export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } 
 /** @category Built-in workers and trainers */
 export { RemoteApiOpdTrainer } from "./pipeline/trainers/opd.js";
 /** @category Built-in workers and trainers */
-export { LlmJudge, type JudgeItem, type JudgeVerdict, type LlmJudgeOptions } from "./pipeline/rewards/llm-judge.js";
+export { LlmJudge, type JudgeItem, type JudgeVerdict } from "./pipeline/rewards/llm-judge.js";
+/** @category Built-in workers and trainers */
+export type { LlmJudgeOptions } from "./contracts/judge.js";
 /** @category Built-in workers and trainers */
 export { PreferenceRolloutWorker } from "./pipeline/workers/preference.js";
 /** @category Built-in workers and trainers */
-export {
-  RemoteApiPreferenceTrainer,
-  preferencePairs,
-  type ScoredSequence,
-} from "./pipeline/trainers/preference.js";
+export { RemoteApiPreferenceTrainer, preferencePairs, type ScoredSequence } from "./pipeline/trainers/preference.js";
 /** @category Built-in workers and trainers */
 export { RemoteApiDpoTrainer } from "./pipeline/trainers/dpo.js";
 /** @category Built-in workers and trainers */

@@ -13,7 +13,7 @@ import type {
   SavedPath,
   TrainingClient,
   TrainingService,
-} from "../../dist/services/training/types.js";
+} from "../../dist/contracts/training.js";
 import type { Datum } from "../../dist/types/wire.js";
 
 /** Milliseconds each fake takes. */

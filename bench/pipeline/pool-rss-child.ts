@@ -13,7 +13,7 @@ import process from "node:process";
 import { TrajectoryPool } from "../../dist/pipeline/pool.js";
 import type { RolloutTask, TaskGroup } from "../../dist/contracts/task.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
-import type { InferenceResult } from "../../dist/services/inference/types.js";
+import type { InferenceResult } from "../../dist/contracts/inference.js";
 
 const total = Number(process.argv[2]);
 const length = Number(process.argv[3]);

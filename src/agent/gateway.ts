@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RolloutTask } from "../contracts/task.js";
-import type { InferenceClient, InferenceResult } from "../services/inference/types.js";
+import type { InferenceClient, InferenceResult } from "../contracts/inference.js";
 import { AnthropicMessages } from "../server/anthropic-endpoints.js";
 import { sendAnthropicError } from "../server/anthropic-protocol.js";
 import { hostAddresses, listen } from "../server/bind.js";

@@ -3,7 +3,7 @@
  * the calls recorded so far, and the assistant messages it answered.
  * @module
  */
-import type { InferenceClient } from "../services/inference/types.js";
+import type { InferenceClient } from "../contracts/inference.js";
 import {
   chatParserFor,
   templateChatParser,

@@ -2,7 +2,7 @@
  * What the gateway records of a rollout: every model call, token-exact, with its timing.
  * @module
  */
-import type { FinishReason } from "../services/inference/types.js";
+import type { FinishReason } from "../contracts/inference.js";
 import type { ChatMessage, ToolCall } from "../types/tokenizer.js";
 
 /** Why an episode was cut short. */

@@ -3,7 +3,7 @@
  * {@link RemoteApiTrainer}, the implementation every built-in algorithm uses.
  * @module
  */
-import type { TrainingClient, TrainingService } from "../services/training/types.js";
+import type { TrainingClient, TrainingService } from "./training.js";
 import type { LossFunctionName } from "./losses.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory } from "./trajectory.js";

@@ -5,9 +5,9 @@
  * `pipeline/workers/base.ts`) implements it; subclass that to write a worker.
  * @module
  */
-import type { LlmJudgeOptions } from "../pipeline/rewards/llm-judge.js";
-import type { InferenceClient } from "../services/inference/types.js";
-import type { TrainingService } from "../services/training/types.js";
+import type { LlmJudgeOptions } from "./judge.js";
+import type { InferenceClient } from "./inference.js";
+import type { TrainingService } from "./training.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "./trajectory.js";
 import type { ClassOptions } from "./options.js";

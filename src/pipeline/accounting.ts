@@ -14,7 +14,7 @@ import type {
   SamplingClient,
   TrainingClient,
   TrainingService,
-} from "../services/training/types.js";
+} from "../contracts/training.js";
 
 /** Tokens a training service processed, by kind. */
 export interface TokenCounts {

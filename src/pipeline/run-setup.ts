@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, redactValue } from "../recipe/redact.js";
 import { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
-import type { TrainingClient, TrainingService } from "../services/training/types.js";
+import type { TrainingClient, TrainingService } from "../contracts/training.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { RunAccounting } from "./accounting.js";
 import { type RunState } from "./checkpoint.js";

@@ -5,7 +5,7 @@
 import type { Tokenizer } from "../types/tokenizer.js";
 import { TYPED_EXTRA_FIELDS, type Trajectory } from "../contracts/trajectory.js";
 import type { JudgeRecord } from "./rewards/math-judge.js";
-import type { FinishReason } from "../services/inference/types.js";
+import type { FinishReason } from "../contracts/inference.js";
 import type { StepRow } from "./jsonl-log.js";
 import { targetOf } from "./validation-examples.js";
 import { VALIDATION_TARGET } from "./validation-nll.js";

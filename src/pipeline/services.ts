@@ -4,7 +4,7 @@
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { createTrainingService } from "../services/training/index.js";
-import type { TrainingService } from "../services/training/types.js";
+import type { TrainingService } from "../contracts/training.js";
 import { RunError } from "../errors.js";
 
 /** Options of {@link openTrainingService}. */

@@ -3,8 +3,8 @@
  * @module
  */
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
-import type { InferenceClient } from "../services/inference/types.js";
-import type { TrainingService } from "../services/training/types.js";
+import type { InferenceClient } from "../contracts/inference.js";
+import type { TrainingService } from "../contracts/training.js";
 import type { ClassOptions } from "../contracts/options.js";
 import { encodePrompt, type Tokenizer } from "../types/tokenizer.js";
 import { DataLoader } from "./data/data-loader.js";

@@ -4,7 +4,7 @@
  * @module
  */
 import { redactValue } from "../recipe/redact.js";
-import type { TrainingService } from "../services/training/types.js";
+import type { TrainingService } from "../contracts/training.js";
 import type { Trajectory } from "../contracts/trajectory.js";
 import { RunAccounting, TokenMeter } from "./accounting.js";
 import type { RunStatus } from "./loggers/types.js";

@@ -5,7 +5,7 @@
  */
 import type { LossBackend } from "../contracts/losses.js";
 import { Trajectory } from "../contracts/trajectory.js";
-import type { TrainingClient } from "../services/training/types.js";
+import type { TrainingClient } from "../contracts/training.js";
 import { trajectoryToDatum } from "./trainers/datums.js";
 import { InputError } from "../errors.js";
 

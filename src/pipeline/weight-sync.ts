@@ -3,7 +3,7 @@
  * exported them.
  * @module
  */
-import type { TrainingService } from "../services/training/types.js";
+import type { TrainingService } from "../contracts/training.js";
 import type { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
 
 /** Where the sampler stands. */

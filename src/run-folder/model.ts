@@ -7,7 +7,7 @@ import { basename } from "node:path";
 import { REDACTED } from "../recipe/redact.js";
 import { loadTokenizer } from "../services/inference/tokenizers/load.js";
 import { createTrainingService, type TrainingServiceOptions } from "../services/training/index.js";
-import type { SamplingClient, TrainingBackend, TrainingService } from "../services/training/types.js";
+import type { SamplingClient, TrainingBackend, TrainingService } from "../contracts/training.js";
 import { RENDERER_IDS, type RendererId, type Tokenizer } from "../types/tokenizer.js";
 import { configValue, readRunFolder, type RunFolder } from "./read.js";
 import { readRunWeights, type RunCheckpoint, type RunSnapshot } from "./weights.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { SamplingClient } from "../services/training/types.js";
+import type { SamplingClient } from "../contracts/training.js";
 import type { SamplingParams } from "../types/results.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { modelInputFromTokens } from "../types/wire.js";

@@ -30,7 +30,7 @@ import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js
 import { InputError } from "../errors.js";
 import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
 import { ROLLOUT_SCOPE } from "../contracts/worker.js";
-import type { InferenceClient } from "../services/inference/types.js";
+import type { InferenceClient } from "../contracts/inference.js";
 import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";
 
 export { seededRandom, workerSettings };

@@ -6,7 +6,7 @@ import { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer
 import type { TrainerContext } from "../../src/contracts/trainer.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { TrainingClient } from "../../src/services/training/types.js";
+import type { TrainingClient } from "../../src/contracts/training.js";
 import type { AdamParams } from "../../src/types/wire.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";

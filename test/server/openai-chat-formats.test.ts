@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOpenAIHandler } from "../../src/server/openai.js";
-import type { SamplingClient } from "../../src/services/training/types.js";
+import type { SamplingClient } from "../../src/contracts/training.js";
 import type { Tokenizer } from "../../src/types/tokenizer.js";
 import { lenmlHfTokenizer } from "../services/inference/lenml.js";
 

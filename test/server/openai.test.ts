@@ -9,7 +9,7 @@ import { ByteTokenizer } from "../../src/engine/index.js";
 import { createOpenAIHandler, type ServedModel } from "../../src/server/openai.js";
 import { OpenAIInferenceClient, type VllmTokenIdFields } from "../../src/services/inference/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { SampleOutput, SamplingClient, SamplingParams } from "../../src/services/training/types.js";
+import type { SampleOutput, SamplingClient, SamplingParams } from "../../src/contracts/training.js";
 import { adamParams, datum, modelInputTokens } from "../../src/types/wire.js";
 import { UnexpectedResponseError } from "../../src/errors.js";
 

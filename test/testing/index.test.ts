@@ -4,7 +4,7 @@ import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
 import type { RolloutTask } from "../../src/contracts/task.js";
 import { LocalTrainingService } from "../../src/services/training/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import type { InferenceClient, InferenceOptions } from "../../src/services/inference/types.js";
+import type { InferenceClient, InferenceOptions } from "../../src/contracts/inference.js";
 import { rolloutTask, runRollout, seededRandom, workerSettings } from "../../src/testing/index.js";
 import { InputError } from "../../src/errors.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";

@@ -4,7 +4,7 @@
  * @module
  */
 import type { DistributedOptions } from "../../recipe/schema/rollout-worker.js";
-import type { InferenceClient } from "../../services/inference/types.js";
+import type { InferenceClient } from "../../contracts/inference.js";
 import type { RunFingerprint, TaskSampling } from "./messages.js";
 import type { RemoteAttempts } from "../rollout/runner.js";
 import { RedisRollouts } from "./driver.js";

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { listen } from "../../server/bind.js";
 import { readBody } from "../../server/io.js";
-import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
+import type { InferenceClient, InferenceOptions, InferenceResult } from "../../contracts/inference.js";
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import { decode, encode, type InferenceTarget } from "./messages.js";
 import { HttpTransport } from "../../http/transport.js";

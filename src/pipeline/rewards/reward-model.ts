@@ -7,7 +7,7 @@
  * @module
  */
 import type { WorkerSettings } from "../../contracts/worker.js";
-import type { SamplingClient, TrainingBackend, TrainingService } from "../../services/training/types.js";
+import type { SamplingClient, TrainingBackend, TrainingService } from "../../contracts/training.js";
 import { NexrlError, RecipeError } from "../../errors.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 

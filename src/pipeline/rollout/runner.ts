@@ -4,7 +4,7 @@
  * @module
  */
 import Queue from "yocto-queue";
-import type { InferenceClient } from "../../services/inference/types.js";
+import type { InferenceClient } from "../../contracts/inference.js";
 import { Trajectory, type TrajectoryInit } from "../../contracts/trajectory.js";
 import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";

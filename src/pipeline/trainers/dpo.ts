@@ -2,8 +2,8 @@
  * The `remote_api_dpo` trainer: direct preference optimisation.
  * @module
  */
-import type { CustomLossFn } from "../../services/training/custom-loss.js";
-import type { SamplingClient } from "../../services/training/types.js";
+import type { CustomLossFn } from "../../contracts/training.js";
+import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";
 import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js";

@@ -2,7 +2,7 @@
  * The `remote_api_grpo` trainer: group-relative policy optimisation.
  * @module
  */
-import type { SamplingClient } from "../../services/training/types.js";
+import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import { putSummary } from "../stats.js";

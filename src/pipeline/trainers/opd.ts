@@ -2,7 +2,7 @@
  * The `remote_api_opd` trainer: on-policy distillation from a teacher.
  * @module
  */
-import type { SamplingClient } from "../../services/training/types.js";
+import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { RemoteApiTrainer } from "./remote-api-trainer.js";
 import { distillationAdvantages } from "./token-advantages.js";

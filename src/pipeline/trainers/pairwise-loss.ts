@@ -5,7 +5,7 @@
  * @module
  */
 import { InputError } from "../../errors.js";
-import type { CustomLossFn, CustomLossResult } from "../../services/training/custom-loss.js";
+import type { CustomLossFn, CustomLossResult } from "../../contracts/training.js";
 import type { Datum } from "../../types/wire.js";
 
 /** Options of {@link pairwiseLogisticLoss}. */

@@ -3,7 +3,7 @@
  * chosen/rejected pairs (DPO, the Bradley–Terry reward model).
  * @module
  */
-import type { CustomLossFn } from "../../services/training/custom-loss.js";
+import type { CustomLossFn } from "../../contracts/training.js";
 import type { PreferenceSide, Trajectory } from "../../contracts/trajectory.js";
 import { datum, type Datum } from "../../types/wire.js";
 import { InputError } from "../../errors.js";

@@ -10,7 +10,7 @@ import { rolloutMetrics } from "./rollout-metrics.js";
 import { InputError } from "../../errors.js";
 import type { ClassOptions, OptionsSchema } from "../../contracts/options.js";
 import type { AlgorithmConfig, Trainer, TrainerContext, TrainStepResult } from "../../contracts/trainer.js";
-import type { ApiFuture, TrainingClient } from "../../services/training/types.js";
+import type { ApiFuture, TrainingClient } from "../../contracts/training.js";
 import type { ForwardBackwardOutput } from "../../types/results.js";
 
 /**

@@ -2,7 +2,7 @@
  * The `remote_api_reward_model` trainer: a Bradley–Terry reward model from preference pairs.
  * @module
  */
-import type { CustomLossFn } from "../../services/training/custom-loss.js";
+import type { CustomLossFn } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { rewardModelSequence } from "../rewards/reward-model.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";

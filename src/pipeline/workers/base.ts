@@ -4,7 +4,7 @@
  */
 import { NEXRL_BRAND } from "../../recipe/brand.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
-import type { InferenceClient } from "../../services/inference/types.js";
+import type { InferenceClient } from "../../contracts/inference.js";
 import type { Tokenizer } from "../../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "../../contracts/trajectory.js";
 import type { DataRow } from "../../contracts/task.js";

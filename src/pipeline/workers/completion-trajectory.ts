@@ -2,7 +2,7 @@
  * Trajectories from inference results.
  * @module
  */
-import type { InferenceResult } from "../../services/inference/types.js";
+import type { InferenceResult } from "../../contracts/inference.js";
 import { Trajectory } from "../../contracts/trajectory.js";
 
 /**

@@ -6,7 +6,7 @@
  */
 import { markSamplingError } from "../rollout/error-origin.js";
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
-import type { InferenceClient, InferenceOptions, InferenceResult } from "../../services/inference/types.js";
+import type { InferenceClient, InferenceOptions, InferenceResult } from "../../contracts/inference.js";
 import { deriveSeed } from "../seed.js";
 import { NexrlError } from "../../errors.js";
 

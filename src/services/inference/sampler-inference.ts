@@ -1,7 +1,7 @@
 import { decodeTolerantly, encodePrompt, type ChatMessage, type Tokenizer } from "../../types/tokenizer.js";
 import { modelInputFromTokens } from "../../types/wire.js";
-import type { SamplingClient } from "../training/types.js";
-import type { InferenceClient, InferenceOptions, InferenceResult } from "./types.js";
+import type { SamplingClient } from "../../contracts/training.js";
+import type { InferenceClient, InferenceOptions, InferenceResult } from "../../contracts/inference.js";
 import { NexrlError } from "../../errors.js";
 
 /** Options of {@link SamplerInferenceClient}. */

@@ -6,7 +6,7 @@
  */
 import { LocalTrainingService, type LocalTrainingServiceOptions } from "./local/index.js";
 import { TinkerTrainingService, type TinkerServiceOptions } from "./tinker/index.js";
-import type { TrainingBackend, TrainingService } from "./types.js";
+import type { TrainingBackend, TrainingService } from "../../contracts/training.js";
 import { WeaverTrainingService, type WeaverServiceOptions } from "./weaver/index.js";
 import { ConfigError } from "../../errors.js";
 
@@ -52,7 +52,7 @@ export function createTrainingService(backend: TrainingBackend, options: Trainin
   }
 }
 
-export * from "./types.js";
+export * from "../../contracts/training.js";
 export * from "./custom-loss.js";
 export * from "./local/index.js";
 export * from "./tinker/index.js";

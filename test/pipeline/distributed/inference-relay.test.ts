@@ -8,7 +8,7 @@ import {
   RelayCallError,
   RelayInferenceClient,
 } from "../../../src/pipeline/distributed/inference-relay.js";
-import type { InferenceClient, InferenceOptions } from "../../../src/services/inference/types.js";
+import type { InferenceClient, InferenceOptions } from "../../../src/contracts/inference.js";
 import type { Tokenizer } from "../../../src/types/tokenizer.js";
 
 /** What the driver's client was called with. */

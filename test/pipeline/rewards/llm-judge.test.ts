@@ -1,13 +1,8 @@
 /** {@link LlmJudge} against a loopback OpenAI-compatible judge. */
 import { describe, expect, it } from "vitest";
 import { JudgeError } from "../../../src/errors.js";
-import {
-  LlmJudge,
-  parseRanking,
-  parseScore,
-  renderRubric,
-  type LlmJudgeOptions,
-} from "../../../src/pipeline/rewards/llm-judge.js";
+import { LlmJudge, parseRanking, parseScore, renderRubric } from "../../../src/pipeline/rewards/llm-judge.js";
+import type { LlmJudgeOptions } from "../../../src/contracts/judge.js";
 import { startJudge, type JudgeAnswer } from "./judge-server.js";
 
 const KEY = "sk-judge-test-1f2e3d4c5b6a";

@@ -3,7 +3,7 @@
  * process, and `nexrl serve` over HTTP through the tinker and weaver clients.
  */
 import { describe, expect, it } from "vitest";
-import type { TrainingBackend, TrainingClient } from "../../../src/services/training/types.js";
+import type { TrainingBackend, TrainingClient } from "../../../src/contracts/training.js";
 import { adamParams, modelInputFromTokens } from "../../../src/types/wire.js";
 import { service, sftDatum, tokens } from "./helpers.js";
 

@@ -11,14 +11,11 @@ import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../../src/engine/config.js";
 import { Rng } from "../../../src/engine/prng.js";
 import { TrainingCore } from "../../../src/engine/training.js";
-import {
-  forwardBackwardCustom,
-  type CustomLossFn,
-  type LossPassClient,
-} from "../../../src/services/training/custom-loss.js";
+import { forwardBackwardCustom, type LossPassClient } from "../../../src/services/training/custom-loss.js";
+import type { CustomLossFn } from "../../../src/contracts/training.js";
 import { createTrainingService } from "../../../src/services/training/index.js";
 import { pairwiseLogisticLoss } from "../../../src/pipeline/trainers/pairwise-loss.js";
-import type { TrainingBackend, TrainingClient } from "../../../src/services/training/types.js";
+import type { TrainingBackend, TrainingClient } from "../../../src/contracts/training.js";
 import { InputError } from "../../../src/errors.js";
 import { adamParams, datum, type Datum } from "../../../src/types/wire.js";
 import { API_KEY, FAST, onCleanup, service, tokens } from "./helpers.js";

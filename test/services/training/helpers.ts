@@ -10,7 +10,7 @@ import {
   type ServerOptions,
 } from "../../../src/server/index.js";
 import { createTrainingService, type TrainingServiceOptions } from "../../../src/services/training/index.js";
-import type { TrainingBackend, TrainingService } from "../../../src/services/training/types.js";
+import type { TrainingBackend, TrainingService } from "../../../src/contracts/training.js";
 import { datum, type Datum } from "../../../src/types/wire.js";
 
 /** The API key every test client sends (and every test scans output for). */

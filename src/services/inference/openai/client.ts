@@ -7,7 +7,7 @@
 import type { ErrorHints } from "../../../http/errors.js";
 import { HttpTransport, type HttpResponse } from "../../../http/transport.js";
 import { encodePrompt, type ChatMessage, type Tokenizer, type ToolCall } from "../../../types/tokenizer.js";
-import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../types.js";
+import type { FinishReason, InferenceClient, InferenceOptions, InferenceResult } from "../../../contracts/inference.js";
 import { parseTokenIdStrings, type VllmTokenIdFields, type VllmTokenIdRequestFields } from "./vllm.js";
 import { UnexpectedResponseError } from "../../../errors.js";
 

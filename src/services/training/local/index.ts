@@ -8,7 +8,8 @@ import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../en
 import { HostedEngine } from "../../../engine/engine-host.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
 import type { LossFunctionName } from "../../../contracts/losses.js";
-import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
+import { forwardBackwardCustom } from "../custom-loss.js";
+import type { CustomLossFn } from "../../../contracts/training.js";
 import { modelInputTokens, type AdamParams, type Datum, type ModelInput } from "../../../types/wire.js";
 import type {
   ApiFuture,
@@ -23,7 +24,7 @@ import type {
   SaveStateOptions,
   TrainingClient,
   TrainingService,
-} from "../types.js";
+} from "../../../contracts/training.js";
 
 /** Options of {@link LocalTrainingService}: where files go, the default seed, and `threads` and `kernels` of its engines. */
 export interface LocalTrainingServiceOptions extends ComputeOptions {

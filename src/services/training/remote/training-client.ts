@@ -10,8 +10,9 @@ import { SubmitOrder } from "../../../http/submit-order.js";
 import type { LossFunctionName } from "../../../contracts/losses.js";
 import type { ForwardBackwardOutput } from "../../../types/results.js";
 import type { Datum } from "../../../types/wire.js";
-import { forwardBackwardCustom, type CustomLossFn } from "../custom-loss.js";
-import type { ApiFuture } from "../types.js";
+import { forwardBackwardCustom } from "../custom-loss.js";
+import type { CustomLossFn } from "../../../contracts/training.js";
+import type { ApiFuture } from "../../../contracts/training.js";
 
 /** A loss pass to send: `forward` computes no gradients, `forward_backward` accumulates them. */
 export interface LossPass {

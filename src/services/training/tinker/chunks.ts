@@ -7,7 +7,7 @@
  * @module
  */
 import type { Datum } from "../../../types/wire.js";
-import type { ForwardBackwardOutput } from "../types.js";
+import type { ForwardBackwardOutput } from "../../../contracts/training.js";
 import { maxOf, minOf } from "../../../types/arrays.js";
 
 /** Chunk limits (Tinker's `client/config` flags). */

@@ -6,7 +6,7 @@
  */
 import { backoffDelayMs } from "../../../http/backoff.js";
 import { isTransient, waitBefore } from "../remote/session.js";
-import type { ApiFuture } from "../types.js";
+import type { ApiFuture } from "../../../contracts/training.js";
 import type { TinkerContext } from "./context.js";
 import { APIError, type RemoteErrorCategory, RemoteOperationError } from "../../../errors.js";
 

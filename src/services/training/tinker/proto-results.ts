@@ -15,7 +15,12 @@ import {
   StopReason,
   type BatchedTensor,
 } from "../../../types/tinker-proto/tinker_public_pb.js";
-import type { ForwardBackwardOutput, LossFnOutput, SampleOutput, SampledSequence } from "../types.js";
+import type {
+  ForwardBackwardOutput,
+  LossFnOutput,
+  SampleOutput,
+  SampledSequence,
+} from "../../../contracts/training.js";
 import { readForwardBackward, readSample } from "./wire.js";
 import { InputError, UnexpectedResponseError } from "../../../errors.js";
 

@@ -4,7 +4,7 @@
  * @module
  */
 import { modelInputFromTokens, type ModelInput } from "../../../types/wire.js";
-import type { ApiFuture, SampleOutput, SamplingClient, SamplingParams } from "../types.js";
+import type { ApiFuture, SampleOutput, SamplingClient, SamplingParams } from "../../../contracts/training.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";
 import { sampleResult } from "./proto-results.js";

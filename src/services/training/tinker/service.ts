@@ -6,7 +6,12 @@
  */
 import { DEFAULT_BACKOFF } from "../../../http/backoff.js";
 import { RemoteSession, type OpenedSession, type RemoteServiceOptions } from "../remote/session.js";
-import type { CreateTrainingClientOptions, SamplingClient, TrainingClient, TrainingService } from "../types.js";
+import type {
+  CreateTrainingClientOptions,
+  SamplingClient,
+  TrainingClient,
+  TrainingService,
+} from "../../../contracts/training.js";
 import { BillingPause } from "./billing.js";
 import { submitRequest, tinkerRequester, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";

@@ -8,7 +8,7 @@ import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/resu
 import { zstdCompress } from "../../../types/tinker-proto/zstd.js";
 import { adamParams, adamParamsToWire, type AdamParams } from "../../../types/wire.js";
 import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
-import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
+import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../../../contracts/training.js";
 import { chunkBySize, combineChunks } from "./chunks.js";
 import { submitRequest, type TinkerContext } from "./context.js";
 import { TinkerFuture } from "./future.js";

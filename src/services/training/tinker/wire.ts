@@ -13,7 +13,7 @@ import type {
   SampleOutput,
   SampledSequence,
   SamplingParams,
-} from "../types.js";
+} from "../../../contracts/training.js";
 import { InputError, UnexpectedResponseError } from "../../../errors.js";
 
 function record(value: unknown, what: string): Record<string, unknown> {

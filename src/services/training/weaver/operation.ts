@@ -5,7 +5,7 @@
  * @module
  */
 import { isTransient, waitBefore } from "../remote/session.js";
-import type { ApiFuture } from "../types.js";
+import type { ApiFuture } from "../../../contracts/training.js";
 import type { WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import { APIError, RemoteOperationError, type RemoteErrorCategory } from "../../../errors.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { modelInputFromTokens, type ModelInput } from "../../../types/wire.js";
-import type { ApiFuture, SampleOutput, SamplingClient, SamplingParams } from "../types.js";
+import type { ApiFuture, SampleOutput, SamplingClient, SamplingParams } from "../../../contracts/training.js";
 import { submitOperation, type WeaverContext } from "./context.js";
 import { readPromptLogprobs, readSample, weaverSamplingParams } from "./wire.js";
 import { ConfigError } from "../../../errors.js";

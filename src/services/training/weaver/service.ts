@@ -5,7 +5,7 @@
  * @module
  */
 import { RemoteSession, type OpenedSession, type RemoteServiceOptions } from "../remote/session.js";
-import type { CreateTrainingClientOptions, TrainingService } from "../types.js";
+import type { CreateTrainingClientOptions, TrainingService } from "../../../contracts/training.js";
 import type { WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import { DEFAULT_POLL, WeaverOperation, type PollOptions } from "./operation.js";

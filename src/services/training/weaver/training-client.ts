@@ -7,7 +7,7 @@
 import type { ForwardBackwardOutput, OptimStepOutput } from "../../../types/results.js";
 import { adamParams, adamParamsToWire, type AdamParams } from "../../../types/wire.js";
 import { SequencedTrainingClient, type LossPass } from "../remote/training-client.js";
-import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../types.js";
+import type { ApiFuture, ModelInfo, SavedPath, SaveStateOptions, TrainingClient } from "../../../contracts/training.js";
 import { submitOperation, type WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import type { WeaverOperation } from "./operation.js";

@@ -7,7 +7,12 @@
 import { type LossFunctionName } from "../../../contracts/losses.js";
 import { validateLossInputs } from "../../../types/loss-validation.js";
 import { tensorValues, type Datum, type TensorData } from "../../../types/wire.js";
-import type { ForwardBackwardOutput, SampleOutput, SampledSequence, SamplingParams } from "../types.js";
+import type {
+  ForwardBackwardOutput,
+  SampleOutput,
+  SampledSequence,
+  SamplingParams,
+} from "../../../contracts/training.js";
 import { field, numberList, object } from "./fields.js";
 import { InputError, UnexpectedResponseError } from "../../../errors.js";
 

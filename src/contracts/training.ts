@@ -4,10 +4,9 @@
  *
  * @module
  */
-import type { LossFunctionName } from "../../contracts/losses.js";
-import type { CustomLossFn } from "./custom-loss.js";
-import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../../types/results.js";
-import type { AdamParams, Datum, ModelInput } from "../../types/wire.js";
+import type { LossFunctionName } from "./losses.js";
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
+import type { AdamParams, Datum, ModelInput } from "../types/wire.js";
 
 export type {
   ForwardBackwardOutput,
@@ -16,7 +15,7 @@ export type {
   SampledSequence,
   SampleOutput,
   SamplingParams,
-} from "../../types/results.js";
+} from "../types/results.js";
 
 /** The training-service backends a recipe can name in `service.train_service.backend`. */
 export type TrainingBackend = "local" | "tinker" | "weaver";
@@ -130,3 +129,54 @@ export interface TrainingService {
   /** Ends the session and releases what it created. */
   close(): Promise<void>;
 }
+
+/** What a {@link CustomLossFn} answers. */
+export interface CustomLossResult {
+  /** The value of the loss over the whole batch. */
+  loss: number;
+  /**
+   * ∂loss/∂lp_t: one array per datum, in order, as long as that datum's `logprobs` (zeros where
+   * a position does not count).
+   */
+  gradLogprobs: ReadonlyArray<ArrayLike<number>>;
+  /** More metrics to report, by `name:reduction` key (e.g. `dpo/accuracy:mean`). */
+  metrics?: Record<string, number>;
+}
+
+/**
+ * A loss over the target logprobs of a whole batch. `logprobs[i][t]` is the model's logprob of
+ * `data[i].loss_fn_inputs.target_tokens[t]` at the current weights; `data` is what was passed to
+ * `forwardBackwardCustom`, so a loss can read extra inputs its datums carry (a mask,
+ * reference logprobs, pair labels…). It may couple datums: a pairwise loss reads datums 2k and
+ * 2k+1, a group loss a whole group. It returns the loss and its gradient with respect to every
+ * logprob.
+ *
+ * @example
+ * ```ts
+ * // DPO over datums [chosen₀, rejected₀, chosen₁, rejected₁, …], each with `weights` marking
+ * // the response and `ref_logprobs` from the reference model.
+ * const beta = 0.1;
+ * const dpo: CustomLossFn = (data, logprobs) => {
+ *   const sum = (i: number, key?: string) => {
+ *     const w = data[i]!.loss_fn_inputs.weights!.data;
+ *     const lp = key ? data[i]!.loss_fn_inputs[key]!.data : logprobs[i]!;
+ *     return lp.reduce((s, x, t) => s + w[t]! * x, 0);
+ *   };
+ *   const grads = logprobs.map((lp) => lp.map(() => 0));
+ *   let loss = 0;
+ *   for (let k = 0; k < data.length; k += 2) {
+ *     const margin = beta * (sum(k) - sum(k, "ref_logprobs") - sum(k + 1) + sum(k + 1, "ref_logprobs"));
+ *     loss += Math.log1p(Math.exp(-margin)); // −log σ(margin)
+ *     const g = -beta / (1 + Math.exp(margin)); // ∂loss/∂(Σ w·lp) of the chosen answer
+ *     data[k]!.loss_fn_inputs.weights!.data.forEach((w, t) => (grads[k]![t] = g * w));
+ *     data[k + 1]!.loss_fn_inputs.weights!.data.forEach((w, t) => (grads[k + 1]![t] = -g * w));
+ *   }
+ *   return { loss, gradLogprobs: grads };
+ * };
+ * const output = await (await client.forwardBackwardCustom(pairs, dpo)).result();
+ * ```
+ */
+export type CustomLossFn = (
+  data: readonly Datum[],
+  logprobs: readonly number[][],
+) => CustomLossResult | Promise<CustomLossResult>;
