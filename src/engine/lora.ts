@@ -1,0 +1,234 @@
+/**
+ * LoRA training of the local engine: the base weights stay frozen and only rank-r factors of
+ * every block's four projections are trained (GPT-2's `attn.c_attn`, `attn.c_proj`, `mlp.c_fc`,
+ * `mlp.c_proj`; embeddings, layer norms and biases are frozen too, as in Tinker's LoRA).
+ *
+ * A projection's weight is a GPT-2 `Conv1D` weight W [in × out] (y = x·W + b). With the factors
+ * stored as PEFT stores them, `lora_A` [r × in] and `lora_B` [out × r], and s = alpha / r:
+ *
+ * ```
+ * W  = W0 + s · (lora_B · lora_A)ᵀ            i.e. W[i][o] = W0[i][o] + s · Σₖ lora_B[o][k] · lora_A[k][i]
+ * ∂L/∂lora_A[k][i] = s · Σₒ lora_B[o][k] · G[i][o]      (G = ∂L/∂W, what the backward pass computes)
+ * ∂L/∂lora_B[o][k] = s · Σᵢ lora_A[k][i] · G[i][o]
+ * ```
+ *
+ * The engine keeps the effective W in its ordinary weight buffer (materialised after every
+ * optimizer step and load, at in·out·r multiply-adds per projection), so forward, backward and
+ * sampling run the full-weight kernels unchanged; the accumulated G is turned into the factors'
+ * gradients by the chain rule above when the optimizer steps (it is linear, so projecting the
+ * sum of several passes equals summing their projections). `lora_A` starts as PEFT's
+ * `kaiming_uniform_(a=√5)`, uniform in ±1/√in (drawn from the engine's seeded generator after
+ * the base weights); `lora_B` starts at zero, so the initial model is the base model.
+ *
+ * Materialising computes exactly what `mergeLoraIntoBase` computes for a `fan_in_fan_out`
+ * adapter (one shared function, {@link addLoraProduct}), so merging an exported adapter into the
+ * base weights reproduces the engine's weights bit for bit.
+ *
+ * @module
+ */
+import type { ResolvedModelConfig } from "./config.js";
+import type { ModelTensors } from "./params.js";
+import type { Rng } from "./prng.js";
+import { ConfigError } from "../errors.js";
+
+/** LoRA training of {@link "./engine.js".LocalEngine}: the rank and scale of the trained factors. */
+export interface LoraOptions {
+  /** Rank r of every factor pair: an integer from 1 to the model's `dModel`. */
+  rank: number;
+  /** The scale's numerator: the update is (alpha / rank) · B·A (default 32, PEFT's `lora_alpha`). */
+  alpha?: number;
+}
+
+/** {@link LoraOptions} with the default filled in. */
+export type ResolvedLora = Required<LoraOptions>;
+
+/** Default `alpha` of {@link LoraOptions}. */
+const DEFAULT_ALPHA = 32;
+
+/**
+ * Validates `lora` for a model of `config`.
+ * @throws {@link "nexrl".ConfigError | ConfigError} for a rank that is not an integer in [1, dModel], or a non-positive alpha.
+ */
+export function resolveLora(lora: LoraOptions, config: ResolvedModelConfig): ResolvedLora {
+  const { rank } = lora;
+  const alpha = lora.alpha ?? DEFAULT_ALPHA;
+  if (!Number.isSafeInteger(rank) || rank < 1 || rank > config.dModel)
+    throw new ConfigError(
+      `lora rank must be an integer from 1 to the model's dModel (${config.dModel}, the smaller side of attn.c_proj), got ${String(rank)}`,
+    );
+  if (typeof alpha !== "number" || !Number.isFinite(alpha) || alpha <= 0)
+    throw new ConfigError(`lora alpha must be a positive number, got ${String(alpha)}`);
+  return { rank, alpha };
+}
+
+/** One adapted projection: its PEFT module name, its shape and where its weight lives. */
+export interface LoraTarget {
+  /** GPT-2 module name, e.g. `transformer.h.0.attn.c_attn`. */
+  module: string;
+  inDim: number;
+  outDim: number;
+  /** The projection's weight [in × out] among `tensors`. */
+  weight: (tensors: ModelTensors) => Float32Array;
+}
+
+/** The adapted projections in adapter order: per block `attn.c_attn`, `attn.c_proj`, `mlp.c_fc`, `mlp.c_proj`. */
+export function loraTargets(config: ResolvedModelConfig): LoraTarget[] {
+  const d = config.dModel;
+  return Array.from({ length: config.nLayers }, (_, l): LoraTarget[] => {
+    const p = `transformer.h.${l}`;
+    return [
+      { module: `${p}.attn.c_attn`, inDim: d, outDim: 3 * d, weight: (t) => t.blocks[l]!.wqkv },
+      { module: `${p}.attn.c_proj`, inDim: d, outDim: d, weight: (t) => t.blocks[l]!.wo },
+      { module: `${p}.mlp.c_fc`, inDim: d, outDim: 4 * d, weight: (t) => t.blocks[l]!.w1 },
+      { module: `${p}.mlp.c_proj`, inDim: 4 * d, outDim: d, weight: (t) => t.blocks[l]!.w2 },
+    ];
+  }).flat();
+}
+
+/** Floats of all factors of a model at `rank`: Σ r·(in + out). */
+export function loraFactorCount(config: ResolvedModelConfig, rank: number): number {
+  return loraTargets(config).reduce((n, t) => n + rank * (t.inDim + t.outDim), 0);
+}
+
+/** Floats of the frozen base weights of the adapted projections: Σ in·out. */
+export function loraBaseCount(config: ResolvedModelConfig): number {
+  return loraTargets(config).reduce((n, t) => n + t.inDim * t.outDim, 0);
+}
+
+/** Bytes a LoRA engine of `config` holds besides a full-weight engine's buffers (factors, their gradients and Adam moments, the base). */
+export function loraBytes(config: ResolvedModelConfig, rank: number): number {
+  return (4 * loraFactorCount(config, rank) + loraBaseCount(config)) * 4;
+}
+
+/**
+ * Adds `scale · (b · a)ᵀ` (a: `lora_A` [r × in], b: `lora_B` [out × r]) to `weight`, stored
+ * [in × out] with `fanInFanOut`, else [out × in]: row by row of the output, in float32, as
+ * PEFT's merge does for `Conv1D`.
+ */
+export function addLoraProduct(
+  weight: Float32Array,
+  a: Float32Array,
+  b: Float32Array,
+  r: number,
+  scale: number,
+  fanInFanOut: boolean,
+): void {
+  const inDim = a.length / r;
+  const outDim = b.length / r;
+  const row = new Float32Array(inDim);
+  for (let o = 0; o < outDim; o++) {
+    row.fill(0);
+    for (let k = 0; k < r; k++) {
+      const bk = b[o * r + k]! * scale;
+      if (bk === 0) continue;
+      const ak = a.subarray(k * inDim, (k + 1) * inDim);
+      for (let i = 0; i < inDim; i++) row[i]! += bk * ak[i]!;
+    }
+    if (fanInFanOut) for (let i = 0; i < inDim; i++) weight[i * outDim + o]! += row[i]!;
+    else for (let i = 0; i < inDim; i++) weight[o * inDim + i]! += row[i]!;
+  }
+}
+
+/** The factors (and their gradients and frozen base weights) of one LoRA model. */
+export class LoraState {
+  /** Per target, `lora_A` [r × in] then `lora_B` [out × r]; the parameters the optimizer trains. */
+  readonly factors: Float32Array;
+  /** Their accumulated gradients (filled by {@link LoraState.gradientsFrom}). */
+  readonly grads: Float32Array;
+  /** Per target, its frozen base weight W0 [in × out]. */
+  readonly base: Float32Array;
+  /** The adapted projections. */
+  readonly targets: LoraTarget[];
+  /** alpha / rank. */
+  readonly scale: number;
+  private readonly factorOffsets: number[] = [];
+  private readonly baseOffsets: number[] = [];
+
+  /**
+   * Factors for the model whose initial weights `weights` holds (they become the base): `lora_A`
+   * drawn from `rng`, `lora_B` zero.
+   */
+  constructor(
+    config: ResolvedModelConfig,
+    readonly lora: ResolvedLora,
+    weights: ModelTensors,
+    rng: Rng,
+  ) {
+    this.targets = loraTargets(config);
+    this.scale = lora.alpha / lora.rank;
+    let f = 0;
+    let b = 0;
+    for (const t of this.targets) {
+      this.factorOffsets.push(f);
+      this.baseOffsets.push(b);
+      f += lora.rank * (t.inDim + t.outDim);
+      b += t.inDim * t.outDim;
+    }
+    this.factors = new Float32Array(f);
+    this.grads = new Float32Array(f);
+    this.base = new Float32Array(b);
+    this.targets.forEach((t, n) => {
+      this.base.set(t.weight(weights), this.baseOffsets[n]);
+      const { a } = this.factorsOf(n, this.factors);
+      const bound = 1 / Math.sqrt(t.inDim);
+      for (let i = 0; i < a.length; i++) a[i] = (2 * rng.next() - 1) * bound;
+    });
+  }
+
+  /** Views of target `n`'s `lora_A` and `lora_B` inside `buffer` (the factors or their gradients). */
+  factorsOf(n: number, buffer: Float32Array): { a: Float32Array; b: Float32Array } {
+    const t = this.targets[n]!;
+    const r = this.lora.rank;
+    const at = this.factorOffsets[n]!;
+    return {
+      a: buffer.subarray(at, at + r * t.inDim),
+      b: buffer.subarray(at + r * t.inDim, at + r * (t.inDim + t.outDim)),
+    };
+  }
+
+  /** Target `n`'s base weight. */
+  baseOf(n: number): Float32Array {
+    const t = this.targets[n]!;
+    const at = this.baseOffsets[n]!;
+    return this.base.subarray(at, at + t.inDim * t.outDim);
+  }
+
+  /** Writes W0 + s·(B·A)ᵀ of every target into `weights`. */
+  materialize(weights: ModelTensors): void {
+    this.targets.forEach((t, n) => {
+      const w = t.weight(weights);
+      w.set(this.baseOf(n));
+      const { a, b } = this.factorsOf(n, this.factors);
+      addLoraProduct(w, a, b, this.lora.rank, this.scale, true);
+    });
+  }
+
+  /** Adds the factors' gradients for the weight gradients `grads` (the chain rule of the module comment). */
+  gradientsFrom(grads: ModelTensors): void {
+    const r = this.lora.rank;
+    const s = this.scale;
+    this.targets.forEach((t, n) => {
+      const { inDim, outDim } = t;
+      const g = t.weight(grads);
+      const { a, b } = this.factorsOf(n, this.factors);
+      const da = this.factorsOf(n, this.grads).a;
+      const db = this.factorsOf(n, this.grads).b;
+      // Bᵀ as [r × out] rows and ∂L/∂lora_Bᵀ [r × out], so both inner loops run along G's rows.
+      const bt = new Float64Array(r * outDim);
+      for (let o = 0; o < outDim; o++) for (let k = 0; k < r; k++) bt[k * outDim + o] = b[o * r + k]!;
+      const dbt = new Float64Array(r * outDim);
+      for (let i = 0; i < inDim; i++) {
+        const gi = g.subarray(i * outDim, (i + 1) * outDim);
+        for (let k = 0; k < r; k++) {
+          let sum = 0;
+          const off = k * outDim;
+          for (let o = 0; o < outDim; o++) sum += bt[off + o]! * gi[o]!;
+          da[k * inDim + i]! += s * sum;
+          const aki = s * a[k * inDim + i]!;
+          if (aki !== 0) for (let o = 0; o < outDim; o++) dbt[off + o]! += aki * gi[o]!;
+        }
+      }
+      for (let o = 0; o < outDim; o++) for (let k = 0; k < r; k++) db[o * r + k]! += dbt[k * outDim + o]!;
+    });
+  }
+}
