@@ -3,15 +3,20 @@
  * named `base_model.model.<module>.lora_A.weight` / `.lora_B.weight`), as `peft` and vLLM's
  * `--lora-modules` load them.
  *
- * The local engine trains every weight (a Tinker "LoRA" model of `nexrl serve` included), so its
- * adapter is the exact factorisation of each projection's change from the base weights, at
- * rank `dModel`: for a GPT-2 `Conv1D` weight change D [in × out], `lora_B @ lora_A` is Dᵀ with
- * the identity as one factor (`lora_A` = I when in ≤ out, else `lora_B` = I), scaled by
- * `lora_alpha / r` = 1. Changes to embeddings, layer norms and biases are not in it.
+ * A LoRA model of the local engine (every Tinker model of `nexrl serve`, and Weaver's
+ * `training_mode: lora`) trains rank-r factors over frozen base weights (see `engine/lora.ts`);
+ * its adapter ({@link trainedLoraAdapter}) holds those factors exactly, with the rank and
+ * `lora_alpha` they were trained with, so PEFT's merge of it into the base gives the engine's
+ * weights. A full-weight model's (Weaver's `full_ft`) adapter ({@link engineLoraAdapter}) is the
+ * exact factorisation of each projection's change from the base weights, at rank `dModel`: for a
+ * GPT-2 `Conv1D` weight change D [in × out], `lora_B @ lora_A` is Dᵀ with the identity as one
+ * factor (`lora_A` = I when in ≤ out, else `lora_B` = I), scaled by `lora_alpha / r` = 1; its
+ * changes to embeddings, layer norms and biases are not in it.
  * @module
  * @internal
  */
 import type { ResolvedModelConfig } from "../engine/config.js";
+import { loraTargets } from "../engine/lora.js";
 import { tensorViews } from "../engine/params.js";
 import {
   decodeSafetensors,
@@ -43,14 +48,14 @@ function identity(n: number): Float32Array {
   return out;
 }
 
-/** PEFT's `adapter_config.json` for a LoRA of rank `r`, scale 1, on the GPT-2 modules. */
-function peftConfig(baseModel: string, r: number): Record<string, unknown> {
+/** PEFT's `adapter_config.json` for a LoRA of rank `r` and `lora_alpha` `alpha` on the GPT-2 modules. */
+function peftConfig(baseModel: string, r: number, alpha: number): Record<string, unknown> {
   return {
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
     base_model_name_or_path: baseModel,
     r,
-    lora_alpha: r,
+    lora_alpha: alpha,
     lora_dropout: 0,
     bias: "none",
     fan_in_fan_out: true,
@@ -98,7 +103,37 @@ export function engineLoraAdapter(
     add(`${p}.mlp.c_fc`, block.w1, was.w1, d, 4 * d);
     add(`${p}.mlp.c_proj`, block.w2, was.w2, 4 * d, d);
   });
-  return { config: peftConfig(baseModel, d), safetensors: encodeSafetensors(tensors, { format: "pt" }) };
+  return { config: peftConfig(baseModel, d, d), safetensors: encodeSafetensors(tensors, { format: "pt" }) };
+}
+
+/**
+ * The PEFT adapter of a LoRA model's trained `factors` (as its state file holds them: per
+ * projection `lora_A` [r × in] then `lora_B` [out × r]), tensor for tensor, with `rank` and
+ * `alpha` as `r` and `lora_alpha`, and `baseModel` as `base_model_name_or_path`.
+ */
+export function trainedLoraAdapter(
+  config: ResolvedModelConfig,
+  lora: { rank: number; alpha: number; factors: Float32Array },
+  baseModel: string,
+): PeftAdapter {
+  const r = lora.rank;
+  const tensors: NamedTensor[] = [];
+  let at = 0;
+  for (const { module, inDim, outDim } of loraTargets(config)) {
+    const name = `base_model.model.${module}`;
+    tensors.push({ name: `${name}.lora_A.weight`, shape: [r, inDim], data: lora.factors.subarray(at, at + r * inDim) });
+    at += r * inDim;
+    tensors.push({
+      name: `${name}.lora_B.weight`,
+      shape: [outDim, r],
+      data: lora.factors.subarray(at, at + r * outDim),
+    });
+    at += r * outDim;
+  }
+  return {
+    config: peftConfig(baseModel, r, lora.alpha),
+    safetensors: encodeSafetensors(tensors, { format: "pt" }),
+  };
 }
 
 /**

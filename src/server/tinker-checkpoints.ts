@@ -8,7 +8,8 @@
  * process that expires after 15 minutes; the download needs no API key, like Tinker's signed
  * storage URLs. The archive is a gzipped tar holding the engine's file, `checkpoint.json`
  * (what it is) and the LoRA adapter in PEFT's format (`adapter_config.json`,
- * `adapter_model.safetensors`; see `formats/lora-adapter.ts`).
+ * `adapter_model.safetensors`): a LoRA model's trained factors as they are, a full-weight
+ * model's change from its initial weights at full rank (see `formats/lora-adapter.ts`).
  *
  * @module
  */
@@ -20,7 +21,8 @@ import { z } from "zod";
 import { parameterCount, initializeParameters } from "../engine/params.js";
 import { Rng } from "../engine/prng.js";
 import { decodeStateFile } from "../engine/state-file.js";
-import { engineLoraAdapter } from "../formats/lora-adapter.js";
+import type { ResolvedModelConfig } from "../engine/config.js";
+import { engineLoraAdapter, trainedLoraAdapter, type PeftAdapter } from "../formats/lora-adapter.js";
 import { writeTarGz } from "../formats/tar.js";
 import type { RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
@@ -40,6 +42,13 @@ interface TrainingRunRecord {
   owner: string;
   loraRank: number | undefined;
   lastRequestTime: number;
+}
+
+/** The rank-dModel adapter of a full-weight model's change from its seed's initial weights. */
+function fullWeightAdapter(config: ResolvedModelConfig, weights: Float32Array, artifact: Artifact): PeftAdapter {
+  const base = new Float32Array(parameterCount(config));
+  initializeParameters(base, config, new Rng(artifact.seed));
+  return engineLoraAdapter(config, weights, base, artifact.baseModel);
 }
 
 /** Signs archive URLs and serves the archives they name. */
@@ -85,9 +94,9 @@ export class CheckpointArchives {
     const artifact = this.store.artifact(tinkerPath);
     const bytes = new Uint8Array(await readFile(artifact.file));
     const state = decodeStateFile(bytes, artifact.file);
-    const base = new Float32Array(parameterCount(state.config));
-    initializeParameters(base, state.config, new Rng(artifact.seed));
-    const adapter = engineLoraAdapter(state.config, state.weights, base, artifact.baseModel);
+    const adapter = state.lora
+      ? trainedLoraAdapter(state.config, state.lora, artifact.baseModel)
+      : fullWeightAdapter(state.config, state.weights, artifact);
     const json = (value: unknown): Uint8Array => new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
     const description = {
       format: "nexrl-tinker-checkpoint",
