@@ -7,17 +7,12 @@
  * `training_mode: lora`) trains rank-r factors over frozen base weights (see `engine/lora.ts`);
  * its adapter ({@link trainedLoraAdapter}) holds those factors exactly, with the rank and
  * `lora_alpha` they were trained with, so PEFT's merge of it into the base gives the engine's
- * weights. A full-weight model's (Weaver's `full_ft`) adapter ({@link engineLoraAdapter}) is the
- * exact factorisation of each projection's change from the base weights, at rank `dModel`: for a
- * GPT-2 `Conv1D` weight change D [in × out], `lora_B @ lora_A` is Dᵀ with the identity as one
- * factor (`lora_A` = I when in ≤ out, else `lora_B` = I), scaled by `lora_alpha / r` = 1; its
- * changes to embeddings, layer norms and biases are not in it.
+ * weights bit for bit in float32 (embeddings, layer norms and biases are frozen, so nothing is left out).
  * @module
  * @internal
  */
 import type { ResolvedModelConfig } from "../engine/config.js";
 import { loraTargets } from "../engine/lora.js";
-import { tensorViews } from "../engine/params.js";
 import {
   decodeSafetensors,
   encodeRawSafetensors,
@@ -35,18 +30,6 @@ export interface PeftAdapter {
 
 /** The modules the adapter targets, by their GPT-2 (`GPT2LMHeadModel`) names. */
 const TARGET_MODULES = ["c_attn", "c_fc", "c_proj"];
-
-function transposed(d: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(d.length);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = d[r * cols + c]!;
-  return out;
-}
-
-function identity(n: number): Float32Array {
-  const out = new Float32Array(n * n);
-  for (let i = 0; i < n; i++) out[i * n + i] = 1;
-  return out;
-}
 
 /** PEFT's `adapter_config.json` for a LoRA of rank `r` and `lora_alpha` `alpha` on the GPT-2 modules. */
 function peftConfig(baseModel: string, r: number, alpha: number): Record<string, unknown> {
@@ -66,44 +49,6 @@ function peftConfig(baseModel: string, r: number, alpha: number): Record<string,
     alpha_pattern: {},
     target_modules: TARGET_MODULES,
   };
-}
-
-/**
- * The PEFT adapter taking the engine's `base` weights to `trained` (see the module comment),
- * with `baseModel` as `base_model_name_or_path`.
- */
-export function engineLoraAdapter(
-  config: ResolvedModelConfig,
-  trained: Float32Array,
-  base: Float32Array,
-  baseModel: string,
-): PeftAdapter {
-  const t = tensorViews(trained, config);
-  const b = tensorViews(base, config);
-  const d = config.dModel;
-  const tensors: NamedTensor[] = [];
-  const add = (module: string, now: Float32Array, before: Float32Array, inDim: number, outDim: number): void => {
-    const delta = new Float32Array(now.length);
-    for (let i = 0; i < delta.length; i++) delta[i] = now[i]! - before[i]!;
-    const deltaT = transposed(delta, inDim, outDim); // [out × in], what lora_B @ lora_A must equal
-    const name = `base_model.model.${module}`;
-    if (inDim <= outDim) {
-      tensors.push({ name: `${name}.lora_A.weight`, shape: [inDim, inDim], data: identity(inDim) });
-      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, inDim], data: deltaT });
-    } else {
-      tensors.push({ name: `${name}.lora_A.weight`, shape: [outDim, inDim], data: deltaT });
-      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, outDim], data: identity(outDim) });
-    }
-  };
-  t.blocks.forEach((block, l) => {
-    const was = b.blocks[l]!;
-    const p = `transformer.h.${l}`;
-    add(`${p}.attn.c_attn`, block.wqkv, was.wqkv, d, 3 * d);
-    add(`${p}.attn.c_proj`, block.wo, was.wo, d, d);
-    add(`${p}.mlp.c_fc`, block.w1, was.w1, d, 4 * d);
-    add(`${p}.mlp.c_proj`, block.w2, was.w2, 4 * d, d);
-  });
-  return { config: peftConfig(baseModel, d, d), safetensors: encodeSafetensors(tensors, { format: "pt" }) };
 }
 
 /**

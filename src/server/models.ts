@@ -43,7 +43,7 @@ export interface ServedModel {
   readonly loraRank: number | undefined;
   /** The LoRA alpha (the factors' product is scaled by alpha / rank), when `lora`. */
   readonly loraAlpha: number | undefined;
-  /** The seed of its initial weights (the base its checkpoints' LoRA adapters are measured from). */
+  /** The seed of its initial weights (a LoRA model's frozen base, and its factors' initialisation). */
   readonly seed: number;
   /** The engine holding its weights and optimizer state, in its host thread. */
   readonly engine: HostedEngine;
