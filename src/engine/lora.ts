@@ -31,7 +31,7 @@ import type { ModelTensors } from "./params.js";
 import type { Rng } from "./prng.js";
 import { ConfigError } from "../errors.js";
 
-/** LoRA training of {@link "./engine.js".LocalEngine}: the rank and scale of the trained factors. */
+/** LoRA training of the local engine (`LocalEngine.create`'s `lora`): the rank and scale of the trained factors. */
 export interface LoraOptions {
   /** Rank r of every factor pair: an integer from 1 to the model's `dModel`. */
   rank: number;
@@ -86,12 +86,12 @@ export function loraTargets(config: ResolvedModelConfig): LoraTarget[] {
 }
 
 /** Floats of all factors of a model at `rank`: Σ r·(in + out). */
-export function loraFactorCount(config: ResolvedModelConfig, rank: number): number {
+function loraFactorCount(config: ResolvedModelConfig, rank: number): number {
   return loraTargets(config).reduce((n, t) => n + rank * (t.inDim + t.outDim), 0);
 }
 
 /** Floats of the frozen base weights of the adapted projections: Σ in·out. */
-export function loraBaseCount(config: ResolvedModelConfig): number {
+function loraBaseCount(config: ResolvedModelConfig): number {
   return loraTargets(config).reduce((n, t) => n + t.inDim * t.outDim, 0);
 }
 
