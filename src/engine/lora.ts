@@ -13,12 +13,15 @@
  * ```
  *
  * The engine keeps the effective W in its ordinary weight buffer (materialised after every
- * optimizer step and load, at in·out·r multiply-adds per projection), so forward, backward and
- * sampling run the full-weight kernels unchanged; the accumulated G is turned into the factors'
+ * optimizer step, at in·out·r multiply-adds per projection), so forward, backward and sampling
+ * run the full-weight kernels unchanged; the accumulated G is turned into the factors'
  * gradients by the chain rule above when the optimizer steps (it is linear, so projecting the
  * sum of several passes equals summing their projections). `lora_A` starts as PEFT's
  * `kaiming_uniform_(a=√5)`, uniform in ±1/√in (drawn from the engine's seeded generator after
- * the base weights); `lora_B` starts at zero, so the initial model is the base model.
+ * the base weights); `lora_B` starts at zero, so the initial model is the base model. An
+ * optimizer step thus costs 3·in·out·r multiply-adds per projection on the engine's calling
+ * thread, in TypeScript (about 0.1 s for `small` and 0.5 s for `medium` at rank 32 on one core;
+ * the factors live outside the engine's kernel memory).
  *
  * Materialising computes exactly what `mergeLoraIntoBase` computes for a `fan_in_fan_out`
  * adapter (one shared function, {@link addLoraProduct}), so merging an exported adapter into the
@@ -100,10 +103,27 @@ export function loraBytes(config: ResolvedModelConfig, rank: number): number {
   return (4 * loraFactorCount(config, rank) + loraBaseCount(config)) * 4;
 }
 
+/** Σₖ x[xi + k] · y[yi + k] over k < n, in float64, in four interleaved partial sums. */
+function dot(x: Float64Array, xi: number, y: Float64Array, yi: number, n: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let k = 0;
+  for (; k + 3 < n; k += 4) {
+    s0 += x[xi + k]! * y[yi + k]!;
+    s1 += x[xi + k + 1]! * y[yi + k + 1]!;
+    s2 += x[xi + k + 2]! * y[yi + k + 2]!;
+    s3 += x[xi + k + 3]! * y[yi + k + 3]!;
+  }
+  for (; k < n; k++) s0 += x[xi + k]! * y[yi + k]!;
+  return s0 + s1 + (s2 + s3);
+}
+
 /**
  * Adds `scale · (b · a)ᵀ` (a: `lora_A` [r × in], b: `lora_B` [out × r]) to `weight`, stored
- * [in × out] with `fanInFanOut`, else [out × in]: row by row of the output, in float32, as
- * PEFT's merge does for `Conv1D`.
+ * [in × out] with `fanInFanOut`, else [out × in]: each element's sum over the rank in float64
+ * (four interleaved partial sums), then added to the weight and rounded to float32 once.
  */
 export function addLoraProduct(
   weight: Float32Array,
@@ -115,17 +135,19 @@ export function addLoraProduct(
 ): void {
   const inDim = a.length / r;
   const outDim = b.length / r;
-  const row = new Float32Array(inDim);
-  for (let o = 0; o < outDim; o++) {
-    row.fill(0);
-    for (let k = 0; k < r; k++) {
-      const bk = b[o * r + k]! * scale;
-      if (bk === 0) continue;
-      const ak = a.subarray(k * inDim, (k + 1) * inDim);
-      for (let i = 0; i < inDim; i++) row[i]! += bk * ak[i]!;
+  // Both operands rank-minor, so the innermost loop reads them in order.
+  const scaled = new Float64Array(outDim * r);
+  for (let n = 0; n < scaled.length; n++) scaled[n] = b[n]! * scale;
+  const at = new Float64Array(inDim * r);
+  for (let k = 0; k < r; k++) for (let i = 0; i < inDim; i++) at[i * r + k] = a[k * inDim + i]!;
+  for (let i = 0; i < inDim; i++) {
+    const ai = i * r;
+    for (let o = 0; o < outDim; o++) {
+      const bo = o * r;
+      const sum = dot(scaled, bo, at, ai, r);
+      const w = fanInFanOut ? i * outDim + o : o * inDim + i;
+      weight[w] = Math.fround(weight[w]! + sum);
     }
-    if (fanInFanOut) for (let i = 0; i < inDim; i++) weight[i * outDim + o]! += row[i]!;
-    else for (let i = 0; i < inDim; i++) weight[o * inDim + i]! += row[i]!;
   }
 }
 
@@ -211,24 +233,19 @@ export class LoraState {
       const { inDim, outDim } = t;
       const g = t.weight(grads);
       const { a, b } = this.factorsOf(n, this.factors);
-      const da = this.factorsOf(n, this.grads).a;
-      const db = this.factorsOf(n, this.grads).b;
-      // Bᵀ as [r × out] rows and ∂L/∂lora_Bᵀ [r × out], so both inner loops run along G's rows.
+      const { a: da, b: db } = this.factorsOf(n, this.grads);
+      // Every sum as a dot product of two rows read in order: G [in × out] and Gᵀ, lora_A's
+      // rows [r × in] and lora_Bᵀ [r × out], all in float64.
+      const g64 = Float64Array.from(g);
+      const gt = new Float64Array(outDim * inDim);
+      for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) gt[o * inDim + i] = g64[i * outDim + o]!;
+      const a64 = Float64Array.from(a);
       const bt = new Float64Array(r * outDim);
       for (let o = 0; o < outDim; o++) for (let k = 0; k < r; k++) bt[k * outDim + o] = b[o * r + k]!;
-      const dbt = new Float64Array(r * outDim);
-      for (let i = 0; i < inDim; i++) {
-        const gi = g.subarray(i * outDim, (i + 1) * outDim);
-        for (let k = 0; k < r; k++) {
-          let sum = 0;
-          const off = k * outDim;
-          for (let o = 0; o < outDim; o++) sum += bt[off + o]! * gi[o]!;
-          da[k * inDim + i]! += s * sum;
-          const aki = s * a[k * inDim + i]!;
-          if (aki !== 0) for (let o = 0; o < outDim; o++) dbt[off + o]! += aki * gi[o]!;
-        }
-      }
-      for (let o = 0; o < outDim; o++) for (let k = 0; k < r; k++) db[o * r + k]! += dbt[k * outDim + o]!;
+      for (let k = 0; k < r; k++)
+        for (let i = 0; i < inDim; i++) da[k * inDim + i]! += s * dot(bt, k * outDim, g64, i * outDim, outDim);
+      for (let o = 0; o < outDim; o++)
+        for (let k = 0; k < r; k++) db[o * r + k]! += s * dot(gt, o * inDim, a64, k * inDim, inDim);
     });
   }
 }
