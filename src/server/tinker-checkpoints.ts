@@ -98,7 +98,8 @@ export class CheckpointArchives {
       tinker_path: artifact.path,
       base_model: artifact.baseModel,
       seed: artifact.seed,
-      lora_rank: artifact.loraRank ?? null,
+      lora_rank: state.lora.rank,
+      lora_alpha: state.lora.alpha,
       engine_file: basename(artifact.file),
       config: state.config,
     };

@@ -83,6 +83,8 @@ describe("LoRA training in nexrl serve (Tinker)", () => {
       );
       const adapterConfig = JSON.parse(new TextDecoder().decode(entries.get("adapter_config.json")!));
       expect(adapterConfig).toMatchObject({ peft_type: "LORA", r: 4, lora_alpha: 32, fan_in_fan_out: true });
+      const description = JSON.parse(new TextDecoder().decode(entries.get("checkpoint.json")!));
+      expect(description).toMatchObject({ base_model: "tiny", seed: 3, lora_rank: 4, lora_alpha: 32 });
       const tensors = tensorsOf(entries.get("adapter_model.safetensors")!);
       expect(tensors.size).toBe(2 * targets.length);
       let at = 0;
