@@ -142,7 +142,7 @@ export class LocalEngine {
    * `sampler: true` what a {@link LocalEngine.samplerFromSnapshot} sampler of that model
    * reserves: the most it can hold resident, known before building it (a server budgets its
    * models with it). With `lora`, an engine of that LoRA rank (its factors, their optimizer state
-   * and the frozen base projections on top).
+   * the frozen base projections and the chain rule's scratch on top).
    * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape or invalid `threads`.
    */
   static memoryBytes(

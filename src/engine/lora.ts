@@ -98,9 +98,15 @@ function loraBaseCount(config: ResolvedModelConfig): number {
   return loraTargets(config).reduce((n, t) => n + t.inDim * t.outDim, 0);
 }
 
-/** Bytes a LoRA engine of `config` holds besides a full-weight engine's buffers (factors, their gradients and Adam moments, the base). */
+/**
+ * Bytes a LoRA engine of `config` holds besides a full-weight engine's buffers: the factors,
+ * their gradients and Adam moments and the base (float32), and the chain rule's float64 scratch.
+ */
 export function loraBytes(config: ResolvedModelConfig, rank: number): number {
-  return (4 * loraFactorCount(config, rank) + loraBaseCount(config)) * 4;
+  const targets = loraTargets(config);
+  const most = Math.max(...targets.map((t) => t.inDim * t.outDim));
+  const side = Math.max(...targets.map((t) => Math.max(t.inDim, t.outDim)));
+  return (4 * loraFactorCount(config, rank) + loraBaseCount(config)) * 4 + (2 * most + 2 * rank * side) * 8;
 }
 
 /** Σₖ x[xi + k] · y[yi + k] over k < n, in float64, in four interleaved partial sums. */
@@ -163,6 +169,8 @@ export class LoraState {
   readonly targets: LoraTarget[];
   /** alpha / rank. */
   readonly scale: number;
+  /** Float64 copies of one target's G, Gᵀ, lora_A and lora_Bᵀ (sized for the largest), reused every step. */
+  private readonly scratch: { g64: Float64Array; gt: Float64Array; a64: Float64Array; bt: Float64Array };
   private readonly factorOffsets: number[] = [];
   private readonly baseOffsets: number[] = [];
 
@@ -186,6 +194,14 @@ export class LoraState {
       f += lora.rank * (t.inDim + t.outDim);
       b += t.inDim * t.outDim;
     }
+    const most = Math.max(...this.targets.map((t) => t.inDim * t.outDim));
+    const side = Math.max(...this.targets.map((t) => Math.max(t.inDim, t.outDim)));
+    this.scratch = {
+      g64: new Float64Array(most),
+      gt: new Float64Array(most),
+      a64: new Float64Array(lora.rank * side),
+      bt: new Float64Array(lora.rank * side),
+    };
     this.factors = new Float32Array(f);
     this.grads = new Float32Array(f);
     this.base = new Float32Array(b);
@@ -236,11 +252,10 @@ export class LoraState {
       const { a: da, b: db } = this.factorsOf(n, this.grads);
       // Every sum as a dot product of two rows read in order: G [in × out] and Gᵀ, lora_A's
       // rows [r × in] and lora_Bᵀ [r × out], all in float64.
-      const g64 = Float64Array.from(g);
-      const gt = new Float64Array(outDim * inDim);
+      const { g64, gt, a64, bt } = this.scratch;
+      g64.set(g);
       for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) gt[o * inDim + i] = g64[i * outDim + o]!;
-      const a64 = Float64Array.from(a);
-      const bt = new Float64Array(r * outDim);
+      a64.set(a);
       for (let o = 0; o < outDim; o++) for (let k = 0; k < r; k++) bt[k * outDim + o] = b[o * r + k]!;
       for (let k = 0; k < r; k++)
         for (let i = 0; i < inDim; i++) da[k * inDim + i]! += s * dot(bt, k * outDim, g64, i * outDim, outDim);

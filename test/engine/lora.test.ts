@@ -190,12 +190,13 @@ describe("LoRA engines", () => {
     }
   });
 
-  it("reserve their factors, moments and base on top of a full-weight engine's memory", () => {
+  it("reserve their factors, moments, base and scratch on top of a full-weight engine's memory", () => {
     const full = LocalEngine.memoryBytes(SHAPE, { threads: 1 });
     const lora = LocalEngine.memoryBytes(SHAPE, { threads: 1, lora: { rank: 4 } });
     const d = SHAPE.dModel;
     const factors = 2 * 4 * (d + 3 * d + d + d + d + 4 * d + 4 * d + d);
     const base = 2 * 12 * d * d;
-    expect(lora - full).toBe((4 * factors + base) * 4);
+    const scratch = 2 * (d * 4 * d) + 2 * 4 * (4 * d); // float64 G and Gᵀ of c_fc, lora_A and lora_Bᵀ
+    expect(lora - full).toBe((4 * factors + base) * 4 + scratch * 8);
   });
 });
