@@ -103,10 +103,19 @@ function loraBaseCount(config: ResolvedModelConfig): number {
  * their gradients and Adam moments and the base (float32), and the chain rule's float64 scratch.
  */
 export function loraBytes(config: ResolvedModelConfig, rank: number): number {
-  const targets = loraTargets(config);
-  const most = Math.max(...targets.map((t) => t.inDim * t.outDim));
-  const side = Math.max(...targets.map((t) => Math.max(t.inDim, t.outDim)));
+  const { most, side } = scratchSizes(loraTargets(config));
   return (4 * loraFactorCount(config, rank) + loraBaseCount(config)) * 4 + (2 * most + 2 * rank * side) * 8;
+}
+
+/** The largest in·out and the largest side of `targets`: what the chain rule's scratch holds. */
+function scratchSizes(targets: readonly LoraTarget[]): { most: number; side: number } {
+  let most = 0;
+  let side = 0;
+  for (const t of targets) {
+    most = Math.max(most, t.inDim * t.outDim);
+    side = Math.max(side, t.inDim, t.outDim);
+  }
+  return { most, side };
 }
 
 /** Σₖ x[xi + k] · y[yi + k] over k < n, in float64, in four interleaved partial sums. */
@@ -194,8 +203,7 @@ export class LoraState {
       f += lora.rank * (t.inDim + t.outDim);
       b += t.inDim * t.outDim;
     }
-    const most = Math.max(...this.targets.map((t) => t.inDim * t.outDim));
-    const side = Math.max(...this.targets.map((t) => Math.max(t.inDim, t.outDim)));
+    const { most, side } = scratchSizes(this.targets);
     this.scratch = {
       g64: new Float64Array(most),
       gt: new Float64Array(most),
