@@ -112,6 +112,42 @@ describe("LoRA training in nexrl serve (Tinker)", () => {
     expect(bits(sampler.weights).equals(bits(state.weights))).toBe(true);
   }, 60_000);
 
+  it("resumes a LoRA training state exactly in another model of that rank", async () => {
+    const outputDir = await tempDir();
+    const server = await serve({ protocol: "tinker", outputDir, threads: 1 });
+    const svc = new TinkerTrainingService({ baseUrl: server.url, apiKey: API_KEY, ...FAST });
+    onCleanup(() => svc.close());
+    const data = [sftDatum("resume the adapter exactly")];
+    const step = async (client: Awaited<ReturnType<typeof svc.createTrainingClient>>): Promise<void> => {
+      await (await client.forwardBackward(data, "cross_entropy")).result();
+      await (await client.optimStep(adamParams({ learningRate: 0.02 }))).result();
+    };
+    const first = await svc.createTrainingClient({ baseModel: "tiny", loraRank: 4, seed: 3 });
+    for (let i = 0; i < 3; i++) await step(first);
+    const saved = (await (await first.saveState("ck", { kind: "weights_and_optimizer" })).result()).path;
+    const second = await svc.createTrainingClient({ baseModel: "tiny", loraRank: 4, seed: 9 }); // another base seed
+    await (await second.loadState(saved, { optimizer: true })).result();
+    await step(first);
+    await step(second);
+    await (await first.saveState("a", { kind: "weights_and_optimizer" })).result();
+    await (await second.saveState("b", { kind: "weights_and_optimizer" })).result();
+    const read = async (model: number, name: string) =>
+      decodeStateFile(
+        new Uint8Array(await readFile(join(outputDir, "models", String(model), "checkpoints", `${name}.nxs`))),
+        name,
+      );
+    const [a, b] = [await read(0, "a"), await read(1, "b")];
+    expect(bits(b.weights).equals(bits(a.weights))).toBe(true);
+    expect(bits(b.lora!.factors).equals(bits(a.lora!.factors))).toBe(true);
+    expect(bits(b.optimizer!.v).equals(bits(a.optimizer!.v))).toBe(true);
+    // A model of another rank refuses it, saying why.
+    const other = await svc.createTrainingClient({ baseModel: "tiny", loraRank: 8 });
+    const refused = await (await other.loadState(saved, { optimizer: true })).result().catch((e: unknown) => e);
+    expect(String((refused as Error).message)).toMatch(
+      /LoRA model of rank 4, alpha 32 but this engine is a LoRA model of rank 8/,
+    );
+  }, 60_000);
+
   it("reports the rank in get_info and refuses a rank the base model cannot take with 400", async () => {
     const { url } = await serve({ protocol: "tinker", threads: 1 });
     const { sessionId, modelId } = await tinkerSession(url);
