@@ -94,13 +94,19 @@ def run(tinker, types) -> None:
         {"adapter_config.json", "adapter_model.safetensors", "checkpoint.json"} <= set(names),
         f"the archive ({len(body)} bytes, gzipped tar) holds {names}",
     )
-    check(config["peft_type"] == "LORA" and config["r"] == config["lora_alpha"], f"adapter_config: r {config['r']}")
+    check(
+        config["peft_type"] == "LORA" and config["r"] == 4 and config["lora_alpha"] == 32,
+        f"adapter_config: r {config['r']}, lora_alpha {config['lora_alpha']} (the rank trained, alpha 32)",
+    )
     try:
         from safetensors.numpy import load
 
         loaded = load(tensors)
         check(
-            any(k.endswith(".lora_A.weight") for k in loaded) and all(v.ndim == 2 for v in loaded.values()),
+            any(k.endswith(".lora_A.weight") for k in loaded)
+            and all(v.ndim == 2 for v in loaded.values())
+            and all(v.shape[0] == 4 for k, v in loaded.items() if k.endswith(".lora_A.weight"))
+            and all(v.shape[1] == 4 for k, v in loaded.items() if k.endswith(".lora_B.weight")),
             f"adapter_model.safetensors loads with the safetensors package: {len(loaded)} tensors",
         )
     except ImportError:

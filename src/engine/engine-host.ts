@@ -17,6 +17,7 @@ import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingPara
 import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ResolvedModelConfig } from "./config.js";
 import type { LocalEngineOptions, StateOptions } from "./engine.js";
+import { resolveLora } from "./lora.js";
 import { decodeError, type HostMethod, type HostReply, type HostRequest, type HostSubject } from "./host-protocol.js";
 import { threadCount, type ComputeOptions } from "./runtime.js";
 import { ByteTokenizer } from "./tokenizer.js";
@@ -97,13 +98,13 @@ export class HostedEngine {
    * A host building an engine of `options` (see {@link LocalEngine.create}). The shape and the
    * thread count are checked here, at once; the host's other failures reject
    * {@link HostedEngine.ready} and every call.
-   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape or invalid `threads`.
+   * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape,
+   * invalid `threads` or an invalid `lora`.
    */
   static create(options: LocalEngineOptions): HostedEngine {
-    return new HostedEngine(
-      { kind: "engine", options },
-      resolveModelConfig(options.model, new ByteTokenizer().vocabSize),
-    );
+    const config = resolveModelConfig(options.model, new ByteTokenizer().vocabSize);
+    if (options.lora !== undefined) resolveLora(options.lora, config);
+    return new HostedEngine({ kind: "engine", options }, config);
   }
 
   /**

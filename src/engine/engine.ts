@@ -8,10 +8,11 @@ import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingPara
 import type { AdamParams, Datum } from "../types/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import type { KernelKind } from "./matrix.js";
+import { loraBytes, resolveLora, type LoraOptions, type ResolvedLora } from "./lora.js";
 import { parameterCount } from "./params.js";
 import { EngineRuntime, storageBytes, type ComputeOptions } from "./runtime.js";
 import { LocalSampler } from "./sampler.js";
-import { encodeStateFile, type StateFileContents } from "./state-file.js";
+import { encodeStateFile, type StateFileContents, type StateFileLora } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
@@ -27,6 +28,14 @@ export interface LocalEngineOptions extends ComputeOptions {
   seed?: number;
   /** Folder for checkpoints (`checkpoints/<name>.nxs`) and snapshots (`sampler_weights/<name>.nxw`). */
   outputDir: string;
+  /**
+   * Train LoRA factors of rank `rank` on every block's attention and MLP projections over frozen
+   * base weights (embeddings, layer norms and biases frozen too) instead of every weight. The
+   * weights the engine computes and samples with, {@link LocalEngine.getWeights} and its files'
+   * `weights`, are the effective ones, W0 + (alpha/rank)·A·B; its files also hold the factors and
+   * the base. Omitted: every weight is trained.
+   */
+  lora?: LoraOptions | undefined;
 }
 
 /** Options of {@link LocalEngine.saveState} and {@link LocalEngine.loadState}. */
@@ -73,16 +82,18 @@ export class LocalEngine {
     seed: number,
     tokenizer: Tokenizer,
     compute: ComputeOptions,
+    lora: ResolvedLora | undefined,
   ) {
     this.tokenizer = tokenizer;
-    this.core = new TrainingCore(config, seed, compute);
+    this.core = new TrainingCore(config, seed, { ...compute, lora });
     this.sampler = new LocalSampler(this.core.runtime, tokenizer, false);
   }
 
   /**
    * Builds an engine with freshly initialised weights.
    * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset or an invalid shape,
-   * {@link "nexrl".ConfigError | ConfigError} for invalid `threads` or unavailable `kernels`.
+   * {@link "nexrl".ConfigError | ConfigError} for invalid `threads` or unavailable `kernels`, or a
+   * `lora` rank outside [1, dModel] or a non-positive alpha.
    */
   static create(options: LocalEngineOptions): LocalEngine {
     const tokenizer = new ByteTokenizer();
@@ -91,13 +102,9 @@ export class LocalEngine {
     if (typeof options.outputDir !== "string" || options.outputDir === "")
       throw new ConfigError("outputDir must be a non-empty path");
     const compute = { threads: options.threads, kernels: options.kernels };
-    return new LocalEngine(
-      resolveModelConfig(options.model, tokenizer.vocabSize),
-      options.outputDir,
-      seed,
-      tokenizer,
-      compute,
-    );
+    const config = resolveModelConfig(options.model, tokenizer.vocabSize);
+    const lora = options.lora === undefined ? undefined : resolveLora(options.lora, config);
+    return new LocalEngine(config, options.outputDir, seed, tokenizer, compute, lora);
   }
 
   /**
@@ -134,15 +141,18 @@ export class LocalEngine {
    * gradients and Adam moments, and each thread's workspace and decoder cache), or with
    * `sampler: true` what a {@link LocalEngine.samplerFromSnapshot} sampler of that model
    * reserves: the most it can hold resident, known before building it (a server budgets its
-   * models with it).
+   * models with it). With `lora`, an engine of that LoRA rank (its factors, their optimizer state
+   * the frozen base projections and the chain rule's scratch on top).
    * @throws {@link "nexrl".ConfigError | ConfigError} for an unknown preset, an invalid shape or invalid `threads`.
    */
   static memoryBytes(
     model: ModelPresetName | ModelConfig,
-    compute: ComputeOptions & { sampler?: boolean } = {},
+    compute: ComputeOptions & { sampler?: boolean; lora?: LoraOptions | undefined } = {},
   ): number {
     const config = resolveModelConfig(model, new ByteTokenizer().vocabSize);
-    return storageBytes(config, compute, compute.sampler ? 0 : trainingChunkRows(config));
+    const storage = storageBytes(config, compute, compute.sampler ? 0 : trainingChunkRows(config));
+    if (compute.sampler || compute.lora === undefined) return storage;
+    return storage + loraBytes(config, resolveLora(compute.lora, config).rank);
   }
 
   /** Number of threads the engine computes with. */
@@ -168,7 +178,15 @@ export class LocalEngine {
     return this.core.adam.step;
   }
 
-  /** A copy of all weights as one flat array (layout: see the engine's parameter module). */
+  /** The LoRA rank and alpha the engine trains with; null when it trains every weight. */
+  get lora(): ResolvedLora | null {
+    return this.core.lora ? { ...this.core.lora.lora } : null;
+  }
+
+  /**
+   * A copy of all weights as one flat array (layout: see the engine's parameter module); for a
+   * LoRA engine the effective ones, base plus adapter.
+   */
   getWeights(): Float32Array {
     return this.core.weights.flat.slice();
   }
@@ -243,6 +261,7 @@ export class LocalEngine {
         config: this.config,
         weights: this.core.weights.flat,
         optimizer: options.optimizer ? { m: adam.m, v: adam.v, step: adam.step } : null,
+        lora: this.loraContents(),
       }),
       false,
     );
@@ -268,6 +287,10 @@ export class LocalEngine {
       );
     }
     this.core.weights.flat.set(contents.weights);
+    if (this.core.lora && contents.lora) {
+      this.core.lora.factors.set(contents.lora.factors);
+      this.core.lora.base.set(contents.lora.base);
+    }
     const { adam } = this.core;
     if (options.optimizer && contents.optimizer) {
       adam.m.set(contents.optimizer.m);
@@ -295,10 +318,17 @@ export class LocalEngine {
         config: this.config,
         weights: this.core.weights.flat,
         optimizer: null,
+        lora: this.loraContents(),
       }),
       true,
     );
     return path;
+  }
+
+  /** The LoRA part of the engine's files, or null for a full-weight engine. */
+  private loraContents(): StateFileLora | null {
+    const lora = this.core.lora;
+    return lora && { ...lora.lora, factors: lora.factors, base: lora.base };
   }
 
   private checkConfig(path: string, contents: StateFileContents): void {
@@ -311,6 +341,21 @@ export class LocalEngine {
         path,
         "config_mismatch",
         `it was saved from a different model shape: ${diffs.join(", ") || "parameter count differs"}; create the engine with the same model config`,
+      );
+    }
+    const mine = this.core.lora?.lora;
+    const theirs = contents.lora;
+    const describe = (l: { rank: number; alpha: number } | null | undefined): string =>
+      l ? `a LoRA model of rank ${l.rank}, alpha ${l.alpha}` : "a full-weight model";
+    if (
+      mine?.rank !== theirs?.rank ||
+      mine?.alpha !== theirs?.alpha ||
+      (mine && theirs && theirs.factors.length !== this.core.lora!.factors.length)
+    ) {
+      throw stateFileError(
+        path,
+        "config_mismatch",
+        `it was saved from ${describe(theirs)} but this engine is ${describe(mine)}; create the engine with the same lora option`,
       );
     }
   }

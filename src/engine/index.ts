@@ -6,6 +6,7 @@
  */
 export { LocalEngine, type LocalEngineOptions, type StateOptions } from "./engine.js";
 export { LocalSampler } from "./sampler.js";
+export type { LoraOptions, ResolvedLora } from "./lora.js";
 export {
   MODEL_PRESETS,
   resolveModelConfig,

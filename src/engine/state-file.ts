@@ -12,7 +12,11 @@
  * 20+H    …     sections in header order, float32 little-endian
  * ```
  *
- * Sections are `weights`, then for a state saved with its optimizer `adam_m` and `adam_v`.
+ * Sections are `weights`, then for a state saved with its optimizer `adam_m` and `adam_v`. A
+ * LoRA model's file (its header has `lora: { rank, alpha }`) holds its effective weights in
+ * `weights`, then `lora_factors` (per adapted projection `lora_A` [r × in] then `lora_B`
+ * [out × r], see `lora.ts`) and `lora_base` (the frozen W0 of those projections), then its
+ * optimizer's moments, which are the factors' (one float per factor).
  *
  * @module
  * @internal
@@ -35,6 +39,18 @@ export interface StateFileContents {
   weights: Float32Array;
   /** Adam moments and step count, when saved. */
   optimizer: { m: Float32Array; v: Float32Array; step: number } | null;
+  /** A LoRA model's rank, alpha, trained factors and frozen base projections; null for a full-weight model. */
+  lora: StateFileLora | null;
+}
+
+/** The LoRA part of a {@link StateFileContents}. */
+export interface StateFileLora {
+  rank: number;
+  alpha: number;
+  /** `lora_factors`: per adapted projection, `lora_A` [r × in] then `lora_B` [out × r]. */
+  factors: Float32Array;
+  /** `lora_base`: per adapted projection, its frozen base weight [in × out]. */
+  base: Float32Array;
 }
 
 interface Header {
@@ -43,12 +59,16 @@ interface Header {
   config: ResolvedModelConfig;
   parameterCount: number;
   step: number;
+  /** Present for a LoRA model only (so full-weight files are as they were). */
+  lora?: { rank: number; alpha: number };
   sections: Array<{ name: string; floats: number }>;
 }
 
 /** Serialises `contents` into the bytes of a file. */
 export function encodeStateFile(contents: StateFileContents): Uint8Array {
   const arrays: Array<[string, Float32Array]> = [["weights", contents.weights]];
+  const { lora } = contents;
+  if (lora) arrays.push(["lora_factors", lora.factors], ["lora_base", lora.base]);
   if (contents.optimizer) arrays.push(["adam_m", contents.optimizer.m], ["adam_v", contents.optimizer.v]);
   const header: Header = {
     kind: contents.kind,
@@ -56,6 +76,7 @@ export function encodeStateFile(contents: StateFileContents): Uint8Array {
     config: contents.config,
     parameterCount: contents.weights.length,
     step: contents.optimizer?.step ?? 0,
+    ...(lora && { lora: { rank: lora.rank, alpha: lora.alpha } }),
     sections: arrays.map(([name, a]) => ({ name, floats: a.length })),
   };
   let json = new TextEncoder().encode(JSON.stringify(header));
@@ -140,7 +161,21 @@ export function decodeStateFile(bytes: Uint8Array, path: string): StateFileConte
   const v = sections.get("adam_v");
   if (!weights || weights.length !== header.parameterCount)
     return fail("corrupt", "it has no weights section of the announced size");
-  return { kind: header.kind, config: header.config, weights, optimizer: m && v ? { m, v, step: header.step } : null };
+  let lora: StateFileLora | null = null;
+  if (header.lora) {
+    const factors = sections.get("lora_factors");
+    const base = sections.get("lora_base");
+    if (!factors || !base)
+      return fail("corrupt", "its header names a LoRA model but it lacks lora_factors or lora_base");
+    lora = { rank: header.lora.rank, alpha: header.lora.alpha, factors, base };
+  }
+  return {
+    kind: header.kind,
+    config: header.config,
+    weights,
+    optimizer: m && v ? { m, v, step: header.step } : null,
+    lora,
+  };
 }
 
 /** The header if it parses into the expected shape, else null. */
@@ -160,6 +195,7 @@ function parseHeader(bytes: Uint8Array): Header | null {
     h.config === null ||
     !isCount(h.parameterCount) ||
     !isCount(h.step) ||
+    (h.lora !== undefined && (!isCount(h.lora?.rank) || typeof h.lora.alpha !== "number")) ||
     !Array.isArray(h.sections) ||
     !h.sections.every((s) => typeof s?.name === "string" && isCount(s.floats))
   ) {

@@ -9,7 +9,9 @@ import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput } from "../ty
 import type { AdamParams, Datum } from "../types/wire.js";
 import { prepareBatch, sliceBatch } from "./batch.js";
 import type { ResolvedModelConfig } from "./config.js";
-import { AdamState } from "./optimizer.js";
+import type { ResolvedLora } from "./lora.js";
+import { LoraState } from "./lora.js";
+import { AdamState, type AdamStepReport } from "./optimizer.js";
 import { initializeParameters, type ModelTensors } from "./params.js";
 import { Rng } from "./prng.js";
 import { EngineRuntime, type ComputeOptions } from "./runtime.js";
@@ -22,6 +24,8 @@ export interface TrainingCoreOptions extends ComputeOptions {
    * run in chunks whose gradients add up, which bounds the activation memory.
    */
   maxChunkRows?: number;
+  /** Train rank-r factors of the block projections over frozen base weights (see `lora.ts`) instead of every weight. */
+  lora?: ResolvedLora | undefined;
 }
 
 /** Positions of one batched training pass of `config` for a `maxChunkRows` option (default 2048). */
@@ -43,8 +47,10 @@ export class TrainingCore {
   readonly weights: ModelTensors;
   /** Views of the accumulated gradients. */
   readonly grads: ModelTensors;
-  /** Adam moments and step count. */
+  /** Adam moments and step count (of the LoRA factors, for a LoRA model). */
   readonly adam: AdamState;
+  /** The trained factors and frozen base weights, for a LoRA model; null when every weight is trained. */
+  readonly lora: LoraState | null;
   /** Storage and threads. */
   readonly runtime: EngineRuntime;
   private readonly chunkRows: number;
@@ -60,8 +66,16 @@ export class TrainingCore {
     const views = this.runtime.views;
     this.weights = views.weights;
     this.grads = views.training!.grads;
-    this.adam = new AdamState(views.training!.adamM, views.training!.adamV);
-    initializeParameters(this.weights.flat, config, new Rng(seed));
+    const rng = new Rng(seed);
+    initializeParameters(this.weights.flat, config, rng);
+    if (options.lora) {
+      this.lora = new LoraState(config, options.lora, this.weights, rng);
+      const n = this.lora.factors.length;
+      this.adam = new AdamState(new Float32Array(n), new Float32Array(n));
+    } else {
+      this.lora = null;
+      this.adam = new AdamState(views.training!.adamM, views.training!.adamV);
+    }
   }
 
   /** Computes target logprobs and losses of `datums`; with `backward`, also adds their gradients. */
@@ -124,10 +138,24 @@ export class TrainingCore {
     });
   }
 
-  /** Applies AdamW to the accumulated gradients and zeroes them. */
+  /**
+   * Applies AdamW to the accumulated gradients and zeroes them. A LoRA model steps its factors
+   * with their gradients (the chain rule of the weight gradients) and materialises its weights.
+   */
   optimStep(adam: AdamParams): OptimStepOutput {
     const params = adamParams(adam);
-    const report = this.adam.apply(this.weights.flat, this.grads.flat, params);
+    let report: AdamStepReport;
+    if (this.lora) {
+      const { lora } = this;
+      try {
+        lora.gradientsFrom(this.grads);
+        report = this.adam.apply(lora.factors, lora.grads, params);
+      } finally {
+        lora.grads.fill(0);
+        this.grads.flat.fill(0);
+      }
+      lora.materialize(this.weights);
+    } else report = this.adam.apply(this.weights.flat, this.grads.flat, params);
     return {
       metrics: {
         "grad_norm:mean": report.gradNorm,

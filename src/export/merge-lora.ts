@@ -2,12 +2,15 @@
  * Merging a PEFT LoRA adapter into a base model's safetensors on disk, tensor by tensor: each
  * file is read and written one tensor at a time (never the whole model in memory), in its own
  * dtype (BF16 or F32), with the same header, so every file of the base keeps its layout.
- * `W += (lora_alpha / r) · B @ A` (transposed for `fan_in_fan_out` weights such as GPT-2's `Conv1D`).
+ * `W += (lora_alpha / r) · B @ A` (transposed for `fan_in_fan_out` weights such as GPT-2's `Conv1D`),
+ * computed as the local engine materialises its LoRA weights (`addLoraProduct`), so merging a
+ * `nexrl serve` adapter into its F32 base reproduces the served weights bit for bit.
  * @module
  * @internal
  */
 import { copyFile, open, readdir, readFile, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
+import { addLoraProduct } from "../engine/lora.js";
 import { makeFolder } from "../engine/storage.js";
 import { decodeSafetensors } from "../formats/safetensors.js";
 import { InputError, storageError } from "../errors.js";
@@ -101,18 +104,7 @@ function addDelta(
     throw new InputError(
       `base tensor ${name} has shape [${shape.join(", ")}], the adapter's change [${expected.join(", ")}]; is it the adapter's base model?`,
     );
-  const row = new Float32Array(inDim);
-  for (let o = 0; o < outDim; o++) {
-    row.fill(0);
-    for (let k = 0; k < r; k++) {
-      const bk = pair.b[o * r + k]! * scale;
-      if (bk === 0) continue;
-      const a = pair.a.subarray(k * inDim, (k + 1) * inDim);
-      for (let i = 0; i < inDim; i++) row[i]! += bk * a[i]!;
-    }
-    if (fanInFanOut) for (let i = 0; i < inDim; i++) weight[i * outDim + o]! += row[i]!;
-    else for (let i = 0; i < inDim; i++) weight[o * inDim + i]! += row[i]!;
-  }
+  addLoraProduct(weight, pair.a, pair.b, r, scale, fanInFanOut);
 }
 
 /**

@@ -3,16 +3,16 @@
  * named `base_model.model.<module>.lora_A.weight` / `.lora_B.weight`), as `peft` and vLLM's
  * `--lora-modules` load them.
  *
- * The local engine trains every weight (a Tinker "LoRA" model of `nexrl serve` included), so its
- * adapter is the exact factorisation of each projection's change from the base weights, at
- * rank `dModel`: for a GPT-2 `Conv1D` weight change D [in × out], `lora_B @ lora_A` is Dᵀ with
- * the identity as one factor (`lora_A` = I when in ≤ out, else `lora_B` = I), scaled by
- * `lora_alpha / r` = 1. Changes to embeddings, layer norms and biases are not in it.
+ * A LoRA model of the local engine (every Tinker model of `nexrl serve`, and Weaver's
+ * `training_mode: lora`) trains rank-r factors over frozen base weights (see `engine/lora.ts`);
+ * its adapter ({@link trainedLoraAdapter}) holds those factors exactly, with the rank and
+ * `lora_alpha` they were trained with, so PEFT's merge of it into the base gives the engine's
+ * weights bit for bit in float32 (embeddings, layer norms and biases are frozen, so nothing is left out).
  * @module
  * @internal
  */
 import type { ResolvedModelConfig } from "../engine/config.js";
-import { tensorViews } from "../engine/params.js";
+import { loraTargets } from "../engine/lora.js";
 import {
   decodeSafetensors,
   encodeRawSafetensors,
@@ -31,26 +31,14 @@ export interface PeftAdapter {
 /** The modules the adapter targets, by their GPT-2 (`GPT2LMHeadModel`) names. */
 const TARGET_MODULES = ["c_attn", "c_fc", "c_proj"];
 
-function transposed(d: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(d.length);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = d[r * cols + c]!;
-  return out;
-}
-
-function identity(n: number): Float32Array {
-  const out = new Float32Array(n * n);
-  for (let i = 0; i < n; i++) out[i * n + i] = 1;
-  return out;
-}
-
-/** PEFT's `adapter_config.json` for a LoRA of rank `r`, scale 1, on the GPT-2 modules. */
-function peftConfig(baseModel: string, r: number): Record<string, unknown> {
+/** PEFT's `adapter_config.json` for a LoRA of rank `r` and `lora_alpha` `alpha` on the GPT-2 modules. */
+function peftConfig(baseModel: string, r: number, alpha: number): Record<string, unknown> {
   return {
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
     base_model_name_or_path: baseModel,
     r,
-    lora_alpha: r,
+    lora_alpha: alpha,
     lora_dropout: 0,
     bias: "none",
     fan_in_fan_out: true,
@@ -64,41 +52,33 @@ function peftConfig(baseModel: string, r: number): Record<string, unknown> {
 }
 
 /**
- * The PEFT adapter taking the engine's `base` weights to `trained` (see the module comment),
- * with `baseModel` as `base_model_name_or_path`.
+ * The PEFT adapter of a LoRA model's trained `factors` (as its state file holds them: per
+ * projection `lora_A` [r × in] then `lora_B` [out × r]), tensor for tensor, with `rank` and
+ * `alpha` as `r` and `lora_alpha`, and `baseModel` as `base_model_name_or_path`.
  */
-export function engineLoraAdapter(
+export function trainedLoraAdapter(
   config: ResolvedModelConfig,
-  trained: Float32Array,
-  base: Float32Array,
+  lora: { rank: number; alpha: number; factors: Float32Array },
   baseModel: string,
 ): PeftAdapter {
-  const t = tensorViews(trained, config);
-  const b = tensorViews(base, config);
-  const d = config.dModel;
+  const r = lora.rank;
   const tensors: NamedTensor[] = [];
-  const add = (module: string, now: Float32Array, before: Float32Array, inDim: number, outDim: number): void => {
-    const delta = new Float32Array(now.length);
-    for (let i = 0; i < delta.length; i++) delta[i] = now[i]! - before[i]!;
-    const deltaT = transposed(delta, inDim, outDim); // [out × in], what lora_B @ lora_A must equal
+  let at = 0;
+  for (const { module, inDim, outDim } of loraTargets(config)) {
     const name = `base_model.model.${module}`;
-    if (inDim <= outDim) {
-      tensors.push({ name: `${name}.lora_A.weight`, shape: [inDim, inDim], data: identity(inDim) });
-      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, inDim], data: deltaT });
-    } else {
-      tensors.push({ name: `${name}.lora_A.weight`, shape: [outDim, inDim], data: deltaT });
-      tensors.push({ name: `${name}.lora_B.weight`, shape: [outDim, outDim], data: identity(outDim) });
-    }
+    tensors.push({ name: `${name}.lora_A.weight`, shape: [r, inDim], data: lora.factors.subarray(at, at + r * inDim) });
+    at += r * inDim;
+    tensors.push({
+      name: `${name}.lora_B.weight`,
+      shape: [outDim, r],
+      data: lora.factors.subarray(at, at + r * outDim),
+    });
+    at += r * outDim;
+  }
+  return {
+    config: peftConfig(baseModel, r, lora.alpha),
+    safetensors: encodeSafetensors(tensors, { format: "pt" }),
   };
-  t.blocks.forEach((block, l) => {
-    const was = b.blocks[l]!;
-    const p = `transformer.h.${l}`;
-    add(`${p}.attn.c_attn`, block.wqkv, was.wqkv, d, 3 * d);
-    add(`${p}.attn.c_proj`, block.wo, was.wo, d, d);
-    add(`${p}.mlp.c_fc`, block.w1, was.w1, d, 4 * d);
-    add(`${p}.mlp.c_proj`, block.w2, was.w2, 4 * d, d);
-  });
-  return { config: peftConfig(baseModel, d), safetensors: encodeSafetensors(tensors, { format: "pt" }) };
 }
 
 /**

@@ -8,13 +8,21 @@
  */
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { LocalEngine, MODEL_PRESETS, type ModelPresetName } from "../engine/index.js";
+import {
+  ByteTokenizer,
+  LocalEngine,
+  MODEL_PRESETS,
+  resolveModelConfig,
+  type ModelPresetName,
+  type ResolvedLora,
+} from "../engine/index.js";
+import { resolveLora } from "../engine/lora.js";
 import { HostedEngine } from "../engine/engine-host.js";
 import type { SampleOutput, SamplingParams } from "../types/results.js";
 import { collectGarbage } from "./collect-garbage.js";
 import type { MemoryBudget } from "./memory-budget.js";
 import { InFlightOperations, OperationQueue, runOperation, type Operation } from "./operations.js";
-import { ProtocolError } from "../errors.js";
+import { ConfigError, ProtocolError } from "../errors.js";
 
 /** Fine-tuning modes (Weaver's `training_mode`; Tinker models are always `lora`). */
 export type TrainingMode = "lora" | "full_ft";
@@ -29,11 +37,13 @@ export interface ServedModel {
   readonly owner: string;
   /** The memory its engine reserves, in bytes (counted against the memory budget). */
   readonly memoryBytes: number;
-  /** `lora` or `full_ft`. The engine trains every weight either way. */
+  /** `lora` (the engine trains rank-`loraRank` factors over frozen base weights) or `full_ft` (every weight). */
   readonly trainingMode: TrainingMode;
-  /** The LoRA rank asked for, when `lora`. */
+  /** The LoRA rank, when `lora`. */
   readonly loraRank: number | undefined;
-  /** The seed of its initial weights (the base its checkpoints' LoRA adapters are measured from). */
+  /** The LoRA alpha (the factors' product is scaled by alpha / rank), when `lora`. */
+  readonly loraAlpha: number | undefined;
+  /** The seed of its initial weights (a LoRA model's frozen base, and its factors' initialisation). */
   readonly seed: number;
   /** The engine holding its weights and optimizer state, in its host thread. */
   readonly engine: HostedEngine;
@@ -142,8 +152,10 @@ export interface CreateModelOptions {
   owner: string;
   /** `lora` or `full_ft`. */
   trainingMode: TrainingMode;
-  /** LoRA rank, recorded for `get_info`. */
+  /** LoRA rank of a `lora` model (required for one): an integer from 1 to the base model's `dModel`. */
   loraRank?: number;
+  /** LoRA alpha of a `lora` model (default 32). */
+  loraAlpha?: number | undefined;
   /** Seed of the initial weights (default: the server's seed). */
   seed?: number;
 }
@@ -240,13 +252,16 @@ export class ModelStore {
   }
 
   /**
-   * Creates a model with fresh weights; its host thread builds the engine meanwhile (its
-   * operations wait for that, and fail with the reason if it could not).
-   * @throws {@link ProtocolError} 400 for an unknown base model, 503 when its memory is over the budget.
+   * Creates a model with fresh weights (a `lora` model: trained as LoRA factors of
+   * `loraRank` over them); its host thread builds the engine meanwhile (its operations wait for
+   * that, and fail with the reason if it could not).
+   * @throws {@link ProtocolError} 400 for an unknown base model or a LoRA rank or alpha the base
+   * model cannot take, 503 when its memory is over the budget.
    */
   createModel(options: CreateModelOptions): ServedModel {
     const baseModel = this.preset(options.baseModel);
-    const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`);
+    const lora = options.trainingMode === "lora" ? this.loraOf(baseModel, options) : undefined;
+    const memoryBytes = this.reserve(baseModel, false, `a ${baseModel} model`, lora);
     const seed = options.seed ?? this.seed;
     const engine = this.built(memoryBytes, () =>
       HostedEngine.create({
@@ -254,6 +269,7 @@ export class ModelStore {
         seed,
         outputDir: join(this.outputDir, "models", String(this.modelDirs++)),
         ...(this.threads !== undefined && { threads: this.threads }),
+        ...(lora && { lora }),
       }),
     );
     const model: ServedModel = {
@@ -262,7 +278,8 @@ export class ModelStore {
       owner: options.owner,
       memoryBytes,
       trainingMode: options.trainingMode,
-      loraRank: options.loraRank,
+      loraRank: lora?.rank,
+      loraAlpha: lora?.alpha,
       seed,
       engine,
       queue: new OperationQueue(),
@@ -400,11 +417,27 @@ export class ModelStore {
     if (this.gone.size > GONE_CAPACITY) this.gone.delete(this.gone.keys().next().value!);
   }
 
+  /** The engine's LoRA option of a `lora` model. @throws {@link ProtocolError} 400 for a rank or alpha `baseModel` cannot take. */
+  private loraOf(baseModel: ModelPresetName, options: CreateModelOptions): ResolvedLora {
+    const config = resolveModelConfig(baseModel, new ByteTokenizer().vocabSize);
+    try {
+      return resolveLora({ rank: options.loraRank ?? 32, alpha: options.loraAlpha }, config);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      throw new ProtocolError(
+        400,
+        "invalid_lora_config",
+        `base model "${baseModel}" cannot take this LoRA config: ${error.message}; pick a rank of at most ${config.dModel} (lora_config.rank)`,
+      );
+    }
+  }
+
   /** Reserves the memory of an engine (or a snapshot sampler) of `baseModel`. @throws {@link ProtocolError} 503. */
-  private reserve(baseModel: ModelPresetName, sampler: boolean, what: string): number {
+  private reserve(baseModel: ModelPresetName, sampler: boolean, what: string, lora?: ResolvedLora): number {
     const bytes = LocalEngine.memoryBytes(baseModel, {
       sampler,
       ...(this.threads !== undefined && { threads: this.threads }),
+      ...(lora && { lora }),
     });
     this.budget.reserve(bytes, what);
     return bytes;

@@ -8,7 +8,8 @@
  * process that expires after 15 minutes; the download needs no API key, like Tinker's signed
  * storage URLs. The archive is a gzipped tar holding the engine's file, `checkpoint.json`
  * (what it is) and the LoRA adapter in PEFT's format (`adapter_config.json`,
- * `adapter_model.safetensors`; see `formats/lora-adapter.ts`).
+ * `adapter_model.safetensors`): the LoRA factors the model trained, as they are (see
+ * `formats/lora-adapter.ts`).
  *
  * @module
  */
@@ -17,10 +18,8 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import { parameterCount, initializeParameters } from "../engine/params.js";
-import { Rng } from "../engine/prng.js";
 import { decodeStateFile } from "../engine/state-file.js";
-import { engineLoraAdapter } from "../formats/lora-adapter.js";
+import { trainedLoraAdapter } from "../formats/lora-adapter.js";
 import { writeTarGz } from "../formats/tar.js";
 import type { RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
@@ -85,16 +84,22 @@ export class CheckpointArchives {
     const artifact = this.store.artifact(tinkerPath);
     const bytes = new Uint8Array(await readFile(artifact.file));
     const state = decodeStateFile(bytes, artifact.file);
-    const base = new Float32Array(parameterCount(state.config));
-    initializeParameters(base, state.config, new Rng(artifact.seed));
-    const adapter = engineLoraAdapter(state.config, state.weights, base, artifact.baseModel);
+    // Every Tinker model is a LoRA model (create_model), so every Tinker checkpoint holds factors.
+    if (!state.lora)
+      throw new ProtocolError(
+        409,
+        "not_a_lora_checkpoint",
+        `${tinkerPath} holds full weights, not LoRA factors, so it has no adapter to archive`,
+      );
+    const adapter = trainedLoraAdapter(state.config, state.lora, artifact.baseModel);
     const json = (value: unknown): Uint8Array => new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
     const description = {
       format: "nexrl-tinker-checkpoint",
       tinker_path: artifact.path,
       base_model: artifact.baseModel,
       seed: artifact.seed,
-      lora_rank: artifact.loraRank ?? null,
+      lora_rank: state.lora.rank,
+      lora_alpha: state.lora.alpha,
       engine_file: basename(artifact.file),
       config: state.config,
     };

@@ -258,11 +258,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       case "weights_info": {
         // What the SDK's create_training_client_from_state needs to recreate the model.
         const artifact = store.artifact(parse(endpoint, raw).tinker_path);
-        const rank = store.hasModel(artifact.modelId) ? store.model(artifact.modelId).loraRank : undefined;
         return {
           base_model: artifact.baseModel,
           is_lora: true,
-          lora_rank: rank ?? 32,
+          lora_rank: artifact.loraRank ?? 32,
           train_unembed: true,
           train_mlp: true,
           train_attn: true,

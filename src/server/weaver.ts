@@ -211,7 +211,7 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
     id: model.id,
     base_model: model.baseModel,
     training_mode: model.trainingMode,
-    ...(model.loraRank !== undefined && { lora_config: { rank: model.loraRank } }),
+    ...(model.loraRank !== undefined && { lora_config: { rank: model.loraRank, lora_alpha: model.loraAlpha } }),
     tokenizer_path: "byte",
     max_context_length: model.engine.config.contextLength,
   });
@@ -250,7 +250,10 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
           baseModel: body.base_model,
           owner: id,
           trainingMode,
-          ...(trainingMode === "lora" && { loraRank: body.lora_config?.rank ?? 32 }),
+          ...(trainingMode === "lora" && {
+            loraRank: body.lora_config?.rank ?? 32,
+            loraAlpha: body.lora_config?.lora_alpha,
+          }),
           ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
         });
         return [200, modelInfo(model)];

@@ -3,7 +3,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach } from "vitest";
-import { LocalEngine, type ComputeOptions, type ModelConfig, type ModelPresetName } from "../../src/engine/index.js";
+import {
+  LocalEngine,
+  type LocalEngineOptions,
+  type ModelConfig,
+  type ModelPresetName,
+} from "../../src/engine/index.js";
 import { adamParams, datum, type Datum } from "../../src/types/wire.js";
 
 const dirs: string[] = [];
@@ -23,11 +28,11 @@ export async function tempDir(): Promise<string> {
   return dir;
 }
 
-/** An engine writing into a fresh temporary folder (default threads and kernels), closed after the file's tests. */
+/** An engine writing into a fresh temporary folder (default threads and kernels, no LoRA), closed after the file's tests. */
 export async function engineFor(
   model: ModelPresetName | ModelConfig,
   seed = 0,
-  compute: ComputeOptions = {},
+  compute: Omit<LocalEngineOptions, "model" | "seed" | "outputDir"> = {},
 ): Promise<LocalEngine> {
   const engine = LocalEngine.create({ model, seed, outputDir: await tempDir(), ...compute });
   engines.push(engine);

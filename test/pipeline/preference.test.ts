@@ -249,7 +249,8 @@ describe("remote_api_dpo on the local engine", () => {
     const figures: Record<string, number[]> = {};
     for (const backend of ["local", "tinker", "weaver"] as const) {
       const svc = await service(backend);
-      const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1 });
+      // LoRA of rank 32 everywhere: what nexrl serve's Tinker models (and Weaver's default) train.
+      const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1, loraRank: 32 });
       const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
       const trainer = new RemoteApiDpoTrainer({
         settings: trainerSettings(config),

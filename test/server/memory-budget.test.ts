@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
 import { call, server, tinkerSession } from "./helpers.js";
 
-const TINY = LocalEngine.memoryBytes("tiny", { threads: 1 });
+/** A tiny Tinker model (and a Weaver one's default): LoRA of rank 32, whose factors, moments and base projections come on top. */
+const TINY = LocalEngine.memoryBytes("tiny", { threads: 1, lora: { rank: 32 } });
 const MB = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
 
 const createModel = (url: string, sessionId: string, seq: number) =>

@@ -1,4 +1,8 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { decodeStateFile } from "../../src/engine/state-file.js";
+import { serve, tempDir } from "../services/training/helpers.js";
 import { ADAM, call, server, tokens, type Answer } from "./helpers.js";
 
 async function model(url: string, trainingMode: "lora" | "full_ft" = "lora"): Promise<{ sid: string; mid: string }> {
@@ -161,5 +165,38 @@ describe("weaver protocol on nexrl serve", () => {
       "x-weaver-api-key": "sk-serve-0000",
     });
     expect(listed.body.items.map((m: { name: string }) => m.name)).toEqual(["tiny", "small", "medium", "large"]);
+  });
+});
+
+describe("Weaver training modes", () => {
+  it("trains a lora model as LoRA of its rank and alpha, and a full_ft model's every weight", async () => {
+    const outputDir = await tempDir();
+    const { url } = await serve({ protocol: "weaver", threads: 1, outputDir });
+    const { body } = await call(url, "POST", "/api/v1/sessions", { tags: [], sdk_version: "test" });
+    const lora = await call(url, "POST", `/api/v1/sessions/${body.id}/models`, {
+      model_seq_id: 1,
+      base_model: "tiny",
+      training_mode: "lora",
+      lora_config: { rank: 2, lora_alpha: 8, train_unembed: true, train_mlp: true, train_attn: true },
+    });
+    expect(lora.body).toMatchObject({ training_mode: "lora", lora_config: { rank: 2, lora_alpha: 8 } });
+    const full = await model(url, "full_ft");
+    for (const [n, mid] of [lora.body.id as string, full.mid].entries()) {
+      const exported = await done(
+        url,
+        (await call(url, "POST", `/api/v1/models/${mid}/export-sampler`, { seq_id: 1, path: "s" })).body,
+      );
+      expect(exported.status).toBe("done");
+      const file = join(outputDir, "models", String(n), "sampler_weights", "s.nxw");
+      const state = decodeStateFile(new Uint8Array(await readFile(file)), file);
+      if (n === 0) expect(state.lora).toMatchObject({ rank: 2, alpha: 8 });
+      else expect(state.lora).toBeNull();
+    }
+    const refused = await call(url, "POST", `/api/v1/sessions/${body.id}/models`, {
+      model_seq_id: 2,
+      base_model: "tiny",
+      lora_config: { rank: 1000, train_unembed: true, train_mlp: true, train_attn: true },
+    });
+    expect([refused.status, refused.body.error]).toEqual([400, "invalid_lora_config"]);
   });
 });

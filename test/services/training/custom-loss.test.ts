@@ -322,7 +322,10 @@ describe.each<TrainingBackend>(["local", "tinker", "weaver"])(
     });
 
     it("trains a pairwise DPO loss as the local engine does, and lowers it", async () => {
-      const reference = await (await service("local")).createTrainingClient({ baseModel: "tiny", seed: 7 });
+      // A Tinker model (and Weaver's default) of nexrl serve is LoRA of rank 32; so is the reference.
+      const reference = await (
+        await service("local")
+      ).createTrainingClient({ baseModel: "tiny", seed: 7, loraRank: 32 });
       const client =
         backend === "local"
           ? reference
@@ -377,7 +380,7 @@ describe("forwardBackwardCustom through `nexrl serve --protocol tinker` in its o
     const tinker = createTrainingService("tinker", { baseUrl: url, apiKey: API_KEY, ...FAST });
     onCleanup(() => tinker.close());
     const remote = await tinker.createTrainingClient({ baseModel: "tiny", seed: 7 });
-    const local = await (await service("local")).createTrainingClient({ baseModel: "tiny", seed: 7 });
+    const local = await (await service("local")).createTrainingClient({ baseModel: "tiny", seed: 7, loraRank: 32 });
     const pairs = servicePairs();
     const losses: number[] = [];
     for (const client of [remote, local]) {

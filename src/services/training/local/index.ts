@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { LocalEngine, type ComputeOptions, type LocalSampler } from "../../../engine/index.js";
+import { LocalEngine, type ComputeOptions, type LocalSampler, type LoraOptions } from "../../../engine/index.js";
 import { HostedEngine } from "../../../engine/engine-host.js";
 import { MODEL_PRESETS, type ModelPresetName } from "../../../engine/config.js";
 import type { LossFunctionName } from "../../../contracts/losses.js";
@@ -98,6 +98,7 @@ class LocalTrainingClient implements TrainingClient {
     readonly modelId: string,
     private readonly baseModel: string,
     private readonly engine: ClientEngine,
+    private readonly loraRank: number | undefined,
   ) {}
 
   forward(
@@ -144,6 +145,7 @@ class LocalTrainingClient implements TrainingClient {
     return {
       modelId: this.modelId,
       baseModel: this.baseModel,
+      ...(this.loraRank !== undefined && { loraRank: this.loraRank }),
       tokenizerId: "byte",
       contextLength: this.engine.config.contextLength,
       vocabSize: this.engine.config.vocabSize,
@@ -173,10 +175,18 @@ export class LocalTrainingService implements TrainingService {
   /** Nothing to connect to: resolves at once. */
   async connect(): Promise<void> {}
 
-  /** Creates a model from an engine preset. LoRA settings do not apply: the local engine trains every weight. */
+  /**
+   * Creates a model from an engine preset. It trains every weight, unless `loraRank` is given
+   * (without `trainingMode: "full_ft"`): then LoRA factors of that rank (alpha 32) over frozen
+   * base weights, as a Tinker model of `nexrl serve` does. Recipes of `backend: local` give no rank.
+   * @throws {@link "nexrl".ConfigError | ConfigError} for a rank above the preset's width.
+   */
   async createTrainingClient(options: CreateTrainingClientOptions): Promise<TrainingClient> {
-    const engine = this.createEngine(options.baseModel, options.seed);
-    return new LocalTrainingClient(`local:${options.baseModel}:${this.models++}`, options.baseModel, engine);
+    const lora =
+      options.loraRank !== undefined && options.trainingMode !== "full_ft" ? { rank: options.loraRank } : undefined;
+    const engine = this.createEngine(options.baseModel, options.seed, lora);
+    const id = `local:${options.baseModel}:${this.models++}`;
+    return new LocalTrainingClient(id, options.baseModel, engine, lora?.rank);
   }
 
   /** Opens a sampler on a snapshot file, or on the untrained preset `path`. */
@@ -203,11 +213,12 @@ export class LocalTrainingService implements TrainingService {
     return { ...(threads !== undefined && { threads }), ...(kernels !== undefined && { kernels }) };
   }
 
-  private createEngine(model: string, seed = this.options.seed): ClientEngine {
+  private createEngine(model: string, seed = this.options.seed, lora?: LoraOptions): ClientEngine {
     const options = {
       model: model as ModelPresetName,
       outputDir: this.options.outputDir,
       ...(seed !== undefined && { seed }),
+      ...(lora && { lora }),
       ...this.compute(),
     };
     const engine = this.options.engineHosts ? HostedEngine.create(options) : LocalEngine.create(options);
