@@ -71,8 +71,8 @@ export const tinkerRequests = {
         train_attn: z.boolean(),
       })
       .refine(
-        (c) => c.train_unembed || c.train_mlp || c.train_attn,
-        "at least one of train_unembed, train_mlp, train_attn must be true",
+        (c) => c.train_mlp && c.train_attn,
+        "nexrl serve adapts both the attention and the MLP of every block: train_attn and train_mlp must be true (the unembedding is tied to the token embedding and is never adapted, whatever train_unembed says)",
       )
       .optional(),
     type: z.literal("create_model"),

@@ -45,6 +45,10 @@ export const weaverRequests = {
         lora_alpha: z.number().optional(),
         seed: int.optional(),
       })
+      .refine(
+        (c) => c.train_mlp && c.train_attn,
+        "nexrl serve adapts both the attention and the MLP of every block: train_attn and train_mlp must be true (the unembedding is tied to the token embedding and is never adapted, whatever train_unembed says)",
+      )
       .optional(),
     user_metadata: metadata.optional(),
     performance_tier: z.enum(["normal", "fast", "flash"]).optional(),

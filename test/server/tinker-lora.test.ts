@@ -166,5 +166,17 @@ describe("LoRA training in nexrl serve (Tinker)", () => {
     expect(refused.body.message).toMatch(
       new RegExp(`lora rank must be an integer from 1 to the model's dModel \\(${d}.*got ${d + 1}.*at most ${d}`),
     );
+    // What the engine cannot follow is refused, not ignored.
+    const partial = await call(url, "POST", "/api/v1/create_model", {
+      session_id: sessionId,
+      model_seq_id: 2,
+      base_model: "tiny",
+      lora_config: { rank: 4, train_unembed: false, train_mlp: false, train_attn: true },
+      type: "create_model",
+    });
+    expect(partial.status).toBe(422);
+    expect(JSON.stringify(partial.body)).toContain(
+      "nexrl serve adapts both the attention and the MLP of every block: train_attn and train_mlp must be true",
+    );
   });
 });
