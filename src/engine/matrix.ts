@@ -90,6 +90,7 @@ export const JS_KERNELS: MatrixKernels = {
 interface KernelExports {
   gemm_nn(c: number, a: number, b: number, m: number, k: number, n: number, accumulate: number): void;
   gemm_nt(c: number, a: number, b: number, m: number, k: number, n: number, accumulate: number): void;
+  gemm_tn(c: number, a: number, b: number, m: number, k: number, n: number): void;
   transpose(dst: number, src: number, rows: number, cols: number): void;
   gelu_forward(out: number, x: number, n: number): void;
   gelu_backward(grad: number, x: number, n: number): void;
@@ -112,7 +113,7 @@ export function kernelsModule(): WasmModule | null {
   return compiled;
 }
 
-/** The WebAssembly kernels over one memory, with `scratch` (inside it) for transposed operands. */
+/** The WebAssembly kernels over one memory, with `scratch` (inside it) for the transposed operand of `matmulNT`. */
 export class WasmKernels implements MatrixKernels {
   readonly kind = "wasm";
   private readonly exports: KernelExports;
@@ -121,8 +122,7 @@ export class WasmKernels implements MatrixKernels {
   /**
    * @param module from {@link kernelsModule}.
    * @param memory the engine's memory; every operand must be a view into it.
-   * @param scratch a view into it of at least m·k floats for the largest `matmulTN` and n·k
-   * for the largest `matmulNT`.
+   * @param scratch a view into it of at least n·k floats for the largest `matmulNT`.
    */
   constructor(
     module: WasmModule,
@@ -148,11 +148,9 @@ export class WasmKernels implements MatrixKernels {
     this.exports.gemm_nt(this.ptr(c), this.ptr(a), this.ptr(b), m, k, n, accumulate ? 1 : 0);
   };
 
-  /** Transposes A into scratch, then accumulates (Aᵀ)[k×m]·B[m×n]. */
+  /** Accumulates (Aᵀ)[k×m]·B[m×n], reading A by columns (no transposed copy). */
   matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, k: number, n: number): void {
-    const at = this.scratchFor(m * k);
-    this.exports.transpose(at, this.ptr(a), m, k);
-    this.exports.gemm_nn(this.ptr(c), at, this.ptr(b), k, m, n, 1);
+    this.exports.gemm_tn(this.ptr(c), this.ptr(a), this.ptr(b), m, k, n);
   }
 
   /** Scores as a 1×count NT product, the softmax here, then the 1×dh NN product with the values. */

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { assembleKernels, GENERATED, renderModule } from "../../scripts/build-wasm.js";
 import { Arena } from "../../src/engine/arena.js";
-import { matmulNN, matmulNT, matmulTN } from "../../src/engine/kernels.js";
+import { matmulNN, matmulNT, matmulTN, transpose } from "../../src/engine/kernels.js";
 import { attendRow, geluBackward, geluForward } from "../../src/engine/layers.js";
 import { kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
 import { Rng } from "../../src/engine/prng.js";
@@ -131,6 +131,13 @@ describe("WebAssembly kernels against the TypeScript kernels", () => {
     c.set(c0);
     kernels.matmulTN(c, a, b, m, k, n);
     expectClose(c, ref, Math.sqrt(m) + 1);
+    // Reading A by columns sums in the order of the NN product over a transposed copy of A.
+    const at = wasmRandom(k * m);
+    transpose(at, a, m, k);
+    const viaNN = wasmRandom(k * n);
+    viaNN.set(c0);
+    kernels.matmulNN(viaNN, at, b, k, m, n, true);
+    expect(c).toEqual(viaNN);
   });
 
   it("compute each row of NN, NT and NTRows by the same operations whatever the other rows", () => {

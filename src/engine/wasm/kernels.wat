@@ -11,6 +11,7 @@
 ;; whatever its position, so a row of a product does not depend on the other rows computed with
 ;; it (batched decoding of several sequences gives each sequence the bits it gets alone):
 ;;   gemm_nn: acc = (accumulate ? c : 0); for p = 0..k-1: acc = acc + a[i,p]·b[p,j]
+;;   gemm_tn: acc = c; for p = 0..m-1: acc = acc + a[p,i]·b[p,j] (gemm_nn's order over Aᵀ)
 ;;   gemm_nt: four lane sums over p ≡ 0,1,2,3 (mod 4) in steps of four, added as
 ;;            (l0 + l1) + (l2 + l3), then the k mod 4 last products one by one, then added
 ;;            to c when accumulating.
@@ -22,101 +23,136 @@
 
   ;; ---------------------------------------------------------------------------------------
   ;; C[m×n] (+)= A[m×k]·B[k×n]
-  ;;
-  ;; Rows of C in blocks of 64 (the block of A stays in the L2 cache); inside a block, strips of
-  ;; 8 columns (the k×8 strip of B stays in L1) swept by tiles of 4 rows × 8 columns held in
-  ;; eight registers. Remainders: single rows, a strip of 4 columns, then single columns.
   (func (export "gemm_nn")
     (param $c i32) (param $a i32) (param $b i32) (param $m i32) (param $k i32) (param $n i32) (param $accumulate i32)
-    (local $i0 i32) (local $iEnd i32) (local $i i32) (local $j i32)
-    (local $lda i32) (local $ldb i32)
-    (local.set $lda (i32.shl (local.get $k) (i32.const 2)))
-    (local.set $ldb (i32.shl (local.get $n) (i32.const 2)))
+    (call $gemm (local.get $c) (local.get $a) (local.get $b) (local.get $m) (local.get $k) (local.get $n)
+      (local.get $accumulate) (i32.shl (local.get $k) (i32.const 2)) (i32.const 4)))
+
+  ;; C[k×n] += A[m×k]ᵀ·B[m×n] (weight gradients), without transposing A: element (i, p) of Aᵀ is
+  ;; element (p, i) of A, so the rows of Aᵀ are 4 bytes apart and their elements k·4 bytes apart.
+  ;; Every element of C is summed in the order gemm_nn sums it over a transposed copy of A:
+  ;; acc = c; for p = 0..m-1: acc = acc + a[p,i]·b[p,j].
+  (func (export "gemm_tn")
+    (param $c i32) (param $a i32) (param $b i32) (param $m i32) (param $k i32) (param $n i32)
+    (call $gemm (local.get $c) (local.get $a) (local.get $b) (local.get $k) (local.get $m) (local.get $n)
+      (i32.const 1) (i32.const 4) (i32.shl (local.get $k) (i32.const 2))))
+
+  ;; C[m×n] (+)= A[m×k]·B[k×n] where element (i, p) of A is at a + i·arow + p·astep (bytes).
+  ;;
+  ;; Rows of C in blocks of 64 and the reduction in chunks of 128 (the 64×128 block of A stays
+  ;; in the L1 cache whichever way it is laid out); inside them, strips of 8 columns swept by
+  ;; tiles of 4 rows × 8 columns held in eight registers. Remainders: single rows, a strip of 4
+  ;; columns, then single columns. A chunk after the first adds to what the previous chunks
+  ;; left in C, so every element is still summed over p = 0..k-1 in order.
+  (func $gemm
+    (param $c i32) (param $a i32) (param $b i32) (param $m i32) (param $k i32) (param $n i32) (param $accumulate i32)
+    (param $arow i32) (param $astep i32)
+    (local $i0 i32) (local $iEnd i32) (local $p0 i32) (local $kc i32)
     (local.set $i0 (i32.const 0))
     (block $done
       (loop $blocks
         (br_if $done (i32.ge_u (local.get $i0) (local.get $m)))
         (local.set $iEnd (i32.add (local.get $i0) (i32.const 64)))
         (if (i32.gt_u (local.get $iEnd) (local.get $m)) (then (local.set $iEnd (local.get $m))))
-        ;; strips of 8 columns
-        (local.set $j (i32.const 0))
-        (block $strips_done
-          (loop $strips
-            (br_if $strips_done (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n)))
-            (local.set $i (local.get $i0))
-            (block $rows4_done
-              (loop $rows4
-                (br_if $rows4_done (i32.gt_u (i32.add (local.get $i) (i32.const 4)) (local.get $iEnd)))
-                (call $nn_4x8
-                  (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
-                  (call $at (local.get $a) (local.get $i) (i32.const 0) (local.get $k))
-                  (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
-                  (local.get $k) (local.get $lda) (local.get $ldb) (local.get $accumulate))
-                (local.set $i (i32.add (local.get $i) (i32.const 4)))
-                (br $rows4)))
-            (block $rows1_done
-              (loop $rows1
-                (br_if $rows1_done (i32.ge_u (local.get $i) (local.get $iEnd)))
-                (call $nn_1x8
-                  (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
-                  (call $at (local.get $a) (local.get $i) (i32.const 0) (local.get $k))
-                  (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
-                  (local.get $k) (local.get $ldb) (local.get $accumulate))
-                (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                (br $rows1)))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $strips)))
-        ;; a strip of 4 columns
-        (if (i32.le_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
-          (then
-            (local.set $i (local.get $i0))
-            (block $r_done
-              (loop $r
-                (br_if $r_done (i32.ge_u (local.get $i) (local.get $iEnd)))
-                (call $nn_1x4
-                  (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
-                  (call $at (local.get $a) (local.get $i) (i32.const 0) (local.get $k))
-                  (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
-                  (local.get $k) (local.get $ldb) (local.get $accumulate))
-                (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                (br $r)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))))
-        ;; single columns
-        (block $cols_done
-          (loop $cols
-            (br_if $cols_done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $i (local.get $i0))
-            (block $r_done
-              (loop $r
-                (br_if $r_done (i32.ge_u (local.get $i) (local.get $iEnd)))
-                (call $nn_1x1
-                  (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
-                  (call $at (local.get $a) (local.get $i) (i32.const 0) (local.get $k))
-                  (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
-                  (local.get $k) (local.get $ldb) (local.get $accumulate))
-                (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                (br $r)))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $cols)))
+        (local.set $p0 (i32.const 0))
+        (loop $chunks
+          (local.set $kc (i32.sub (local.get $k) (local.get $p0)))
+          (if (i32.gt_u (local.get $kc) (i32.const 128)) (then (local.set $kc (i32.const 128))))
+          (call $gemm_block
+            (local.get $c) (i32.add (local.get $a) (i32.mul (local.get $p0) (local.get $astep)))
+            (i32.add (local.get $b) (i32.mul (local.get $p0) (i32.shl (local.get $n) (i32.const 2))))
+            (local.get $i0) (local.get $iEnd) (local.get $kc) (local.get $n)
+            (i32.or (local.get $accumulate) (i32.ne (local.get $p0) (i32.const 0)))
+            (local.get $arow) (local.get $astep))
+          (local.set $p0 (i32.add (local.get $p0) (local.get $kc)))
+          (br_if $chunks (i32.lt_u (local.get $p0) (local.get $k))))
         (local.set $i0 (local.get $iEnd))
         (br $blocks))))
+
+  ;; Rows [i0, iEnd) of C (+)= the k columns of A from a times the k rows of B from b.
+  (func $gemm_block
+    (param $c i32) (param $a i32) (param $b i32) (param $i0 i32) (param $iEnd i32) (param $k i32) (param $n i32)
+    (param $accumulate i32) (param $arow i32) (param $astep i32)
+    (local $i i32) (local $j i32) (local $ldb i32)
+    (local.set $ldb (i32.shl (local.get $n) (i32.const 2)))
+    ;; strips of 8 columns
+    (local.set $j (i32.const 0))
+    (block $strips_done
+      (loop $strips
+        (br_if $strips_done (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n)))
+        (local.set $i (local.get $i0))
+        (block $rows4_done
+          (loop $rows4
+            (br_if $rows4_done (i32.gt_u (i32.add (local.get $i) (i32.const 4)) (local.get $iEnd)))
+            (call $nn_4x8
+              (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
+              (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $arow)))
+              (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
+              (local.get $k) (local.get $arow) (local.get $astep) (local.get $ldb) (local.get $accumulate))
+            (local.set $i (i32.add (local.get $i) (i32.const 4)))
+            (br $rows4)))
+        (block $rows1_done
+          (loop $rows1
+            (br_if $rows1_done (i32.ge_u (local.get $i) (local.get $iEnd)))
+            (call $nn_1x8
+              (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
+              (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $arow)))
+              (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
+              (local.get $k) (local.get $astep) (local.get $ldb) (local.get $accumulate))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $rows1)))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $strips)))
+    ;; a strip of 4 columns
+    (if (i32.le_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
+      (then
+        (local.set $i (local.get $i0))
+        (block $r_done
+          (loop $r
+            (br_if $r_done (i32.ge_u (local.get $i) (local.get $iEnd)))
+            (call $nn_1x4
+              (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
+              (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $arow)))
+              (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
+              (local.get $k) (local.get $astep) (local.get $ldb) (local.get $accumulate))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $r)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))))
+    ;; single columns
+    (block $cols_done
+      (loop $cols
+        (br_if $cols_done (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $i (local.get $i0))
+        (block $r_done
+          (loop $r
+            (br_if $r_done (i32.ge_u (local.get $i) (local.get $iEnd)))
+            (call $nn_1x1
+              (call $at (local.get $c) (local.get $i) (local.get $j) (local.get $n))
+              (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $arow)))
+              (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2)))
+              (local.get $k) (local.get $astep) (local.get $ldb) (local.get $accumulate))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $r)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $cols))))
 
   ;; Byte address of element (row, col) of a matrix at base with `cols` floats per row.
   (func $at (param $base i32) (param $row i32) (param $col i32) (param $cols i32) (result i32)
     (i32.add (local.get $base)
       (i32.shl (i32.add (i32.mul (local.get $row) (local.get $cols)) (local.get $col)) (i32.const 2))))
 
-  ;; 4 rows × 8 columns of C; a: first of 4 rows of A (lda bytes apart); b: B at the strip's
-  ;; first column (ldb bytes per row, also C's row stride).
+  ;; 4 rows × 8 columns of C; a: first of 4 rows of A (arow bytes apart, astep bytes between the
+  ;; elements of a row); b: B at the strip's first column (ldb bytes per row, also C's row stride).
   (func $nn_4x8
-    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $lda i32) (param $ldb i32) (param $accumulate i32)
+    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $arow i32) (param $astep i32) (param $ldb i32)
+    (param $accumulate i32)
     (local $a1 i32) (local $a2 i32) (local $a3 i32) (local $end i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local $x v128) (local $b0 v128) (local $b1 v128)
     (local $s00 v128) (local $s01 v128) (local $s10 v128) (local $s11 v128)
     (local $s20 v128) (local $s21 v128) (local $s30 v128) (local $s31 v128)
-    (local.set $a1 (i32.add (local.get $a) (local.get $lda)))
-    (local.set $a2 (i32.add (local.get $a1) (local.get $lda)))
-    (local.set $a3 (i32.add (local.get $a2) (local.get $lda)))
+    (local.set $a1 (i32.add (local.get $a) (local.get $arow)))
+    (local.set $a2 (i32.add (local.get $a1) (local.get $arow)))
+    (local.set $a3 (i32.add (local.get $a2) (local.get $arow)))
     (local.set $c1 (i32.add (local.get $c) (local.get $ldb)))
     (local.set $c2 (i32.add (local.get $c1) (local.get $ldb)))
     (local.set $c3 (i32.add (local.get $c2) (local.get $ldb)))
@@ -130,7 +166,7 @@
         (local.set $s21 (v128.load offset=16 (local.get $c2)))
         (local.set $s30 (v128.load (local.get $c3)))
         (local.set $s31 (v128.load offset=16 (local.get $c3)))))
-    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $end (i32.add (local.get $a) (i32.mul (local.get $k) (local.get $astep))))
     (block $done
       (loop $p
         (br_if $done (i32.ge_u (local.get $a) (local.get $end)))
@@ -148,10 +184,10 @@
         (local.set $x (v128.load32_splat (local.get $a3)))
         (local.set $s30 (f32x4.add (local.get $s30) (f32x4.mul (local.get $x) (local.get $b0))))
         (local.set $s31 (f32x4.add (local.get $s31) (f32x4.mul (local.get $x) (local.get $b1))))
-        (local.set $a (i32.add (local.get $a) (i32.const 4)))
-        (local.set $a1 (i32.add (local.get $a1) (i32.const 4)))
-        (local.set $a2 (i32.add (local.get $a2) (i32.const 4)))
-        (local.set $a3 (i32.add (local.get $a3) (i32.const 4)))
+        (local.set $a (i32.add (local.get $a) (local.get $astep)))
+        (local.set $a1 (i32.add (local.get $a1) (local.get $astep)))
+        (local.set $a2 (i32.add (local.get $a2) (local.get $astep)))
+        (local.set $a3 (i32.add (local.get $a3) (local.get $astep)))
         (local.set $b (i32.add (local.get $b) (local.get $ldb)))
         (br $p)))
     (v128.store (local.get $c) (local.get $s00))
@@ -165,20 +201,20 @@
 
   ;; 1 row × 8 columns of C.
   (func $nn_1x8
-    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $ldb i32) (param $accumulate i32)
+    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $astep i32) (param $ldb i32) (param $accumulate i32)
     (local $end i32) (local $x v128) (local $s0 v128) (local $s1 v128)
     (if (local.get $accumulate)
       (then
         (local.set $s0 (v128.load (local.get $c)))
         (local.set $s1 (v128.load offset=16 (local.get $c)))))
-    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $end (i32.add (local.get $a) (i32.mul (local.get $k) (local.get $astep))))
     (block $done
       (loop $p
         (br_if $done (i32.ge_u (local.get $a) (local.get $end)))
         (local.set $x (v128.load32_splat (local.get $a)))
         (local.set $s0 (f32x4.add (local.get $s0) (f32x4.mul (local.get $x) (v128.load (local.get $b)))))
         (local.set $s1 (f32x4.add (local.get $s1) (f32x4.mul (local.get $x) (v128.load offset=16 (local.get $b)))))
-        (local.set $a (i32.add (local.get $a) (i32.const 4)))
+        (local.set $a (i32.add (local.get $a) (local.get $astep)))
         (local.set $b (i32.add (local.get $b) (local.get $ldb)))
         (br $p)))
     (v128.store (local.get $c) (local.get $s0))
@@ -186,31 +222,31 @@
 
   ;; 1 row × 4 columns of C.
   (func $nn_1x4
-    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $ldb i32) (param $accumulate i32)
+    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $astep i32) (param $ldb i32) (param $accumulate i32)
     (local $end i32) (local $s v128)
     (if (local.get $accumulate) (then (local.set $s (v128.load (local.get $c)))))
-    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $end (i32.add (local.get $a) (i32.mul (local.get $k) (local.get $astep))))
     (block $done
       (loop $p
         (br_if $done (i32.ge_u (local.get $a) (local.get $end)))
         (local.set $s
           (f32x4.add (local.get $s) (f32x4.mul (v128.load32_splat (local.get $a)) (v128.load (local.get $b)))))
-        (local.set $a (i32.add (local.get $a) (i32.const 4)))
+        (local.set $a (i32.add (local.get $a) (local.get $astep)))
         (local.set $b (i32.add (local.get $b) (local.get $ldb)))
         (br $p)))
     (v128.store (local.get $c) (local.get $s)))
 
   ;; One element of C.
   (func $nn_1x1
-    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $ldb i32) (param $accumulate i32)
+    (param $c i32) (param $a i32) (param $b i32) (param $k i32) (param $astep i32) (param $ldb i32) (param $accumulate i32)
     (local $end i32) (local $s f32)
     (if (local.get $accumulate) (then (local.set $s (f32.load (local.get $c)))))
-    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $end (i32.add (local.get $a) (i32.mul (local.get $k) (local.get $astep))))
     (block $done
       (loop $p
         (br_if $done (i32.ge_u (local.get $a) (local.get $end)))
         (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $a)) (f32.load (local.get $b)))))
-        (local.set $a (i32.add (local.get $a) (i32.const 4)))
+        (local.set $a (i32.add (local.get $a) (local.get $astep)))
         (local.set $b (i32.add (local.get $b) (local.get $ldb)))
         (br $p)))
     (f32.store (local.get $c) (local.get $s)))
