@@ -15,7 +15,7 @@
  * @internal
  */
 import { matmulNN, matmulNT, matmulTN } from "./kernels.js";
-import { attendRow, geluBackward, geluForward } from "./layers.js";
+import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward } from "./layers.js";
 import { wasmApi, type WasmMemory, type WasmModule } from "./wasm/api.js";
 import { KERNELS_WASM_BASE64 } from "./wasm/kernels-wasm.js";
 
@@ -71,6 +71,16 @@ export interface MatrixKernels {
   geluForward(out: Float32Array, x: Float32Array, n: number): void;
   /** grad[i] *= GELU′(x[i]) for i < n. */
   geluBackward(grad: Float32Array, x: Float32Array, n: number): void;
+  /**
+   * Causal softmax of attention scores in place over p[len×len]: row i becomes softmax(scale·p[i,0..i])
+   * followed by zeros.
+   */
+  causalSoftmax(p: Float32Array, len: number, scale: number): void;
+  /**
+   * Its backward pass in place over dp[len×len], given its output p: row i becomes
+   * p∘(dp − Σ p∘dp)·scale on j ≤ i, zeros above.
+   */
+  causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void;
 }
 
 /** The TypeScript kernels. */
@@ -84,6 +94,8 @@ export const JS_KERNELS: MatrixKernels = {
     attendRow(q, qOff, keys, kOff, values, vOff, dh, count, dh, scale, probs, out, outOff),
   geluForward,
   geluBackward,
+  causalSoftmax,
+  causalSoftmaxBackward,
 };
 
 /** The functions kernels.wat exports (pointers are byte offsets into the memory). */
@@ -94,6 +106,8 @@ interface KernelExports {
   transpose(dst: number, src: number, rows: number, cols: number): void;
   gelu_forward(out: number, x: number, n: number): void;
   gelu_backward(grad: number, x: number, n: number): void;
+  softmax_causal(p: number, len: number, scale: number): void;
+  softmax_causal_backward(dp: number, p: number, len: number, scale: number): void;
 }
 
 let compiled: WasmModule | null | undefined;
@@ -193,6 +207,14 @@ export class WasmKernels implements MatrixKernels {
 
   geluBackward(grad: Float32Array, x: Float32Array, n: number): void {
     this.exports.gelu_backward(this.ptr(grad), this.ptr(x), n);
+  }
+
+  causalSoftmax(p: Float32Array, len: number, scale: number): void {
+    this.exports.softmax_causal(this.ptr(p), len, scale);
+  }
+
+  causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void {
+    this.exports.softmax_causal_backward(this.ptr(dp), this.ptr(p), len, scale);
   }
 
   /** Byte offset of the scratch, checked to hold `floats`. */

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { assembleKernels, GENERATED, renderModule } from "../../scripts/build-wasm.js";
 import { Arena } from "../../src/engine/arena.js";
 import { matmulNN, matmulNT, matmulTN, transpose } from "../../src/engine/kernels.js";
-import { attendRow, geluBackward, geluForward } from "../../src/engine/layers.js";
+import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward } from "../../src/engine/layers.js";
 import { kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
 import { Rng } from "../../src/engine/prng.js";
 import { wasmApi } from "../../src/engine/wasm/api.js";
@@ -138,6 +138,29 @@ describe("WebAssembly kernels against the TypeScript kernels", () => {
     viaNN.set(c0);
     kernels.matmulNN(viaNN, at, b, k, m, n, true);
     expect(c).toEqual(viaNN);
+  });
+
+  it.each([1, 3, 4, 5, 8, 13, 64])("causal softmax and its backward pass over %i×%i scores", (len) => {
+    top = arena.size;
+    const scale = 1 / Math.sqrt(12);
+    const [scores, grad] = [wasmRandom(len * len), wasmRandom(len * len)];
+    // A wide range of scores: the float32 exp must stay accurate far below the row's maximum.
+    scores.forEach((v, i) => (scores[i] = v * 30));
+    const ref = scores.slice();
+    causalSoftmax(ref, len, scale);
+    const p = wasmRandom(len * len);
+    p.set(scores);
+    kernels.causalSoftmax(p, len, scale);
+    expectClose(p, ref, 1);
+    for (let i = 0; i < len; i++) {
+      const row = p.subarray(i * len, (i + 1) * len);
+      expect(row.subarray(i + 1).every((v) => v === 0)).toBe(true);
+      expect(Math.abs(row.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-6);
+    }
+    const refGrad = grad.slice();
+    causalSoftmaxBackward(refGrad, ref, len, scale);
+    kernels.causalSoftmaxBackward(grad, p, len, scale);
+    expectClose(grad, refGrad, 1);
   });
 
   it("compute each row of NN, NT and NTRows by the same operations whatever the other rows", () => {

@@ -566,6 +566,172 @@
         (br $l1))))
 
   ;; ---------------------------------------------------------------------------------------
+  ;; exp in float32 (Cephes' expf): n = nearest(x·log₂e), r = x − n·ln2 (ln2 in two parts, so r is
+  ;; exact), exp(r) ≈ 1 + r + r²·P(r) with P of degree 5, times 2ⁿ built in the exponent bits.
+  ;; x is clamped to [−87.3, 88.3], where 2ⁿ is a normal float; within 2 ulp of exp.
+  ;; $exp1 applies the same float32 operations to one value as $exp4 to each lane.
+
+  (func $exp4 (param $x v128) (result v128)
+    (local $n v128) (local $r v128) (local $p v128)
+    (local.set $x (f32x4.min (f32x4.max (local.get $x) (f32x4.splat (f32.const -87.3365478515625)))
+      (f32x4.splat (f32.const 88.3762626647949))))
+    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x) (f32x4.splat (f32.const 1.44269504088896341)))))
+    (local.set $r (f32x4.sub (f32x4.sub (local.get $x) (f32x4.mul (local.get $n) (f32x4.splat (f32.const 0.693359375))))
+      (f32x4.mul (local.get $n) (f32x4.splat (f32.const -2.12194440e-4)))))
+    (local.set $p (f32x4.splat (f32.const 1.9875691500e-4)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.3981999507e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 8.3334519073e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 4.1665795894e-2))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.6666665459e-1))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 5.0000001201e-1))))
+    (local.set $p (f32x4.add (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
+      (f32x4.splat (f32.const 1))))
+    (f32x4.mul (local.get $p)
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (i32x4.splat (i32.const 127))) (i32.const 23))))
+
+  (func $exp1 (param $x f32) (result f32)
+    (local $n f32) (local $r f32) (local $p f32)
+    (local.set $x (f32.min (f32.max (local.get $x) (f32.const -87.3365478515625)) (f32.const 88.3762626647949)))
+    (local.set $n (f32.nearest (f32.mul (local.get $x) (f32.const 1.44269504088896341))))
+    (local.set $r (f32.sub (f32.sub (local.get $x) (f32.mul (local.get $n) (f32.const 0.693359375)))
+      (f32.mul (local.get $n) (f32.const -2.12194440e-4))))
+    (local.set $p (f32.const 1.9875691500e-4))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $r)) (f32.const 1.3981999507e-3)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $r)) (f32.const 8.3334519073e-3)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $r)) (f32.const 4.1665795894e-2)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $r)) (f32.const 1.6666665459e-1)))
+    (local.set $p (f32.add (f32.mul (local.get $p) (local.get $r)) (f32.const 5.0000001201e-1)))
+    (local.set $p (f32.add (f32.add (f32.mul (local.get $p) (f32.mul (local.get $r) (local.get $r))) (local.get $r))
+      (f32.const 1)))
+    (f32.mul (local.get $p)
+      (f32.reinterpret_i32 (i32.shl (i32.add (i32.trunc_sat_f32_s (local.get $n)) (i32.const 127)) (i32.const 23)))))
+
+  ;; max of the four lanes.
+  (func $hmax (param $v v128) (result f32)
+    (f32.max
+      (f32.max (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
+      (f32.max (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
+
+  ;; ---------------------------------------------------------------------------------------
+  ;; Causal softmax of attention scores, in place over p[len×len]: row i becomes
+  ;;   p[i,j] = exp(s_j − max s) / Σ_{j′≤i} exp(s_j′ − max s),  s_j = scale·p[i,j],  for j ≤ i,
+  ;; and 0 for j > i. Sums and maxima run in four lanes, combined as $hsum and $hmax, then the
+  ;; (i+1) mod 4 last elements one by one.
+  (func (export "softmax_causal") (param $p i32) (param $len i32) (param $scale f32)
+    (local $i i32) (local $row i32) (local $end i32) (local $end4 i32) (local $q i32) (local $rowEnd i32)
+    (local $v v128) (local $vs v128) (local $m f32) (local $sum f32) (local $x f32) (local $inv f32)
+    (local.set $i (i32.const 0))
+    (block $rows_done
+      (loop $rows
+        (br_if $rows_done (i32.ge_u (local.get $i) (local.get $len)))
+        (local.set $row (call $at (local.get $p) (local.get $i) (i32.const 0) (local.get $len)))
+        (local.set $end (i32.add (local.get $row) (i32.shl (i32.add (local.get $i) (i32.const 1)) (i32.const 2))))
+        (local.set $end4 (i32.add (local.get $row) (i32.shl (i32.and (i32.add (local.get $i) (i32.const 1)) (i32.const -4)) (i32.const 2))))
+        (local.set $rowEnd (i32.add (local.get $row) (i32.shl (local.get $len) (i32.const 2))))
+        ;; s = scale·p and its maximum
+        (local.set $vs (f32x4.splat (f32.const -inf)))
+        (local.set $q (local.get $row))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (local.set $v (f32x4.mul (v128.load (local.get $q)) (f32x4.splat (local.get $scale))))
+          (v128.store (local.get $q) (local.get $v))
+          (local.set $vs (f32x4.max (local.get $vs) (local.get $v)))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (local.set $m (call $hmax (local.get $vs)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (local.set $x (f32.mul (f32.load (local.get $q)) (local.get $scale)))
+          (f32.store (local.get $q) (local.get $x))
+          (local.set $m (f32.max (local.get $m) (local.get $x)))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        ;; e = exp(s − max) and its sum
+        (local.set $vs (v128.const i32x4 0 0 0 0))
+        (local.set $q (local.get $row))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (local.set $v (call $exp4 (f32x4.sub (v128.load (local.get $q)) (f32x4.splat (local.get $m)))))
+          (v128.store (local.get $q) (local.get $v))
+          (local.set $vs (f32x4.add (local.get $vs) (local.get $v)))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (local.set $sum (call $hsum (local.get $vs)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (local.set $x (call $exp1 (f32.sub (f32.load (local.get $q)) (local.get $m))))
+          (f32.store (local.get $q) (local.get $x))
+          (local.set $sum (f32.add (local.get $sum) (local.get $x)))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        ;; e / sum, then zeros above the diagonal
+        (local.set $inv (f32.div (f32.const 1) (local.get $sum)))
+        (local.set $q (local.get $row))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (v128.store (local.get $q) (f32x4.mul (v128.load (local.get $q)) (f32x4.splat (local.get $inv))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (f32.store (local.get $q) (f32.mul (f32.load (local.get $q)) (local.get $inv)))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        (memory.fill (local.get $end) (i32.const 0) (i32.sub (local.get $rowEnd) (local.get $end)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $rows))))
+
+  ;; Backward of softmax_causal, in place over dp[len×len] given its output p[len×len]: row i becomes
+  ;;   dS[i,j] = p[i,j]·(dp[i,j] − Σ_{j′≤i} p[i,j′]·dp[i,j′])·scale  for j ≤ i, and 0 for j > i.
+  (func (export "softmax_causal_backward") (param $dp i32) (param $p i32) (param $len i32) (param $scale f32)
+    (local $i i32) (local $row i32) (local $prow i32) (local $end i32) (local $end4 i32) (local $q i32) (local $o i32)
+    (local $rowEnd i32) (local $vs v128) (local $dot f32) (local $vd v128)
+    (local.set $i (i32.const 0))
+    (block $rows_done
+      (loop $rows
+        (br_if $rows_done (i32.ge_u (local.get $i) (local.get $len)))
+        (local.set $row (call $at (local.get $dp) (local.get $i) (i32.const 0) (local.get $len)))
+        (local.set $prow (call $at (local.get $p) (local.get $i) (i32.const 0) (local.get $len)))
+        (local.set $o (i32.sub (local.get $prow) (local.get $row)))
+        (local.set $end (i32.add (local.get $row) (i32.shl (i32.add (local.get $i) (i32.const 1)) (i32.const 2))))
+        (local.set $end4 (i32.add (local.get $row) (i32.shl (i32.and (i32.add (local.get $i) (i32.const 1)) (i32.const -4)) (i32.const 2))))
+        (local.set $rowEnd (i32.add (local.get $row) (i32.shl (local.get $len) (i32.const 2))))
+        (local.set $vs (v128.const i32x4 0 0 0 0))
+        (local.set $q (local.get $row))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (local.set $vs (f32x4.add (local.get $vs)
+            (f32x4.mul (v128.load (i32.add (local.get $q) (local.get $o))) (v128.load (local.get $q)))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (local.set $dot (call $hsum (local.get $vs)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (local.set $dot (f32.add (local.get $dot)
+            (f32.mul (f32.load (i32.add (local.get $q) (local.get $o))) (f32.load (local.get $q)))))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        (local.set $vd (f32x4.splat (local.get $dot)))
+        (local.set $q (local.get $row))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (v128.store (local.get $q)
+            (f32x4.mul (f32x4.mul (v128.load (i32.add (local.get $q) (local.get $o)))
+              (f32x4.sub (v128.load (local.get $q)) (local.get $vd))) (f32x4.splat (local.get $scale))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (f32.store (local.get $q)
+            (f32.mul (f32.mul (f32.load (i32.add (local.get $q) (local.get $o)))
+              (f32.sub (f32.load (local.get $q)) (local.get $dot))) (local.get $scale)))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        (memory.fill (local.get $end) (i32.const 0) (i32.sub (local.get $rowEnd) (local.get $end)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $rows))))
+
+  ;; ---------------------------------------------------------------------------------------
   ;; dst[cols×rows] = src[rows×cols]ᵀ, in tiles of 16×16 so that both sides stay in cache.
   (func (export "transpose") (param $dst i32) (param $src i32) (param $rows i32) (param $cols i32)
     (local $r0 i32) (local $c0 i32) (local $r1 i32) (local $c1 i32) (local $r i32) (local $col i32)
