@@ -15,7 +15,7 @@
  * @internal
  */
 import { matmulNN, matmulNT, matmulTN } from "./kernels.js";
-import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward } from "./layers.js";
+import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward, logSumExp } from "./layers.js";
 import { wasmApi, type WasmMemory, type WasmModule } from "./wasm/api.js";
 import { KERNELS_WASM_BASE64 } from "./wasm/kernels-wasm.js";
 
@@ -81,6 +81,13 @@ export interface MatrixKernels {
    * p∘(dp − Σ p∘dp)·scale on j ≤ i, zeros above.
    */
   causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void;
+  /** lse[r] = log Σ_v exp(x[r·n + v]) for r < rows. */
+  logSumExpRows(lse: Float64Array, x: Float32Array, rows: number, n: number): void;
+  /**
+   * x[r·n + v] = −g[r]·exp(x[r·n + v] − lse[r]) in place for r < rows: the gradient of
+   * g[r]·log softmax(x_r)[t] with respect to the logits x_r, but for the g[r] the caller adds at t.
+   */
+  logitsBackward(x: Float32Array, rows: number, n: number, lse: Float64Array, g: Float64Array): void;
 }
 
 /** The TypeScript kernels. */
@@ -96,6 +103,17 @@ export const JS_KERNELS: MatrixKernels = {
   geluBackward,
   causalSoftmax,
   causalSoftmaxBackward,
+  logSumExpRows(lse, x, rows, n) {
+    for (let r = 0; r < rows; r++) lse[r] = logSumExp(x, r * n, n);
+  },
+  logitsBackward(x, rows, n, lse, g) {
+    for (let r = 0; r < rows; r++) {
+      const gr = g[r]!;
+      const o = r * n;
+      const l = lse[r]!;
+      for (let v = 0; v < n; v++) x[o + v] = -gr * Math.exp(x[o + v]! - l);
+    }
+  },
 };
 
 /** The functions kernels.wat exports (pointers are byte offsets into the memory). */
@@ -108,6 +126,8 @@ interface KernelExports {
   gelu_backward(grad: number, x: number, n: number): void;
   softmax_causal(p: number, len: number, scale: number): void;
   softmax_causal_backward(dp: number, p: number, len: number, scale: number): void;
+  softmax_stats(x: number, rows: number, n: number, out: number): void;
+  logits_backward(x: number, rows: number, n: number, lse: number, g: number): void;
 }
 
 let compiled: WasmModule | null | undefined;
@@ -217,13 +237,25 @@ export class WasmKernels implements MatrixKernels {
     this.exports.softmax_causal_backward(this.ptr(dp), this.ptr(p), len, scale);
   }
 
+  /** The maximum and the sum of exps of each row into scratch, then the logarithm here. */
+  logSumExpRows(lse: Float64Array, x: Float32Array, rows: number, n: number): void {
+    const stats = this.scratchFor(2 * rows);
+    this.exports.softmax_stats(this.ptr(x), rows, n, stats);
+    const s = this.scratch;
+    for (let r = 0; r < rows; r++) lse[r] = s[2 * r]! + Math.log(s[2 * r + 1]!);
+  }
+
+  logitsBackward(x: Float32Array, rows: number, n: number, lse: Float64Array, g: Float64Array): void {
+    this.exports.logits_backward(this.ptr(x), rows, n, this.ptr(lse), this.ptr(g));
+  }
+
   /** Byte offset of the scratch, checked to hold `floats`. */
   private scratchFor(floats: number): number {
     if (this.scratch.length < floats) throw new Error(`internal: kernel scratch of ${this.scratch.length} < ${floats}`);
     return this.ptr(this.scratch);
   }
 
-  private ptr(x: Float32Array): number {
+  private ptr(x: Float32Array | Float64Array): number {
     if (x.buffer !== this.buffer)
       throw new Error("internal: a WebAssembly kernel operand is outside the engine memory");
     return x.byteOffset;

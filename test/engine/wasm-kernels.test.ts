@@ -9,7 +9,7 @@ import { assembleKernels, GENERATED, renderModule } from "../../scripts/build-wa
 import { Arena } from "../../src/engine/arena.js";
 import { matmulNN, matmulNT, matmulTN, transpose } from "../../src/engine/kernels.js";
 import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward } from "../../src/engine/layers.js";
-import { kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
+import { JS_KERNELS, kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
 import { Rng } from "../../src/engine/prng.js";
 import { wasmApi } from "../../src/engine/wasm/api.js";
 
@@ -161,6 +161,27 @@ describe("WebAssembly kernels against the TypeScript kernels", () => {
     causalSoftmaxBackward(refGrad, ref, len, scale);
     kernels.causalSoftmaxBackward(grad, p, len, scale);
     expectClose(grad, refGrad, 1);
+  });
+
+  it.each([1, 3, 4, 259])("log-sum-exp of logit rows of %i and its backward pass", (n) => {
+    top = arena.size;
+    const rows = 5;
+    const x = wasmRandom(rows * n);
+    x.forEach((v, i) => (x[i] = v * 20));
+    const f64 = (count: number): Float64Array => {
+      const a = new Float64Array(memory.buffer, top, count);
+      top += Math.ceil((count * 8) / 64) * 64;
+      return a;
+    };
+    const [lse, refLse, g] = [f64(rows), f64(rows), f64(rows)];
+    g.set([0.5, -1, 2, 0, 1e-3]);
+    JS_KERNELS.logSumExpRows(refLse, x.slice(), rows, n);
+    kernels.logSumExpRows(lse, x, rows, n);
+    lse.forEach((l, r) => expect(Math.abs(l - refLse[r]!)).toBeLessThan(1e-5 * (1 + Math.abs(l))));
+    const ref = x.slice();
+    JS_KERNELS.logitsBackward(ref, rows, n, refLse, g);
+    kernels.logitsBackward(x, rows, n, lse, g);
+    expectClose(x, ref, 2);
   });
 
   it("compute each row of NN, NT and NTRows by the same operations whatever the other rows", () => {

@@ -732,6 +732,85 @@
         (br $rows))))
 
   ;; ---------------------------------------------------------------------------------------
+  ;; The log-softmax of the logits x[rows×n], in two halves around the logarithm (which stays in
+  ;; the caller's double precision):
+  ;;   softmax_stats:   out[2r] = m_r = max_v x[r,v],  out[2r+1] = Σ_v exp(x[r,v] − m_r)
+  ;;                    (so log Σ_v exp(x[r,v]) = m_r + log out[2r+1]);
+  ;;   logits_backward: x[r,v] = −g_r·exp(x[r,v] − lse_r) in place, with lse and g float64 arrays
+  ;;                    (the gradient of g_r·log softmax(x_r)[t] but for the g_r the caller adds at t).
+  ;; Maxima and sums run in four lanes, combined as $hmax and $hsum, then the n mod 4 last one by one.
+  (func (export "softmax_stats") (param $x i32) (param $rows i32) (param $n i32) (param $out i32)
+    (local $r i32) (local $q i32) (local $end i32) (local $end4 i32) (local $vs v128) (local $m f32) (local $sum f32)
+    (local.set $r (i32.const 0))
+    (block $rows_done
+      (loop $rows
+        (br_if $rows_done (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+        (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+        (local.set $vs (f32x4.splat (f32.const -inf)))
+        (local.set $q (local.get $x))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (local.set $vs (f32x4.max (local.get $vs) (v128.load (local.get $q))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (local.set $m (call $hmax (local.get $vs)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (local.set $m (f32.max (local.get $m) (f32.load (local.get $q))))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        (local.set $vs (v128.const i32x4 0 0 0 0))
+        (local.set $q (local.get $x))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (local.set $vs (f32x4.add (local.get $vs)
+            (call $exp4 (f32x4.sub (v128.load (local.get $q)) (f32x4.splat (local.get $m))))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $l)))
+        (local.set $sum (call $hsum (local.get $vs)))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (local.set $sum (f32.add (local.get $sum) (call $exp1 (f32.sub (f32.load (local.get $q)) (local.get $m)))))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $l)))
+        (f32.store (local.get $out) (local.get $m))
+        (f32.store offset=4 (local.get $out) (local.get $sum))
+        (local.set $out (i32.add (local.get $out) (i32.const 8)))
+        (local.set $x (local.get $end))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rows))))
+
+  (func (export "logits_backward") (param $x i32) (param $rows i32) (param $n i32) (param $lse i32) (param $g i32)
+    (local $r i32) (local $q i32) (local $end i32) (local $end4 i32) (local $l f32) (local $ng f32)
+    (local.set $r (i32.const 0))
+    (block $rows_done
+      (loop $rows
+        (br_if $rows_done (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+        (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+        (local.set $l (f32.demote_f64 (f64.load (local.get $lse))))
+        (local.set $ng (f32.neg (f32.demote_f64 (f64.load (local.get $g)))))
+        (local.set $q (local.get $x))
+        (block $d (loop $lp
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end4)))
+          (v128.store (local.get $q) (f32x4.mul (f32x4.splat (local.get $ng))
+            (call $exp4 (f32x4.sub (v128.load (local.get $q)) (f32x4.splat (local.get $l))))))
+          (local.set $q (i32.add (local.get $q) (i32.const 16)))
+          (br $lp)))
+        (block $d (loop $lp
+          (br_if $d (i32.ge_u (local.get $q) (local.get $end)))
+          (f32.store (local.get $q) (f32.mul (local.get $ng)
+            (call $exp1 (f32.sub (f32.load (local.get $q)) (local.get $l)))))
+          (local.set $q (i32.add (local.get $q) (i32.const 4)))
+          (br $lp)))
+        (local.set $x (local.get $end))
+        (local.set $lse (i32.add (local.get $lse) (i32.const 8)))
+        (local.set $g (i32.add (local.get $g) (i32.const 8)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rows))))
+
+  ;; ---------------------------------------------------------------------------------------
   ;; dst[cols×rows] = src[rows×cols]ᵀ, in tiles of 16×16 so that both sides stay in cache.
   (func (export "transpose") (param $dst i32) (param $src i32) (param $rows i32) (param $cols i32)
     (local $r0 i32) (local $c0 i32) (local $r1 i32) (local $c1 i32) (local $r i32) (local $col i32)
