@@ -82,14 +82,7 @@ export class AttentionScratch {
     gather(v, qkv, start, len, 3 * d, 2 * d + head * dh, dh);
     gather(dO, dOut, start, len, d, head * dh, dh);
     kernels.matmulNT(dp, dO, v, len, dh, len, false);
-    // dS = P ∘ (dP − rowsum(P ∘ dP)) · scale on the causal triangle; zero above it.
-    for (let i = 0; i < len; i++) {
-      const row = i * len;
-      let dot = 0;
-      for (let j = 0; j <= i; j++) dot += p[row + j]! * dp[row + j]!;
-      for (let j = 0; j <= i; j++) dp[row + j] = p[row + j]! * (dp[row + j]! - dot) * scale;
-      dp.fill(0, row + i + 1, row + len);
-    }
+    kernels.causalSoftmaxBackward(dp, p, len, scale);
     kernels.matmulNN(dq, dp, k, len, len, dh, false);
     dk.fill(0, 0, len * dh);
     kernels.matmulTN(dk, dp, q, len, len, dh);
@@ -116,24 +109,7 @@ export class AttentionScratch {
     gather(q, qkv, start, len, 3 * d, head * dh, dh);
     gather(k, qkv, start, len, 3 * d, d + head * dh, dh);
     kernels.matmulNT(p, q, k, len, dh, len, false);
-    for (let i = 0; i < len; i++) {
-      const row = i * len;
-      let max = -Infinity;
-      for (let j = 0; j <= i; j++) {
-        const s = p[row + j]! * scale;
-        p[row + j] = s;
-        if (s > max) max = s;
-      }
-      let sum = 0;
-      for (let j = 0; j <= i; j++) {
-        const e = Math.exp(p[row + j]! - max);
-        p[row + j] = e;
-        sum += e;
-      }
-      const inv = 1 / sum;
-      for (let j = 0; j <= i; j++) p[row + j] = p[row + j]! * inv;
-      p.fill(0, row + i + 1, row + len);
-    }
+    kernels.causalSoftmax(p, len, scale);
   }
 }
 

@@ -209,6 +209,46 @@ export function attendRow(
   }
 }
 
+/**
+ * Causal softmax of attention scores, in place over p[len×len]: row i becomes
+ * p[i,j] = exp(s_j − max s) / Σ_{j′≤i} exp(s_j′ − max s) with s_j = scale·p[i,j] for j ≤ i, and 0
+ * for j > i (the sum in double precision).
+ */
+export function causalSoftmax(p: Float32Array, len: number, scale: number): void {
+  for (let i = 0; i < len; i++) {
+    const row = i * len;
+    let max = -Infinity;
+    for (let j = 0; j <= i; j++) {
+      const s = p[row + j]! * scale;
+      p[row + j] = s;
+      if (s > max) max = s;
+    }
+    let sum = 0;
+    for (let j = 0; j <= i; j++) {
+      const e = Math.exp(p[row + j]! - max);
+      p[row + j] = e;
+      sum += e;
+    }
+    const inv = 1 / sum;
+    for (let j = 0; j <= i; j++) p[row + j] = p[row + j]! * inv;
+    p.fill(0, row + i + 1, row + len);
+  }
+}
+
+/**
+ * Backward of {@link causalSoftmax}, in place over dp[len×len] (the gradient of its output p):
+ * dS[i,j] = p[i,j]·(dp[i,j] − Σ_{j′≤i} p[i,j′]·dp[i,j′])·scale for j ≤ i, and 0 for j > i.
+ */
+export function causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void {
+  for (let i = 0; i < len; i++) {
+    const row = i * len;
+    let dot = 0;
+    for (let j = 0; j <= i; j++) dot += p[row + j]! * dp[row + j]!;
+    for (let j = 0; j <= i; j++) dp[row + j] = p[row + j]! * (dp[row + j]! - dot) * scale;
+    dp.fill(0, row + i + 1, row + len);
+  }
+}
+
 /** log Σ exp(x[off..off+n)), computed in double precision. */
 export function logSumExp(x: Float32Array, off: number, n: number): number {
   let max = -Infinity;

@@ -54,7 +54,7 @@ export interface ThreadSlot {
   workspace: Workspace | null;
   /** Decoder lanes. */
   decoder: LaneDecoder;
-  /** Scratch of the WebAssembly `matmulTN` and `matmulNT` (their largest transposed operand). */
+  /** Scratch of the WebAssembly `matmulNT` (its largest transposed operand) and `logSumExpRows`. */
   kernelScratch: Float32Array;
 }
 
@@ -88,11 +88,9 @@ function slot(arena: Arena, spec: LayoutSpec, weights: ModelTensors, ownGrads: M
   const privateGrads = trainRows > 0 ? tensorViews(arena.f32(parameterCount(config)), config) : null;
   const workspace = trainRows > 0 ? new Workspace(config, trainRows, arena) : null;
   const decoder = new LaneDecoder(weights, config, spec.lanes, arena);
-  // matmulTN transposes A (rows × V at most, or C × C in attention), matmulNT transposes B (a
-  // weight matrix: V × d or 4d × d at most, or C × dh in attention).
-  const kernelScratch = arena.f32(
-    trainRows > 0 ? Math.max(trainRows * Math.max(V, 4 * d), C * C, V * d, 4 * d * d, C * d) : 0,
-  );
+  // matmulNT transposes B (a weight matrix: V × d or 4d × d at most, or C × dh in attention);
+  // logSumExpRows keeps two numbers per row.
+  const kernelScratch = arena.f32(trainRows > 0 ? Math.max(V * d, 4 * d * d, C * d, 2 * trainRows) : 0);
   return { grads: ownGrads ?? privateGrads, workspace, decoder, kernelScratch };
 }
 

@@ -15,7 +15,7 @@
  * @internal
  */
 import { matmulNN, matmulNT, matmulTN } from "./kernels.js";
-import { attendRow, geluBackward, geluForward } from "./layers.js";
+import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward, logSumExp } from "./layers.js";
 import { wasmApi, type WasmMemory, type WasmModule } from "./wasm/api.js";
 import { KERNELS_WASM_BASE64 } from "./wasm/kernels-wasm.js";
 
@@ -71,6 +71,23 @@ export interface MatrixKernels {
   geluForward(out: Float32Array, x: Float32Array, n: number): void;
   /** grad[i] *= GELU′(x[i]) for i < n. */
   geluBackward(grad: Float32Array, x: Float32Array, n: number): void;
+  /**
+   * Causal softmax of attention scores in place over p[len×len]: row i becomes softmax(scale·p[i,0..i])
+   * followed by zeros.
+   */
+  causalSoftmax(p: Float32Array, len: number, scale: number): void;
+  /**
+   * Its backward pass in place over dp[len×len], given its output p: row i becomes
+   * p∘(dp − Σ p∘dp)·scale on j ≤ i, zeros above.
+   */
+  causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void;
+  /** lse[r] = log Σ_v exp(x[r·n + v]) for r < rows. */
+  logSumExpRows(lse: Float64Array, x: Float32Array, rows: number, n: number): void;
+  /**
+   * x[r·n + v] = −g[r]·exp(x[r·n + v] − lse[r]) in place for r < rows: the gradient of
+   * g[r]·log softmax(x_r)[t] with respect to the logits x_r, but for the g[r] the caller adds at t.
+   */
+  logitsBackward(x: Float32Array, rows: number, n: number, lse: Float64Array, g: Float64Array): void;
 }
 
 /** The TypeScript kernels. */
@@ -84,15 +101,33 @@ export const JS_KERNELS: MatrixKernels = {
     attendRow(q, qOff, keys, kOff, values, vOff, dh, count, dh, scale, probs, out, outOff),
   geluForward,
   geluBackward,
+  causalSoftmax,
+  causalSoftmaxBackward,
+  logSumExpRows(lse, x, rows, n) {
+    for (let r = 0; r < rows; r++) lse[r] = logSumExp(x, r * n, n);
+  },
+  logitsBackward(x, rows, n, lse, g) {
+    for (let r = 0; r < rows; r++) {
+      const gr = g[r]!;
+      const o = r * n;
+      const l = lse[r]!;
+      for (let v = 0; v < n; v++) x[o + v] = -gr * Math.exp(x[o + v]! - l);
+    }
+  },
 };
 
 /** The functions kernels.wat exports (pointers are byte offsets into the memory). */
 interface KernelExports {
   gemm_nn(c: number, a: number, b: number, m: number, k: number, n: number, accumulate: number): void;
   gemm_nt(c: number, a: number, b: number, m: number, k: number, n: number, accumulate: number): void;
+  gemm_tn(c: number, a: number, b: number, m: number, k: number, n: number): void;
   transpose(dst: number, src: number, rows: number, cols: number): void;
   gelu_forward(out: number, x: number, n: number): void;
   gelu_backward(grad: number, x: number, n: number): void;
+  softmax_causal(p: number, len: number, scale: number): void;
+  softmax_causal_backward(dp: number, p: number, len: number, scale: number): void;
+  softmax_stats(x: number, rows: number, n: number, out: number): void;
+  logits_backward(x: number, rows: number, n: number, lse: number, g: number): void;
 }
 
 let compiled: WasmModule | null | undefined;
@@ -112,7 +147,7 @@ export function kernelsModule(): WasmModule | null {
   return compiled;
 }
 
-/** The WebAssembly kernels over one memory, with `scratch` (inside it) for transposed operands. */
+/** The WebAssembly kernels over one memory, with `scratch` (inside it) for the transposed operand of `matmulNT`. */
 export class WasmKernels implements MatrixKernels {
   readonly kind = "wasm";
   private readonly exports: KernelExports;
@@ -121,8 +156,7 @@ export class WasmKernels implements MatrixKernels {
   /**
    * @param module from {@link kernelsModule}.
    * @param memory the engine's memory; every operand must be a view into it.
-   * @param scratch a view into it of at least m·k floats for the largest `matmulTN` and n·k
-   * for the largest `matmulNT`.
+   * @param scratch a view into it of at least n·k floats for the largest `matmulNT`.
    */
   constructor(
     module: WasmModule,
@@ -148,11 +182,9 @@ export class WasmKernels implements MatrixKernels {
     this.exports.gemm_nt(this.ptr(c), this.ptr(a), this.ptr(b), m, k, n, accumulate ? 1 : 0);
   };
 
-  /** Transposes A into scratch, then accumulates (Aᵀ)[k×m]·B[m×n]. */
+  /** Accumulates (Aᵀ)[k×m]·B[m×n], reading A by columns (no transposed copy). */
   matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, k: number, n: number): void {
-    const at = this.scratchFor(m * k);
-    this.exports.transpose(at, this.ptr(a), m, k);
-    this.exports.gemm_nn(this.ptr(c), at, this.ptr(b), k, m, n, 1);
+    this.exports.gemm_tn(this.ptr(c), this.ptr(a), this.ptr(b), m, k, n);
   }
 
   /** Scores as a 1×count NT product, the softmax here, then the 1×dh NN product with the values. */
@@ -197,13 +229,33 @@ export class WasmKernels implements MatrixKernels {
     this.exports.gelu_backward(this.ptr(grad), this.ptr(x), n);
   }
 
+  causalSoftmax(p: Float32Array, len: number, scale: number): void {
+    this.exports.softmax_causal(this.ptr(p), len, scale);
+  }
+
+  causalSoftmaxBackward(dp: Float32Array, p: Float32Array, len: number, scale: number): void {
+    this.exports.softmax_causal_backward(this.ptr(dp), this.ptr(p), len, scale);
+  }
+
+  /** The maximum and the sum of exps of each row into scratch, then the logarithm here. */
+  logSumExpRows(lse: Float64Array, x: Float32Array, rows: number, n: number): void {
+    const stats = this.scratchFor(2 * rows);
+    this.exports.softmax_stats(this.ptr(x), rows, n, stats);
+    const s = this.scratch;
+    for (let r = 0; r < rows; r++) lse[r] = s[2 * r]! + Math.log(s[2 * r + 1]!);
+  }
+
+  logitsBackward(x: Float32Array, rows: number, n: number, lse: Float64Array, g: Float64Array): void {
+    this.exports.logits_backward(this.ptr(x), rows, n, this.ptr(lse), this.ptr(g));
+  }
+
   /** Byte offset of the scratch, checked to hold `floats`. */
   private scratchFor(floats: number): number {
     if (this.scratch.length < floats) throw new Error(`internal: kernel scratch of ${this.scratch.length} < ${floats}`);
     return this.ptr(this.scratch);
   }
 
-  private ptr(x: Float32Array): number {
+  private ptr(x: Float32Array | Float64Array): number {
     if (x.buffer !== this.buffer)
       throw new Error("internal: a WebAssembly kernel operand is outside the engine memory");
     return x.byteOffset;

@@ -28,6 +28,9 @@ export interface TrainingCoreOptions extends ComputeOptions {
   lora?: ResolvedLora | undefined;
 }
 
+/** Most parameters whose gradients the calling thread sums alone after a data-parallel backward pass. */
+const LOCAL_REDUCE_PARAMS = 1 << 20;
+
 /** Positions of one batched training pass of `config` for a `maxChunkRows` option (default 2048). */
 export function trainingChunkRows(config: ResolvedModelConfig, maxChunkRows = 2048): number {
   return Math.max(maxChunkRows, config.contextLength);
@@ -124,7 +127,10 @@ export class TrainingCore {
     const sources = slices.flatMap((s, t) => (s.batch && t > 0 ? [t] : []));
     if (sources.length === 0) return;
     const P = this.grads.flat.length;
-    const T = this.runtime.threads;
+    // A small model's sum takes less time on this thread than waking the others for their share
+    // (which, on a busy machine, can wait for a time slice); each element is summed in the same
+    // order either way.
+    const T = P <= LOCAL_REDUCE_PARAMS ? 1 : this.runtime.threads;
     const range = (t: number): number => Math.round((t * P) / T);
     this.runtime.run(
       Array.from({ length: T }, (_, t) => ({ kind: "reduce", from: range(t), to: range(t + 1), sources })),

@@ -8,7 +8,7 @@
  */
 import type { ResolvedModelConfig } from "./config.js";
 import { addColumnSums, addToRows, fillRows } from "./kernels.js";
-import { layerNormBackward, layerNormForward, logSumExp } from "./layers.js";
+import { layerNormBackward, layerNormForward } from "./layers.js";
 import type { MatrixKernels } from "./matrix.js";
 import type { ModelTensors } from "./params.js";
 import type { Workspace } from "./workspace.js";
@@ -70,11 +70,8 @@ export function forwardBatch(
   }
   layerNormForward(ws.yF, ws.xhatF, ws.rstdF, x, w.lnfGain, w.lnfBias, R, d);
   kernels.matmulNT(ws.logits, ws.yF, w.wte, R, d, V, false);
-  for (let r = 0; r < R; r++) {
-    const lse = logSumExp(ws.logits, r * V, V);
-    ws.lse[r] = lse;
-    ws.logprobs[r] = ws.logits[r * V + batch.targets[r]!]! - lse;
-  }
+  kernels.logSumExpRows(ws.lse, ws.logits, R, V);
+  for (let r = 0; r < R; r++) ws.logprobs[r] = ws.logits[r * V + batch.targets[r]!]! - ws.lse[r]!;
 }
 
 /**
@@ -94,13 +91,10 @@ export function backwardBatch(
   const dh = d / nHeads;
   // dlogits = dL/dlp · (onehot(target) − softmax), in place over the logits.
   const dLogits = ws.logits;
+  kernels.logitsBackward(dLogits, R, V, ws.lse, ws.gradLogprobs);
   for (let r = 0; r < R; r++) {
-    const gr = ws.gradLogprobs[r]!;
-    const o = r * V;
-    const lse = ws.lse[r]!;
-    for (let v = 0; v < V; v++) dLogits[o + v] = -gr * Math.exp(dLogits[o + v]! - lse);
-    const t = o + batch.targets[r]!;
-    dLogits[t] = dLogits[t]! + gr;
+    const t = r * V + batch.targets[r]!;
+    dLogits[t] = dLogits[t]! + ws.gradLogprobs[r]!;
   }
   kernels.matmulTN(g.wte, dLogits, ws.yF, R, V, d);
   kernels.matmulNN(ws.dy, dLogits, w.wte, R, V, d, false);

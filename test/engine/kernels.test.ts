@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { matmulNN, matmulNT, matmulTN, rowTimesMatrix, rowTimesMatrixT, transpose } from "../../src/engine/kernels.js";
+import { causalSoftmax, causalSoftmaxBackward } from "../../src/engine/layers.js";
 import { Rng } from "../../src/engine/prng.js";
 
 const rng = new Rng(7);
@@ -124,5 +125,37 @@ describe("matrix kernels against a double-precision reference", () => {
     const dst = new Float32Array(r * c);
     transpose(dst, src, r, c);
     for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) expect(dst[j * r + i]).toBe(src[i * c + j]);
+  });
+
+  it("causal softmax: zeros above the diagonal, rows summing to 1, and its backward pass against finite differences", () => {
+    const len = 6;
+    const scale = 0.7;
+    const scores = random(len * len);
+    const weights = random(len * len);
+    const p = scores.slice();
+    causalSoftmax(p, len, scale);
+    for (let i = 0; i < len; i++) {
+      const row = p.subarray(i * len, (i + 1) * len);
+      expect(row.subarray(i + 1).every((v) => v === 0)).toBe(true);
+      expect(row.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 6);
+    }
+    // L = Σ weights∘softmax(scores): its gradient by the backward pass and by central differences.
+    const grad = weights.slice();
+    causalSoftmaxBackward(grad, p, len, scale);
+    const loss = (s: Float32Array): number => {
+      const q = s.slice();
+      causalSoftmax(q, len, scale);
+      return q.reduce((sum, v, i) => sum + v * weights[i]!, 0);
+    };
+    const h = 1e-2;
+    for (let i = 0; i < len; i++) {
+      for (let j = 0; j < len; j++) {
+        const plus = scores.slice();
+        const minus = scores.slice();
+        plus[i * len + j]! += h;
+        minus[i * len + j]! -= h;
+        expect(grad[i * len + j]).toBeCloseTo((loss(plus) - loss(minus)) / (2 * h), 4);
+      }
+    }
   });
 });

@@ -7,9 +7,9 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { assembleKernels, GENERATED, renderModule } from "../../scripts/build-wasm.js";
 import { Arena } from "../../src/engine/arena.js";
-import { matmulNN, matmulNT, matmulTN } from "../../src/engine/kernels.js";
-import { attendRow, geluBackward, geluForward } from "../../src/engine/layers.js";
-import { kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
+import { matmulNN, matmulNT, matmulTN, transpose } from "../../src/engine/kernels.js";
+import { attendRow, causalSoftmax, causalSoftmaxBackward, geluBackward, geluForward } from "../../src/engine/layers.js";
+import { JS_KERNELS, kernelsModule, WasmKernels } from "../../src/engine/matrix.js";
 import { Rng } from "../../src/engine/prng.js";
 import { wasmApi } from "../../src/engine/wasm/api.js";
 
@@ -131,6 +131,57 @@ describe("WebAssembly kernels against the TypeScript kernels", () => {
     c.set(c0);
     kernels.matmulTN(c, a, b, m, k, n);
     expectClose(c, ref, Math.sqrt(m) + 1);
+    // Reading A by columns sums in the order of the NN product over a transposed copy of A.
+    const at = wasmRandom(k * m);
+    transpose(at, a, m, k);
+    const viaNN = wasmRandom(k * n);
+    viaNN.set(c0);
+    kernels.matmulNN(viaNN, at, b, k, m, n, true);
+    expect(c).toEqual(viaNN);
+  });
+
+  it.each([1, 3, 4, 5, 8, 13, 64])("causal softmax and its backward pass over %i×%i scores", (len) => {
+    top = arena.size;
+    const scale = 1 / Math.sqrt(12);
+    const [scores, grad] = [wasmRandom(len * len), wasmRandom(len * len)];
+    // A wide range of scores: the float32 exp must stay accurate far below the row's maximum.
+    scores.forEach((v, i) => (scores[i] = v * 30));
+    const ref = scores.slice();
+    causalSoftmax(ref, len, scale);
+    const p = wasmRandom(len * len);
+    p.set(scores);
+    kernels.causalSoftmax(p, len, scale);
+    expectClose(p, ref, 1);
+    for (let i = 0; i < len; i++) {
+      const row = p.subarray(i * len, (i + 1) * len);
+      expect(row.subarray(i + 1).every((v) => v === 0)).toBe(true);
+      expect(Math.abs(row.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-6);
+    }
+    const refGrad = grad.slice();
+    causalSoftmaxBackward(refGrad, ref, len, scale);
+    kernels.causalSoftmaxBackward(grad, p, len, scale);
+    expectClose(grad, refGrad, 1);
+  });
+
+  it.each([1, 3, 4, 259])("log-sum-exp of logit rows of %i and its backward pass", (n) => {
+    top = arena.size;
+    const rows = 5;
+    const x = wasmRandom(rows * n);
+    x.forEach((v, i) => (x[i] = v * 20));
+    const f64 = (count: number): Float64Array => {
+      const a = new Float64Array(memory.buffer, top, count);
+      top += Math.ceil((count * 8) / 64) * 64;
+      return a;
+    };
+    const [lse, refLse, g] = [f64(rows), f64(rows), f64(rows)];
+    g.set([0.5, -1, 2, 0, 1e-3]);
+    JS_KERNELS.logSumExpRows(refLse, x.slice(), rows, n);
+    kernels.logSumExpRows(lse, x, rows, n);
+    lse.forEach((l, r) => expect(Math.abs(l - refLse[r]!)).toBeLessThan(1e-5 * (1 + Math.abs(l))));
+    const ref = x.slice();
+    JS_KERNELS.logitsBackward(ref, rows, n, refLse, g);
+    kernels.logitsBackward(x, rows, n, lse, g);
+    expectClose(x, ref, 2);
   });
 
   it("compute each row of NN, NT and NTRows by the same operations whatever the other rows", () => {
