@@ -9,6 +9,7 @@ import { Rng } from "../../src/engine/prng.js";
 import { TrainingCore } from "../../src/engine/training.js";
 import type { BuiltinLossName } from "../../src/contracts/losses.js";
 import { datum, type Datum } from "../../src/types/wire.js";
+import { directionalDerivatives } from "./helpers.js";
 
 const config = resolveModelConfig({ dModel: 8, nLayers: 2, nHeads: 2, contextLength: 8 }, 259);
 
@@ -103,17 +104,7 @@ describe("parameter gradients match finite differences of the loss", () => {
     for (const [name, w] of tensors(core, "weights")) {
       const g = grads.get(name)!;
       // A random unit direction over this tensor only.
-      const u = Float64Array.from({ length: w.length }, () => rng.normal());
-      const norm = Math.hypot(...u);
-      u.forEach((x, i) => (u[i] = x / norm));
-      const analytic = g.reduce((s, gi, i) => s + gi * u[i]!, 0);
-      const saved = w.slice();
-      w.forEach((x, i) => (w[i] = x + eps * u[i]!));
-      const plus = lossAt();
-      w.forEach((_, i) => (w[i] = saved[i]! - eps * u[i]!));
-      const minus = lossAt();
-      w.set(saved);
-      const numeric = (plus - minus) / (2 * eps);
+      const { analytic, numeric } = directionalDerivatives(w, g, rng, eps, lossAt);
       // float32 forward passes leave ~1e-4 of noise in the difference quotient.
       expect(Math.abs(numeric - analytic), `${loss} ${name}: analytic ${analytic}, numeric ${numeric}`).toBeLessThan(
         1e-2 * Math.abs(analytic) + 1e-4,

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach } from "vitest";
+import type { Rng } from "../../src/engine/prng.js";
 import {
   LocalEngine,
   type LocalEngineOptions,
@@ -83,4 +84,30 @@ export async function overfitEngine(): Promise<LocalEngine> {
     engine.optimStep(adam);
   }
   return engine;
+}
+
+/**
+ * A central-difference check of the gradient `g` of the parameters `w` along a random unit
+ * direction `u` (drawn from `rng`): `analytic` is g·u, `numeric` (L(w + eps·u) − L(w − eps·u)) / 2eps
+ * from `lossAt`, which reads `w` (restored afterwards).
+ */
+export function directionalDerivatives(
+  w: Float32Array,
+  g: ArrayLike<number>,
+  rng: Rng,
+  eps: number,
+  lossAt: () => number,
+): { analytic: number; numeric: number } {
+  const u = Float64Array.from({ length: w.length }, () => rng.normal());
+  const norm = Math.hypot(...u);
+  u.forEach((x, i) => (u[i] = x / norm));
+  let analytic = 0;
+  for (let i = 0; i < w.length; i++) analytic += g[i]! * u[i]!;
+  const saved = w.slice();
+  w.forEach((x, i) => (w[i] = x + eps * u[i]!));
+  const plus = lossAt();
+  w.forEach((_, i) => (w[i] = saved[i]! - eps * u[i]!));
+  const minus = lossAt();
+  w.set(saved);
+  return { analytic, numeric: (plus - minus) / (2 * eps) };
 }

@@ -10,7 +10,7 @@ import { Rng } from "../../src/engine/prng.js";
 import { readStateFile } from "../../src/engine/storage.js";
 import { TrainingCore } from "../../src/engine/training.js";
 import { adamParams, datum } from "../../src/types/wire.js";
-import { engineFor, lmDatum, tempDir } from "./helpers.js";
+import { directionalDerivatives, engineFor, lmDatum, tempDir } from "./helpers.js";
 import { ConfigError, EngineError } from "../../src/errors.js";
 
 const config = resolveModelConfig({ dModel: 8, nLayers: 2, nHeads: 2, contextLength: 8 }, 259);
@@ -57,17 +57,7 @@ describe("LoRA factor gradients match finite differences of the loss", () => {
       for (const side of ["a", "b"] as const) {
         const w = lora.factorsOf(n, lora.factors)[side];
         const g = lora.factorsOf(n, lora.grads)[side];
-        const u = Float64Array.from({ length: w.length }, () => rng.normal());
-        const norm = Math.hypot(...u);
-        u.forEach((x, i) => (u[i] = x / norm));
-        const analytic = g.reduce((s, gi, i) => s + gi * u[i]!, 0);
-        const saved = w.slice();
-        w.forEach((x, i) => (w[i] = x + eps * u[i]!));
-        const plus = lossAt();
-        w.forEach((_, i) => (w[i] = saved[i]! - eps * u[i]!));
-        const minus = lossAt();
-        w.set(saved);
-        const numeric = (plus - minus) / (2 * eps);
+        const { analytic, numeric } = directionalDerivatives(w, g, rng, eps, lossAt);
         expect(
           Math.abs(numeric - analytic),
           `${t.module} lora_${side.toUpperCase()}: analytic ${analytic}, numeric ${numeric}`,
