@@ -57,7 +57,9 @@ export type { RolloutTask, TaskGroup } from "./contracts/task.js";
 /** @category Contracts */
 export type { DataRow } from "./contracts/task.js";
 /** @category Contracts */
-export { BaseRolloutWorker, type RolloutWorkerConfig } from "./pipeline/workers/base.js";
+export { BaseRolloutWorker } from "./contracts/rollout-worker.js";
+/** @category Contracts */
+export type { RolloutWorkerConfig } from "./recipe/schema/recipe.js";
 /** @category Contracts */
 export {
   type AgentOptions,

@@ -16,7 +16,7 @@ import { TrajectoryPool } from "../../dist/pipeline/pool.js";
 import { RolloutRunner } from "../../dist/pipeline/rollout/runner.js";
 import { RolloutScheduler } from "../../dist/pipeline/scheduler.js";
 import { workerSettings } from "../../dist/pipeline/settings.js";
-import { BaseRolloutWorker } from "../../dist/pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../../dist/contracts/rollout-worker.js";
 import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
 import type { RecipeConfig } from "../../dist/recipe/index.js";
 import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";

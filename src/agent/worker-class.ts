@@ -3,7 +3,7 @@
  * evaluator, starts the run's gateway, and binds them to {@link AgentRolloutWorker}.
  * @module
  */
-import type { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import type { BaseRolloutWorker } from "../contracts/rollout-worker.js";
 import type { RolloutWorkerContext } from "../contracts/worker.js";
 import type { DataRow } from "../contracts/task.js";
 import { importFile } from "../recipe/import-module.js";

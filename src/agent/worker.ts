@@ -5,7 +5,7 @@
  * @module
  */
 import OpenAI from "openai";
-import { BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../contracts/rollout-worker.js";
 import { type AgentOptions, type RolloutWorkerContext } from "../contracts/worker.js";
 import { rowNumber, type RolloutTask } from "../contracts/task.js";
 import type { ChatMessage } from "../types/tokenizer.js";

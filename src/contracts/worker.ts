@@ -2,7 +2,7 @@
  * The rollout-worker contract: what a worker is constructed with (its name, the
  * {@link WorkerSettings} it reads of the recipe, the tokenizer), what `rollout()` may return, and
  * the scope the pipeline attaches during a rollout. {@link BaseRolloutWorker} (in
- * `pipeline/workers/base.ts`) implements it; subclass that to write a worker.
+ * `rollout-worker.ts`) implements it; subclass that to write a worker.
  * @module
  */
 import type { LlmJudgeOptions } from "./judge.js";

@@ -4,7 +4,7 @@
  * nexrl base class.
  * @module
  */
-import { brandOf, classChain, isDerivedFrom, type AnyClass } from "./brand.js";
+import { brandOf, classChain, isDerivedFrom, type AnyClass } from "../contracts/brand.js";
 import { importFile } from "./import-module.js";
 import { findRecipeFile, notFoundMessage } from "./paths.js";
 import { didYouMean } from "./suggest.js";

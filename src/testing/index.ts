@@ -28,7 +28,7 @@ import { ATTEMPT_OVER, RolloutInferenceClient } from "../pipeline/workers/rollou
 import { workerSettings } from "../pipeline/settings.js";
 import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
-import { type BaseRolloutWorker } from "../pipeline/workers/base.js";
+import { type BaseRolloutWorker } from "../contracts/rollout-worker.js";
 import { ROLLOUT_SCOPE } from "../contracts/worker.js";
 import type { InferenceClient } from "../contracts/inference.js";
 import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";

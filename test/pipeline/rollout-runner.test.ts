@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import { RolloutRunner, type RolloutFailure } from "../../src/pipeline/rollout/runner.js";
 import type { FailurePolicy } from "../../src/pipeline/rollout/failure-policy.js";
 import type { RolloutTask } from "../../src/contracts/task.js";

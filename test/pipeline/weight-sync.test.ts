@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import { DataLoader } from "../../src/pipeline/data/data-loader.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
 import { TrajectoryPool } from "../../src/pipeline/pool.js";

@@ -1,7 +1,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer.js";
 import { answersMatch, extractFinalAnswer } from "../../src/pipeline/workers/math-answer.js";
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import { PigLatinRolloutWorker, wordAccuracy } from "../../src/pipeline/workers/pig-latin.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
 import { SingleTurnMathRolloutWorker } from "../../src/pipeline/workers/single-turn-math.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { BaseRolloutWorker } from "../../src/pipeline/workers/base.js";
+import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import type { RolloutTask } from "../../src/contracts/task.js";
 import { LocalTrainingService } from "../../src/services/training/index.js";
 import { SamplerInferenceClient } from "../../src/services/inference/index.js";

@@ -9,7 +9,7 @@ import { Trajectory, type TrajectoryInit } from "../../contracts/trajectory.js";
 import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
 import { describeTask, type RolloutTask } from "../../contracts/task.js";
-import { type BaseRolloutWorker } from "../workers/base.js";
+import { type BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { ROLLOUT_SCOPE, type RolloutResult, type RolloutScope } from "../../contracts/worker.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";

@@ -4,7 +4,7 @@
  */
 import { Trajectory } from "../../contracts/trajectory.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
-import { BaseRolloutWorker } from "./base.js";
+import { BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { encodePrompt } from "../../types/tokenizer.js";
 import { NexrlError } from "../../errors.js";

@@ -5,7 +5,7 @@
 import type { ChatMessage } from "../../types/tokenizer.js";
 import { Trajectory } from "../../contracts/trajectory.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
-import { BaseRolloutWorker } from "./base.js";
+import { BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { promptMessages } from "./messages.js";
 import { NexrlError } from "../../errors.js";

@@ -6,7 +6,7 @@ import { classOptions } from "../../recipe/class-options.js";
 import { loadUserClass } from "../../recipe/user-module.js";
 import type { ClassOptions } from "../../contracts/options.js";
 import type { RecipeConfig } from "../../recipe/schema/recipe.js";
-import { BaseRolloutWorker } from "./base.js";
+import { BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { PigLatinRolloutWorker } from "./pig-latin.js";
 import { PreferenceRolloutWorker } from "./preference.js";

@@ -6,7 +6,7 @@ import { messagesToRender, templateRendersToolCalls } from "../../agent/render.j
 import { Trajectory } from "../../contracts/trajectory.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { encodePrompt, type ChatMessage, type ChatTemplateOptions, type Tokenizer } from "../../types/tokenizer.js";
-import { BaseRolloutWorker } from "./base.js";
+import { BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { readSftRow, type ChatExample, type SftExample } from "./sft-rows.js";
 import { VALIDATION_TARGET, type ValidationTarget } from "../validation-nll.js";

@@ -7,7 +7,7 @@ import type { JudgeItem } from "../rewards/llm-judge.js";
 import { judgeMathAnswer, mathJudgeOf, promptText, type MathJudge } from "../rewards/math-judge.js";
 import { rewardModelOf, type RewardModelScorer } from "../rewards/reward-model.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
-import { BaseRolloutWorker } from "./base.js";
+import { BaseRolloutWorker } from "../../contracts/rollout-worker.js";
 import { type RolloutWorkerContext } from "../../contracts/worker.js";
 import { completionTrajectory } from "./completion-trajectory.js";
 import { answersMatch, extractFinalAnswer, groundTruthOf } from "./math-answer.js";

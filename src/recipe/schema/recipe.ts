@@ -366,3 +366,9 @@ export const recipeSchema = z
  * (`src/recipe/schema/`), and editors show those comments on hover.
  */
 export type RecipeConfig = z.output<typeof recipeSchema>;
+
+/**
+ * The `rollout_worker:` section of a parsed recipe, as the recipe spells it (snake_case). Workers
+ * read `WorkerSettings` instead.
+ */
+export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];

@@ -2,13 +2,12 @@
  * {@link BaseRolloutWorker}: the class users subclass to turn a task into trajectories.
  * @module
  */
-import { NEXRL_BRAND } from "../../recipe/brand.js";
-import type { RecipeConfig } from "../../recipe/schema/recipe.js";
-import type { InferenceClient } from "../../contracts/inference.js";
-import type { Tokenizer } from "../../types/tokenizer.js";
-import type { Trajectory, TrajectoryInit } from "../../contracts/trajectory.js";
-import type { DataRow } from "../../contracts/task.js";
-import type { RolloutTask } from "../../contracts/task.js";
+import { NEXRL_BRAND } from "./brand.js";
+import type { InferenceClient } from "./inference.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import type { Trajectory, TrajectoryInit } from "./trajectory.js";
+import type { DataRow } from "./task.js";
+import type { RolloutTask } from "./task.js";
 import {
   ROLLOUT_SCOPE,
   type RolloutResult,
@@ -16,15 +15,9 @@ import {
   type RolloutWorkerContext,
   type TruncatedSequence,
   type WorkerSettings,
-} from "../../contracts/worker.js";
-import type { ClassOptions, OptionsSchema } from "../../contracts/options.js";
-import { NexrlError } from "../../errors.js";
-
-/**
- * The `rollout_worker:` section of a parsed recipe, as the recipe spells it (snake_case). Workers
- * read `WorkerSettings` instead.
- */
-export type RolloutWorkerConfig = RecipeConfig["rollout_worker"];
+} from "./worker.js";
+import type { ClassOptions, OptionsSchema } from "./options.js";
+import { NexrlError } from "../errors.js";
 
 /**
  * Turns one task into trajectories. Subclass it and implement {@link BaseRolloutWorker.rollout}
