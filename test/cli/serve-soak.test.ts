@@ -129,9 +129,12 @@ describe("nexrl serve under a soak of abandoned sessions", () => {
         rss.push(await residentMB(child.pid!));
       }
       const start = rss[WARM_UP - 1]!;
-      const end = rss.at(-1)!;
       console.log(`nexrl serve soak: resident MB after each round ${rss.map((r) => r.toFixed(0)).join(", ")}`);
-      expect(end).toBeLessThanOrEqual(start * 1.1);
+      // Freed engine memory leaves the process when the last thread's collection has run, which
+      // on a busy machine can come seconds after the 410: the end is the settled figure.
+      await expect
+        .poll(() => residentMB(child.pid!), { timeout: 15_000, interval: 250 })
+        .toBeLessThanOrEqual(start * 1.1);
       const expiries = err.match(
         /^nexrl serve: session \S+ expired after 0\.5 s without a heartbeat; unloaded 1 model \(\S+:train:0\) and 1 sampling session \(\S+:sample:1\), freeing \d+ MB$/gm,
       );

@@ -57,7 +57,9 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
   // Checked again here: prepareTrajectories may have set it after the rollout's validate().
   const weight = t.lossWeight ?? 1;
   if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0)
-    throw new InputError(`${where} has lossWeight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`);
+    throw new InputError(
+      `${where} has lossWeight ${JSON.stringify(weight)}; it must be a finite number >= 0 (or absent for 1)`,
+    );
   if (lossKind(options.lossFn) === "supervised") {
     perToken(where, { tokens, lossMask });
     const targetMask = lossMask.slice(1);

@@ -33,7 +33,8 @@ export function rolloutMetrics(trajectories: readonly Trajectory[]): Record<stri
   );
   const scores = new Map<string, number[]>();
   for (const t of trajectories) {
-    for (const [key, value] of Object.entries(t.score ?? {})) scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
+    for (const [key, value] of Object.entries(t.score ?? {}))
+      scores.set(key, [...(scores.get(key) ?? []), Number(value)]);
   }
   for (const [key, values] of scores) putSummary(metrics, `rollout/score/${key}`, values, ["mean"]);
   for (const t of trajectories) {
