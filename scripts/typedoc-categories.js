@@ -6,7 +6,7 @@
  * where its documentation goes.
  *
  * It also links the guides (docs/guides/*.md, the readme and project documents) to the API: an
- * inline code span that is exactly a name the package root exports (`` `RemoteApiTrainer` ``)
+ * inline code span that is exactly a name the package root exports (`` `BaseTrainer` ``)
  * becomes a `{@linkcode}` to it in the HTML, so the guides stay plain Markdown when read as files.
  */
 import { readFileSync } from "node:fs";

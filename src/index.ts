@@ -79,7 +79,7 @@ export type {
 /** @category Contracts */
 export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
 /** @category Contracts */
-export { RemoteApiTrainer } from "./pipeline/trainers/remote-api-trainer.js";
+export { BaseTrainer } from "./pipeline/trainers/base-trainer.js";
 /** @category Contracts */
 export type {
   AlgorithmConfig,
@@ -170,11 +170,11 @@ export { SingleTurnMathRolloutWorker } from "./pipeline/workers/single-turn-math
 /** @category Built-in workers and trainers */
 export { SimpleRolloutWorker } from "./pipeline/workers/simple.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiCrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./pipeline/trainers/cross-entropy.js";
+export { CrossEntropyTrainer, type CrossEntropyTrainerOptions } from "./pipeline/trainers/cross-entropy.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiGrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./pipeline/trainers/grpo.js";
+export { GrpoTrainer, type GrpoTrainerOptions, type KlPenaltyOptions } from "./pipeline/trainers/grpo.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiOpdTrainer } from "./pipeline/trainers/opd.js";
+export { OnPolicyDistillationTrainer } from "./pipeline/trainers/opd.js";
 /** @category Built-in workers and trainers */
 export { LlmJudge, type JudgeItem, type JudgeVerdict } from "./pipeline/rewards/llm-judge.js";
 /** @category Built-in workers and trainers */
@@ -182,11 +182,21 @@ export type { LlmJudgeOptions } from "./contracts/judge.js";
 /** @category Built-in workers and trainers */
 export { PreferenceRolloutWorker } from "./pipeline/workers/preference.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiPreferenceTrainer, preferencePairs, type ScoredSequence } from "./pipeline/trainers/preference.js";
+export { PreferenceTrainer, preferencePairs, type ScoredSequence } from "./pipeline/trainers/preference.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiDpoTrainer } from "./pipeline/trainers/dpo.js";
+export { DpoTrainer } from "./pipeline/trainers/dpo.js";
 /** @category Built-in workers and trainers */
-export { RemoteApiRewardModelTrainer } from "./pipeline/trainers/reward-model.js";
+export { RewardModelTrainer } from "./pipeline/trainers/reward-model.js";
+/** @category Built-in workers and trainers */
+export {
+  RemoteApiTrainer,
+  RemoteApiCrossEntropyTrainer,
+  RemoteApiGrpoTrainer,
+  RemoteApiOpdTrainer,
+  RemoteApiPreferenceTrainer,
+  RemoteApiDpoTrainer,
+  RemoteApiRewardModelTrainer,
+} from "./pipeline/trainers/deprecated-names.js";
 /** @category Built-in workers and trainers */
 export {
   RewardModelScorer,

@@ -89,7 +89,7 @@ async function reportedValues(report: string): Promise<string[]> {
  */
 const TYPED_USER_ESM = `import {
   BaseRolloutWorker,
-  RemoteApiTrainer,
+  BaseTrainer,
   Trajectory,
   adamParams,
   defineRecipe,
@@ -114,7 +114,7 @@ export class Worker extends BaseRolloutWorker<{ prompt: string; answer: string }
   }
 }
 
-export class Trainer extends RemoteApiTrainer {
+export class Trainer extends BaseTrainer {
   protected prepareTrajectories(trajectories: Trajectory[]): Trajectory[] {
     for (const t of trajectories) t.advantage = t.reward * this.algorithm.learningRate;
     return trajectories;

@@ -1,11 +1,11 @@
 /**
  * The "Custom Trainer" of the Weaver fine-tuning guide, in TypeScript: the algorithm is
  * `prepareTrajectories`, which sets each trajectory's advantage; datums, the loss call, the
- * optimizer step and weight sync come from RemoteApiTrainer.
+ * optimizer step and weight sync come from BaseTrainer.
  */
-import { RemoteApiTrainer, type Trajectory } from "nexrl";
+import { BaseTrainer, type Trajectory } from "nexrl";
 
-export class MyAlgorithmTrainer extends RemoteApiTrainer {
+export class MyAlgorithmTrainer extends BaseTrainer {
   protected prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>): Trajectory[] {
     for (const traj of trajectories) traj.advantage = traj.reward;
     // Every key added here ends up in metrics.jsonl.

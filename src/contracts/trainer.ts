@@ -1,6 +1,6 @@
 /**
  * The trainer contract: what the training loop asks of a trainer, apart from
- * {@link RemoteApiTrainer}, the implementation every built-in algorithm uses.
+ * {@link BaseTrainer}, the implementation every built-in algorithm uses.
  * @module
  */
 import type { TrainingClient, TrainingService } from "./training.js";
@@ -78,13 +78,13 @@ export interface TrainStepResult {
   datums: number;
   /** Whether `forwardBackward` and `optimStep` ran. */
   stepped: boolean;
-  /** Why the step trained nothing, when it did not step (see {@link RemoteApiTrainer.describeSkippedStep}). */
+  /** Why the step trained nothing, when it did not step (see {@link BaseTrainer.describeSkippedStep}). */
   skipReason?: string;
 }
 
 /**
  * What the training loop asks of a trainer: one training step on a batch of trajectories, and the
- * current weights exported for sampling. {@link RemoteApiTrainer} implements it over any training
+ * current weights exported for sampling. {@link BaseTrainer} implements it over any training
  * service; subclass that to write an algorithm, or implement this interface in a class of your
  * own (constructed with a {@link TrainerContext}), which `trainer.type: custom` loads as well.
  */

@@ -26,7 +26,7 @@ import { appendAll } from "../types/arrays.js";
 import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
 import { isDerivedFrom } from "../contracts/brand.js";
-import { RemoteApiGrpoTrainer } from "./trainers/grpo.js";
+import { GrpoTrainer } from "./trainers/grpo.js";
 import { resolveTrainerClass, trainerOptions, type TrainerClass } from "./trainers/registry.js";
 import type { ClassOptions } from "../contracts/options.js";
 import {
@@ -199,19 +199,19 @@ async function checkSettings(recipe: LoadedRecipe, cwd: string): Promise<string[
 
 /**
  * Refuses a custom trainer whose advantages are group-relative (a subclass of
- * {@link RemoteApiGrpoTrainer}) with groups of one rollout, where every advantage is 0; the
+ * {@link GrpoTrainer}) with groups of one rollout, where every advantage is 0; the
  * recipe schema refuses `remote_api_grpo` itself the same way.
  * @throws {@link RecipeError} naming `data.rollout_repeat_n`.
  */
 function checkTrainerGroups(recipe: LoadedRecipe, trainer: TrainerClass): void {
   const { config } = recipe;
   const repeat = config.data.rollout_repeat_n;
-  if (config.trainer.type !== "custom" || repeat >= 2 || !isDerivedFrom(trainer, RemoteApiGrpoTrainer)) return;
+  if (config.trainer.type !== "custom" || repeat >= 2 || !isDerivedFrom(trainer, GrpoTrainer)) return;
   throw new RecipeError(
     [
       {
         keyPath: "data.rollout_repeat_n",
-        message: `is ${repeat}, and the trainer ${config.trainer.custom_trainer_class_name} (a RemoteApiGrpoTrainer) compares each rollout with the other rollouts of its task: in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more (e.g. 4 or 8)`,
+        message: `is ${repeat}, and the trainer ${config.trainer.custom_trainer_class_name} (a GrpoTrainer) compares each rollout with the other rollouts of its task: in a group of one, every advantage is 0 and nothing is learned; set it to 2 or more (e.g. 4 or 8)`,
       },
     ],
     { file: recipe.path },

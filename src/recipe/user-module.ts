@@ -4,7 +4,7 @@
  * nexrl base class.
  * @module
  */
-import { brandOf, classChain, isDerivedFrom, type AnyClass } from "../contracts/brand.js";
+import { classChain, isDerivedFrom, type AnyClass } from "../contracts/brand.js";
 import { importFile } from "./import-module.js";
 import { findRecipeFile, notFoundMessage } from "./paths.js";
 import { didYouMean } from "./suggest.js";
@@ -80,7 +80,7 @@ export async function loadUserClass<Base extends AnyClass>(
   const imported = await importFile(found);
   if (!imported.ok) throw fail("import_failed", `cannot import ${found}: ${imported.message}`, imported.cause);
   const exports = imported.namespace;
-  const baseName = brandOf(expectedBase)?.replace(/^nexrl\./, "") ?? expectedBase.name;
+  const baseName = expectedBase.name;
   if (!Object.hasOwn(exports, exportName) || exports[exportName] === undefined) {
     const names = Object.keys(exports).filter((name) => name !== "default" || isClass(exports.default));
     const suggestion = didYouMean(exportName, names);

@@ -79,13 +79,13 @@ describe("nexrl validate (the built CLI)", () => {
     }
   }, 60_000);
 
-  it("refuses a custom trainer extending RemoteApiGrpoTrainer with groups of one, in validate and in the run", async () => {
+  it("refuses a custom trainer extending GrpoTrainer with groups of one, in validate and in the run", async () => {
     const dir = await tempDir();
     await mkdir(join(dir, "node_modules"));
     await symlink(root, join(dir, "node_modules", "nexrl"), "dir");
     await writeFile(
       join(dir, "trainer.ts"),
-      'import { RemoteApiGrpoTrainer } from "nexrl";\nexport class MyGrpo extends RemoteApiGrpoTrainer {}\n',
+      'import { GrpoTrainer } from "nexrl";\nexport class MyGrpo extends GrpoTrainer {}\n',
     );
     await writeFile(
       join(dir, "recipe.yaml"),
@@ -105,7 +105,7 @@ describe("nexrl validate (the built CLI)", () => {
       const run = await runNexrl(args, { cwd: dir });
       expect([run.code, run.stdout.includes("step 1/")]).toEqual([EXIT_CODES.invalidRecipe, false]);
       expect(run.stderr).toContain(
-        "data.rollout_repeat_n: is 1, and the trainer MyGrpo (a RemoteApiGrpoTrainer) compares each rollout with the other rollouts of its task",
+        "data.rollout_repeat_n: is 1, and the trainer MyGrpo (a GrpoTrainer) compares each rollout with the other rollouts of its task",
       );
     }
     const groups = await runNexrl(["validate", "-c", "recipe.yaml", "data.rollout_repeat_n=2"], { cwd: dir });

@@ -162,7 +162,7 @@ describe("class options", () => {
     expect(issues[0]!.message).toContain(
       "`NotATrainer` in " +
         fixture("options-classes.ts") +
-        " does not extend RemoteApiTrainer nor implement Trainer (it lacks saveSamplerWeights())",
+        " does not extend BaseTrainer nor implement Trainer (it lacks saveSamplerWeights())",
     );
     expect(issues[0]!.message).toContain("or give it train() and saveSamplerWeights()");
   });

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
-import { RemoteApiDpoTrainer } from "../../src/pipeline/trainers/dpo.js";
+import { DpoTrainer } from "../../src/pipeline/trainers/dpo.js";
 import { pairwiseLogisticLoss } from "../../src/pipeline/trainers/pairwise-loss.js";
 import { preferencePairs } from "../../src/pipeline/trainers/preference.js";
 import type { TrainerContext } from "../../src/contracts/trainer.js";
@@ -179,7 +179,7 @@ describe("the preference worker and pairs", () => {
 describe("remote_api_dpo on the local engine", () => {
   it("starts at margin 0 against its frozen initial weights, then raises margin and accuracy on the recipe's pairs", async () => {
     const { ctx, config } = await dpoContext(["service.train_service.config.learning_rate=3e-3"]);
-    const trainer = new RemoteApiDpoTrainer(ctx);
+    const trainer = new DpoTrainer(ctx);
     const rows = (await preferenceRows("train.jsonl")).slice(0, 8);
     const history: Array<Record<string, number>> = [];
     for (let step = 0; step < 12; step++) {
@@ -204,7 +204,7 @@ describe("remote_api_dpo on the local engine", () => {
 
   it("records the step's size and optimizer figures as every trainer does, and skips a batch without pairs", async () => {
     const { ctx, config } = await dpoContext();
-    const trainer = new RemoteApiDpoTrainer(ctx);
+    const trainer = new DpoTrainer(ctx);
     const pairs = await pairsOf((await preferenceRows("train.jsonl")).slice(0, 3), config);
     const metrics: Record<string, number> = {};
     expect(await trainer.train(pairs, metrics)).toMatchObject({ stepped: true, datums: 6 });
@@ -236,7 +236,7 @@ describe("remote_api_dpo on the local engine", () => {
       const metrics: Record<string, number> = {};
       // A fresh policy with the same weights each time: a step's figures come before its update.
       const client = await service.createTrainingClient({ baseModel: "tiny", seed: 1 });
-      await new RemoteApiDpoTrainer({ ...ctx, settings, trainingClient: client }).train(pairs, metrics);
+      await new DpoTrainer({ ...ctx, settings, trainingClient: client }).train(pairs, metrics);
       margins.push(metrics["dpo/margin"]!);
     }
     expect(Math.abs(margins[0]!)).toBeGreaterThan(1e-3);
@@ -252,7 +252,7 @@ describe("remote_api_dpo on the local engine", () => {
       // LoRA of rank 32 everywhere: what nexrl serve's Tinker models (and Weaver's default) train.
       const client = await svc.createTrainingClient({ baseModel: "tiny", seed: 1, loraRank: 32 });
       const initialSamplerPath = (await (await client.saveWeightsForSampler("initial")).result()).path;
-      const trainer = new RemoteApiDpoTrainer({
+      const trainer = new DpoTrainer({
         settings: trainerSettings(config),
         service: svc,
         trainingClient: client,

@@ -15,7 +15,7 @@ import {
   rewardModelSequence,
 } from "../../src/pipeline/rewards/reward-model.js";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
-import { RemoteApiRewardModelTrainer } from "../../src/pipeline/trainers/reward-model.js";
+import { RewardModelTrainer } from "../../src/pipeline/trainers/reward-model.js";
 import type { TrainerContext } from "../../src/contracts/trainer.js";
 import { trainerSettings, workerSettings } from "../../src/pipeline/settings.js";
 import type { RecipeConfig } from "../../src/recipe/schema/recipe.js";
@@ -86,7 +86,7 @@ describe("remote_api_reward_model and judge_mode: reward_model on the local engi
       initialSamplerPath: (await (await client.saveWeightsForSampler("initial")).result()).path,
       warn: () => undefined,
     };
-    const trainer = new RemoteApiRewardModelTrainer(ctx);
+    const trainer = new RewardModelTrainer(ctx);
     // The lower-case half of the data: the rule "no capitals" without reading the instruction.
     const lower = (rows: Row[]) => rows.filter((r) => r.prompt.startsWith("lowercase"));
     const train = lower(await rowsOf("train.jsonl"));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { RemoteApiCrossEntropyTrainer } from "../../src/pipeline/trainers/cross-entropy.js";
-import { RemoteApiGrpoTrainer } from "../../src/pipeline/trainers/grpo.js";
-import { RemoteApiOpdTrainer } from "../../src/pipeline/trainers/opd.js";
-import { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer.js";
+import { CrossEntropyTrainer } from "../../src/pipeline/trainers/cross-entropy.js";
+import { GrpoTrainer } from "../../src/pipeline/trainers/grpo.js";
+import { OnPolicyDistillationTrainer } from "../../src/pipeline/trainers/opd.js";
+import { BaseTrainer } from "../../src/pipeline/trainers/base-trainer.js";
 import type { TrainerContext } from "../../src/contracts/trainer.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { LocalTrainingService } from "../../src/services/training/local/index.js";
@@ -12,6 +12,7 @@ import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
 import { trainerSettings } from "../../src/pipeline/settings.js";
+import { isDerivedFrom } from "../../src/contracts/brand.js";
 
 const tokenizer = new ByteTokenizer();
 
@@ -70,7 +71,7 @@ describe("trainers on the local engine", () => {
       "remote_api_cross_entropy",
       "learning_rate: 0.01, weight_decay: 0.05, grad_clip_norm: 0.5, beta2: 0.99",
     );
-    const trainer = new RemoteApiCrossEntropyTrainer(ctx);
+    const trainer = new CrossEntropyTrainer(ctx);
     const batch = () => [sft("hello", "ello-hay"), sft("apple", "apple-way"), sft("dog", "og-day")];
     const losses: number[] = [];
     let metrics: Record<string, number> = {};
@@ -103,7 +104,7 @@ describe("trainers on the local engine", () => {
 
   it("GRPO computes logprobs with a forward pass when trajectories lack them, warns once, and drops constant groups", async () => {
     const { ctx, warnings, optimSteps } = await context("remote_api_grpo", "learning_rate: 0.001");
-    const trainer = new RemoteApiGrpoTrainer(ctx);
+    const trainer = new GrpoTrainer(ctx);
     const batch = () => [
       sampled("What is 1 + 1?", "2", 1, "a", 0),
       sampled("What is 1 + 1?", "3", 0, "a", 1),
@@ -147,7 +148,7 @@ describe("trainers on the local engine", () => {
 
   it("a step with no token to train says so", async () => {
     const { ctx, optimSteps } = await context("remote_api_cross_entropy", "learning_rate: 0.01");
-    const trainer = new RemoteApiCrossEntropyTrainer(ctx);
+    const trainer = new CrossEntropyTrainer(ctx);
     const untrained = sft("hello", "ello-hay");
     untrained.lossMask.fill(0);
     expect(await trainer.train([untrained], {})).toEqual({
@@ -162,7 +163,7 @@ describe("trainers on the local engine", () => {
 
   it("GRPO with a KL penalty shapes per-token advantages against the initial weights", async () => {
     const { ctx } = await context("remote_api_grpo", "learning_rate: 0.001, loss_fn: ppo");
-    const trainer = new RemoteApiGrpoTrainer(ctx, { estimator: "dr_grpo", klPenalty: { coef: 0.5 } });
+    const trainer = new GrpoTrainer(ctx, { estimator: "dr_grpo", klPenalty: { coef: 0.5 } });
     const metrics: Record<string, number> = {};
     const result = await trainer.train([sampled("q", "1", 1, "a", 0), sampled("q", "22", 0, "a", 1)], metrics);
     expect(metrics["train/kl_policy_reference"]).toBeCloseTo(0, 4);
@@ -178,7 +179,7 @@ describe("trainers on the local engine", () => {
       "learning_rate: 0.001, kl_penalty_coef: 2",
       ", teachers: [{base_model: tiny}]",
     );
-    const trainer = new RemoteApiOpdTrainer(ctx);
+    const trainer = new OnPolicyDistillationTrainer(ctx);
     const metrics: Record<string, number> = {};
     const batch = [sampled("What is 1 + 1?", "2", 0, "a", 0), sampled("What is 5 + 1?", "6", 0, "b", 0)];
     const result = await trainer.train(batch, metrics);
@@ -194,7 +195,7 @@ describe("trainers on the local engine", () => {
 
   it("runs a custom prepareTrajectories (the Weaver guide's trainer) and reports its metrics", async () => {
     const { ctx } = await context("remote_api_grpo", "learning_rate: 0.001");
-    class MyAlgorithmTrainer extends RemoteApiTrainer {
+    class MyAlgorithmTrainer extends BaseTrainer {
       protected prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>) {
         for (const traj of trajectories) traj.advantage = traj.reward;
         metrics["my/trajectories"] = trajectories.length;
@@ -208,7 +209,7 @@ describe("trainers on the local engine", () => {
     );
     expect(result.trajectories.map((t) => t.advantage)).toEqual([1, 0.5]);
     expect(metrics).toMatchObject({ "my/trajectories": 2, "train/num_datums": 2 });
-    class Forgetful extends RemoteApiTrainer {
+    class Forgetful extends BaseTrainer {
       protected prepareTrajectories(trajectories: Trajectory[]) {
         return trajectories;
       }
@@ -218,5 +219,32 @@ describe("trainers on the local engine", () => {
         "trajectory (group g, run 4) has neither advantage nor advantages; prepareTrajectories must set one for importance_sampling",
       ),
     );
+  });
+});
+
+describe("the trainers' names before the rename", () => {
+  it("are the renamed classes themselves, so code written against them extends, constructs and loads as before", async () => {
+    const root = await import("../../src/index.js");
+    expect([
+      root.RemoteApiTrainer,
+      root.RemoteApiCrossEntropyTrainer,
+      root.RemoteApiGrpoTrainer,
+      root.RemoteApiOpdTrainer,
+      root.RemoteApiPreferenceTrainer,
+      root.RemoteApiDpoTrainer,
+      root.RemoteApiRewardModelTrainer,
+    ]).toEqual([
+      root.BaseTrainer,
+      root.CrossEntropyTrainer,
+      root.GrpoTrainer,
+      root.OnPolicyDistillationTrainer,
+      root.PreferenceTrainer,
+      root.DpoTrainer,
+      root.RewardModelTrainer,
+    ]);
+    // A subclass declared with an old name is a GrpoTrainer to the run (the group-size check reads it).
+    class OldStyle extends root.RemoteApiGrpoTrainer {}
+    expect(isDerivedFrom(OldStyle, GrpoTrainer)).toBe(true);
+    expect(isDerivedFrom(OldStyle, BaseTrainer)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import type { RemoteApiTrainer } from "../../src/pipeline/trainers/remote-api-trainer.js";
+import type { BaseTrainer } from "../../src/pipeline/trainers/base-trainer.js";
 import { answersMatch, extractFinalAnswer } from "../../src/pipeline/workers/math-answer.js";
 import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import { PigLatinRolloutWorker, wordAccuracy } from "../../src/pipeline/workers/pig-latin.js";
@@ -118,7 +118,7 @@ describe("math answers", () => {
 });
 
 describe("the worker and trainer contracts", () => {
-  it("types task.data by the worker's Row, and RemoteApiTrainer is a Trainer", () => {
+  it("types task.data by the worker's Row, and BaseTrainer is a Trainer", () => {
     interface QaRow {
       question: string;
       answer: number;
@@ -132,7 +132,7 @@ describe("the worker and trainer contracts", () => {
       }
     }
     expectTypeOf<QaWorker>().toMatchTypeOf<BaseRolloutWorker>();
-    expectTypeOf<RemoteApiTrainer>().toMatchTypeOf<Trainer>();
+    expectTypeOf<BaseTrainer>().toMatchTypeOf<Trainer>();
     expectTypeOf<RolloutTask["data"]>().toEqualTypeOf<Readonly<Record<string, unknown>>>();
     expect(Object.getPrototypeOf(QaWorker)).toBe(BaseRolloutWorker);
   });

@@ -67,8 +67,8 @@ describe("a rollout that never settles", () => {
     await writeWorker(dir);
     await writeFile(
       join(dir, "trainer.ts"),
-      `import { RemoteApiTrainer, type Trajectory } from "nexrl";
-export class Stuck extends RemoteApiTrainer {
+      `import { BaseTrainer, type Trajectory } from "nexrl";
+export class Stuck extends BaseTrainer {
   protected prepareTrajectories(trajectories: Trajectory[]) {
     return new Promise<Trajectory[]>(() => {});
   }

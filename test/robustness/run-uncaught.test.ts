@@ -100,8 +100,8 @@ export default {};
     await writeWorker(dir);
     await writeFile(
       join(dir, "trainer.ts"),
-      `import { RemoteApiCrossEntropyTrainer, type Trajectory } from "nexrl";
-export class Leaky extends RemoteApiCrossEntropyTrainer {
+      `import { CrossEntropyTrainer, type Trajectory } from "nexrl";
+export class Leaky extends CrossEntropyTrainer {
   protected async prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>) {
     setTimeout(() => { throw new TypeError("trainer bug"); }, 1);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -3,10 +3,10 @@
  * @module
  */
 import type { Trajectory } from "../../contracts/trajectory.js";
-import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { BaseTrainer } from "./base-trainer.js";
 import type { TrainerContext } from "../../contracts/trainer.js";
 
-/** Options of {@link RemoteApiCrossEntropyTrainer}. */
+/** Options of {@link CrossEntropyTrainer}. */
 export interface CrossEntropyTrainerOptions {
   /** `sum` (default): every trained token weighs 1; `mean`: each datum's weights sum to 1 (a per-sequence mean). */
   reduction?: "sum" | "mean";
@@ -16,7 +16,7 @@ export interface CrossEntropyTrainerOptions {
  * Supervised fine-tuning with `cross_entropy`: each trajectory trains on its loss-mask tokens
  * with `weights` = the shifted loss mask. No logprobs or advantages are needed.
  */
-export class RemoteApiCrossEntropyTrainer extends RemoteApiTrainer {
+export class CrossEntropyTrainer extends BaseTrainer {
   private readonly reduction: "sum" | "mean";
 
   /**

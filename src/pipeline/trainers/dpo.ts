@@ -6,7 +6,7 @@ import type { CustomLossFn } from "../../contracts/training.js";
 import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";
-import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js";
+import { PreferenceTrainer, type ScoredSequence } from "./preference.js";
 
 /**
  * Direct preference optimisation (Rafailov et al., 2023) on chosen/rejected pairs: the loss of a
@@ -17,7 +17,7 @@ import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js
  * `dpo/accuracy`, `dpo/chosen_reward`, `dpo/rejected_reward` (β × log-ratio) and `dpo/num_pairs`
  * (see {@link pairwiseLogisticLoss}), measured on the step's pairs before its update.
  */
-export class RemoteApiDpoTrainer extends RemoteApiPreferenceTrainer {
+export class DpoTrainer extends PreferenceTrainer {
   private reference: Promise<SamplingClient> | undefined;
 
   /** β, from `trainer.dpo.beta` (default 0.1). */

@@ -7,7 +7,7 @@ import type { Trajectory } from "../../contracts/trajectory.js";
 import { NEXRL_BRAND } from "../../contracts/brand.js";
 import { putSummary } from "../stats.js";
 import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
-import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { BaseTrainer } from "./base-trainer.js";
 import type { TrainerContext } from "../../contracts/trainer.js";
 import type { ClassOptions } from "../../contracts/options.js";
 import { klPenaltyAdvantages } from "./token-advantages.js";
@@ -22,7 +22,7 @@ export interface KlPenaltyOptions {
   referencePath?: string;
 }
 
-/** Options of {@link RemoteApiGrpoTrainer}. */
+/** Options of {@link GrpoTrainer}. */
 export interface GrpoTrainerOptions extends GroupAdvantageOptions {
   /** Train on groups whose rewards are all equal (their advantage is 0; default false: dropped). */
   keepConstantRewardGroups?: boolean;
@@ -39,14 +39,14 @@ export interface GrpoTrainerOptions extends GroupAdvantageOptions {
  *
  * @example
  * ```ts
- * export class DrGrpoTrainer extends RemoteApiGrpoTrainer {
+ * export class DrGrpoTrainer extends GrpoTrainer {
  *   constructor(context: TrainerContext) {
  *     super(context, { estimator: "dr_grpo", klPenalty: { coef: 0.01 } });
  *   }
  * }
  * ```
  */
-export class RemoteApiGrpoTrainer<Options extends object = ClassOptions> extends RemoteApiTrainer<Options> {
+export class GrpoTrainer<Options extends object = ClassOptions> extends BaseTrainer<Options> {
   /** Brand by which the run recognises group-relative trainers across copies of nexrl. */
   static override readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiGrpoTrainer";
   /** The estimator, constant-group and KL-penalty options in use (given to the constructor). */

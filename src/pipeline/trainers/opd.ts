@@ -4,7 +4,7 @@
  */
 import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
-import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { BaseTrainer } from "./base-trainer.js";
 import { distillationAdvantages } from "./token-advantages.js";
 import { InputError } from "../../errors.js";
 
@@ -15,7 +15,7 @@ import { InputError } from "../../errors.js";
  * the future tokens by `kl_discount_factor`. Reports `opd/teacher_kl` (mean reverse KL per
  * trained token) and `opd/valid_tokens`.
  */
-export class RemoteApiOpdTrainer extends RemoteApiTrainer {
+export class OnPolicyDistillationTrainer extends BaseTrainer {
   private teacher: Promise<SamplingClient> | undefined;
 
   /** True: the reverse KL reads the student's sampler logprobs. */

@@ -1,5 +1,5 @@
 /**
- * {@link RemoteApiPreferenceTrainer}: the training step of the trainers that learn from
+ * {@link PreferenceTrainer}: the training step of the trainers that learn from
  * chosen/rejected pairs (DPO, the Bradley–Terry reward model).
  * @module
  */
@@ -8,7 +8,7 @@ import type { PreferenceSide, Trajectory } from "../../contracts/trajectory.js";
 import { datum, type Datum } from "../../types/wire.js";
 import { InputError } from "../../errors.js";
 import { rolloutMetrics } from "./rollout-metrics.js";
-import { RemoteApiTrainer } from "./remote-api-trainer.js";
+import { BaseTrainer } from "./base-trainer.js";
 import type { TrainStepResult } from "../../contracts/trainer.js";
 
 /** A sequence to score and the positions whose logprobs make its score. */
@@ -24,14 +24,14 @@ export interface ScoredSequence {
  * rollout (same `groupId` and `runId`) with `preference` = `chosen` and `rejected`
  * (the `preference` worker makes them from `{prompt, chosen, rejected}` rows; any worker that
  * returns such pairs will do). One step: the pairs become datums `[chosen₀, rejected₀, …]` over
- * the sequences of {@link RemoteApiPreferenceTrainer.scoredSequence}, with `ref_logprobs` when
- * {@link RemoteApiPreferenceTrainer.referenceLogprobs} gives them; the pairwise loss of
- * {@link RemoteApiPreferenceTrainer.pairLoss} runs through `forwardBackwardCustom`, then
+ * the sequences of {@link PreferenceTrainer.scoredSequence}, with `ref_logprobs` when
+ * {@link PreferenceTrainer.referenceLogprobs} gives them; the pairwise loss of
+ * {@link PreferenceTrainer.pairLoss} runs through `forwardBackwardCustom`, then
  * `optimStep`. Besides the loss's own metrics it reports `train/loss` (the loss),
  * `train/num_datums`, `train/num_tokens` (scored tokens), `train/skipped` and the service's
  * `train/*` and `optim/*` metrics.
  */
-export abstract class RemoteApiPreferenceTrainer extends RemoteApiTrainer {
+export abstract class PreferenceTrainer extends BaseTrainer {
   /** The sequence a trajectory is scored on, and which of its tokens count. */
   protected abstract scoredSequence(trajectory: Trajectory): ScoredSequence;
 

@@ -6,21 +6,21 @@ import type { RecipeConfig } from "../../recipe/schema/recipe.js";
 import { classOptions } from "../../recipe/class-options.js";
 import { loadUserClass } from "../../recipe/user-module.js";
 import type { ClassOptions } from "../../contracts/options.js";
-import { RemoteApiCrossEntropyTrainer } from "./cross-entropy.js";
-import { RemoteApiDpoTrainer } from "./dpo.js";
-import { RemoteApiGrpoTrainer } from "./grpo.js";
-import { RemoteApiOpdTrainer } from "./opd.js";
-import { RemoteApiTrainer } from "./remote-api-trainer.js";
-import { RemoteApiRewardModelTrainer } from "./reward-model.js";
+import { CrossEntropyTrainer } from "./cross-entropy.js";
+import { DpoTrainer } from "./dpo.js";
+import { GrpoTrainer } from "./grpo.js";
+import { OnPolicyDistillationTrainer } from "./opd.js";
+import { BaseTrainer } from "./base-trainer.js";
+import { RewardModelTrainer } from "./reward-model.js";
 import type { Trainer, TrainerContext } from "../../contracts/trainer.js";
 
-/** A concrete trainer class: a {@link RemoteApiTrainer} subclass, or any class implementing `Trainer`. */
+/** A concrete trainer class: a {@link BaseTrainer} subclass, or any class implementing `Trainer`. */
 export type TrainerClass = new (context: TrainerContext) => Trainer;
 
 /**
  * The class for `trainer.type`: `remote_api_cross_entropy`, `remote_api_grpo`, `remote_api_opd`,
  * `remote_api_dpo`, `remote_api_reward_model`, or `custom` (the recipe's `custom_trainer_class_name` exported by `custom_trainer_module_path`,
- * a subclass of {@link RemoteApiTrainer}, or a class of its own that implements `Trainer`: `train` and `saveSamplerWeights`).
+ * a subclass of {@link BaseTrainer}, or a class of its own that implements `Trainer`: `train` and `saveSamplerWeights`).
  * @throws RecipeError for a custom class that cannot be loaded.
  */
 export async function resolveTrainerClass(
@@ -31,20 +31,20 @@ export async function resolveTrainerClass(
   const trainer = config.trainer;
   switch (trainer.type) {
     case "remote_api_cross_entropy":
-      return RemoteApiCrossEntropyTrainer;
+      return CrossEntropyTrainer;
     case "remote_api_grpo":
-      return RemoteApiGrpoTrainer;
+      return GrpoTrainer;
     case "remote_api_opd":
-      return RemoteApiOpdTrainer;
+      return OnPolicyDistillationTrainer;
     case "remote_api_dpo":
-      return RemoteApiDpoTrainer;
+      return DpoTrainer;
     case "remote_api_reward_model":
-      return RemoteApiRewardModelTrainer;
+      return RewardModelTrainer;
     case "custom":
       return (await loadUserClass({
         modulePath: trainer.custom_trainer_module_path!,
         exportName: trainer.custom_trainer_class_name,
-        expectedBase: RemoteApiTrainer,
+        expectedBase: BaseTrainer,
         orImplements: { name: "Trainer", methods: ["train", "saveSamplerWeights"] },
         recipeDir,
         keyPath: "trainer.custom_trainer_module_path",

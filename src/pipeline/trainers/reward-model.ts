@@ -6,7 +6,7 @@ import type { CustomLossFn } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { rewardModelSequence } from "../rewards/reward-model.js";
 import { pairwiseLogisticLoss } from "./pairwise-loss.js";
-import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js";
+import { PreferenceTrainer, type ScoredSequence } from "./preference.js";
 
 /**
  * Trains a Bradley–Terry reward model on chosen/rejected pairs: the model's reward r(x, y) is its
@@ -18,7 +18,7 @@ import { RemoteApiPreferenceTrainer, type ScoredSequence } from "./preference.js
  * `rm/num_pairs`, on the step's pairs before its update. Score rollouts with the trained model
  * through `rollout_worker.agent.math.judge_mode: reward_model` (or a `RewardModelScorer`).
  */
-export class RemoteApiRewardModelTrainer extends RemoteApiPreferenceTrainer {
+export class RewardModelTrainer extends PreferenceTrainer {
   /** The trajectory's tokens, the question and the judgement, scored at the judgement. */
   protected scoredSequence(trajectory: Trajectory): ScoredSequence {
     return rewardModelSequence(this.context.tokenizer, trajectory.tokens);

@@ -274,7 +274,7 @@ export const recipeSchema = z
       if (fromTrainer[key] === undefined && fromService[key] === undefined) continue;
       issue(
         fromTrainer[key] === undefined ? ["service", "train_service", "config", key] : ["trainer", "algorithm", key],
-        `read only by remote_api_opd (the weight and discount of its reverse KL to the teacher), and this trainer is ${trainerType}; remove it${trainerType === "remote_api_grpo" ? " (a KL penalty to the initial weights is RemoteApiGrpoTrainer's klPenalty option, in a custom trainer)" : ""}`,
+        `read only by remote_api_opd (the weight and discount of its reverse KL to the teacher), and this trainer is ${trainerType}; remove it${trainerType === "remote_api_grpo" ? " (a KL penalty to the initial weights is GrpoTrainer's klPenalty option, in a custom trainer)" : ""}`,
       );
     }
     if (PREFERENCE_TRAINER_TYPES.includes(trainerType)) {

@@ -1,5 +1,5 @@
 /**
- * {@link RemoteApiTrainer}: the training step against any training service.
+ * {@link BaseTrainer}: the training step against any training service.
  * @module
  */
 import { NEXRL_BRAND } from "../../contracts/brand.js";
@@ -15,7 +15,7 @@ import type { ForwardBackwardOutput } from "../../types/results.js";
 
 /**
  * The trainer of every built-in algorithm. One step: rollout metrics, missing sampler logprobs
- * filled by a forward pass when the loss needs them, {@link RemoteApiTrainer.prepareTrajectories}
+ * filled by a forward pass when the loss needs them, {@link BaseTrainer.prepareTrajectories}
  * (the algorithm: advantages, filtering), one datum per trajectory (token in, token out,
  * shifted by one), then `forwardBackward` and `optimStep` submitted back to back and awaited
  * together. Datums with no signal (all advantages or weights 0) are left out; with none left the
@@ -25,9 +25,9 @@ import type { ForwardBackwardOutput } from "../../types/results.js";
  *
  * @example
  * ```ts
- * import { RemoteApiTrainer, type Trajectory } from "nexrl";
+ * import { BaseTrainer, type Trajectory } from "nexrl";
  *
- * export class MyAlgorithmTrainer extends RemoteApiTrainer {
+ * export class MyAlgorithmTrainer extends BaseTrainer {
  *   protected prepareTrajectories(trajectories: Trajectory[], metrics: Record<string, number>) {
  *     for (const t of trajectories) t.advantage = t.reward;
  *     metrics["my/mean_advantage"] = trajectories.reduce((a, t) => a + t.reward, 0) / trajectories.length;
@@ -36,12 +36,12 @@ import type { ForwardBackwardOutput } from "../../types/results.js";
  * }
  * ```
  */
-export abstract class RemoteApiTrainer<Options extends object = ClassOptions> implements Trainer {
+export abstract class BaseTrainer<Options extends object = ClassOptions> implements Trainer {
   /** Brand recognised by `loadUserClass` across copies of nexrl. */
   static readonly [NEXRL_BRAND]: string = "nexrl.RemoteApiTrainer";
   /**
    * Checks the recipe's `trainer.options` of a custom subclass before the run starts; its output
-   * becomes {@link RemoteApiTrainer.options}. Leave it unset to take the options as written.
+   * becomes {@link BaseTrainer.options}. Leave it unset to take the options as written.
    */
   static optionsSchema?: OptionsSchema;
   /** Services, settings and tokenizer. */
@@ -164,7 +164,7 @@ export abstract class RemoteApiTrainer<Options extends object = ClassOptions> im
 
   /**
    * Why a step trained nothing, for the progress line and the step's event: no trajectories,
-   * none kept by {@link RemoteApiTrainer.prepareTrajectories}, or none with a training signal.
+   * none kept by {@link BaseTrainer.prepareTrajectories}, or none with a training signal.
    * Override it to say what an algorithm's own filters dropped.
    * @param trajectories the step's trajectories.
    * @param prepared what `prepareTrajectories` returned.
