@@ -51,3 +51,38 @@ describe("Trajectory", () => {
     );
   });
 });
+
+describe("Trajectory's typed fields", () => {
+  const base = { tokens: [1, 2], lossMask: [0, 1], reward: 1 };
+  const message = (fields: Record<string, unknown>): string => {
+    try {
+      new Trajectory({ ...base, ...fields } as never).validate();
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return "valid";
+  };
+
+  it("are checked by validate(), naming the bad value by its type", () => {
+    expect(message({ lossWeight: "1" })).toBe(
+      'Trajectory: lossWeight is the string "1"; it must be a finite number >= 0 (or absent for 1)',
+    );
+    expect(message({ lossWeight: true })).toBe(
+      "Trajectory: lossWeight is the boolean true; it must be a finite number >= 0 (or absent for 1)",
+    );
+    expect(message({ preference: null })).toBe('Trajectory: preference is null; it must be "chosen" or "rejected"');
+    expect(message({ lossWeight: 1n })).toBe(
+      "Trajectory: lossWeight is the bigint 1; it must be a finite number >= 0 (or absent for 1)",
+    );
+    expect(message({ preference: () => "chosen" })).toBe(
+      'Trajectory: preference is a function; it must be "chosen" or "rejected"',
+    );
+    expect(message({ score: [1] })).toBe("Trajectory: score is an array; it must be an object of numbers by name");
+    expect(message({ counters: { n: Number.POSITIVE_INFINITY } })).toBe(
+      "Trajectory: counters.n is Infinity; it must be a finite number",
+    );
+    expect(message({ score: { ok: true, f1: 0.5 }, counters: { n: 2 }, lossWeight: 0, preference: "rejected" })).toBe(
+      "valid",
+    );
+  });
+});

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalEngine, type LocalEngine as Engine } from "../../src/engine/index.js";
 import { adamParams } from "../../src/types/wire.js";
+import { crc32 } from "../../src/engine/crc32.js";
 import { engineFor, lmDatum, tempDir } from "./helpers.js";
 import { EngineError, InputError, type StateFileProblem } from "../../src/errors.js";
 
@@ -98,6 +99,31 @@ describe("saveState / loadState", () => {
     future[8] = 2;
     await expectRefused(await variant("future.nxs", future), "unsupported_version", /format version 2/);
     await expectRefused(join(dir, "absent.nxs"), "not_found", /no such file/);
+    // Damage the checksum cannot see, because the file's own checksum was made over it.
+    const resealed = (data: Uint8Array): Uint8Array => {
+      const out = Uint8Array.from(data);
+      new DataView(out.buffer).setUint32(16, crc32(out.subarray(20)), true);
+      return out;
+    };
+    const headerLength = new DataView(bytes.buffer, bytes.byteOffset).getUint32(12, true);
+    const badHeader = Uint8Array.from(bytes);
+    badHeader.set(new TextEncoder().encode(`{"x":1}`.padEnd(headerLength, " ")), 20);
+    await expectRefused(
+      await variant("bad-header.nxs", resealed(badHeader)),
+      "corrupt",
+      /its header is not valid JSON of the expected shape/,
+    );
+    const longer = new Uint8Array(bytes.length + 4);
+    longer.set(bytes);
+    await expectRefused(
+      await variant("longer.nxs", resealed(longer)),
+      "corrupt",
+      new RegExp(`it has ${bytes.length + 4} bytes but its header announces ${bytes.length}`),
+    );
+    expect(() => LocalEngine.create({ model: "tiny", seed: Number.NaN, outputDir: dir })).toThrow(
+      "seed must be a finite number, got NaN",
+    );
+    expect(() => LocalEngine.create({ model: "tiny", outputDir: "" })).toThrow("outputDir must be a non-empty path");
     const other = await engineFor({ ...SHAPE, dModel: 32 });
     await expectRefused(
       await other.saveState("other", { optimizer: true }),

@@ -161,6 +161,28 @@ describe("mergeLoraIntoBase", () => {
     expect(tensors[0]!.bytes).toEqual(norm);
     // W + 2 · B A: row 0 += 0.5·[1, 0, 0.5], row 1 += -2·[1, 0, 0.5].
     expect(tensors[1]!.bytes).toEqual(bf16([1.5, 2, 3.25, 2, 5, 5]));
+    // An infinite or NaN weight stays what it is: rounding to BF16 keeps its top bits.
+    await writeFile(
+      join(base, "model.safetensors"),
+      encodeRawSafetensors(
+        [
+          {
+            name: "model.layers.0.self_attn.q_proj.weight",
+            dtype: "BF16",
+            shape: [2, 3],
+            bytes: bf16([Number.POSITIVE_INFINITY, Number.NaN, 0, 0, 0, 0]),
+          },
+        ],
+        { format: "pt" },
+      ),
+    );
+    const special = join(dir, "special");
+    await mergeLoraIntoBase(base, { r: 1, lora_alpha: 2 }, adapter, special);
+    const merged = decodeSafetensors(new Uint8Array(await readFile(join(special, "model.safetensors"))), "special");
+    const first = new DataView(merged.tensors[0]!.bytes.buffer, merged.tensors[0]!.bytes.byteOffset);
+    expect(first.getUint16(0, true)).toBe(0x7f80); // +Infinity
+    expect(first.getUint16(2, true) & 0x7f80).toBe(0x7f80); // still NaN
+    expect(first.getUint16(2, true) & 0x007f).not.toBe(0);
     expect(await readFile(join(out, "config.json"), "utf8")).toBe('{"model_type": "llama"}');
     await expect(
       mergeLoraIntoBase(
@@ -186,5 +208,113 @@ describe("mergeLoraIntoBase", () => {
         join(dir, "other"),
       ),
     ).rejects.toThrow(/no weight for adapter module model\.layers\.9\.mlp\.up_proj/);
+  });
+});
+
+describe("mergeLoraIntoBase refusals and layouts", () => {
+  const f32 = (values: number[]): Uint8Array => new Uint8Array(new Float32Array(values).buffer);
+  const pair = (module: string, a: number[], b: number[], shapeA: number[], shapeB: number[]) => [
+    { name: `base_model.model.${module}.lora_A.weight`, dtype: "F32", shape: shapeA, bytes: f32(a) },
+    { name: `base_model.model.${module}.lora_B.weight`, dtype: "F32", shape: shapeB, bytes: f32(b) },
+  ];
+  const adapter = (tensors: ReturnType<typeof pair>) => encodeRawSafetensors(tensors, {});
+  const config = { r: 1, lora_alpha: 1 };
+  async function baseFolder(files: Record<string, Uint8Array | string>): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "nexrl-merge-base-"));
+    for (const [name, data] of Object.entries(files)) await writeFile(join(dir, name), data);
+    return dir;
+  }
+  const out = async () => join(await mkdtemp(join(tmpdir(), "nexrl-merge-out-")), "merged");
+
+  it("merges across the shards an index names, [out, in] weights without fan_in_fan_out, and skips tensors that are not LoRA factors", async () => {
+    const base = await baseFolder({
+      "model-00001-of-00002.safetensors": encodeRawSafetensors(
+        [{ name: "a.weight", dtype: "F32", shape: [2, 2], bytes: f32([1, 2, 3, 4]) }],
+        {},
+      ),
+      "model-00002-of-00002.safetensors": encodeRawSafetensors(
+        [{ name: "b.weight", dtype: "F32", shape: [1, 2], bytes: f32([5, 6]) }],
+        {},
+      ),
+      "model.safetensors.index.json": JSON.stringify({
+        weight_map: { "a.weight": "model-00001-of-00002.safetensors", "b.weight": "model-00002-of-00002.safetensors" },
+      }),
+    });
+    const merged = await out();
+    const written = await mergeLoraIntoBase(
+      base,
+      config,
+      adapter([
+        ...pair("a", [1, 0], [1, 1], [1, 2], [2, 1]),
+        ...pair("b", [0, 1], [2], [1, 2], [1, 1]),
+        { name: "base_model.model.a.bias", dtype: "F32", shape: [2], bytes: f32([9, 9]) },
+      ]),
+      merged,
+    );
+    expect(written.map((p) => p.slice(merged.length + 1)).sort()).toEqual([
+      "model-00001-of-00002.safetensors",
+      "model-00002-of-00002.safetensors",
+      "model.safetensors.index.json",
+    ]);
+    const read = async (file: string) =>
+      decodeSafetensors(new Uint8Array(await readFile(join(merged, file))), file).tensors[0]!.bytes;
+    // W[out][in] += B[out] · A[in]: a += [[1, 0], [1, 0]], b += [[0, 2]].
+    expect(await read("model-00001-of-00002.safetensors")).toEqual(f32([2, 2, 4, 4]));
+    expect(await read("model-00002-of-00002.safetensors")).toEqual(f32([5, 8]));
+  });
+
+  it("refuses what it cannot merge, saying what is wrong", async () => {
+    const one = adapter(pair("w", [1, 0], [1, 1], [1, 2], [2, 1]));
+    const safetensorsBase = (dtype: string, shape: number[], bytes: Uint8Array) =>
+      baseFolder({ "model.safetensors": encodeRawSafetensors([{ name: "w.weight", dtype, shape, bytes }], {}) });
+    const refusal = async (run: Promise<unknown>) => {
+      const error = await run.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(error).toBeInstanceOf(InputError);
+      return error!.message;
+    };
+    const empty = await baseFolder({ "README.md": "no weights" });
+    expect(await refusal(mergeLoraIntoBase(empty, config, one, await out()))).toBe(
+      `${empty} holds no model.safetensors nor model.safetensors.index.json; give the folder of a Hugging Face model`,
+    );
+    expect(await refusal(mergeLoraIntoBase(join(empty, "absent"), config, one, await out()))).toMatch(
+      /^cannot read the base model folder .*absent: ENOENT/,
+    );
+    const f16 = await safetensorsBase("F16", [2, 2], new Uint8Array(8));
+    expect(await refusal(mergeLoraIntoBase(f16, config, one, await out()))).toBe(
+      "base tensor w.weight is F16; merging reads F32 and BF16 tensors only",
+    );
+    const wrongShape = await safetensorsBase("F32", [3, 2], f32([0, 0, 0, 0, 0, 0]));
+    expect(await refusal(mergeLoraIntoBase(wrongShape, config, one, await out()))).toBe(
+      "base tensor w.weight has shape [3, 2], the adapter's change [2, 2]; is it the adapter's base model?",
+    );
+    const whole = encodeRawSafetensors(
+      [{ name: "w.weight", dtype: "F32", shape: [2, 2], bytes: f32([1, 2, 3, 4]) }],
+      {},
+    );
+    const cut = await baseFolder({ "model.safetensors": whole.slice(0, whole.length - 4) });
+    expect(await refusal(mergeLoraIntoBase(cut, config, one, await out()))).toBe(
+      "a safetensors file ends before its tensors do",
+    );
+    const fine = await safetensorsBase("F32", [2, 2], f32([1, 2, 3, 4]));
+    expect(await refusal(mergeLoraIntoBase(fine, { r: 1 }, one, await out()))).toBe(
+      "the adapter's config has no numeric r and lora_alpha",
+    );
+    expect(await refusal(mergeLoraIntoBase(fine, { ...config, rank_pattern: { w: 2 } }, one, await out()))).toBe(
+      "the adapter has a rank_pattern; merging supports one r and lora_alpha for every module",
+    );
+    const half = adapter(pair("w", [1, 0], [1, 1], [1, 2], [2, 1]).slice(0, 1));
+    expect(await refusal(mergeLoraIntoBase(fine, config, half, await out()))).toBe(
+      "the adapter has only one of lora_A and lora_B for w",
+    );
+    const strangers = adapter([
+      ...pair("x", [1, 0], [1, 1], [1, 2], [2, 1]),
+      ...pair("y", [1, 0], [1, 1], [1, 2], [2, 1]),
+    ]);
+    expect(await refusal(mergeLoraIntoBase(fine, config, strangers, await out()))).toBe(
+      `the base model in ${fine} has no weight for adapter modules x, y; is it the adapter's base model?`,
+    );
   });
 });

@@ -67,6 +67,25 @@ describe("samples.jsonl rows", () => {
     ).toBeUndefined();
   });
 
+  it("show the diagnostics that have a kind and a message, always pick rollouts that have some, and split a row with no trained token at its end", () => {
+    const plain = (extraFields: Record<string, unknown>) =>
+      new Trajectory({ tokens, lossMask, reward: 0, extraFields });
+    const good = { kind: "prefix_break", message: "turn 2 does not continue turn 1", turn: 2 };
+    const batch = [
+      plain({}),
+      plain({}),
+      plain({ diagnostics: [good, { kind: 3 }, "loose words"] }),
+      plain({ diagnostics: "not a list" }),
+      plain({ diagnostics: [{ message: "no kind" }] }),
+    ];
+    // One row asked for: the rollout with a diagnostic comes along beside it.
+    const rows = sampleRows(1, batch, tokenizer, 1);
+    expect(rows.map((r) => r.diagnostics)).toEqual([undefined, [good]]);
+    const untrained = new Trajectory({ tokens, lossMask: tokens.map(() => 0), reward: 0 });
+    const [row] = sampleRows(1, [untrained], tokenizer, 1);
+    expect([row!.prompt, row!.response, row!.response_tokens.ids]).toEqual(["abxé", "", []]);
+  });
+
   it("spread over the whole step, trained or not, and carry the worker's other extraFields", () => {
     const batch = Array.from(
       { length: 8 },
