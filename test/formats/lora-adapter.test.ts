@@ -8,6 +8,7 @@ import { mergeLoraIntoBase } from "../../src/export/merge-lora.js";
 import { decodeSafetensors, encodeRawSafetensors } from "../../src/formats/safetensors.js";
 import { readTar, writeTarGz } from "../../src/formats/tar.js";
 import { InputError } from "../../src/errors.js";
+import { failure } from "../http/helpers.js";
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -268,12 +269,9 @@ describe("mergeLoraIntoBase refusals and layouts", () => {
     const safetensorsBase = (dtype: string, shape: number[], bytes: Uint8Array) =>
       baseFolder({ "model.safetensors": encodeRawSafetensors([{ name: "w.weight", dtype, shape, bytes }], {}) });
     const refusal = async (run: Promise<unknown>) => {
-      const error = await run.then(
-        () => undefined,
-        (e: unknown) => e as Error,
-      );
+      const error = await failure(run);
       expect(error).toBeInstanceOf(InputError);
-      return error!.message;
+      return (error as Error).message;
     };
     const empty = await baseFolder({ "README.md": "no weights" });
     expect(await refusal(mergeLoraIntoBase(empty, config, one, await out()))).toBe(

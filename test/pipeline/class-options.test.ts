@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { runRecipe } from "../../src/pipeline/run-recipe.js";
 import { checkRecipe } from "../../src/pipeline/preflight.js";
 import { RecipeError } from "../../src/errors.js";
+import { failure } from "../http/helpers.js";
 import { additionRows, fixture, tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 
 const readJsonl = async (path: string) =>
@@ -59,10 +60,7 @@ async function recipeIn(yaml: string) {
 
 /** The issues of the RecipeError `promise` rejects with. */
 async function issuesOf(promise: Promise<unknown>) {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const error = await failure(promise);
   expect(error).toBeInstanceOf(RecipeError);
   return (error as RecipeError).issues.map(({ keyPath, message }) => ({ keyPath, message }));
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { classOptions } from "../../src/recipe/class-options.js";
 import type { OptionsSchema } from "../../src/contracts/options.js";
 import { RecipeError } from "../../src/errors.js";
+import { failure } from "../http/helpers.js";
 
 /** A Standard Schema that answers `result` (after a tick when `later`). */
 function schemaAnswering(result: unknown, later = false): OptionsSchema {
@@ -19,10 +20,7 @@ function schemaAnswering(result: unknown, later = false): OptionsSchema {
 }
 
 async function refusal(run: Promise<unknown>): Promise<RecipeError> {
-  const error = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const error = await failure(run);
   expect(error).toBeInstanceOf(RecipeError);
   return error as RecipeError;
 }
