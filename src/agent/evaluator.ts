@@ -4,7 +4,7 @@
  * @module
  */
 import type { DataRow } from "../contracts/task.js";
-import { NEXRL_BRAND } from "../contracts/brand.js";
+import { NEXRL_BRAND } from "../brand.js";
 import type { ChatMessage } from "../types/tokenizer.js";
 
 /** What an evaluator judges: the agent's final answer and how it got there. */

@@ -2,7 +2,7 @@
  * {@link BaseRolloutWorker}: the class users subclass to turn a task into trajectories.
  * @module
  */
-import { NEXRL_BRAND } from "./brand.js";
+import { NEXRL_BRAND } from "../brand.js";
 import type { InferenceClient } from "./inference.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "./trajectory.js";

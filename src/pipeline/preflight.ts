@@ -25,7 +25,7 @@ import { checkFirstRows } from "./row-check.js";
 import { appendAll } from "../types/arrays.js";
 import { rewardModelPathError } from "./rewards/reward-model.js";
 import { workerSettings } from "./settings.js";
-import { isDerivedFrom } from "../contracts/brand.js";
+import { isDerivedFrom } from "../brand.js";
 import { GrpoTrainer } from "./trainers/grpo.js";
 import { resolveTrainerClass, trainerOptions, type TrainerClass } from "./trainers/registry.js";
 import type { ClassOptions } from "../contracts/options.js";

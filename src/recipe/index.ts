@@ -3,7 +3,7 @@
  * overrides, the zod schema, path resolution, user-module loading and secret redaction.
  * @module
  */
-export { type AnyClass, brandOf, isDerivedFrom, NEXRL_BRAND } from "../contracts/brand.js";
+export { type AnyClass, brandOf, isDerivedFrom, NEXRL_BRAND } from "../brand.js";
 export { defineRecipe, type Interpolable, type Interpolation, type RecipeInput } from "./define.js";
 export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./load.js";
 export { parseModuleReference, type ModuleReference } from "./module-ref.js";

@@ -4,7 +4,7 @@
  * nexrl base class.
  * @module
  */
-import { classChain, isDerivedFrom, type AnyClass } from "../contracts/brand.js";
+import { classChain, isDerivedFrom, type AnyClass } from "../brand.js";
 import { importFile } from "./import-module.js";
 import { findRecipeFile, notFoundMessage } from "./paths.js";
 import { didYouMean } from "./suggest.js";

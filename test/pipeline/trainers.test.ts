@@ -12,7 +12,7 @@ import { Trajectory } from "../../src/contracts/trajectory.js";
 import { tempDir, writeJsonl, writeRecipe } from "./helpers.js";
 import { InputError } from "../../src/errors.js";
 import { trainerSettings } from "../../src/pipeline/settings.js";
-import { isDerivedFrom } from "../../src/contracts/brand.js";
+import { isDerivedFrom } from "../../src/brand.js";
 
 const tokenizer = new ByteTokenizer();
 

@@ -2,7 +2,7 @@
  * {@link BaseTrainer}: the training step against any training service.
  * @module
  */
-import { NEXRL_BRAND } from "../../contracts/brand.js";
+import { NEXRL_BRAND } from "../../brand.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
 import { adamParams, datum, type AdamParams, type Datum } from "../../types/wire.js";
 import { lossKind, trajectoryToDatum } from "./datums.js";

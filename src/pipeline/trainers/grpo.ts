@@ -4,7 +4,7 @@
  */
 import type { SamplingClient } from "../../contracts/training.js";
 import type { Trajectory } from "../../contracts/trajectory.js";
-import { NEXRL_BRAND } from "../../contracts/brand.js";
+import { NEXRL_BRAND } from "../../brand.js";
 import { putSummary } from "../stats.js";
 import { groupAdvantages, type GroupAdvantageOptions } from "./advantages.js";
 import { BaseTrainer } from "./base-trainer.js";
