@@ -14,18 +14,64 @@
  *   that cannot be written: {@link StorageError}.
  * - `nexrl serve` answering a client: {@link ProtocolError}.
  *
+ * Every class has one constructor shape, `new XError(message, options?)`, where `options` holds
+ * the `cause` and the class's own details; `code` names the kind of error, and
+ * `XError.isInstance(value)` recognises errors of another copy of the package too.
+ *
  * @module
  */
+
+import { isDerivedFrom, NEXRL_BRAND } from "./brand.js";
+
+/** What every {@link NexrlError} constructor accepts after the message. */
+export interface NexrlErrorOptions {
+  /** The underlying error. */
+  cause?: unknown;
+  /** The kind of error (see {@link NexrlError.code}); classes with one kind set it themselves. */
+  code?: string;
+}
 
 /**
  * Base class of every error nexrl throws on purpose. Catch `NexrlError` to tell our errors
  * (bad recipe, bad trajectory, bad loss inputs, …) from bugs and from errors of other libraries.
  */
 export class NexrlError extends Error {
-  /** @param message what was wrong and how to fix it. */
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static readonly [NEXRL_BRAND]: string = "nexrl.NexrlError";
+  /** The {@link NexrlError.code} of an error of this class constructed without one. */
+  protected static readonly defaultCode: string = "error";
+
+  /**
+   * A stable string naming the kind of error, to branch on instead of the message:
+   * `"disk_full"`, `"damaged_checkpoint"`, `"timeout"`, `"rate_limited"`, … Classes with several
+   * kinds list theirs in the type of `code` (`RunError`'s is a {@link RunProblem}); the others
+   * have one each (`ConfigError`'s is `"invalid_config"`).
+   */
+  readonly code: string;
+
+  /**
+   * @param message what was wrong and how to fix it.
+   * @param options the cause, and the kind when the class has several.
+   */
+  constructor(message: string, options: NexrlErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
+    this.code = options.code ?? new.target.defaultCode;
+  }
+
+  /**
+   * True when `value` is an error of this class or a subclass, thrown by this copy of nexrl or by
+   * another (a user module importing another build, two installs), where `instanceof` says false:
+   * the classes carry brands (`Symbol.for("nexrl.brand")`) that every copy shares.
+   *
+   * @example
+   * ```ts
+   * if (RunError.isInstance(error) && error.code === "locked") console.error(error.holder);
+   * ```
+   */
+  static isInstance<T>(this: abstract new (...args: never[]) => T, value: unknown): value is T {
+    if (value instanceof this) return true;
+    return typeof value === "object" && value !== null && isDerivedFrom(value.constructor, this);
   }
 }
 
@@ -56,6 +102,24 @@ export interface APIStatusDetails extends APIErrorContext {
   retryAfterMs?: number;
   /** What to do about it, appended to the message. */
   hint: string;
+}
+
+/** What an {@link APIError} is constructed with: the request, the response when one arrived, and whether a retry may succeed. */
+export interface APIErrorOptions extends APIErrorContext {
+  /** The underlying error. */
+  cause?: unknown;
+  /** HTTP status; undefined when no response arrived. */
+  status?: number;
+  /** Parsed JSON body, or the text (API key redacted). */
+  body?: unknown;
+  /** Response headers, lower-cased names. */
+  headers?: Record<string, string>;
+  /** The service's request id, when it gave one. */
+  requestId?: string;
+  /** Delay the service asked for before a retry, in milliseconds. */
+  retryAfterMs?: number;
+  /** Whether sending the request again may succeed. */
+  isRetryable: boolean;
 }
 
 /** Reads the service's own explanation out of an error body (`message`, `detail`, `error`, or the text). */
@@ -97,8 +161,14 @@ function retryable(details: APIStatusDetails): boolean {
  * {@link APITimeoutError} or {@link APIUserAbortError}. Every service (Tinker, Weaver, inference)
  * throws these. `isRetryable` follows an `x-should-retry` header or a boolean `retryable` body
  * field when the service sends one, and otherwise the status (408, 429 and 5xx are retryable).
+ * `code` names the status's class (`"bad_request"`, `"rate_limited"`, …; `"api_error"` for other
+ * statuses).
  */
 export class APIError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.APIError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "api_error";
   /** HTTP method of the failed request. */
   readonly method: string;
   /** URL of the failed request. */
@@ -120,25 +190,19 @@ export class APIError extends NexrlError {
 
   /**
    * @param message what went wrong and what to do.
-   * @param context the request, and the response when one arrived.
-   * @param isRetryable whether a retry may succeed, for errors without a response.
+   * @param options the request, the response when one arrived, whether a retry may succeed, the cause.
    */
-  constructor(
-    message: string,
-    context: APIErrorContext & Partial<APIStatusDetails>,
-    isRetryable: boolean,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.method = context.method;
-    this.url = context.url;
-    this.requestHeaders = context.requestHeaders ?? {};
-    this.status = context.status;
-    this.requestId = context.requestId;
-    this.body = context.body;
-    this.headers = context.headers ?? {};
-    this.retryAfterMs = context.retryAfterMs;
-    this.isRetryable = isRetryable;
+  constructor(message: string, options: APIErrorOptions) {
+    super(message, { cause: options.cause });
+    this.method = options.method;
+    this.url = options.url;
+    this.requestHeaders = options.requestHeaders ?? {};
+    this.status = options.status;
+    this.requestId = options.requestId;
+    this.body = options.body;
+    this.headers = options.headers ?? {};
+    this.retryAfterMs = options.retryAfterMs;
+    this.isRetryable = options.isRetryable;
   }
 
   /**
@@ -151,30 +215,74 @@ export class APIError extends NexrlError {
     const id = details.requestId ? ` (request id ${details.requestId})` : "";
     return new Class(
       `${details.method} ${details.url} failed with HTTP ${details.status}${said ? `: ${said}` : ""}${id}. ${details.hint}`,
-      details,
-      retryable(details),
+      { ...details, isRetryable: retryable(details) },
     );
   }
 }
 
-/** HTTP 400: the service rejected the request. */
-export class BadRequestError extends APIError {}
-/** HTTP 401: the API key is missing or wrong. */
-export class AuthenticationError extends APIError {}
-/** HTTP 402: the account may not run more work until its billing is sorted out. */
-export class PaymentRequiredError extends APIError {}
-/** HTTP 403: the API key may not do this. */
-export class PermissionDeniedError extends APIError {}
-/** HTTP 404: no such resource (wrong id or path, or it expired). */
-export class NotFoundError extends APIError {}
-/** HTTP 409: the resource exists already or is in a conflicting state. */
-export class ConflictError extends APIError {}
-/** HTTP 422: the body does not match the service's schema. */
-export class UnprocessableEntityError extends APIError {}
-/** HTTP 429: rate limited; retry after `retryAfterMs`. */
-export class RateLimitError extends APIError {}
-/** HTTP 5xx: the service failed. */
-export class InternalServerError extends APIError {}
+/** HTTP 400: the service rejected the request; code `"bad_request"`. */
+export class BadRequestError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.BadRequestError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "bad_request";
+}
+/** HTTP 401: the API key is missing or wrong; code `"authentication"`. */
+export class AuthenticationError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.AuthenticationError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "authentication";
+}
+/** HTTP 402: the account may not run more work until its billing is sorted out; code `"payment_required"`. */
+export class PaymentRequiredError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.PaymentRequiredError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "payment_required";
+}
+/** HTTP 403: the API key may not do this; code `"permission_denied"`. */
+export class PermissionDeniedError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.PermissionDeniedError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "permission_denied";
+}
+/** HTTP 404: no such resource (wrong id or path, or it expired); code `"not_found"`. */
+export class NotFoundError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.NotFoundError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "not_found";
+}
+/** HTTP 409: the resource exists already or is in a conflicting state; code `"conflict"`. */
+export class ConflictError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.ConflictError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "conflict";
+}
+/** HTTP 422: the body does not match the service's schema; code `"unprocessable_entity"`. */
+export class UnprocessableEntityError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.UnprocessableEntityError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "unprocessable_entity";
+}
+/** HTTP 429: rate limited; retry after `retryAfterMs`; code `"rate_limited"`. */
+export class RateLimitError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RateLimitError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "rate_limited";
+}
+/** HTTP 5xx: the service failed; code `"server_error"`. */
+export class InternalServerError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.InternalServerError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "server_error";
+}
 
 const STATUS_CLASSES: Record<number, typeof APIError> = {
   400: BadRequestError,
@@ -197,12 +305,26 @@ function connectFailure(url: string, cause: unknown): string | undefined {
   return undefined;
 }
 
+/** What an {@link APIConnectionError} is constructed with. */
+export interface APIConnectionErrorOptions extends APIErrorContext {
+  /** The underlying socket error. */
+  cause?: unknown;
+  /** Whether a connection was made before the failure. */
+  connected: boolean;
+}
+
 /**
  * No response arrived: the connection could not be made, or it broke before the answer
- * ({@link APITimeoutError} when the timeout passed). `connected` tells whether the request may
- * have reached the service.
+ * ({@link APITimeoutError} when the timeout passed); code `"connection_failed"`. `connected`
+ * tells whether the request may have reached the service. Always retryable.
+ * {@link APIConnectionError.fromCause} words the message from the socket error.
  */
 export class APIConnectionError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.APIConnectionError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "connection_failed";
+
   /**
    * False when the connection was never made (refused, unresolvable host, connect timeout): the
    * service cannot have seen the request, so even a non-idempotent request may be sent again.
@@ -210,54 +332,110 @@ export class APIConnectionError extends APIError {
   readonly connected: boolean;
 
   /**
+   * @param message what failed and what to do.
+   * @param options the request, whether a connection was made, the socket error.
+   */
+  constructor(message: string, options: APIConnectionErrorOptions) {
+    super(message, { ...options, isRetryable: true });
+    this.connected = options.connected;
+  }
+
+  /**
+   * The error for a socket error, its message saying what happened in words.
    * @param context the request.
    * @param connected whether a connection was made before the failure.
    * @param cause the underlying socket error.
-   * @param message replaces the default message (for subclasses).
    */
-  constructor(context: APIErrorContext, connected: boolean, cause: unknown, message?: string) {
+  static fromCause(context: APIErrorContext, connected: boolean, cause: unknown): APIConnectionError {
     const what = cause instanceof Error ? cause.message : String(cause);
-    super(
-      message ??
-        (connected
-          ? `${context.method} ${context.url}: the connection broke before the service answered (${what}); the service may or may not have handled the request`
-          : `${context.method} ${context.url}: could not connect (${connectFailure(context.url, cause) ?? what}); check the base URL and that the service is running`),
-      context,
-      true,
-      cause === undefined ? undefined : { cause },
+    return new APIConnectionError(
+      connected
+        ? `${context.method} ${context.url}: the connection broke before the service answered (${what}); the service may or may not have handled the request`
+        : `${context.method} ${context.url}: could not connect (${connectFailure(context.url, cause) ?? what}); check the base URL and that the service is running`,
+      { ...context, connected, cause },
     );
-    this.connected = connected;
   }
 }
 
-/** The service did not answer within the call's timeout; it may still handle the request. */
+/** What an {@link APITimeoutError} is constructed with. */
+export interface APITimeoutErrorOptions extends APIErrorContext {
+  /** The underlying error, if any. */
+  cause?: unknown;
+  /** The timeout that passed, in milliseconds. */
+  timeoutMs: number;
+}
+
+/**
+ * The service did not answer within the call's timeout; it may still handle the request. Code
+ * `"timeout"`; {@link APITimeoutError.fromTimeout} words the message.
+ */
 export class APITimeoutError extends APIConnectionError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.APITimeoutError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "timeout";
+
   /** The timeout that passed, in milliseconds. */
   readonly timeoutMs: number;
 
   /**
+   * @param message what timed out and what to do.
+   * @param options the request and the timeout.
+   */
+  constructor(message: string, options: APITimeoutErrorOptions) {
+    super(message, { ...options, connected: true });
+    this.timeoutMs = options.timeoutMs;
+  }
+
+  /**
+   * The error for a call that got no answer within `timeoutMs`.
    * @param context the request.
    * @param timeoutMs the timeout that passed.
    * @param hint what to do, after the default (`raise the timeout (timeoutMs) if the service is slow`).
    */
-  constructor(
+  static fromTimeout(
     context: APIErrorContext,
     timeoutMs: number,
     hint = "raise the timeout (timeoutMs) if the service is slow",
-  ) {
-    super(context, true, undefined, `${context.method} ${context.url} got no answer within ${timeoutMs} ms; ${hint}`);
-    this.timeoutMs = timeoutMs;
+  ): APITimeoutError {
+    return new APITimeoutError(`${context.method} ${context.url} got no answer within ${timeoutMs} ms; ${hint}`, {
+      ...context,
+      timeoutMs,
+    });
   }
 }
 
-/** The caller aborted the request (its `AbortSignal`), or the client was closed. */
+/** What an {@link APIUserAbortError} is constructed with. */
+export interface APIUserAbortErrorOptions extends APIErrorContext {
+  /** The signal's reason, when it is an error. */
+  cause?: unknown;
+}
+
+/**
+ * The caller aborted the request (its `AbortSignal`), or the client was closed; code
+ * `"aborted"`, never retryable. {@link APIUserAbortError.fromReason} words the message.
+ */
 export class APIUserAbortError extends APIError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.APIUserAbortError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "aborted";
+
   /**
+   * @param message what was aborted and why.
+   * @param options the request.
+   */
+  constructor(message: string, options: APIUserAbortErrorOptions) {
+    super(message, { ...options, isRetryable: false });
+  }
+
+  /**
+   * The error for an aborted request.
    * @param context the request.
    * @param reason why, as the signal's reason says.
    */
-  constructor(context: APIErrorContext, reason: string) {
-    super(`${context.method} ${context.url} was aborted: ${reason}`, context, false);
+  static fromReason(context: APIErrorContext, reason: string): APIUserAbortError {
+    return new APIUserAbortError(`${context.method} ${context.url} was aborted: ${reason}`, context);
   }
 }
 
@@ -272,6 +450,8 @@ export type RemoteErrorCategory = "user" | "server" | "unknown";
 
 /** What a {@link RemoteOperationError} knows. */
 export interface RemoteOperationDetails {
+  /** The underlying error. */
+  cause?: unknown;
   /** The service. */
   service: RemoteService;
   /** Who the failure is attributed to. */
@@ -279,7 +459,7 @@ export interface RemoteOperationDetails {
   /** The service's own error text (API key redacted). */
   serviceMessage: string;
   /** The service's error code (Weaver's `error_code`), when it gave one. */
-  code?: string;
+  serviceCode?: string;
   /** The service's further details (Weaver's `error_details`), when given. */
   details?: unknown;
 }
@@ -287,40 +467,51 @@ export interface RemoteOperationDetails {
 /**
  * The request was accepted but the operation failed on the service: Tinker's `retrieve_future`
  * answered `{error, category}`, a Weaver operation ended in state `error`, or the service kept
- * the account paused for billing longer than allowed.
+ * the account paused for billing longer than allowed. Code `"remote_operation_failed"`; the
+ * service's own code is `serviceCode`.
  */
 export class RemoteOperationError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RemoteOperationError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "remote_operation_failed";
+
   /** The service. */
   readonly service: RemoteService;
   /** Who the failure is attributed to. */
   readonly category: RemoteErrorCategory;
   /** The service's own error text. */
   readonly serviceMessage: string;
-  /** The service's error code, when it gave one. */
-  readonly code: string | undefined;
+  /** The service's error code (Weaver's `error_code`), when it gave one. */
+  readonly serviceCode: string | undefined;
   /** The service's further details, when given. */
   readonly details: unknown;
 
   /**
    * @param message what failed and what to do.
-   * @param details the service's account of it.
+   * @param options the service's account of it, and the cause.
    */
-  constructor(message: string, details: RemoteOperationDetails, options?: { cause?: unknown }) {
-    super(message, options);
-    this.service = details.service;
-    this.category = details.category;
-    this.serviceMessage = details.serviceMessage;
-    this.code = details.code;
-    this.details = details.details;
+  constructor(message: string, options: RemoteOperationDetails) {
+    super(message, { cause: options.cause });
+    this.service = options.service;
+    this.category = options.category;
+    this.serviceMessage = options.serviceMessage;
+    this.serviceCode = options.serviceCode;
+    this.details = options.details;
   }
 }
 
 /**
  * A service answered without what its protocol promises: a missing or malformed field, token ids
  * it did not report, a body that is not JSON. Usually a service of another version, or a server
- * that is not what the base URL was meant to point at.
+ * that is not what the base URL was meant to point at. Code `"unexpected_response"`.
  */
-export class UnexpectedResponseError extends NexrlError {}
+export class UnexpectedResponseError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.UnexpectedResponseError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "unexpected_response";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -328,38 +519,74 @@ export class UnexpectedResponseError extends NexrlError {}
 /**
  * A setting cannot be used: a service or server option, a fault or flag specification, a missing
  * API key, an engine option or model configuration, a backend or mode the service does not offer,
- * an agent module or tokenizer that cannot be loaded. Names the setting and what to do.
+ * an agent module or tokenizer that cannot be loaded. Names the setting and what to do. Code
+ * `"invalid_config"`.
  */
-export class ConfigError extends NexrlError {}
+export class ConfigError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.ConfigError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "invalid_config";
+}
 
 /** Why a server could not listen, for {@link ListenError}. */
 export type ListenProblem = "address_in_use" | "permission_denied" | "bad_host" | "other";
 
-/** A server (`nexrl serve`, the agent gateway) could not listen on its host and port; `problem` says why. */
+/** What a {@link ListenError} is constructed with. */
+export interface ListenErrorOptions {
+  /** Why the server could not listen. */
+  code: ListenProblem;
+  /** The socket or resolver error. */
+  cause?: unknown;
+}
+
+/** A server (`nexrl serve`, the agent gateway) could not listen on its host and port; `code` says why. */
 export class ListenError extends ConfigError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.ListenError";
+  /** Why the server could not listen. */
+  declare readonly code: ListenProblem;
+
   /**
-   * @param problem the kind of failure.
    * @param message what failed and what to do.
-   * @param cause the socket or resolver error.
+   * @param options why, and the socket or resolver error.
    */
-  constructor(
-    readonly problem: ListenProblem,
-    message: string,
-    cause?: unknown,
-  ) {
-    super(message, { cause });
+  constructor(message: string, options: ListenErrorOptions) {
+    super(message, options);
+  }
+
+  /**
+   * The old name of {@link ListenError.code}.
+   * @deprecated Use {@link ListenError.code}; `problem` goes in the next minor version.
+   */
+  get problem(): ListenProblem {
+    return this.code;
   }
 }
 
 /**
  * The Redis server of `rollout_worker.distributed` (the queue between a run and its
  * `nexrl worker` processes) could not be reached, refused the credentials, or lost the
- * connection. The message names the server as `host:port`, never its password.
+ * connection. The message names the server as `host:port`, never its password. Code
+ * `"redis_unavailable"`.
  */
-export class DistributedError extends NexrlError {}
+export class DistributedError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.DistributedError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "redis_unavailable";
+}
 
-/** A command line the `nexrl` CLI cannot run: an unknown command or flag, a missing or bad value. */
-export class UsageError extends ConfigError {}
+/**
+ * A command line the `nexrl` CLI cannot run: an unknown command or flag, a missing or bad value.
+ * Code `"usage"`.
+ */
+export class UsageError extends ConfigError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.UsageError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "usage";
+}
 
 /** One problem found in a recipe. */
 export interface RecipeIssue {
@@ -378,14 +605,19 @@ export interface RecipeIssue {
 /** Why a user module named by a recipe could not be used, for {@link RecipeError.moduleFailure}. */
 export type UserModuleFailure = "not_found" | "import_failed" | "missing_export" | "not_a_class" | "wrong_base";
 
-/** Options of {@link RecipeError}. */
+/** The kinds of {@link RecipeError}: a user module that cannot be used, and why, or any other problem. */
+export type RecipeProblem = "invalid_recipe" | UserModuleFailure;
+
+/** Options of {@link RecipeError} and {@link RecipeError.fromIssues}. */
 export interface RecipeErrorOptions {
   /** The recipe file being loaded (absolute path), when known. */
   file?: string;
   /** The underlying error (a YAML parser error, an exception thrown on import, …). */
   cause?: unknown;
-  /** Set when a user module named by the recipe could not be used, and why. */
-  moduleFailure?: UserModuleFailure;
+  /** A {@link UserModuleFailure} when a user module named by the recipe could not be used; `"invalid_recipe"` (the default) otherwise. */
+  code?: RecipeProblem;
+  /** Every problem found; for the constructor, one issue at the top level with the message when left out. */
+  issues?: readonly RecipeIssue[];
 }
 
 /** Formats one issue as a line of a {@link RecipeError} message. */
@@ -399,8 +631,14 @@ export function formatIssue(issue: RecipeIssue): string {
  * A recipe could not be loaded: bad YAML, a composition or interpolation problem, keys that do
  * not match the schema, a missing file, or a user module (custom rollout worker, custom trainer,
  * evaluator) that cannot be used — missing, failing on import, lacking the export, not a class or
- * not extending the expected nexrl base class (`moduleFailure` says which). Lists every problem
- * found in the same pass, one per line, each with its key path.
+ * not extending the expected nexrl base class (`code` says which: a {@link UserModuleFailure}, or
+ * `"invalid_recipe"` for every other problem). Lists every problem found in the same pass, one per
+ * line, each with its key path.
+ *
+ * Construct it with {@link RecipeError.fromIssues}: a loader knows the problems, not the text, and
+ * the factory words the message from them (heading, file, one line per issue), so every call site
+ * names its issues and no two word a list differently. The constructor keeps the one shape of
+ * nexrl's errors (`message, options`) for a message that is already worded.
  *
  * @example
  * ```text
@@ -409,24 +647,42 @@ export function formatIssue(issue: RecipeIssue): string {
  * ```
  */
 export class RecipeError extends ConfigError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RecipeError";
+  /** Why a user module could not be used, or `"invalid_recipe"` for other recipe problems. */
+  declare readonly code: RecipeProblem;
   /** The recipe file being loaded, when known. */
   readonly file: string | undefined;
   /** Every problem found, in document order. */
   readonly issues: readonly RecipeIssue[];
-  /** Why a user module could not be used; undefined for other recipe problems. */
-  readonly moduleFailure: UserModuleFailure | undefined;
 
   /**
-   * @param issues the problems (at least one).
-   * @param options the recipe file, the cause and the user-module failure.
+   * @param message the whole message; {@link RecipeError.fromIssues} words it from the issues.
+   * @param options the issues, the recipe file, the cause and the kind.
    */
-  constructor(issues: readonly RecipeIssue[], options: RecipeErrorOptions = {}) {
+  constructor(message: string, options: RecipeErrorOptions = {}) {
+    super(message, { cause: options.cause, code: options.code ?? "invalid_recipe" });
+    this.file = options.file;
+    this.issues = options.issues ?? [{ keyPath: "", message }];
+  }
+
+  /**
+   * The error for `issues`, its message a heading naming the file and one line per issue.
+   * @param issues the problems (at least one).
+   * @param options the recipe file, the cause and the kind.
+   */
+  static fromIssues(issues: readonly RecipeIssue[], options: Omit<RecipeErrorOptions, "issues"> = {}): RecipeError {
     const heading = options.file === undefined ? "Invalid recipe:" : `Invalid recipe ${options.file}:`;
     const lines = issues.map((issue) => `  - ${formatIssue(issue)}`);
-    super([heading, ...lines].join("\n"), options.cause === undefined ? undefined : { cause: options.cause });
-    this.file = options.file;
-    this.issues = issues;
-    this.moduleFailure = options.moduleFailure;
+    return new RecipeError([heading, ...lines].join("\n"), { ...options, issues });
+  }
+
+  /**
+   * The old name of {@link RecipeError.code}.
+   * @deprecated Use {@link RecipeError.code}; `moduleFailure` goes in the next minor version.
+   */
+  get moduleFailure(): UserModuleFailure | undefined {
+    return this.code === "invalid_recipe" ? undefined : this.code;
   }
 }
 
@@ -436,9 +692,14 @@ export class RecipeError extends ConfigError {
 /**
  * A value handed to nexrl cannot be used: a trajectory field (`field` names it), loss inputs,
  * token ids, sampling parameters, Adam parameters, a checkpoint name, a chat template, a data
- * file's rows, a binary array, or trajectories a trainer cannot turn into a training step.
+ * file's rows, a binary array, or trajectories a trainer cannot turn into a training step. Code
+ * `"invalid_input"`.
  */
 export class InputError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.InputError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "invalid_input";
   /** The field or parameter at fault, when one is. */
   readonly field: string | undefined;
 
@@ -447,26 +708,62 @@ export class InputError extends NexrlError {
    * @param options the field at fault and the cause.
    */
   constructor(message: string, options: { field?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.field = options.field;
   }
 }
 
-/** A sequence longer than the model's context window. */
+/** What a {@link ContextLengthError} is constructed with. */
+export interface ContextLengthErrorOptions {
+  /** Which sequence ("datum 3", "prompt", …). */
+  what: string;
+  /** Its number of positions. */
+  length: number;
+  /** The model's context length. */
+  contextLength: number;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * A sequence longer than the model's context window; code `"context_length_exceeded"`.
+ * {@link ContextLengthError.fromLengths} words the message.
+ */
 export class ContextLengthError extends InputError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.ContextLengthError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "context_length_exceeded";
+  /** Which sequence ("datum 3", "prompt", …). */
+  readonly what: string;
+  /** Its number of positions. */
+  readonly length: number;
+  /** The model's context length. */
+  readonly contextLength: number;
+
   /**
+   * @param message what is too long and how to fix it.
+   * @param options the sequence and the lengths.
+   */
+  constructor(message: string, options: ContextLengthErrorOptions) {
+    super(message, { cause: options.cause });
+    this.what = options.what;
+    this.length = options.length;
+    this.contextLength = options.contextLength;
+  }
+
+  /**
+   * The error for a sequence of `length` positions in a model of `contextLength`.
    * @param what which sequence ("datum 3", "prompt", …).
    * @param length its number of positions.
    * @param contextLength the model's context length.
    * @param hint how to fix it.
    */
-  constructor(
-    readonly what: string,
-    readonly length: number,
-    readonly contextLength: number,
-    hint: string,
-  ) {
-    super(`${what} has ${length} tokens but the model's context length is ${contextLength}; ${hint}`);
+  static fromLengths(what: string, length: number, contextLength: number, hint: string): ContextLengthError {
+    return new ContextLengthError(
+      `${what} has ${length} tokens but the model's context length is ${contextLength}; ${hint}`,
+      { what, length, contextLength },
+    );
   }
 }
 
@@ -486,19 +783,28 @@ export type UserCodeProblem = "uncaught" | "timeout" | "hung" | "agent_result";
 /**
  * User code (a worker, an agent, an evaluator, a trainer) failed in a way nexrl caught: inside a
  * rollout it fails that rollout (the failure policy applies); anywhere else it stops the run. The
- * original error, when there is one, is the `cause`.
+ * original error, when there is one, is the `cause`; `code` says what went wrong.
  */
 export class UserCodeError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.UserCodeError";
+  /** What went wrong. */
+  declare readonly code: UserCodeProblem;
+
   /**
-   * @param problem what went wrong.
    * @param message what happened and what to do.
+   * @param options what went wrong, and the original error.
    */
-  constructor(
-    readonly problem: UserCodeProblem,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, options: { code: UserCodeProblem; cause?: unknown }) {
     super(message, options);
+  }
+
+  /**
+   * The old name of {@link UserCodeError.code}.
+   * @deprecated Use {@link UserCodeError.code}; `problem` goes in the next minor version.
+   */
+  get problem(): UserCodeProblem {
+    return this.code;
   }
 }
 
@@ -516,37 +822,59 @@ export interface RolloutOrigin {
 
 /**
  * The judge failed: every attempt timed out, failed over HTTP or answered no usable score.
- * `reply` is the judge's last answer, when it gave one.
+ * `reply` is the judge's last answer, when it gave one. Code `"judge_failed"`.
  */
 export class JudgeError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.JudgeError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "judge_failed";
   /** The judge's last reply, if any (it is also quoted in the message). */
   readonly reply: string | undefined;
 
-  /** @param message what failed; @param reply the judge's last reply. */
-  constructor(message: string, reply?: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.reply = reply;
+  /**
+   * @param message what failed.
+   * @param options the judge's last reply, and the cause.
+   */
+  constructor(message: string, options: { reply?: string; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.reply = options.reply;
   }
+}
+
+/** What a {@link RolloutError} is constructed with. */
+export interface RolloutErrorOptions {
+  /** The rollout that failed. */
+  origin: RolloutOrigin;
+  /** Attempts made, the first included. */
+  attempts: number;
+  /** The last attempt's error. */
+  cause?: unknown;
 }
 
 /**
  * A rollout failed and the failure policy stops the run (`stop_on_error` once retries are used
- * up). Names the task, the attempts made and the worker's error as `cause`.
+ * up). Names the task, the attempts made and the worker's error as `cause`. Code
+ * `"rollout_failed"`.
  */
 export class RolloutError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RolloutError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "rollout_failed";
+  /** The rollout that failed. */
+  readonly origin: RolloutOrigin;
+  /** Attempts made, the first included. */
+  readonly attempts: number;
+
   /**
-   * @param origin the rollout that failed.
-   * @param attempts attempts made, the first included.
    * @param message what happened and what to do.
-   * @param cause the last attempt's error.
+   * @param options the rollout, the attempts and the last attempt's error.
    */
-  constructor(
-    readonly origin: RolloutOrigin,
-    readonly attempts: number,
-    message: string,
-    cause: unknown,
-  ) {
-    super(message, { cause });
+  constructor(message: string, options: RolloutErrorOptions) {
+    super(message, { cause: options.cause });
+    this.origin = options.origin;
+    this.attempts = options.attempts;
   }
 }
 
@@ -598,6 +926,8 @@ export type RunProblem =
 
 /** Options of {@link RunError}. */
 export interface RunErrorOptions {
+  /** Why the run cannot go on. */
+  code: RunProblem;
   /** The underlying error. */
   cause?: unknown;
   /** For `locked`: the process holding the folder. */
@@ -606,26 +936,33 @@ export interface RunErrorOptions {
   changed?: readonly ChangedSetting[];
 }
 
-/** A run cannot start, resume or go on; `problem` says why, and the message names the key or file. */
+/** A run cannot start, resume or go on; `code` says why, and the message names the key or file. */
 export class RunError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RunError";
+  /** Why the run cannot go on. */
+  declare readonly code: RunProblem;
   /** For `locked`: the process holding the folder. */
   readonly holder: RunLockHolder | undefined;
   /** For `resume_settings`: the settings that differ and are not allowed to. */
   readonly changed: readonly ChangedSetting[];
 
   /**
-   * @param problem why the run cannot go on.
    * @param message what happened and what to do.
-   * @param options the cause and the problem's details.
+   * @param options why, the cause and the problem's details.
    */
-  constructor(
-    readonly problem: RunProblem,
-    message: string,
-    options: RunErrorOptions = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(message: string, options: RunErrorOptions) {
+    super(message, options);
     this.holder = options.holder;
     this.changed = options.changed ?? [];
+  }
+
+  /**
+   * The old name of {@link RunError.code}.
+   * @deprecated Use {@link RunError.code}; `problem` goes in the next minor version.
+   */
+  get problem(): RunProblem {
+    return this.code;
   }
 }
 
@@ -655,6 +992,10 @@ export type EngineProblem =
 
 /** Options of {@link EngineError}. */
 export interface EngineErrorOptions {
+  /** What went wrong. */
+  code: EngineProblem;
+  /** The underlying error. */
+  cause?: unknown;
   /** For `thread`: the stack trace inside the worker thread. */
   workerStack?: string;
   /** For `state_file`: the file. */
@@ -663,8 +1004,12 @@ export interface EngineErrorOptions {
   stateFileProblem?: StateFileProblem;
 }
 
-/** The local engine cannot do what was asked; `problem` says why. */
+/** The local engine cannot do what was asked; `code` says why. */
 export class EngineError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.EngineError";
+  /** What went wrong. */
+  declare readonly code: EngineProblem;
   /** For `thread`: the stack trace inside the worker thread, when there was one. */
   readonly workerStack: string | undefined;
   /** For `state_file`: the file. */
@@ -673,19 +1018,22 @@ export class EngineError extends NexrlError {
   readonly stateFileProblem: StateFileProblem | undefined;
 
   /**
-   * @param problem what went wrong.
    * @param message what exactly and what to do.
-   * @param options the problem's details.
+   * @param options what went wrong, and its details.
    */
-  constructor(
-    readonly problem: EngineProblem,
-    message: string,
-    options: EngineErrorOptions = {},
-  ) {
-    super(message);
+  constructor(message: string, options: EngineErrorOptions) {
+    super(message, options);
     this.workerStack = options.workerStack;
     this.path = options.path;
     this.stateFileProblem = options.stateFileProblem;
+  }
+
+  /**
+   * The old name of {@link EngineError.code}.
+   * @deprecated Use {@link EngineError.code}; `problem` goes in the next minor version.
+   */
+  get problem(): EngineProblem {
+    return this.code;
   }
 }
 
@@ -699,22 +1047,31 @@ export type StorageProblem = "disk_full" | "quota" | "read_only" | "permission_d
  * A file nexrl writes (a checkpoint, a sampler snapshot, a run state, a metrics or samples line,
  * an export) cannot be written: its disk is full, the quota is used up, the file system is
  * read-only or permission is denied. The message names the file and the way out; `cause` holds
- * the file system's own error.
+ * the file system's own error; `code` says why.
  */
 export class StorageError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.StorageError";
+  /** Why the file cannot be written. */
+  declare readonly code: StorageProblem;
+  /** The file. */
+  readonly path: string;
+
   /**
-   * @param problem why the file cannot be written.
-   * @param path the file.
    * @param message what happened and what to do.
-   * @param options the file system's error.
+   * @param options why, the file and the file system's error.
    */
-  constructor(
-    readonly problem: StorageProblem,
-    readonly path: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, options: { code: StorageProblem; path: string; cause?: unknown }) {
     super(message, options);
+    this.path = options.path;
+  }
+
+  /**
+   * The old name of {@link StorageError.code}.
+   * @deprecated Use {@link StorageError.code}; `problem` goes in the next minor version.
+   */
+  get problem(): StorageProblem {
+    return this.code;
   }
 }
 
@@ -737,18 +1094,22 @@ export function storageError(path: string, error: unknown): unknown {
   if (!known || error instanceof NexrlError) return error;
   const [problem, what, wayOut] = known;
   return new StorageError(
-    problem,
-    path,
     `cannot write ${path}: ${what} (${code}); ${wayOut}, or choose a folder elsewhere, and try again`,
-    { cause: error },
+    { code: problem, path, cause: error },
   );
 }
 
 // ---------------------------------------------------------------------------------------------
 // Serving
 
-/** The body shape an error is answered in by {@link ProtocolError}: nexrl's own, or OpenAI's. */
+/** The status and body of a {@link ProtocolError}'s answer: nexrl's own shape, or OpenAI's. */
 export interface ProtocolErrorOptions {
+  /** The HTTP status. */
+  status: number;
+  /** A short machine-readable code (`not_found`, `invalid_request`, …); OpenAI answers may go without (`code: null`). */
+  code?: string;
+  /** The underlying error. */
+  cause?: unknown;
   /** Extra response headers. */
   headers?: Record<string, string>;
   /** Answer as OpenAI does, `{ error: { message, type, param, code } }`, with this `type` (`invalid_request_error`, `server_error`, …). */
@@ -760,9 +1121,17 @@ export interface ProtocolErrorOptions {
 /**
  * An error `nexrl serve` (or the agent gateway) answers to its client with an HTTP status: a
  * `{error, message, retryable}` body, or OpenAI's `{ error: { message, type, param, code } }`
- * when `openaiType` is set.
+ * when `openaiType` is set. `code` is the body's code, `"protocol_error"` when it was given none.
  */
 export class ProtocolError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.ProtocolError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "protocol_error";
+  /** The HTTP status. */
+  readonly status: number;
+  /** The code of an OpenAI answer's body: `code` when one was given, else null. */
+  readonly openaiCode: string | null;
   /** Extra response headers. */
   readonly headers: Record<string, string>;
   /** OpenAI's error type, for errors answered as OpenAI does. */
@@ -771,20 +1140,89 @@ export class ProtocolError extends NexrlError {
   readonly param: string | null;
 
   /**
-   * @param status the HTTP status.
-   * @param code a short machine-readable code (`not_found`, `invalid_request`, …), or null.
    * @param message what was wrong and how to fix it.
-   * @param options extra headers, and the OpenAI body fields.
+   * @param options the status, the code, extra headers, and the OpenAI body fields.
    */
-  constructor(
-    readonly status: number,
-    readonly code: string | null,
-    message: string,
-    options: ProtocolErrorOptions = {},
-  ) {
-    super(message);
+  constructor(message: string, options: ProtocolErrorOptions) {
+    super(message, options);
+    this.status = options.status;
+    this.openaiCode = options.code ?? null;
     this.headers = options.headers ?? {};
     this.openaiType = options.openaiType;
     this.param = options.param ?? null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Internal: thrown and caught inside nexrl, not exported from the package
+
+/**
+ * Thrown inside an operation of `nexrl serve` to fail it with a given category (who is to blame);
+ * code `"operation_failed"`.
+ */
+export class OperationFailure extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.OperationFailure";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "operation_failed";
+  /** Who is to blame. */
+  readonly category: RemoteErrorCategory;
+
+  /**
+   * @param message what failed.
+   * @param options who is to blame, and the cause.
+   */
+  constructor(message: string, options: { category: RemoteErrorCategory; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.category = options.category;
+  }
+}
+
+/** Thrown inside a run's loop once it has been halted; code `"halted"`. */
+export class Halted extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.Halted";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "halted";
+}
+
+/** A failed attempt that came back from a `nexrl worker`, for the driver's failure policy; code `"remote_rollout_failed"`. */
+export class RemoteRolloutError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RemoteRolloutError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "remote_rollout_failed";
+  /** Whether a retry could help (read by the failure policy's messages). */
+  readonly isRetryable: boolean;
+
+  /**
+   * @param message the worker's error and the worker's name.
+   * @param options whether a retry could help, as the worker reported.
+   */
+  constructor(message: string, options: { isRetryable: boolean; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.isRetryable = options.isRetryable;
+  }
+}
+
+/** A call of a run's inference relay that failed, `isRetryable` as the driver's client said; code `"relay_call_failed"`. */
+export class RelayCallError extends NexrlError {
+  /** Brand recognised by `isInstance` across copies of nexrl. */
+  static override readonly [NEXRL_BRAND]: string = "nexrl.RelayCallError";
+  /** The `code` of every error of this class. */
+  protected static override readonly defaultCode: string = "relay_call_failed";
+  /** The relay's HTTP status. */
+  readonly status: number;
+  /** Whether the call may succeed when made again. */
+  readonly isRetryable: boolean;
+
+  /**
+   * @param message what the relay answered.
+   * @param options its status, and whether a retry may succeed.
+   */
+  constructor(message: string, options: { status: number; isRetryable: boolean; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.status = options.status;
+    this.isRetryable = options.isRetryable;
   }
 }

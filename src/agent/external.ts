@@ -106,19 +106,17 @@ export class ExternalAgents {
     const offer = this.offers.get(rolloutId);
     if (!offer) {
       throw new ProtocolError(
-        404,
-        "rollout_not_found",
         `rollout \`${rolloutId}\` is not waiting for a pushed episode: it is unknown, finished, or runs its agent in-process; claim tasks with POST /tasks/claim`,
-        { openaiType: "invalid_request_error", param: "rollout_id" },
+        { status: 404, code: "rollout_not_found", openaiType: "invalid_request_error", param: "rollout_id" },
       );
     }
     if (!offer.claimed)
-      throw new ProtocolError(
-        409,
-        "rollout_not_claimed",
-        `rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`,
-        { openaiType: "invalid_request_error", param: "rollout_id" },
-      );
+      throw new ProtocolError(`rollout \`${rolloutId}\` has not been claimed; claim it with POST /tasks/claim first`, {
+        status: 409,
+        code: "rollout_not_claimed",
+        openaiType: "invalid_request_error",
+        param: "rollout_id",
+      });
     const episode = parsePush(body, offer.rules);
     this.offers.delete(rolloutId);
     offer.resolve(episode);

@@ -71,18 +71,15 @@ function newRolloutId(): string {
 
 const notFound = (id: string) =>
   new ProtocolError(
-    404,
-    "rollout_not_found",
     `unknown rollout \`${id}\`; use the base URL the rollout was given (ids are random and valid only while the rollout runs)`,
-    { openaiType: "invalid_request_error" },
+    { status: 404, code: "rollout_not_found", openaiType: "invalid_request_error" },
   );
 const finished = (id: string) =>
-  new ProtocolError(
-    410,
-    "rollout_finished",
-    `rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`,
-    { openaiType: "invalid_request_error" },
-  );
+  new ProtocolError(`rollout \`${id}\` has finished; its episode is scored and no more calls are recorded`, {
+    status: 410,
+    code: "rollout_finished",
+    openaiType: "invalid_request_error",
+  });
 
 /**
  * The agent service's server: a recording OpenAI-compatible gateway per rollout, plus the
@@ -273,10 +270,8 @@ export class AgentGateway {
       method: req.method ?? "GET",
       run: async () => {
         throw new ProtocolError(
-          404,
-          "not_found",
           `no route ${req.method ?? "GET"} ${path}${doubled}; the gateway serves /rollouts/{rolloutId}/v1/{models,completions,chat/completions,responses,messages,messages/count_tokens}, POST /tasks/claim and POST /trajectories`,
-          { openaiType: "invalid_request_error" },
+          { status: 404, code: "not_found", openaiType: "invalid_request_error" },
         );
       },
       ...(path.endsWith("/messages") && { sendError: sendAnthropicError }),
@@ -324,10 +319,8 @@ export class AgentGateway {
       const id = rolloutId();
       if (id === undefined) {
         throw new ProtocolError(
-          400,
-          "rollout_missing",
           `no rollout given: call ${route} under the rollout's base URL (/rollouts/{rolloutId}/v1) or send the header ${ROLLOUT_ID_HEADER}`,
-          { openaiType: "invalid_request_error" },
+          { status: 400, code: "rollout_missing", openaiType: "invalid_request_error" },
         );
       }
       await run(this.session(id));
@@ -391,10 +384,8 @@ export class AgentGateway {
             this.endpoints.completions(req, res, (request) => {
               if (Array.isArray(request.prompt) && typeof request.prompt[0] !== "number")
                 throw new ProtocolError(
-                  400,
-                  null,
                   "prompt: the gateway records one prompt per call; send the prompts one by one",
-                  { openaiType: "invalid_request_error", param: "prompt" },
+                  { status: 400, openaiType: "invalid_request_error", param: "prompt" },
                 );
               return this.generator(session, request);
             }),
@@ -418,10 +409,8 @@ export class AgentGateway {
   private generator(session: RolloutSession, request: GenerationRequest): OpenAIGenerator {
     if ((request.n ?? 1) !== 1)
       throw new ProtocolError(
-        400,
-        null,
         "n: the gateway records one choice per call; send n: 1 (or leave it out) and call again for more",
-        { openaiType: "invalid_request_error", param: "n" },
+        { status: 400, openaiType: "invalid_request_error", param: "n" },
       );
     const tokenizer = session.inference.tokenizer;
     const parser = session.chatParser;
@@ -464,10 +453,8 @@ export class AgentGateway {
       if (session.signal.aborted || (error instanceof Error && error.name === "AbortError")) {
         if (!session.isOpen) throw finished(session.id);
         throw new ProtocolError(
-          400,
-          "rollout_limit_reached",
           `this episode was cut short (${String((session.signal.reason as Error | undefined)?.message ?? "the rollout was stopped")})`,
-          { openaiType: "invalid_request_error" },
+          { status: 400, code: "rollout_limit_reached", openaiType: "invalid_request_error" },
         );
       }
       throw error;
@@ -508,7 +495,8 @@ export class AgentGateway {
   private async claim(body: unknown, res: ServerResponse): Promise<void> {
     const waitSeconds = (body as { wait_seconds?: unknown } | null)?.wait_seconds;
     if (waitSeconds !== undefined && (typeof waitSeconds !== "number" || !(waitSeconds >= 0))) {
-      throw new ProtocolError(400, null, "wait_seconds: must be a number >= 0 (seconds to wait for a task)", {
+      throw new ProtocolError("wait_seconds: must be a number >= 0 (seconds to wait for a task)", {
+        status: 400,
         openaiType: "invalid_request_error",
         param: "wait_seconds",
       });
@@ -516,7 +504,9 @@ export class AgentGateway {
     const waitMs = Math.min((waitSeconds ?? 10) * 1000, this.maxClaimWaitMs);
     const claimed = await this.external.claim(waitMs, this.closing.signal);
     if (this.closing.signal.aborted)
-      throw new ProtocolError(503, "gateway_closed", "the agent gateway is shutting down: the run has ended", {
+      throw new ProtocolError("the agent gateway is shutting down: the run has ended", {
+        status: 503,
+        code: "gateway_closed",
         openaiType: "server_error",
       });
     if (!claimed) {

@@ -46,7 +46,8 @@ export function noRecordedCallError(
     : agent === "external"
       ? ", and the agent pushed the episode"
       : ", and the agent returned";
-  return new UserCodeError("agent_result", `${what}${how}: there is nothing to train on; ${CHECK[agent]}`, {
+  return new UserCodeError(`${what}${how}: there is nothing to train on; ${CHECK[agent]}`, {
+    code: "agent_result",
     ...(thrown && { cause: thrown.error }),
   });
 }

@@ -61,7 +61,9 @@ export function pushedRolloutId(body: unknown): string {
 }
 
 const invalid = (param: string, message: string): ProtocolError =>
-  new ProtocolError(400, "invalid_trajectory", `${param}: ${message}`, {
+  new ProtocolError(`${param}: ${message}`, {
+    status: 400,
+    code: "invalid_trajectory",
     openaiType: "invalid_request_error",
     param: param,
   });

@@ -51,7 +51,11 @@ export interface CallBudget {
 
 /** Answered when a limit refuses a call: 400, so that OpenAI clients do not retry. */
 function limitError(message: string): ProtocolError {
-  return new ProtocolError(400, "rollout_limit_reached", message, { openaiType: "invalid_request_error" });
+  return new ProtocolError(message, {
+    status: 400,
+    code: "rollout_limit_reached",
+    openaiType: "invalid_request_error",
+  });
 }
 
 /**

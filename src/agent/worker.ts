@@ -285,8 +285,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
       const verdict = await this.evaluate(evaluator, task, target);
       if (!isRecord(verdict) || typeof verdict.reward !== "number" || !Number.isFinite(verdict.reward)) {
         throw new UserCodeError(
-          "agent_result",
           `${evaluator.constructor.name}.evaluate returned ${JSON.stringify(verdict)} for row ${rowNumber(task)}; return { reward: <finite number>, extraInfo?: {...} }`,
+          { code: "agent_result" },
         );
       }
       return {
@@ -302,8 +302,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
     const own = sequences[0]?.reward;
     if (own !== undefined) return { reward: own };
     throw new UserCodeError(
-      "agent_result",
       `the episode of row ${rowNumber(task)} has no reward: no evaluator is configured and the agent returned ${outcome.result === undefined ? "nothing" : typeof outcome.result === "string" ? "a string" : "no finite `reward`"}; set rollout_worker.evaluator_module_path: file.ts:MyEvaluator, or return { final_answer, reward } from the agent`,
+      { code: "agent_result" },
     );
   }
 
@@ -324,8 +324,8 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
           () =>
             reject(
               new UserCodeError(
-                "timeout",
                 `${evaluator.constructor.name}.evaluate did not settle within rollout_worker.agent.timeout_seconds (${timeoutSeconds} s) for row ${rowNumber(task)}; make it return (or throw) sooner, or raise the timeout`,
+                { code: "timeout" },
               ),
             ),
           timeoutSeconds * 1000,

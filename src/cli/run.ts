@@ -151,12 +151,12 @@ function reportFailure(error: unknown, io: CliIO): number {
 
 /** The exit code of one of nexrl's errors. */
 function exitCodeOf(error: NexrlError): number {
-  if (error instanceof RunError && (error.problem === "output_dir" || error.problem === "locked"))
+  if (error instanceof RunError && (error.code === "output_dir" || error.code === "locked"))
     return EXIT_CODES.outputDir;
-  if (error instanceof RunError && error.problem === "no_successful_rollout") return EXIT_CODES.noRolloutSucceeded;
+  if (error instanceof RunError && error.code === "no_successful_rollout") return EXIT_CODES.noRolloutSucceeded;
   if (
-    (error instanceof RunError && error.problem === "stalled") ||
-    (error instanceof RolloutError && error.cause instanceof UserCodeError && error.cause.problem === "hung")
+    (error instanceof RunError && error.code === "stalled") ||
+    (error instanceof RolloutError && error.cause instanceof UserCodeError && error.cause.code === "hung")
   )
     return EXIT_CODES.hung;
   return EXIT_CODES.runFailed;

@@ -60,7 +60,7 @@ function listenHint(command: ServeCommand): (problem: ListenProblem) => string {
 
 /** The error the CLI reports for a server that could not start: a usage error when the flags can never work. */
 function startFailure(error: unknown): unknown {
-  if (error instanceof ListenError) return error.problem === "bad_host" ? new UsageError(error.message) : error;
+  if (error instanceof ListenError) return error.code === "bad_host" ? new UsageError(error.message) : error;
   if (error instanceof ConfigError) return new UsageError(error.message);
   return error;
 }

@@ -144,9 +144,8 @@ export async function runWorker(
         stalled: () => undefined,
         crashed(error) {
           crash = new UserCodeError(
-            "uncaught",
             `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${String(error)}`} outside any rollout`,
-            { cause: error },
+            { code: "uncaught", cause: error },
           );
           loop.stop();
         },

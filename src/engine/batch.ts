@@ -63,7 +63,7 @@ export function prepareBatch(
     validateLossInputs(lossFn, d, { backend: "local", ...(lossFnConfig ? { config: lossFnConfig } : {}) });
     const tokens = modelInputTokens(d.model_input);
     if (tokens.length > config.contextLength) {
-      throw new ContextLengthError(
+      throw ContextLengthError.fromLengths(
         `datum ${i}`,
         tokens.length,
         config.contextLength,

@@ -40,11 +40,14 @@ export function serveEngineHost(port: MessagePort): void {
         subject = build(request.subject);
         return (await subject).config;
       }
-      if (!subject) throw new EngineError("thread", "the engine host received a call before its engine was built");
+      if (!subject)
+        throw new EngineError("the engine host received a call before its engine was built", { code: "thread" });
       const target = (await subject) as unknown as Record<string, (...args: unknown[]) => unknown>;
       const method = target[request.method];
       if (typeof method !== "function")
-        throw new EngineError("thread", `a snapshot sampler has no ${request.method}; it only samples and scores`);
+        throw new EngineError(`a snapshot sampler has no ${request.method}; it only samples and scores`, {
+          code: "thread",
+        });
       return await method.apply(target, request.args);
     };
     answer().then(

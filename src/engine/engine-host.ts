@@ -214,9 +214,8 @@ export class HostedEngine {
   /** Fails every call waiting and every later one: the host thread is gone. */
   private end(cause: Error): void {
     this.ended ??= new EngineError(
-      "thread",
       `the engine host thread ended (${cause.message}); the model's state there is lost, create it again (load its last checkpoint to continue)`,
-      { workerStack: cause.stack },
+      { code: "thread", workerStack: cause.stack },
     );
     const waiting = [...this.pending.values()];
     this.pending.clear();
@@ -225,5 +224,5 @@ export class HostedEngine {
 }
 
 function closedError(): EngineError {
-  return new EngineError("closed", "this engine (or sampler) was closed; create a new one to compute again");
+  return new EngineError("this engine (or sampler) was closed; create a new one to compute again", { code: "closed" });
 }

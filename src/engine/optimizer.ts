@@ -61,8 +61,8 @@ export class AdamState {
     if (!Number.isFinite(gradNorm)) {
       grads.fill(0);
       throw new EngineError(
-        "non_finite_gradient",
         `the accumulated gradient has norm ${gradNorm}, so the optimizer step was skipped and the gradients discarded; look for extreme advantages or sampler logprobs far from the model's (importance ratios overflow), or lower the learning rate`,
+        { code: "non_finite_gradient" },
       );
     }
     const clipScale = adam.gradClipNorm > 0 ? Math.min(1, adam.gradClipNorm / (gradNorm + 1e-6)) : 1;
@@ -77,8 +77,8 @@ export class AdamState {
     if (overflow !== -1) {
       grads.fill(0);
       throw new EngineError(
-        "non_finite_update",
         `the optimizer step with learning rate ${lr} would make weights overflow a 32-bit float (weight ${overflow} first), so it was skipped and the gradients discarded; lower the learning rate (fine-tuning uses about 1e-6 to 1e-3)`,
+        { code: "non_finite_update" },
       );
     }
     this.step = step;

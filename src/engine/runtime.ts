@@ -135,7 +135,9 @@ export class EngineRuntime {
    */
   run(tasks: Array<ThreadTask | null>): TaskResult[] {
     if (!this.open)
-      throw new EngineError("closed", "this engine (or sampler) was closed; create a new one to compute again");
+      throw new EngineError("this engine (or sampler) was closed; create a new one to compute again", {
+        code: "closed",
+      });
     const remote = tasks.slice(1).map((task, i) => (task ? { slot: i + 1, task } : null));
     const first = tasks[0];
     if (remote.every((t) => t === null)) return [first ? runTask(this.local, 0, first) : null];

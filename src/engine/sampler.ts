@@ -92,7 +92,7 @@ export class LocalSampler {
     if (promptTokens.length === 0)
       throw new InputError("the prompt is empty; start it with at least one token (for example the tokenizer's BOS)");
     if (promptTokens.length >= C) {
-      throw new ContextLengthError(
+      throw ContextLengthError.fromLengths(
         "the prompt",
         promptTokens.length,
         C,
@@ -142,7 +142,7 @@ export class LocalSampler {
   computeLogprobs(tokens: readonly number[]): (number | null)[] {
     this.checkTokens(tokens, "tokens");
     if (tokens.length > this.config.contextLength) {
-      throw new ContextLengthError(
+      throw ContextLengthError.fromLengths(
         "the sequence",
         tokens.length,
         this.config.contextLength,

@@ -105,7 +105,7 @@ export function encodeStateFile(contents: StateFileContents): Uint8Array {
  * @param detail what exactly was found and what to do.
  */
 export function stateFileError(path: string, problem: StateFileProblem, detail: string): EngineError {
-  return new EngineError("state_file", `cannot load ${path}: ${detail}`, { path, stateFileProblem: problem });
+  return new EngineError(`cannot load ${path}: ${detail}`, { code: "state_file", path, stateFileProblem: problem });
 }
 
 /**

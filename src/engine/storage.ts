@@ -45,8 +45,8 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive
       await link(tmp, path).catch((err: NodeJS.ErrnoException) => {
         if (err.code === "EEXIST") {
           throw new EngineError(
-            "snapshot_exists",
             `${path} already exists and sampler snapshots are immutable; save under a new name (for example with the step number)`,
+            { code: "snapshot_exists" },
           );
         }
         throw err;

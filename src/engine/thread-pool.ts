@@ -129,11 +129,10 @@ export class ThreadPool {
       if (reply?.ok) return reply.value;
       if (!reply || reply.fatal) this.discard(w);
       failure ??= new EngineError(
-        "thread",
         reply
           ? reply.message
           : `an engine worker thread did not start within ${START_TIMEOUT_MS / 1000} s; run with threads: 1 to compute on the calling thread only`,
-        { workerStack: reply && !reply.ok ? reply.stack : undefined },
+        { code: "thread", workerStack: reply && !reply.ok ? reply.stack : undefined },
       );
       return null;
     });

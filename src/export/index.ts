@@ -65,8 +65,8 @@ export async function exportModel(ref: RunModelRef | string, options: ExportMode
   const backend = configValue(run.config, "service.train_service.backend");
   if (backend !== "local")
     throw new RunError(
-      "run_folder",
       `${run.dir} trained on ${String(backend)}: only runs of the local engine (backend: local) can be exported; a remote service's weights are downloaded from that service`,
+      { code: "run_folder" },
     );
   const { checkpoints, snapshots } = await readRunWeights(run);
   const picked = pickWeights(run, checkpoints, snapshots, step);
@@ -76,8 +76,8 @@ export async function exportModel(ref: RunModelRef | string, options: ExportMode
   const config = resolveModelConfig(contents.config, new ByteTokenizer().vocabSize);
   if (parameterCount(config) !== contents.weights.length)
     throw new RunError(
-      "run_folder",
       `${source} holds ${contents.weights.length} weights, its config needs ${parameterCount(config)}`,
+      { code: "run_folder" },
     );
   const name = `${basename(run.dir)}:${at}`;
   const outDir =

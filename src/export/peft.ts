@@ -77,8 +77,8 @@ export async function exportPeftAdapter(target: string, options: ExportPeftOptio
   const weights = entries.get("adapter_model.safetensors");
   if (!config || !weights)
     throw new RunError(
-      "run_folder",
       `the archive of ${chosen.tinkerPath} holds no LoRA adapter (adapter_config.json and adapter_model.safetensors); it holds ${[...entries.keys()].join(", ") || "nothing"}`,
+      { code: "run_folder" },
     );
   const adapter = peftFromTinkerAdapter(config, weights, options.baseModel);
   const outDir =

@@ -365,10 +365,10 @@ export class HttpTransport {
 
   /** The error of an exchange that got no answer: it timed out, was aborted, or its connection failed. */
   private failure(error: unknown, call: Call): APIError {
-    if (error === TIMED_OUT) return new APITimeoutError(this.context(call), call.timeoutMs, this.hints.timeout);
+    if (error === TIMED_OUT) return APITimeoutError.fromTimeout(this.context(call), call.timeoutMs, this.hints.timeout);
     if (error === ABORTED) return this.aborted(call);
     const code = errorCode(error);
-    return new APIConnectionError(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
+    return APIConnectionError.fromCause(this.context(call), !(code !== undefined && NOT_CONNECTED.has(code)), error);
   }
 
   /**
@@ -391,7 +391,7 @@ export class HttpTransport {
   private aborted(call: Call): APIUserAbortError {
     const source = call.signal?.aborted ? call.signal : this.closing.signal;
     const reason: unknown = source.reason;
-    return new APIUserAbortError(
+    return APIUserAbortError.fromReason(
       this.context(call),
       this.redact(reason instanceof Error ? reason.message : String(reason ?? "aborted")),
     );

@@ -141,9 +141,8 @@ export async function readRunState(path: string): Promise<RunState> {
     value = JSON.parse(await readFile(path, "utf8"));
   } catch (error) {
     throw new RunError(
-      "setup",
       `cannot read the run state ${path}: ${(error as Error).message}; if the file was damaged, delete it to resume from an earlier checkpoint`,
-      { cause: error },
+      { code: "setup", cause: error },
     );
   }
   const state = value as Partial<StoredRunState> | null;
@@ -158,8 +157,8 @@ export async function readRunState(path: string): Promise<RunState> {
     typeof state.initialSamplerPath !== "string"
   ) {
     throw new RunError(
-      "setup",
       `${path} is not a nexrl run state (expected a step_NNNNNN.json file written by a checkpoint); if the file was damaged, delete it to resume from an earlier checkpoint`,
+      { code: "setup" },
     );
   }
   const { runDir, checksum: _checksum, ...rest } = state as StoredRunState;
@@ -181,8 +180,8 @@ async function checkRunStateChecksum(path: string, file: Partial<StoredRunState>
     ? `resume from the checkpoint before it: delete ${path} (a resume then takes ${earlier.path}), or set resume.resume_path to ${earlier.path}`
     : `no earlier checkpoint is in ${dirname(path)}: delete ${path} and start the run again`;
   throw new RunError(
-    "damaged_checkpoint",
     `the run state ${path} is damaged: its checksum does not match its contents (the file was changed or cut after the checkpoint wrote it); ${wayOut}`,
+    { code: "damaged_checkpoint" },
   );
 }
 
@@ -246,12 +245,12 @@ export async function locateRunState(path: string): Promise<string> {
       if (latest) return latest.path;
     }
     throw new RunError(
-      "setup",
       `no checkpoint in ${path}: it holds no step_NNNNNN.json run state (nor does its checkpoints/ folder)`,
+      { code: "setup" },
     );
   }
   throw new RunError(
-    "setup",
     `resume.resume_path ${path} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`,
+    { code: "setup" },
   );
 }

@@ -41,16 +41,14 @@ export interface FailureRow extends StepRow {
 }
 
 function kindOf(error: unknown): FailureKind {
-  if (error instanceof UserCodeError && error.problem !== "agent_result") return error.problem;
+  if (error instanceof UserCodeError && error.code !== "agent_result") return error.code;
   if (error instanceof InputError && error.field !== undefined) return "invalid_trajectory";
   return "error";
 }
 
 /** The failure's cause as the user wrote it: an uncaught error's own error, else the error. */
 function original(error: unknown): unknown {
-  return error instanceof UserCodeError && error.problem === "uncaught" && error.cause !== undefined
-    ? error.cause
-    : error;
+  return error instanceof UserCodeError && error.code === "uncaught" && error.cause !== undefined ? error.cause : error;
 }
 
 /**

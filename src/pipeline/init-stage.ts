@@ -93,8 +93,8 @@ export async function locateRecipeCheckpoint(recipe: LoadedRecipe, path: string,
 export function refuseInitCycle(chain: readonly string[], file: string, cwd: string): void {
   if (chain.includes(file))
     throw new RunError(
-      "setup",
       `init.from_recipe forms a cycle: ${[...chain, file].map((p) => relative(cwd, p) || p).join(" → ")}; a warm-start recipe cannot start from itself`,
+      { code: "setup" },
     );
 }
 
@@ -143,8 +143,8 @@ export async function prepareInit(recipe: LoadedRecipe, context: InitContext): P
   if (result.stopReason === "aborted") return { kind: "stopped", result };
   if (result.lastCheckpoint === undefined)
     throw new RunError(
-      "setup",
       `init.from_recipe ${file} saved no checkpoint to start from; remove \`trainer.save_final: false\` from it`,
+      { code: "setup" },
     );
   const stored: InitDone = { fingerprint, checkpoint: relative(runDir, result.lastCheckpoint) };
   await writeFile(join(runDir, DONE_FILE), `${JSON.stringify(stored, null, 1)}\n`);

@@ -68,7 +68,7 @@ export function checkModelName(recipe: LoadedRecipe): void {
   const presets = Object.keys(MODEL_PRESETS);
   const suggestion = didYouMean(train.model, presets);
   const hint = suggestion === undefined ? "" : `did you mean "${suggestion}"? `;
-  throw new RecipeError(
+  throw RecipeError.fromIssues(
     [
       {
         keyPath: "service.train_service.model",
@@ -90,8 +90,8 @@ export function checkContextLength(config: RecipeConfig, contextLength: number |
   const maxSequenceLength = config.rollout_worker.max_sequence_length ?? contextLength;
   if (contextLength !== undefined && maxSequenceLength !== undefined && maxSequenceLength > contextLength) {
     throw new RunError(
-      "setup",
       `rollout_worker.max_sequence_length (${maxSequenceLength}) is longer than the context of model ${config.service.train_service.model} (${contextLength} tokens); lower it, with max_response_length and max_prompt_length to fit`,
+      { code: "setup" },
     );
   }
   return maxSequenceLength;
@@ -136,8 +136,8 @@ export function checkCheckpointModel(config: RecipeConfig, state: RunState, path
   const train = config.service.train_service;
   if (state.model.name !== train.model || state.model.backend !== train.backend) {
     throw new RunError(
-      "setup",
       `the checkpoint ${path} holds ${state.model.backend} model ${state.model.name}, but the recipe trains ${train.backend} model ${train.model}`,
+      { code: "setup" },
     );
   }
 }
@@ -207,7 +207,7 @@ function checkTrainerGroups(recipe: LoadedRecipe, trainer: TrainerClass): void {
   const { config } = recipe;
   const repeat = config.data.rollout_repeat_n;
   if (config.trainer.type !== "custom" || repeat >= 2 || !isDerivedFrom(trainer, GrpoTrainer)) return;
-  throw new RecipeError(
+  throw RecipeError.fromIssues(
     [
       {
         keyPath: "data.rollout_repeat_n",
@@ -329,8 +329,8 @@ async function checkInit(
   const [outer, inner] = [recipe.config.service.train_service, child.config.service.train_service];
   if (outer.backend !== inner.backend || outer.model !== inner.model)
     throw new RunError(
-      "setup",
       `init.from_recipe ${relative(cwd, file) || file} trains ${inner.backend} model ${inner.model}, but the recipe trains ${outer.backend} model ${outer.model}; warm-start the same model`,
+      { code: "setup" },
     );
   const notes = await checkRecipeIn(child, cwd, env, chain);
   return notes.map((note) => `init.from_recipe ${relative(cwd, file) || file}: ${note}`);

@@ -150,11 +150,10 @@ export function checkResumeSettings(
       ? ` (hyper-parameters set in ${SERVICE_CONFIG} are compared as ${HYPER_PARAMETERS})`
       : "";
     throw new RunError(
-      "resume_settings",
       `cannot resume from ${checkpoint}: the recipe changes ${refused.length === 1 ? "a setting" : "settings"} that decide the data order or the algorithm: ${list}${merged}. ` +
         `Resuming would not continue the same run. Restore ${refused.length === 1 ? "it" : "them"}, start a new run (another --output-dir, or resume.mode=disable), ` +
         `or accept the change with resume.allow_changed=[${keys}]`,
-      { changed: refused },
+      { code: "resume_settings", changed: refused },
     );
   }
   return accepted;

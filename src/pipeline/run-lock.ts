@@ -111,9 +111,8 @@ export function outputDirError(dir: string, error: unknown): RunError {
             ? "the disk is full"
             : (error as Error).message;
   return new RunError(
-    "output_dir",
     `cannot write to the output folder ${dir}: ${what}${code ? ` (${code})` : ""}; choose another with --output-dir (or NEXRL_STORAGE_PATH)`,
-    { cause: error },
+    { code: "output_dir", cause: error },
   );
 }
 
@@ -175,10 +174,12 @@ export class RunLock {
         const holder = parseContent(found);
         if (holder && holderAlive(holder, path)) {
           throw new RunError(
-            "locked",
             `the output folder ${dir} is in use by another run: pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}: ${holder.command}. ` +
               `Wait for it to end or stop it, or choose another folder with --output-dir; if that process is not running, delete ${path}`,
-            { holder: { pid: holder.pid, host: holder.host, startedAt: holder.startedAt, command: holder.command } },
+            {
+              code: "locked",
+              holder: { pid: holder.pid, host: holder.host, startedAt: holder.startedAt, command: holder.command },
+            },
           );
         }
         await breakStaleLock(path, temp, found);

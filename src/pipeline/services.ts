@@ -52,8 +52,8 @@ export function checkInferenceBackend(config: RecipeConfig): void {
   const inference = config.service.inference_service.backend;
   if (inference !== config.service.train_service.backend) {
     throw new RunError(
-      "backend",
       `rollouts through an ${inference} inference server are not available yet: weight sync cannot push new weights to it. Leave service.inference_service.backend unset to sample through the training service`,
+      { code: "backend" },
     );
   }
 }

@@ -19,7 +19,7 @@ import { sampleRows, validationSampleRows } from "./samples.js";
 import { describeTask } from "../contracts/task.js";
 import { summarize } from "./stats.js";
 import { type SamplerState } from "./weight-sync.js";
-import { NexrlError, RunError, UserCodeError } from "../errors.js";
+import { Halted, RunError, UserCodeError } from "../errors.js";
 import { openRunService, pad, sessionSuffix, setUpRun, type ExecuteRunOptions, type RunParts } from "./run-setup.js";
 
 const seconds = (from: number): number => (performance.now() - from) / 1000;
@@ -86,8 +86,8 @@ class Supervisor implements GuardedRun {
     if (this.run && this.run.endHungRollouts() > 0) return;
     this.interrupt(
       new RunError(
-        "stalled",
         `the run stopped making progress while ${this.run?.phase ?? "setting up"}: the process had nothing left to wait for (no timer, socket or file operation) while a promise was still pending; look for a promise in user code (a trainer, an evaluator, a worker's constructor) that is never resolved`,
+        { code: "stalled" },
       ),
     );
   }
@@ -95,9 +95,8 @@ class Supervisor implements GuardedRun {
   crashed(error: unknown): void {
     this.interrupt(
       new UserCodeError(
-        "uncaught",
         `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${shownValue(error)}`} was raised outside any rollout while ${this.run?.phase ?? "setting up"}`,
-        { cause: error },
+        { code: "uncaught", cause: error },
       ),
     );
   }
@@ -114,9 +113,6 @@ interface QuietState {
   data: DataCursor;
   pool: PoolState;
 }
-
-/** Thrown inside a run's loop once it has been halted. */
-class Halted extends NexrlError {}
 
 /** The parts of a run and its loop. */
 class TrainingRun {
@@ -458,9 +454,9 @@ class TrainingRun {
     if (batchSize > 0 || counts.succeeded > 0 || counts.skipped === 0) return;
     const failures = this.parts.failures;
     throw new RunError(
-      "no_successful_rollout",
       `step ${this.step + 1} has no successful rollout: all ${counts.skipped} of its rollouts failed (${counts.failed} failed attempts${counts.timedOut > 0 ? `, ${counts.timedOut} of them timed out or hung` : ""}) and the continue policy skipped them, so there is nothing to train on. ` +
         `The first failure of each kind is shown above; every failure is in ${failures.path}. Fix the cause and resume with resume.mode=auto`,
+      { code: "no_successful_rollout" },
     );
   }
 

@@ -36,7 +36,7 @@ export async function classOptions(
   const given = raw ?? {};
   const schema = cls.optionsSchema;
   const fail = (issues: Array<{ keyPath: string; message: string }>): RecipeError =>
-    new RecipeError(issues, recipeFile === undefined ? {} : { file: recipeFile });
+    RecipeError.fromIssues(issues, recipeFile === undefined ? {} : { file: recipeFile });
   if (schema === undefined) return given;
   if (!isOptionsSchema(schema))
     throw fail([

@@ -50,9 +50,12 @@ async function compose(file: string, chain: string[]): Promise<ComposedRecipe> {
     const included = findDefault(entry, dirname(file), keyPath, root, own);
     if (chain.includes(included)) {
       const cycle = [...chain.slice(chain.indexOf(included)), included].join(" → ");
-      throw new RecipeError([{ keyPath, message: `defaults cycle: ${cycle}`, definedIn: own.origins.get(keyPath) }], {
-        file: root,
-      });
+      throw RecipeError.fromIssues(
+        [{ keyPath, message: `defaults cycle: ${cycle}`, definedIn: own.origins.get(keyPath) }],
+        {
+          file: root,
+        },
+      );
     }
     const child = await compose(included, [...chain, included]);
     mergeInto(result, child);
@@ -66,7 +69,7 @@ function defaultsOf(content: RecipeFileContent, root: string): string[] {
   const list = content.data.defaults;
   if (list === undefined || list === null) return [];
   const problem = (keyPath: string, message: string): RecipeError =>
-    new RecipeError([{ keyPath, message, definedIn: content.origins.get(keyPath) }], { file: root });
+    RecipeError.fromIssues([{ keyPath, message, definedIn: content.origins.get(keyPath) }], { file: root });
   if (!Array.isArray(list))
     throw problem("defaults", "expected a list of recipe file names, e.g. `defaults: [common, _self_]`");
   list.forEach((entry, index) => {
@@ -99,7 +102,7 @@ function findDefault(entry: string, dir: string, keyPath: string, root: string, 
     .map((dirent) => basename(dirent.name, extname(dirent.name)));
   const suggestion = didYouMean(basename(entry, extname(entry)), siblings);
   const hint = suggestion === undefined ? "" : `; did you mean \`${suggestion}\`?`;
-  throw new RecipeError(
+  throw RecipeError.fromIssues(
     [
       {
         keyPath,

@@ -69,7 +69,7 @@ export function interpolate(
     return node;
   };
   const out = walk(data, []) as PlainMap;
-  if (issues.length > 0) throw new RecipeError(issues, { file });
+  if (issues.length > 0) throw RecipeError.fromIssues(issues, { file });
   return out;
 }
 

@@ -50,7 +50,8 @@ export async function loadRecipe(path: string, options: LoadRecipeOptions = {}):
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const file = resolve(cwd, path);
-  if (!existsSync(file)) throw new RecipeError([{ keyPath: "", message: `recipe file not found: ${file}` }], { file });
+  if (!existsSync(file))
+    throw RecipeError.fromIssues([{ keyPath: "", message: `recipe file not found: ${file}` }], { file });
   const composed = await composeRecipe(file);
   applyOverrides(composed, options.overrides ?? [], file, env);
   const data = interpolate(composed.data, composed.origins, env, file);

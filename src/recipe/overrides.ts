@@ -42,7 +42,7 @@ export function applyOverrides(
     const problem = applyOne(recipe, raw, env);
     if (problem !== undefined) issues.push(problem);
   }
-  if (issues.length > 0) throw new RecipeError(issues, { file });
+  if (issues.length > 0) throw RecipeError.fromIssues(issues, { file });
 }
 
 /** Applies one override; returns the problem, if any. */

@@ -57,7 +57,9 @@ export interface ResolveRecipePathOptions extends PathBase {
 export function resolveRecipePath(value: string, options: ResolveRecipePathOptions): string {
   const { found, tried } = findRecipeFile(value, options);
   if (found !== undefined) return found;
-  throw new RecipeError([{ keyPath: options.keyPath, message: notFoundMessage(value, tried) }], { file: options.file });
+  throw RecipeError.fromIssues([{ keyPath: options.keyPath, message: notFoundMessage(value, tried) }], {
+    file: options.file,
+  });
 }
 
 /**
@@ -103,6 +105,6 @@ export function resolveConfigPaths(config: RecipeConfig, base: PathBase, file: s
       "custom_trainer_module_path",
     ]);
   }
-  if (issues.length > 0) throw new RecipeError(issues, { file });
+  if (issues.length > 0) throw RecipeError.fromIssues(issues, { file });
   return out;
 }

@@ -46,7 +46,7 @@ export async function readRecipeFile(file: string): Promise<RecipeFileContent> {
   const extension = extname(file).toLowerCase();
   if ((YAML_EXTENSIONS as readonly string[]).includes(extension)) return readYaml(file);
   if ((MODULE_EXTENSIONS as readonly string[]).includes(extension)) return readModule(file);
-  throw new RecipeError(
+  throw RecipeError.fromIssues(
     [
       {
         keyPath: "",
@@ -69,14 +69,14 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
         message: `YAML syntax error at line ${at.line}, column ${at.col}: ${error.message.split("\n")[0]}`,
       };
     });
-    throw new RecipeError(issues, { file, cause: document.errors[0] });
+    throw RecipeError.fromIssues(issues, { file, cause: document.errors[0] });
   }
   let data: unknown;
   try {
     data = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {};
   } catch (error) {
     // The yaml package stops expanding aliases past maxAliasCount (a "billion laughs" file).
-    throw new RecipeError(
+    throw RecipeError.fromIssues(
       [
         {
           keyPath: "",
@@ -87,9 +87,12 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
     );
   }
   if (!isPlainMap(data)) {
-    throw new RecipeError([{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }], {
-      file,
-    });
+    throw RecipeError.fromIssues(
+      [{ keyPath: "", message: "the top level must be a map of keys (`key: value` lines)" }],
+      {
+        file,
+      },
+    );
   }
   refuseForbiddenKeys(data, file);
   const origins: Origins = new Map();
@@ -118,7 +121,7 @@ async function readYaml(file: string): Promise<RecipeFileContent> {
 async function readModule(file: string): Promise<RecipeFileContent> {
   const result = await importFile(file);
   if (!result.ok) {
-    throw new RecipeError([{ keyPath: "", message: `cannot import the recipe module: ${result.message}` }], {
+    throw RecipeError.fromIssues([{ keyPath: "", message: `cannot import the recipe module: ${result.message}` }], {
       file,
       cause: result.cause,
     });
@@ -127,7 +130,7 @@ async function readModule(file: string): Promise<RecipeFileContent> {
   if (!isPlainMap(data)) {
     const exports = Object.keys(result.namespace).filter((name) => name !== "default");
     const found = exports.length > 0 ? ` (it exports ${exports.map((name) => `\`${name}\``).join(", ")})` : "";
-    throw new RecipeError(
+    throw RecipeError.fromIssues(
       [{ keyPath: "", message: `the module must \`export default defineRecipe({ ... })\`${found}` }],
       { file },
     );
@@ -145,7 +148,7 @@ async function readModule(file: string): Promise<RecipeFileContent> {
 function refuseForbiddenKeys(data: unknown, file: string): void {
   const paths = forbiddenKeyPaths(data);
   if (paths.length > 0)
-    throw new RecipeError(
+    throw RecipeError.fromIssues(
       paths.map((keyPath) => ({ keyPath, message: FORBIDDEN_KEY_MESSAGE })),
       { file },
     );

@@ -70,7 +70,7 @@ export async function loadUserClass<Base extends AnyClass>(
 ): Promise<ConcreteClass<Base>> {
   const { modulePath, exportName, expectedBase, keyPath } = options;
   const fail = (reason: UserModuleFailure, message: string, cause?: unknown): RecipeError =>
-    new RecipeError([{ keyPath, message }], { ...{ file: options.recipeFile, cause }, moduleFailure: reason });
+    RecipeError.fromIssues([{ keyPath, message }], { ...{ file: options.recipeFile, cause }, code: reason });
   const { found, tried } = findRecipeFile(modulePath, options);
   if (found === undefined)
     throw fail(

@@ -29,7 +29,7 @@ export function validateRecipe(data: PlainMap, context: ValidateContext): Recipe
   const result = recipeSchema.safeParse(input);
   if (result.success) return result.data;
   const issues = result.error.issues.flatMap((issue) => describeIssue(issue, input, alias, context));
-  throw new RecipeError(issues, { file: context.file });
+  throw RecipeError.fromIssues(issues, { file: context.file });
 }
 
 /** Maps a key path of the flattened data back to the path the user wrote. */
@@ -51,7 +51,9 @@ function flattenNamedTrainService(data: PlainMap, context: ValidateContext): { d
     const names = entries.map(([name]) => `\`${name}\``).join(", ");
     const keyPath = "service.train_service";
     const message = `nexrl trains one model: keep one service here (found ${names}); teachers of on-policy distillation go in \`trainer.teachers\``;
-    throw new RecipeError([{ keyPath, message, definedIn: context.origins.get(keyPath) }], { file: context.file });
+    throw RecipeError.fromIssues([{ keyPath, message, definedIn: context.origins.get(keyPath) }], {
+      file: context.file,
+    });
   }
   const [name, actor] = entries[0]!;
   const alias: Alias = (path) =>

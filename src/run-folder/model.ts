@@ -28,7 +28,8 @@ export interface RunModelRef {
 export function parseRunModelRef(text: string): RunModelRef {
   const match = /^(.*):(?:step_)?(\d+)$/.exec(text);
   const dir = match ? match[1]! : text;
-  if (dir === "") throw new RunError("run_folder", `"${text}" names no run folder; write RUN_DIR or RUN_DIR:STEP`);
+  if (dir === "")
+    throw new RunError(`"${text}" names no run folder; write RUN_DIR or RUN_DIR:STEP`, { code: "run_folder" });
   return match ? { dir, step: Number(match[2]) } : { dir };
 }
 
@@ -102,20 +103,19 @@ export function pickWeights(
   const steps = [...new Set([...checkpoints, ...snapshots].map((w) => w.step))].sort((a, b) => a - b);
   if (steps.length === 0)
     throw new RunError(
-      "run_folder",
       `${run.dir} holds no weights to sample: it has no checkpoint (a run saves one at its end unless trainer.save_final is false)` +
         (snapshots.length === 0 && configValue(run.config, "service.train_service.backend") === "local"
           ? " and no sampler snapshot in sampler_weights/"
           : ""),
+      { code: "run_folder" },
     );
   const wanted = step ?? steps.at(-1)!;
   const checkpoint = checkpoints.find((c) => c.step === wanted);
   const snapshot = snapshots.find((s) => s.step === wanted);
   if (!checkpoint && !snapshot)
-    throw new RunError(
-      "run_folder",
-      `${run.dir} has no weights at step ${wanted}; it has weights at steps ${steps.join(", ")}`,
-    );
+    throw new RunError(`${run.dir} has no weights at step ${wanted}; it has weights at steps ${steps.join(", ")}`, {
+      code: "run_folder",
+    });
   return { ...(checkpoint && { checkpoint }), ...(snapshot && { snapshot }) };
 }
 
@@ -179,13 +179,13 @@ export async function openRunModel(ref: RunModelRef | string, options: OpenRunMo
   const baseModel = configValue(run.config, "service.train_service.model");
   if (typeof backend !== "string" || !BACKENDS.includes(backend) || typeof baseModel !== "string")
     throw new RunError(
-      "run_folder",
       `${run.dir}/config.resolved.yaml names no training backend and model (service.train_service); is it a folder a run wrote?`,
+      { code: "run_folder" },
     );
   if (options.localOnly && backend !== "local")
     throw new RunError(
-      "run_folder",
       `${run.dir} trained on ${backend}: its weights are on that service, not on this machine; sample them with \`nexrl sample ${dir}\`, or serve them through the service's own endpoints`,
+      { code: "run_folder" },
     );
   const { checkpoints, snapshots } = await readRunWeights(run);
   const picked = pickWeights(run, checkpoints, snapshots, step);

@@ -80,13 +80,13 @@ export async function checkRunFolder(dir: string, cwd = process.cwd()): Promise<
   const info = await stat(abs).catch(() => undefined);
   if (!info?.isDirectory())
     throw new RunError(
-      "run_folder",
       `there is no run folder at ${abs}; give the folder a run wrote (runs/<tag>, or its --output-dir)`,
+      { code: "run_folder" },
     );
   if (!(await isRunFolder(abs)))
     throw new RunError(
-      "run_folder",
       `${abs} is not a run folder: it holds no config.resolved.yaml, run.json nor metrics.jsonl; give the folder a run wrote (runs/<tag>, or its --output-dir)`,
+      { code: "run_folder" },
     );
   return abs;
 }
@@ -98,10 +98,9 @@ async function readConfig(dir: string, env: Readonly<Record<string, string | und
   try {
     value = parse(text);
   } catch (error) {
-    throw new RunError(
-      "run_folder",
-      `${join(dir, "config.resolved.yaml")} is not valid YAML: ${(error as Error).message}`,
-    );
+    throw new RunError(`${join(dir, "config.resolved.yaml")} is not valid YAML: ${(error as Error).message}`, {
+      code: "run_folder",
+    });
   }
   // The run wrote it redacted; redacting again guards against a file edited or written by an older version.
   const config = redactSecrets(

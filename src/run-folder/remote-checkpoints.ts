@@ -68,16 +68,16 @@ export async function remoteCheckpoints(
   const backend = configValue(run.config, "service.train_service.backend");
   if (backend !== "tinker")
     throw new RunError(
-      "run_folder",
       `${run.dir} trained on ${String(backend)}, not tinker: it has no Tinker checkpoints` +
         (backend === "local" ? "; its weights are in the run folder (nexrl export)" : ""),
+      { code: "run_folder" },
     );
   const { checkpoints } = await readRunWeights(run);
   const picked = step === undefined ? checkpoints : [pickWeights(run, checkpoints, [], step).checkpoint!];
   if (picked.length === 0)
     throw new RunError(
-      "run_folder",
       `${run.dir} recorded no checkpoint (a run saves one at its end unless trainer.save_final is false)`,
+      { code: "run_folder" },
     );
   const seen = new Set<string>();
   const recorded: RecordedCheckpoint[] = [];

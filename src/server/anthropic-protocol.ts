@@ -230,7 +230,7 @@ export function parseAnthropicRequest<T>(schema: z.ZodType<T>, body: unknown, se
     const hints = issue.keys.map((k) => REFUSED_FIELDS[k]).filter((h) => h !== undefined);
     message = `${issue.keys.join(", ")} ${issue.keys.length > 1 ? "are" : "is"} not supported by ${server}${hints.length > 0 ? ` (${hints.join("; ")})` : ""}; leave ${issue.keys.length > 1 ? "them" : "it"} out`;
   }
-  throw new ProtocolError(400, null, path ? `${path}: ${message}` : message, INVALID);
+  throw new ProtocolError(path ? `${path}: ${message}` : message, { status: 400, ...INVALID });
 }
 
 /** How a tool_use block's `input` is written as a {@link ToolCall}'s JSON arguments. */
@@ -267,10 +267,8 @@ export function anthropicMessages(
   }
   if (request.messages.at(-1)!.role === "assistant")
     throw new ProtocolError(
-      400,
-      null,
       "messages: a conversation ending in an assistant turn (a prefill) is not supported; end with a user turn",
-      INVALID,
+      { status: 400, ...INVALID },
     );
   return out;
 }
@@ -288,7 +286,7 @@ function assistantMessage(
       toolNames.set(block.id, block.name);
       calls.push({ id: block.id, type: "function", function: { name: block.name, arguments: argumentsOf(block) } });
     } else if (block.type === "tool_result")
-      throw new ProtocolError(400, null, "messages: tool_result blocks belong in user turns", INVALID);
+      throw new ProtocolError("messages: tool_result blocks belong in user turns", { status: 400, ...INVALID });
   }
   return { role: "assistant", content, ...(calls.length > 0 && { tool_calls: calls }) };
 }
@@ -312,7 +310,8 @@ function userMessages(blocks: readonly ContentBlockParam[], toolNames: ReadonlyM
         tool_call_id: block.tool_use_id,
         ...(name !== undefined && { name }),
       });
-    } else throw new ProtocolError(400, null, `messages: ${block.type} blocks belong in assistant turns`, INVALID);
+    } else
+      throw new ProtocolError(`messages: ${block.type} blocks belong in assistant turns`, { status: 400, ...INVALID });
   }
   flush();
   return out;

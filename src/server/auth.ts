@@ -56,7 +56,11 @@ export function apiKeyGate(apiKey: string, alsoAccepts?: (req: IncomingMessage) 
     // The body is not read; the connection is closed after the answer rather than drained.
     const headers = { "www-authenticate": 'Bearer realm="nexrl serve"', connection: "close" };
     const path = requestPath(req);
-    const unauthorized = new ProtocolError(401, "invalid_api_key", message, { openaiType: "invalid_request_error" });
+    const unauthorized = new ProtocolError(message, {
+      status: 401,
+      code: "invalid_api_key",
+      openaiType: "invalid_request_error",
+    });
     if (/^\/v1\/messages(\/|$)/.test(path)) sendAnthropicError(res, unauthorized, headers);
     else if (speaksOpenAI(req)) sendOpenAIError(res, unauthorized, headers);
     else sendJson(res, 401, { error: "unauthorized", message, retryable: false }, headers);

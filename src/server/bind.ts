@@ -45,11 +45,10 @@ export async function hostAddresses(host: string, hint: (problem: ListenProblem)
     return (await lookup(host, { all: true })).map((a) => a.address);
   } catch (error) {
     const problem = problemOf((error as NodeJS.ErrnoException).code);
-    throw new ListenError(
-      problem,
-      `${describe(problem, host, 0, error as NodeJS.ErrnoException)}; ${hint(problem)}`,
-      error,
-    );
+    throw new ListenError(`${describe(problem, host, 0, error as NodeJS.ErrnoException)}; ${hint(problem)}`, {
+      code: problem,
+      cause: error,
+    });
   }
 }
 
@@ -73,7 +72,9 @@ export function listen(
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {
       const problem = problemOf(error.code);
-      reject(new ListenError(problem, `${describe(problem, host, port, error)}; ${hint(problem)}`, error));
+      reject(
+        new ListenError(`${describe(problem, host, port, error)}; ${hint(problem)}`, { code: problem, cause: error }),
+      );
     };
     server.once("error", onError);
     server.listen(port, host, () => {

@@ -100,20 +100,16 @@ export class BrowserGuard {
     const host = req.headers.host;
     if (host !== undefined && !this.hostAllowed(hostName(host)))
       throw new ProtocolError(
-        403,
-        "forbidden_host",
         `${this.options.server} does not answer requests for the host \`${host}\` (a page that made its own name point at this machine could read the answers); ` +
           `call it by the address it listens on (${this.options.boundHost}), or start it with --allow-host ${hostName(host)}`,
-        REFUSAL,
+        { status: 403, code: "forbidden_host", ...REFUSAL },
       );
     const origin = req.headers.origin;
     const allowed = origin !== undefined && this.originAllowed(origin);
     if (origin !== undefined && !allowed && !this.sameOrigin(origin, host))
       throw new ProtocolError(
-        403,
-        "cross_origin_refused",
         `${this.options.server} refuses requests a web page at ${origin} sends (cross-origin); start it with --cors ${origin} to allow that origin`,
-        REFUSAL,
+        { status: 403, code: "cross_origin_refused", ...REFUSAL },
       );
     if (allowed) {
       res.setHeader("access-control-allow-origin", origin);
@@ -131,11 +127,9 @@ export class BrowserGuard {
     }
     if (hasBody(req) && !isAcceptedBodyType(req.headers["content-type"]))
       throw new ProtocolError(
-        415,
-        "unsupported_media_type",
         `${this.options.server} takes JSON bodies (and Tinker's protobuf): send the header Content-Type: application/json` +
           (req.headers["content-type"] ? ` instead of ${req.headers["content-type"]}` : ""),
-        REFUSAL,
+        { status: 415, code: "unsupported_media_type", ...REFUSAL },
       );
     return false;
   }

@@ -50,7 +50,9 @@ function openAIType(status: number): string {
 /** `error` as the ProtocolError answered to an OpenAI client: its status and code, with OpenAI's type. */
 function toOpenAIError(error: ProtocolError): ProtocolError {
   if (error.openaiType !== undefined) return error;
-  return new ProtocolError(error.status, error.code, error.message, {
+  return new ProtocolError(error.message, {
+    status: error.status,
+    ...(error.openaiCode !== null && { code: error.openaiCode }),
     headers: error.headers,
     openaiType: openAIType(error.status),
     ...(error.param !== null && { param: error.param }),
@@ -77,20 +79,23 @@ export function composeHandlers(
           if (await handler(req, res)) return;
         }
         throw new ProtocolError(
-          404,
-          "not_found",
           `no route for ${req.method ?? "?"} ${req.url ?? "?"}; see \`nexrl serve --help\` for the protocols served`,
+          { status: 404, code: "not_found" },
         );
       } catch (error) {
         if (clientGone(req, res)) return;
         let answer: ProtocolError;
         if (error instanceof ProtocolError) answer = error;
-        else if (error instanceof NexrlError) answer = new ProtocolError(400, "invalid_request", error.message);
+        else if (error instanceof NexrlError)
+          answer = new ProtocolError(error.message, { status: 400, code: "invalid_request" });
         else {
           log(
             `nexrl serve: ${req.method ?? "?"} ${req.url ?? "?"} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
           );
-          answer = new ProtocolError(500, "internal_error", error instanceof Error ? error.message : String(error));
+          answer = new ProtocolError(error instanceof Error ? error.message : String(error), {
+            status: 500,
+            code: "internal_error",
+          });
         }
         if (speaksOpenAI(req)) sendOpenAIError(res, toOpenAIError(answer), answer.headers);
         else sendError(res, answer);

@@ -26,9 +26,8 @@ export async function readBody(
   maxBytes = MAX_BODY_BYTES,
   tooLarge: () => Error = () =>
     new ProtocolError(
-      413,
-      "body_too_large",
       `the request body exceeds ${maxBytes} bytes (${Math.round(maxBytes / 2 ** 20)} MiB); send fewer datums per call`,
+      { status: 413, code: "body_too_large" },
     ),
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -59,7 +58,10 @@ export function parseJsonBody(bytes: Buffer): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new ProtocolError(400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
+    throw new ProtocolError(`the request body is not valid JSON: ${(error as Error).message}`, {
+      status: 400,
+      code: "invalid_json",
+    });
   }
 }
 
@@ -71,7 +73,10 @@ export function parseJsonBody(bytes: Buffer): unknown {
 export function parseBody<T>(schema: z.ZodType<T>, what: string, raw: unknown): T {
   const result = schema.safeParse(raw);
   if (!result.success)
-    throw new ProtocolError(422, "invalid_body", `invalid ${what} body:\n${prettifyError(result.error)}`);
+    throw new ProtocolError(`invalid ${what} body:\n${prettifyError(result.error)}`, {
+      status: 422,
+      code: "invalid_body",
+    });
   return result.data;
 }
 

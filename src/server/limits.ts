@@ -17,9 +17,8 @@ export const MAX_SAMPLES_PER_REQUEST = 128;
 export function checkSampleCount(n: number, field: string): void {
   if (n > MAX_SAMPLES_PER_REQUEST)
     throw new ProtocolError(
-      400,
-      "too_many_samples",
       `${field} is ${n}; nexrl serve samples at most ${MAX_SAMPLES_PER_REQUEST} sequences per request (like the OpenAI endpoint's n): send several requests`,
+      { status: 400, code: "too_many_samples" },
     );
 }
 
@@ -35,9 +34,8 @@ export function checkContextLength(
     const length = modelInputLength(input);
     if (length > contextLength)
       throw new ProtocolError(
-        400,
-        "context_length_exceeded",
         `${what} has ${length} tokens but the model's context length is ${contextLength}; shorten it or use a model with a longer context`,
+        { status: 400, code: "context_length_exceeded" },
       );
   }
 }

@@ -52,9 +52,8 @@ export class MemoryBudget {
   reserve(bytes: number, what: string): void {
     if (this.limitBytes !== undefined && this.used + bytes > this.limitBytes)
       throw new ProtocolError(
-        503,
-        "memory_budget_exceeded",
         `nexrl serve has no memory for ${what} (${megabytes(bytes)}): the models and sampling sessions loaded hold ${megabytes(this.used)} of its ${megabytes(this.limitBytes)} memory budget; ${this.hint}`,
+        { status: 503, code: "memory_budget_exceeded" },
       );
     this.used += bytes;
   }

@@ -243,9 +243,8 @@ export class ModelStore {
   preset(name: string): ModelPresetName {
     if (!Object.hasOwn(MODEL_PRESETS, name)) {
       throw new ProtocolError(
-        400,
-        "unknown_base_model",
         `base model "${name}" is not served; nexrl serve offers the local presets ${Object.keys(MODEL_PRESETS).join(", ")}`,
+        { status: 400, code: "unknown_base_model" },
       );
     }
     return name as ModelPresetName;
@@ -295,15 +294,13 @@ export class ModelStore {
     const gone = this.gone.get(id);
     if (!model && gone)
       throw new ProtocolError(
-        410,
-        gone.code,
         `model "${id}" was unloaded: ${gone.reason}; create a new session and training client (load its last checkpoint to continue)`,
+        { status: 410, code: gone.code },
       );
     if (!model)
       throw new ProtocolError(
-        404,
-        "model_not_found",
         `no model "${id}" on this server (it was never created, was terminated, or the server restarted); create a training client first`,
+        { status: 404, code: "model_not_found" },
       );
     return model;
   }
@@ -425,9 +422,8 @@ export class ModelStore {
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       throw new ProtocolError(
-        400,
-        "invalid_lora_config",
         `base model "${baseModel}" cannot take this LoRA config: ${error.message}; pick a rank of at most ${config.dModel} (lora_config.rank)`,
+        { status: 400, code: "invalid_lora_config" },
       );
     }
   }
@@ -499,15 +495,13 @@ export class ModelStore {
     const artifact = this.artifacts.get(path);
     if (!artifact)
       throw new ProtocolError(
-        404,
-        "checkpoint_not_found",
         `no checkpoint or sampler snapshot at ${path}; use a path returned by a save call of this server`,
+        { status: 404, code: "checkpoint_not_found" },
       );
     if (artifact.expiresAt !== undefined && artifact.expiresAt <= Date.now()) {
       throw new ProtocolError(
-        404,
-        "checkpoint_expired",
         `${path} expired at ${new Date(artifact.expiresAt).toISOString()} (its ttl_seconds passed); save a new one`,
+        { status: 404, code: "checkpoint_expired" },
       );
     }
     return artifact;
@@ -564,11 +558,10 @@ export class ModelStore {
         memoryBytes,
       };
     } else {
-      throw new ProtocolError(
-        400,
-        "missing_model",
-        "give model_path (a saved sampler snapshot) or base_model to sample from",
-      );
+      throw new ProtocolError("give model_path (a saved sampler snapshot) or base_model to sample from", {
+        status: 400,
+        code: "missing_model",
+      });
     }
     this.sessions.set(id, session);
     return session;
@@ -579,13 +572,15 @@ export class ModelStore {
     const session = this.sessions.get(id);
     const gone = this.gone.get(id);
     if (!session && gone)
-      throw new ProtocolError(410, gone.code, `sampling session "${id}" was closed: ${gone.reason}; create a new one`);
+      throw new ProtocolError(`sampling session "${id}" was closed: ${gone.reason}; create a new one`, {
+        status: 410,
+        code: gone.code,
+      });
     if (!session)
-      throw new ProtocolError(
-        404,
-        "sampling_session_not_found",
-        `no sampling session "${id}" on this server; create one first`,
-      );
+      throw new ProtocolError(`no sampling session "${id}" on this server; create one first`, {
+        status: 404,
+        code: "sampling_session_not_found",
+      });
     return session;
   }
 }

@@ -232,12 +232,11 @@ export class OpenAIEndpoints {
     const methods = typeof method === "string" ? [method] : method;
     try {
       if (!methods.includes(req.method ?? ""))
-        throw new ProtocolError(
-          405,
-          "method_not_allowed",
-          `${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`,
-          { openaiType: "invalid_request_error" },
-        );
+        throw new ProtocolError(`${path} accepts ${methods.join(" or ")} requests, not ${req.method ?? "?"}`, {
+          status: 405,
+          code: "method_not_allowed",
+          openaiType: "invalid_request_error",
+        });
       await run();
     } catch (error) {
       if (clientGone(req, res)) return;
@@ -273,18 +272,14 @@ export class OpenAIEndpoints {
     const sequences = prompts.length * (request.n ?? 1);
     if (sequences > MAX_SAMPLES_PER_REQUEST)
       throw new ProtocolError(
-        400,
-        "too_many_samples",
         `this request asks for ${prompts.length} prompts × n ${request.n ?? 1} = ${sequences} sequences; ${this.options.server} samples at most ${MAX_SAMPLES_PER_REQUEST} per request: send several requests`,
-        { openaiType: "invalid_request_error", param: "prompt" },
+        { status: 400, code: "too_many_samples", openaiType: "invalid_request_error", param: "prompt" },
       );
     prompts.forEach((p, i) => {
       if (p.length === 0)
         throw new ProtocolError(
-          400,
-          null,
           `prompt${texts.length > 1 ? `[${i}]` : ""} encodes to no tokens; give a non-empty prompt`,
-          { openaiType: "invalid_request_error", param: "prompt" },
+          { status: 400, openaiType: "invalid_request_error", param: "prompt" },
         );
     });
     const generations: Generation[] = [];

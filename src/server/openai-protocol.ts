@@ -132,7 +132,8 @@ export function parseOpenAIRequest<T>(schema: z.ZodType<T>, body: unknown): T {
       .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
       .join("")
       .replace(/^\./, "") || null;
-  throw new ProtocolError(400, null, param ? `${param}: ${issue.message}` : issue.message, {
+  throw new ProtocolError(param ? `${param}: ${issue.message}` : issue.message, {
+    status: 400,
     openaiType: "invalid_request_error",
     param: param,
   });
@@ -147,14 +148,17 @@ export async function readOpenAIBody(req: IncomingMessage, maxBytes: number): Pr
     req,
     maxBytes,
     () =>
-      new ProtocolError(413, "request_too_large", `the request body exceeds ${maxBytes} bytes; send a shorter prompt`, {
+      new ProtocolError(`the request body exceeds ${maxBytes} bytes; send a shorter prompt`, {
+        status: 413,
+        code: "request_too_large",
         openaiType: "invalid_request_error",
       }),
   );
   try {
     return JSON.parse(body.toString("utf8")) as unknown;
   } catch (error) {
-    throw new ProtocolError(400, null, `the request body is not valid JSON: ${(error as Error).message}`, {
+    throw new ProtocolError(`the request body is not valid JSON: ${(error as Error).message}`, {
+      status: 400,
       openaiType: "invalid_request_error",
     });
   }
@@ -502,8 +506,9 @@ export function openAIErrorOf(error: unknown): ProtocolError {
   if (error instanceof ProtocolError && error.openaiType !== undefined) return error;
   const clientFault =
     error instanceof InputError || (error instanceof NexrlError && (error as { status?: unknown }).status === 400);
-  if (clientFault) return new ProtocolError(400, null, error.message, { openaiType: "invalid_request_error" });
-  return new ProtocolError(500, null, `the model failed: ${error instanceof Error ? error.message : String(error)}`, {
+  if (clientFault) return new ProtocolError(error.message, { status: 400, openaiType: "invalid_request_error" });
+  return new ProtocolError(`the model failed: ${error instanceof Error ? error.message : String(error)}`, {
+    status: 500,
     openaiType: "server_error",
   });
 }
@@ -522,7 +527,7 @@ export function sendOpenAIError(res: ServerResponse, error: ProtocolError, heade
         message: error.message,
         type: error.openaiType ?? "invalid_request_error",
         param: error.param,
-        code: error.code,
+        code: error.openaiCode,
       },
     },
     headers,

@@ -134,7 +134,9 @@ export function createOpenAIHandler(options: OpenAIHandlerOptions): OpenAIReques
   const messages = new AnthropicMessages(endpoints, "nexrl serve");
 
   const modelNotFound = (name: string, served: string) =>
-    new ProtocolError(404, "model_not_found", `The model \`${name}\` does not exist.${served}`, {
+    new ProtocolError(`The model \`${name}\` does not exist.${served}`, {
+      status: 404,
+      code: "model_not_found",
       openaiType: "invalid_request_error",
       param: "model",
     });

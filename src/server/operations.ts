@@ -1,4 +1,4 @@
-import { NexrlError, ProtocolError } from "../errors.js";
+import { NexrlError, OperationFailure, ProtocolError } from "../errors.js";
 /**
  * Operations of one served model and the order they run in: requests carrying a `seq_id` run
  * strictly in `seq_id` order (a request that arrives early waits for its predecessors), and a
@@ -27,25 +27,11 @@ export interface Operation {
   readonly outcome: Outcome | undefined;
 }
 
-/** Thrown inside an operation to fail it with a given category. */
-export class OperationFailure extends NexrlError {
-  /**
-   * @param message what failed.
-   * @param category who is to blame.
-   */
-  constructor(
-    message: string,
-    readonly category: FailureCategory,
-  ) {
-    super(message);
-  }
-}
-
 /** Fails an operation the way `nexrl serve --faults` injects an `error`: not applied, blamed on the server. */
 export function injectedFailure(): never {
   throw new OperationFailure(
     "fault injected by nexrl serve --faults (error): the operation failed and was not applied",
-    "server",
+    { category: "server" },
   );
 }
 
@@ -158,22 +144,20 @@ export class OperationQueue {
    */
   submit(seq: number, kind: string, run: () => unknown): Operation {
     if (!Number.isSafeInteger(seq) || seq < 1)
-      throw new ProtocolError(400, "invalid_seq_id", `seq_id must be an integer >= 1, got ${seq}`);
+      throw new ProtocolError(`seq_id must be an integer >= 1, got ${seq}`, { status: 400, code: "invalid_seq_id" });
     const known = this.bySeq.get(seq);
     if (known) {
       if (known.kind !== kind)
         throw new ProtocolError(
-          409,
-          "seq_id_conflict",
           `seq_id ${seq} was already used by a ${known.kind} request; each request of a model needs the next seq_id`,
+          { status: 409, code: "seq_id_conflict" },
         );
       return known;
     }
     if (seq < this.nextSeq) {
       throw new ProtocolError(
-        409,
-        "seq_id_expired",
         `seq_id ${seq} ran long ago and is no longer remembered (the server keeps the last ${DEDUP_WINDOW}); resubmit only recent requests`,
+        { status: 409, code: "seq_id_expired" },
       );
     }
     const op = new Op(kind, run);
@@ -201,7 +185,8 @@ export class OperationQueue {
    * already queued have run.
    */
   close(reason: string): Promise<void> {
-    for (const [seq, op] of this.bySeq) if (seq >= this.nextSeq) void op.fail(new OperationFailure(reason, "user"));
+    for (const [seq, op] of this.bySeq)
+      if (seq >= this.nextSeq) void op.fail(new OperationFailure(reason, { category: "user" }));
     this.bySeq.clear();
     return this.tail.then(() => undefined);
   }

@@ -44,10 +44,8 @@ export interface ResponsesRoute {
 
 const notStored = (id: string, param: string | null, code: string) =>
   new ProtocolError(
-    404,
-    code,
     `no stored response${code === "item_not_found" ? " item" : ""} \`${id}\`: a server keeps the last responses created with store (the default) only, and the agent gateway only those of the same rollout`,
-    { openaiType: "invalid_request_error", param },
+    { status: 404, code, openaiType: "invalid_request_error", param },
   );
 
 /**
@@ -91,7 +89,8 @@ export class ResponsesEndpoints {
           return;
         }
         if (new URL(req.url ?? "/", "http://x").searchParams.get("stream") === "true")
-          throw new ProtocolError(400, null, "stream: a stored response is answered whole; leave stream out", {
+          throw new ProtocolError("stream: a stored response is answered whole; leave stream out", {
+            status: 400,
             openaiType: "invalid_request_error",
             param: "stream",
           });
@@ -119,7 +118,8 @@ export class ResponsesEndpoints {
     };
     const conversation = [...previous, ...inputMessages(request.input, resolve)];
     if (conversation.length === 0)
-      throw new ProtocolError(400, null, "input: give the input (text, or a list of items)", {
+      throw new ProtocolError("input: give the input (text, or a list of items)", {
+        status: 400,
         openaiType: "invalid_request_error",
         param: "input",
       });

@@ -65,12 +65,14 @@ export class SessionTable {
   check(id: string, create: string): string {
     if (this.expired.has(id))
       throw new ProtocolError(
-        410,
-        "session_expired",
         `session "${id}" ${this.expiry} (nexrl serve --session-timeout) and its models were unloaded; ${create}, and keep sending heartbeats`,
+        { status: 410, code: "session_expired" },
       );
     if (!this.lastSeen.has(id))
-      throw new ProtocolError(404, "session_not_found", `no session "${id}" on this server; ${create}`);
+      throw new ProtocolError(`no session "${id}" on this server; ${create}`, {
+        status: 404,
+        code: "session_not_found",
+      });
     this.lastSeen.set(id, performance.now());
     return id;
   }

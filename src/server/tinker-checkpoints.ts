@@ -64,17 +64,15 @@ export class CheckpointArchives {
     const expected = Buffer.from(this.mac(payload));
     const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw new ProtocolError(
-        403,
-        "invalid_signature",
-        "this archive URL is not signed by this server; ask for a new one",
-      );
+      throw new ProtocolError("this archive URL is not signed by this server; ask for a new one", {
+        status: 403,
+        code: "invalid_signature",
+      });
     const { p, e } = JSON.parse(Buffer.from(payload, "base64url").toString()) as { p: string; e: number };
     if (e <= Date.now())
       throw new ProtocolError(
-        403,
-        "url_expired",
         `this archive URL expired at ${new Date(e).toISOString()}; ask for a new one (get_checkpoint_archive_url)`,
+        { status: 403, code: "url_expired" },
       );
     return p;
   }
@@ -86,11 +84,10 @@ export class CheckpointArchives {
     const state = decodeStateFile(bytes, artifact.file);
     // Every Tinker model is a LoRA model (create_model), so every Tinker checkpoint holds factors.
     if (!state.lora)
-      throw new ProtocolError(
-        409,
-        "not_a_lora_checkpoint",
-        `${tinkerPath} holds full weights, not LoRA factors, so it has no adapter to archive`,
-      );
+      throw new ProtocolError(`${tinkerPath} holds full weights, not LoRA factors, so it has no adapter to archive`, {
+        status: 409,
+        code: "not_a_lora_checkpoint",
+      });
     const adapter = trainedLoraAdapter(state.config, state.lora, artifact.baseModel);
     const json = (value: unknown): Uint8Array => new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
     const description = {
@@ -138,7 +135,10 @@ function page(url: URL, defaultLimit: number): { limit: number; offset: number }
     const raw = url.searchParams.get(name);
     const value = raw === null ? fallback : Number(raw);
     if (!Number.isInteger(value) || value < 0)
-      throw new ProtocolError(400, "invalid_request", `${name} must be a non-negative integer, got ${raw}`);
+      throw new ProtocolError(`${name} must be a non-negative integer, got ${raw}`, {
+        status: 400,
+        code: "invalid_request",
+      });
     return value;
   };
   return { limit: read("limit", defaultLimit), offset: read("offset", 0) };
@@ -188,11 +188,10 @@ export class TinkerCheckpoints {
   private run(id: string): TrainingRunRecord {
     const run = this.runs.get(id);
     if (!run)
-      throw new ProtocolError(
-        404,
-        "training_run_not_found",
-        `no training run ${id} on this server; list them at GET /api/v1/training_runs`,
-      );
+      throw new ProtocolError(`no training run ${id} on this server; list them at GET /api/v1/training_runs`, {
+        status: 404,
+        code: "training_run_not_found",
+      });
     return run;
   }
 
@@ -223,11 +222,10 @@ export class TinkerCheckpoints {
   /** The checkpoint `<kind>/<name>` of run `id`, known and not expired. */
   private checkpoint(id: string, kind: string, name: string): Artifact {
     if (kind !== "weights" && kind !== "sampler_weights")
-      throw new ProtocolError(
-        400,
-        "invalid_checkpoint_id",
-        `checkpoint id "${kind}/${name}" must start with weights/ or sampler_weights/`,
-      );
+      throw new ProtocolError(`checkpoint id "${kind}/${name}" must start with weights/ or sampler_weights/`, {
+        status: 400,
+        code: "invalid_checkpoint_id",
+      });
     return this.store.artifact(`tinker://${id}/${kind}/${name}`);
   }
 
@@ -303,13 +301,19 @@ export class TinkerCheckpoints {
     else if (action === "publish" && (method === "POST" || method === "DELETE")) {
       const publish = method === "POST";
       if (artifact.public === publish)
-        throw new ProtocolError(409, "conflict", `${artifact.path} is already ${publish ? "public" : "private"}`);
+        throw new ProtocolError(`${artifact.path} is already ${publish ? "public" : "private"}`, {
+          status: 409,
+          code: "conflict",
+        });
       artifact.public = publish;
       done();
     } else if (action === "ttl" && method === "PUT") {
       const body = parseBody(ttlBody, "ttl", parseJsonBody(await readBody(req)));
       if (body.ttl_seconds !== null && body.ttl_seconds <= 0)
-        throw new ProtocolError(400, "invalid_ttl", `ttl_seconds must be positive or null, got ${body.ttl_seconds}`);
+        throw new ProtocolError(`ttl_seconds must be positive or null, got ${body.ttl_seconds}`, {
+          status: 400,
+          code: "invalid_ttl",
+        });
       artifact.expiresAt = body.ttl_seconds === null ? undefined : Date.now() + body.ttl_seconds * 1000;
       done();
     } else return false;

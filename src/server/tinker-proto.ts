@@ -59,7 +59,7 @@ export interface DecodedForwardBackward {
 }
 
 function bad(message: string): ProtocolError {
-  return new ProtocolError(400, "invalid_protobuf", message);
+  return new ProtocolError(message, { status: 400, code: "invalid_protobuf" });
 }
 
 /** The bytes of a body, decompressed when it came with `Content-Encoding: zstd`. */
@@ -68,9 +68,8 @@ export async function protobufBodyBytes(raw: Uint8Array, headers: IncomingHttpHe
   if (encoding === undefined || encoding === "" || encoding === "identity") return raw;
   if (encoding !== "zstd")
     throw new ProtocolError(
-      415,
-      "unsupported_content_encoding",
       `Content-Encoding ${encoding} is not supported; send the body as it is or zstd-compressed`,
+      { status: 415, code: "unsupported_content_encoding" },
     );
   try {
     return await zstdDecompress(raw, MAX_BODY_BYTES);

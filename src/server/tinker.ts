@@ -17,14 +17,7 @@ import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";
 import { checkContextLength, checkSampleCount, datumInputs } from "./limits.js";
 import { sampleSession, samplingOperation, type ModelStore, type SamplingSession, type ServedModel } from "./models.js";
-import {
-  injectedFailure,
-  type InFlightOperations,
-  OperationFailure,
-  runOperation,
-  type Operation,
-  type Outcome,
-} from "./operations.js";
+import { injectedFailure, type InFlightOperations, runOperation, type Operation, type Outcome } from "./operations.js";
 import { OperationRegistry } from "./registry.js";
 import type { SessionTable } from "./sessions.js";
 import type { TinkerCheckpoints } from "./tinker-checkpoints.js";
@@ -40,7 +33,7 @@ import {
   type ResultDtype,
 } from "./tinker-proto.js";
 import { tinkerRequests, type TinkerEndpoint, type TinkerRequest } from "./tinker-schema.js";
-import { ProtocolError } from "../errors.js";
+import { OperationFailure, ProtocolError } from "../errors.js";
 
 /** Options of {@link createTinkerHandler}. */
 export interface TinkerHandlerOptions {
@@ -296,7 +289,7 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
           if (body.overwrite !== true && store.hasArtifact(path)) {
             throw new OperationFailure(
               `checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`,
-              "user",
+              { category: "user" },
             );
           }
           store.addArtifact(m, path, await m.engine.saveState(body.path, { optimizer: true }), body.ttl_seconds);
@@ -331,11 +324,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
         const key = `${session(body.session_id)}:sample:${body.sampling_session_seq_id}`;
         if (!samplingSessions.has(key)) {
           if (body.model_path !== undefined && !body.model_path.startsWith("tinker://")) {
-            throw new ProtocolError(
-              400,
-              "invalid_model_path",
-              `model_path must start with tinker://, got ${body.model_path}`,
-            );
+            throw new ProtocolError(`model_path must start with tinker://, got ${body.model_path}`, {
+              status: 400,
+              code: "invalid_model_path",
+            });
           }
           await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model }, body.session_id);
           samplingSessions.add(key);
@@ -386,11 +378,10 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
       const check = jwt.verify(tinkerCredential(req));
       if (check !== "valid")
         throw new ProtocolError(
-          401,
-          "invalid_jwt",
           check === "expired"
             ? "Invalid JWT: it has expired; exchange the API key for a new one at /api/v1/auth/token"
             : "Invalid JWT: this server exchanges API keys for JWTs (pjwt_auth_enabled); send the JWT from /api/v1/auth/token in X-API-Key",
+          { status: 401, code: "invalid_jwt" },
         );
     }
   };
@@ -404,9 +395,8 @@ export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandl
     if (!isProtobufBody(req.headers)) return { raw: parseJsonBody(bytes), captured: undefined, forwardOnly: false };
     if (endpoint !== "forward_backward")
       throw new ProtocolError(
-        415,
-        "unsupported_media_type",
         `${endpoint} takes a JSON body; only forward_backward may be sent as application/x-protobuf`,
+        { status: 415, code: "unsupported_media_type" },
       );
     const { body, forwardOnly } = decodeForwardBackward(await protobufBodyBytes(bytes, req.headers));
     return { raw: body, captured: { ...body, forward_only: forwardOnly }, rawBody: bytes, forwardOnly };

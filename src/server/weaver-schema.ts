@@ -125,12 +125,15 @@ function flatten(value: unknown[], where: string): { data: number[]; shape: numb
   const walk = (node: unknown, depth: number): void => {
     if (depth === shape.length) {
       if (typeof node !== "number")
-        throw new ProtocolError(422, "invalid_tensor", `${where}: expected a number, got ${JSON.stringify(node)}`);
+        throw new ProtocolError(`${where}: expected a number, got ${JSON.stringify(node)}`, {
+          status: 422,
+          code: "invalid_tensor",
+        });
       data.push(node);
       return;
     }
     if (!Array.isArray(node) || node.length !== shape[depth])
-      throw new ProtocolError(422, "invalid_tensor", `${where}: the nested list is not rectangular`);
+      throw new ProtocolError(`${where}: the nested list is not rectangular`, { status: 422, code: "invalid_tensor" });
     for (const child of node) walk(child, depth + 1);
   };
   walk(value, 0);

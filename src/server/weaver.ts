@@ -221,9 +221,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
     if (model?.trainingMode !== "full_ft") {
       throw new ProtocolError(
-        400,
-        "pause_not_supported",
         "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)",
+        { status: 400, code: "pause_not_supported" },
       );
     }
     return model;
@@ -417,11 +416,10 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       case "pause": {
         const body = parse("pause", raw);
         if ((body.mode ?? "abort") !== "abort")
-          throw new ProtocolError(
-            400,
-            "unsupported_mode",
-            `nexrl serve implements pause mode abort only, got ${body.mode}`,
-          );
+          throw new ProtocolError(`nexrl serve implements pause mode abort only, got ${body.mode}`, {
+            status: 400,
+            code: "unsupported_mode",
+          });
         pausable(id).paused = true;
         return [200, { paused: true, mode: "abort" }];
       }
@@ -432,9 +430,8 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
         const op = operations.get(id);
         if (!op)
           throw new ProtocolError(
-            404,
-            "operation_not_found",
             `no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`,
+            { status: 404, code: "operation_not_found" },
           );
         return [200, operationJson(id, op)];
       }

@@ -28,8 +28,8 @@ describe("where a rollout's error came from", () => {
     const undici = Object.assign(new Error("body timeout"), { code: "UND_ERR_BODY_TIMEOUT" });
     const final = Object.assign(new Error("HTTP 503 but final"), { isRetryable: false, status: 503 });
     for (const [error, could] of [
-      [new UserCodeError("timeout", "took too long"), true],
-      [new UserCodeError("hung", "never finishes"), true],
+      [new UserCodeError("took too long", { code: "timeout" }), true],
+      [new UserCodeError("never finishes", { code: "hung" }), true],
       [sampling, true],
       [new Error("fetch failed", { cause: reset }), true],
       [undici, true],

@@ -109,8 +109,8 @@ describe("init.from_recipe", () => {
     await writeFile(join(dir, "warm.yaml"), sft(4, "warm.jsonl", "init: {from_recipe: main.yaml}\n"));
     await expect(runMain(dir, env, "cycle")).rejects.toThrow(
       new RunError(
-        "setup",
         "init.from_recipe forms a cycle: main.yaml → warm.yaml → main.yaml; a warm-start recipe cannot start from itself",
+        { code: "setup" },
       ),
     );
     await expect(

@@ -302,8 +302,8 @@ ${extra}`;
     const missing = await writeRecipe(dir, yaml(`resume: {mode: from_path, resume_path: nowhere}\n`));
     await expect(runRecipe(missing, { outputDir: join(dir, "x") })).rejects.toThrow(
       new RunError(
-        "setup",
         `resume.resume_path ${join(process.cwd(), "nowhere")} does not exist; point it at a run folder, its checkpoints/ folder or a step_NNNNNN.json file`,
+        { code: "setup" },
       ),
     );
   });
@@ -320,8 +320,8 @@ ${extra}`;
     const tooLong = await writeRecipe(dir, grpoRecipeYaml(), ["rollout_worker.max_sequence_length=500"]);
     await expect(runRecipe(tooLong, { outputDir: out })).rejects.toThrow(
       new RunError(
-        "setup",
         "rollout_worker.max_sequence_length (500) is longer than the context of model tiny (128 tokens); lower it, with max_response_length and max_prompt_length to fit",
+        { code: "setup" },
       ),
     );
     const filtered = await writeRecipe(dir, grpoRecipeYaml(), [
@@ -340,8 +340,8 @@ ${extra}`;
     ]);
     await expect(runRecipe(openai, { outputDir: out })).rejects.toThrow(
       new RunError(
-        "backend",
         "rollouts through an vllm inference server are not available yet: weight sync cannot push new weights to it. Leave service.inference_service.backend unset to sample through the training service",
+        { code: "backend" },
       ),
     );
   });

@@ -40,7 +40,8 @@ describe("nexrl serve", () => {
         handler("skip", () => false),
         handler("answer", (req, res) => {
           if (req.url === "/bad") throw new NexrlError("bad input");
-          if (req.url === "/gone") throw new ProtocolError(410, "gone", "it went", { headers: { "retry-after": "3" } });
+          if (req.url === "/gone")
+            throw new ProtocolError("it went", { status: 410, code: "gone", headers: { "retry-after": "3" } });
           if (req.url === "/bug") throw new TypeError("a bug");
           sendJson(res, 200, { ok: true });
           return true;

@@ -15,7 +15,7 @@ import type { InferenceClient, InferenceOptions, InferenceResult } from "../../c
 import type { ChatMessage, Tokenizer } from "../../types/tokenizer.js";
 import { decode, encode, type InferenceTarget } from "./messages.js";
 import { HttpTransport } from "../../http/transport.js";
-import { APIError, NexrlError } from "../../errors.js";
+import { APIError, RelayCallError } from "../../errors.js";
 
 /** The content type of the relay's answers. */
 const RELAY_CONTENT_TYPE = "text/plain; charset=utf-8";
@@ -117,21 +117,6 @@ async function answer(
   }
 }
 
-/** A call of the relay that failed; `isRetryable` as the driver's client said. */
-export class RelayCallError extends NexrlError {
-  /** Whether the call may succeed when made again. */
-  readonly isRetryable: boolean;
-
-  /** @param status the HTTP status. @param failure what the relay answered. */
-  constructor(
-    readonly status: number,
-    failure: RelayFailure,
-  ) {
-    super(`the run's inference relay answered ${status}: ${failure.error}: ${failure.message}`);
-    this.isRetryable = failure.retryable;
-  }
-}
-
 /**
  * The driver's inference client, called over the relay from a worker: keep-alive connections of
  * the project's {@link HttpTransport}, no retries (the rollout's own policy decides), and no
@@ -183,8 +168,13 @@ export class RelayInferenceClient implements InferenceClient {
       return decode<InferenceResult>(body);
     } catch (error) {
       // An answer of the relay's own (its failure, or a refusal); anything else (no answer) as it came.
-      if (error instanceof APIError && error.status !== undefined && typeof error.body === "string")
-        throw new RelayCallError(error.status, decode<RelayFailure>(error.body));
+      if (error instanceof APIError && error.status !== undefined && typeof error.body === "string") {
+        const failure = decode<RelayFailure>(error.body);
+        throw new RelayCallError(
+          `the run's inference relay answered ${error.status}: ${failure.error}: ${failure.message}`,
+          { status: error.status, isRetryable: failure.retryable },
+        );
+      }
       throw error;
     }
   }

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { isTaskPrompt, type RolloutTask } from "../../contracts/task.js";
 import type { TrajectoryInit } from "../../contracts/trajectory.js";
-import { NexrlError, UserCodeError, type UserCodeProblem } from "../../errors.js";
+import { RemoteRolloutError, UserCodeError, type UserCodeProblem } from "../../errors.js";
 
 /** Which of the driver's runners a task belongs to: it names the worker instances (`rollout_worker-N`, `validation_worker-N`). */
 export type TaskKind = "train" | "validation";
@@ -246,21 +246,11 @@ export function readFingerprint(body: unknown): Read<RunFingerprint> {
   return read(fingerprintSchema as z.ZodType<RunFingerprint>, body);
 }
 
-/** A failed attempt that came back from a worker, for the driver's failure policy. */
-export class RemoteRolloutError extends NexrlError {
-  /** Whether a retry could help (read by the failure policy's messages). */
-  readonly isRetryable: boolean;
-
-  /** @param failure what the worker reported. @param worker its name. */
-  constructor(failure: RemoteFailure, worker: string) {
-    super(`${failure.name}: ${failure.message} (on nexrl worker ${worker})`);
-    this.isRetryable = failure.retryable;
-  }
-}
-
 /** The driver's error for a failure a worker reported: timeouts and hangs stay `UserCodeError`s, so they count as such. */
 export function failureError(failure: RemoteFailure, worker: string): Error {
   if (failure.problem !== undefined)
-    return new UserCodeError(failure.problem, `${failure.message} (on nexrl worker ${worker})`);
-  return new RemoteRolloutError(failure, worker);
+    return new UserCodeError(`${failure.message} (on nexrl worker ${worker})`, { code: failure.problem });
+  return new RemoteRolloutError(`${failure.name}: ${failure.message} (on nexrl worker ${worker})`, {
+    isRetryable: failure.retryable,
+  });
 }

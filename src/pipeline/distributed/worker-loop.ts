@@ -401,12 +401,12 @@ export class WorkerLoop {
 
 /** What a worker reports of a failed attempt. */
 function remoteFailure(error: unknown): RemoteFailure {
-  const frames = userFrames(error instanceof UserCodeError && error.problem === "uncaught" ? error.cause : error);
+  const frames = userFrames(error instanceof UserCodeError && error.code === "uncaught" ? error.cause : error);
   const at = frames.length === 0 ? "" : `\n${frames.map((frame) => `    at ${frame}`).join("\n")}`;
   return {
     name: error instanceof Error ? error.name : "Error",
     message: `${error instanceof Error ? error.message : String(error)}${at}`,
-    ...(error instanceof UserCodeError && { problem: error.problem }),
+    ...(error instanceof UserCodeError && { problem: error.code }),
     retryable: retryCouldHelp(error),
   };
 }

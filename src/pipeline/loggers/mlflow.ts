@@ -41,7 +41,7 @@ export function mlflowSettings(
   const uri = options?.tracking_uri ?? env.MLFLOW_TRACKING_URI;
   const keyPath = "logger.mlflow.tracking_uri";
   if (uri === undefined || uri === "")
-    throw new RecipeError([
+    throw RecipeError.fromIssues([
       {
         keyPath,
         message:
@@ -49,7 +49,7 @@ export function mlflowSettings(
       },
     ]);
   if (!/^https?:\/\//i.test(uri))
-    throw new RecipeError([
+    throw RecipeError.fromIssues([
       {
         keyPath,
         message: `MLFLOW_TRACKING_URI is ${uri}: the mlflow logger talks to a tracking server over HTTP (http:// or https://), not to a local folder or a Databricks profile; start \`mlflow server\` and point MLFLOW_TRACKING_URI or logger.mlflow.tracking_uri at it`,

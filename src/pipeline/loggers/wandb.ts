@@ -44,7 +44,7 @@ export function wandbSettings(
   const options = logger.wandb;
   const apiKey = env.WANDB_API_KEY;
   if (!apiKey)
-    throw new RecipeError([
+    throw RecipeError.fromIssues([
       {
         keyPath: `logger.backend[${logger.backend.indexOf("wandb")}]`,
         message:

@@ -216,7 +216,7 @@ export class LlmJudge {
     throw new JudgeError(
       `the judge (${model} at ${baseUrl}) gave no usable verdict in ${tries} attempt${tries === 1 ? "" : "s"}: ${lastWhy}` +
         (lastReply === undefined ? "" : `; its last reply: ${quote(lastReply)}`),
-      lastReply,
+      { reply: lastReply },
     );
   }
 

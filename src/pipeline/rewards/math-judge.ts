@@ -95,8 +95,7 @@ export class MathJudge {
     this.groups.delete(task.groupId);
     const why = new JudgeError(
       `the judge ranks the ${group.size} rollouts of group ${task.groupId} together, and run ${task.runId} failed before it answered: ${error instanceof Error ? error.message : String(error)}`,
-      undefined,
-      { cause: error },
+      { reply: undefined, cause: error },
     );
     for (const [run, waiter] of group.waiters) if (run !== task.runId) waiter.reject(why);
   }

@@ -158,7 +158,7 @@ export function rewardModelPathError(
     backend === "local"
       ? "a sampler_weights/step_*.nxw file it wrote (a relative path resolves against the folder nexrl runs in)"
       : `the ${backend} sampler path its saveWeightsForSampler returned`;
-  return new RecipeError(
+  return RecipeError.fromIssues(
     [
       {
         keyPath: "rollout_worker.reward_model.sampler_path",

@@ -58,8 +58,7 @@ const NETWORK_CODES = new Set([
 const RETRYABLE_NAMES = new Set(["TimeoutError", "APIConnectionError", "APIConnectionTimeoutError"]);
 
 /** A rollout that took too long or could never finish (a hang may be a slow service as well as a bug). */
-const isTimeout = (e: object): boolean =>
-  e instanceof UserCodeError && (e.problem === "timeout" || e.problem === "hung");
+const isTimeout = (e: object): boolean => e instanceof UserCodeError && (e.code === "timeout" || e.code === "hung");
 
 /** The status codes a request may succeed on when sent again. */
 const RETRYABLE_STATUS = (status: number): boolean => status === 408 || status === 429 || status >= 500;

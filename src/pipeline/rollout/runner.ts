@@ -282,8 +282,8 @@ function timeOut(slot: Slot, timeoutMs: number): void {
   if (!scope?.open) return;
   scope.abandon(
     new UserCodeError(
-      "timeout",
       `the rollout of ${describeTask(scope.task)} took longer than rollout_worker.rollout_timeout_seconds (${timeoutMs / 1000} s)`,
+      { code: "timeout" },
     ),
   );
 }
@@ -454,8 +454,7 @@ export class RolloutRunner {
     const { policy, signal } = this.options;
     if (signal?.aborted) return { task, status: "aborted", trajectories: [], attempts: attempt + 1 };
     this.tally.failed++;
-    if (error instanceof UserCodeError && (error.problem === "timeout" || error.problem === "hung"))
-      this.tally.timedOut++;
+    if (error instanceof UserCodeError && (error.code === "timeout" || error.code === "hung")) this.tally.timedOut++;
     const retry = attempt < (policy.mode === "fail_fast" ? 0 : policy.retries);
     const action = retry ? "retry" : policy.mode === "skip" ? "skip" : "stop";
     this.options.onFailure?.({ task, attempt: attempt + 1, error, action });
@@ -480,8 +479,8 @@ export class RolloutRunner {
       if (!scope?.open) continue;
       scope.abandon(
         new UserCodeError(
-          "hung",
           `the rollout of ${describeTask(scope.task)} can never finish: its promise was still pending when the process had nothing left to wait for (no timer, socket or file operation); look for a promise in the worker that is never resolved`,
+          { code: "hung" },
         ),
       );
     }
@@ -495,9 +494,8 @@ export class RolloutRunner {
    */
   uncaught(scope: AttemptScope, error: unknown): boolean {
     const failure = new UserCodeError(
-      "uncaught",
       `an uncaught ${error instanceof Error ? `${error.name}: ${error.message}` : `throw of ${shownValue(error)}`} in the rollout of ${describeTask(scope.task)}${scope.open ? "" : ", after it had ended"}`,
-      { cause: error },
+      { code: "uncaught", cause: error },
     );
     if (scope.open) {
       scope.abandon(failure);
@@ -622,16 +620,14 @@ export class RolloutRunner {
         this.options.policy.mode === "fail_fast"
           ? "retry failed rollouts with rollout_worker.max_rollout_retries, or skip them with runtime_monitor.exception_handling.policy: continue"
           : "skip failed rollouts with runtime_monitor.exception_handling.policy: continue";
-      return new RolloutError(origin, attempts, `${failed}: ${cause}. To keep going, ${hint}`, error);
+      return new RolloutError(`${failed}: ${cause}. To keep going, ${hint}`, { origin, attempts, cause: error });
     }
     // A bug of the worker fails the same way every time: say where it is, not how to retry.
-    const frames = userFrames(error instanceof UserCodeError && error.problem === "uncaught" ? error.cause : error);
+    const frames = userFrames(error instanceof UserCodeError && error.code === "uncaught" ? error.cause : error);
     const at = frames.length === 0 ? "" : `\n${frames.map((frame) => `    at ${frame}`).join("\n")}`;
     return new RolloutError(
-      origin,
-      attempts,
       `${failed}: ${describeError(error)}${at}\nA retry would fail the same way: fix the ${frames.length === 0 ? "cause" : "code above"}, then run again (nexrl --verbose or NEXRL_DEBUG=1 prints the whole stack)`,
-      error,
+      { origin, attempts, cause: error },
     );
   }
 }

@@ -3,11 +3,8 @@
  * over HTTP to the workers, with its token, its answers and its failures.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  InferenceRelay,
-  RelayCallError,
-  RelayInferenceClient,
-} from "../../../src/pipeline/distributed/inference-relay.js";
+import { RelayCallError } from "../../../src/errors.js";
+import { InferenceRelay, RelayInferenceClient } from "../../../src/pipeline/distributed/inference-relay.js";
 import type { InferenceClient, InferenceOptions } from "../../../src/contracts/inference.js";
 import type { Tokenizer } from "../../../src/types/tokenizer.js";
 

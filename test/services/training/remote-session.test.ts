@@ -99,9 +99,9 @@ describe("RemoteSession", () => {
     ]);
     expect(isTransient(status(500, { "x-should-retry": "false" }))).toBe(false);
     const request = { method: "GET", url: "u" };
-    expect(isTransient(new APIConnectionError(request, true, new Error("reset")))).toBe(true);
-    expect(isTransient(new APITimeoutError(request, 10))).toBe(true);
-    expect(isTransient(new APIUserAbortError(request, "closed"))).toBe(false);
+    expect(isTransient(APIConnectionError.fromCause(request, true, new Error("reset")))).toBe(true);
+    expect(isTransient(APITimeoutError.fromTimeout(request, 10))).toBe(true);
+    expect(isTransient(APIUserAbortError.fromReason(request, "closed"))).toBe(false);
     expect(isTransient(new Error("other"))).toBe(false);
   });
 });

@@ -166,6 +166,6 @@ export async function waitBefore(
   try {
     await sleep(ms, ctx.closed);
   } catch {
-    throw new APIUserAbortError({ method, url: `${ctx.http.baseUrl}${path}` }, "the service was closed");
+    throw APIUserAbortError.fromReason({ method, url: `${ctx.http.baseUrl}${path}` }, "the service was closed");
   }
 }

@@ -70,8 +70,7 @@ export function tinkerRequester(options: TinkerRequesterOptions): TinkerContext[
         if (!billing.shouldPause(error.message, options.log)) {
           throw new RemoteOperationError(
             `${error.message} The service has answered 402 for ${Math.round(billing.pausedMs / 1000)} s, longer than the ${Math.round(billing.maxPauseSeconds)} s it allows to wait (billing_exception_max_pause_duration_sec); sort out the account's billing and run again`,
-            { service: "tinker", category: "user", serviceMessage: error.message },
-            { cause: error },
+            { service: "tinker", category: "user", serviceMessage: error.message, cause: error },
           );
         }
         await waitBefore(options, options.billingRetryMs, request.method, request.path);

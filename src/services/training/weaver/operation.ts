@@ -78,7 +78,7 @@ export class WeaverOperation<T> implements ApiFuture<T> {
             service: "weaver",
             category: categoryOf(String(code)),
             serviceMessage,
-            code: String(code),
+            serviceCode: String(code),
             details: field(operation, "error_details"),
           },
         );
