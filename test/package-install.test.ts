@@ -70,6 +70,12 @@ export default defineRecipe({
 /** The entry points of the package, with the API report of each. */
 const ENTRY_POINTS = [
   { specifier: "nexrl", report: "nexrl" },
+  { specifier: "nexrl/wire", report: "nexrl-wire" },
+  { specifier: "nexrl/backends", report: "nexrl-backends" },
+  { specifier: "nexrl/algorithms", report: "nexrl-algorithms" },
+  { specifier: "nexrl/agent", report: "nexrl-agent" },
+  { specifier: "nexrl/runs", report: "nexrl-runs" },
+  { specifier: "nexrl/errors", report: "nexrl-errors" },
   { specifier: "nexrl/engine", report: "nexrl-engine" },
   { specifier: "nexrl/server", report: "nexrl-server" },
   { specifier: "nexrl/testing", report: "nexrl-testing" },
@@ -91,15 +97,20 @@ const TYPED_USER_ESM = `import {
   BaseRolloutWorker,
   BaseTrainer,
   Trajectory,
-  adamParams,
   defineRecipe,
   lossFunctions,
   runRecipe,
-  type AdamParams,
   type AgentFunction,
   type RolloutTask,
   type RunResult,
+  type Tokenizer,
 } from "nexrl";
+import { adamParams, datum, type AdamParams, type Datum } from "nexrl/wire";
+import { LocalTrainingService, type ModelInfo } from "nexrl/backends";
+import { groupAdvantages, type GrpoTrainerOptions } from "nexrl/algorithms";
+import { mergeCalls, type GatewayCall } from "nexrl/agent";
+import { readRunFolder, type SampleRow } from "nexrl/runs";
+import { StorageError } from "nexrl/errors";
 import { LocalEngine, MODEL_PRESETS } from "nexrl/engine";
 import { startServer, type RunningServer } from "nexrl/server";
 import { rolloutTask, runRollout, workerSettings } from "nexrl/testing";
@@ -141,6 +152,15 @@ export const engine: typeof LocalEngine.create = LocalEngine.create;
 export const serve: () => Promise<RunningServer> = () => startServer({ outputDir: "out" });
 export const task: RolloutTask = rolloutTask({ prompt: "hi" });
 export const rollout: typeof runRollout = runRollout;
+export const one: Datum = datum([1, 2, 3], { weights: [0, 1, 1] });
+export const local: (outputDir: string) => LocalTrainingService = (outputDir) => new LocalTrainingService({ outputDir });
+export const info: (m: ModelInfo) => number | undefined = (m) => m.vocabSize;
+export const advantages: number[] = groupAdvantages([new Trajectory({ tokens: [1, 2], lossMask: [0, 1], reward: 1 })]).advantages;
+export const grpo: GrpoTrainerOptions = {};
+export const merged: (calls: GatewayCall[], tokenizer: Tokenizer) => number = (calls, tokenizer) =>
+  mergeCalls(calls, tokenizer).sequences.length;
+export const rows: (dir: string) => Promise<SampleRow[]> = async (dir) => (await readRunFolder(dir)).samples;
+export const isStorage: (e: unknown) => boolean = (e) => e instanceof StorageError;
 `;
 
 /** The same for CommonJS code: \`import\` of the root compiles to \`require("nexrl")\`. */

@@ -11,7 +11,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { completionTrajectory, type InferenceResult, type Trajectory } from "../../dist/index.js";
+import { completionTrajectory, type Trajectory } from "../../dist/index.js";
+import type { InferenceResult } from "../../dist/entries/backends.js";
 import { PROMPT_TOKENS, RESPONSE_TOKENS } from "../pipeline/completion.js";
 
 const PACKAGE_ROOT = pathToFileURL(fileURLToPath(new URL("../../dist/index.js", import.meta.url))).href;

@@ -10,7 +10,8 @@
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { createTrainingService, RewardModelScorer } from "nexrl";
+import { createTrainingService } from "nexrl";
+import { RewardModelScorer } from "nexrl/algorithms";
 import { ByteTokenizer } from "nexrl/engine";
 
 const samplerPath = process.argv[2];

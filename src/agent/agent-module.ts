@@ -73,7 +73,7 @@ export interface AgentModuleBase {
 /**
  * Loads the agent `reference` names (`file.ts`, default export, or `file.ts:name`): a function is
  * called per episode; a class is constructed with no arguments per episode and its `run` called.
- * @throws {@link ConfigError} for a missing file or export, an import failure, or an export
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a missing file or export, an import failure, or an export
  * that is neither.
  */
 export async function loadAgentModule(reference: string, base: AgentModuleBase): Promise<AgentFunction> {

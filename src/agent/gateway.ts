@@ -153,7 +153,7 @@ export class AgentGateway {
 
   /**
    * Starts a gateway.
-   * @throws {@link ConfigError} when the address cannot be bound.
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} when the address cannot be bound.
    */
   static async start(options: AgentGatewayOptions = {}): Promise<AgentGateway> {
     const host = options.host ?? "127.0.0.1";

@@ -82,7 +82,7 @@ export class RolloutSession {
    * @param inference what samples this rollout's calls.
    * @param options limits, defaults and rendering.
    * @param onFinish called once when the rollout finishes.
-   * @throws {@link ConfigError} for an unknown `toolParser` or `reasoningParser`, or a reasoning
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an unknown `toolParser` or `reasoningParser`, or a reasoning
    *   parser that cannot read the format.
    */
   constructor(

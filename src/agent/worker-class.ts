@@ -88,7 +88,7 @@ async function loadEvaluator(reference: string, base: AgentRecipeBase): Promise<
  * Where the rewards of an agent worker's episodes come from: the evaluator, the agents that push
  * them (`agent.external`), or, without an evaluator, the `reward` an agent module returns, which
  * only its episodes can show (the returned note says so).
- * @throws {@link ConfigError} for a declarative agent without an evaluator: nothing could
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a declarative agent without an evaluator: nothing could
  * give its episodes a reward.
  */
 export function agentRewardSource(config: RecipeConfig): { note?: string } {
@@ -107,7 +107,7 @@ export function agentRewardSource(config: RecipeConfig): { note?: string } {
  * Loads the agent and the evaluator of `config.rollout_worker` and checks that its episodes have
  * a reward source ({@link agentRewardSource}), without starting anything: what
  * {@link createAgentWorkerClass} and `nexrl validate` check.
- * @throws {@link ConfigError} for a missing or malformed agent or no reward source,
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a missing or malformed agent or no reward source,
  * `RecipeError` for the evaluator.
  */
 export async function loadAgentParts(
@@ -128,7 +128,7 @@ export async function loadAgentParts(
  * the run); without a signal it does not keep the process alive.
  * The evaluator (`evaluator_module_path: file.ts:Name`) is a class extending {@link Evaluator}
  * or a plain function `(data, target) => { reward, extraInfo }`.
- * @throws {@link ConfigError} for a missing or malformed agent, `RecipeError` for the
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a missing or malformed agent, `RecipeError` for the
  * evaluator, `ConfigError` when the gateway cannot listen.
  */
 export async function createAgentWorkerClass(

@@ -117,7 +117,7 @@ export class AgentRolloutWorker extends BaseRolloutWorker {
   /**
    * @param context name, settings and tokenizer, given by the pipeline.
    * @param setup gateway, agent, evaluator and options, shared by the run's workers.
-   * @throws {@link ConfigError} when `reasoning_parser` cannot read the format of the model's
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} when `reasoning_parser` cannot read the format of the model's
    *   chat template (known only now, with the tokenizer).
    */
   constructor(context: RolloutWorkerContext, setup: AgentWorkerSetup) {

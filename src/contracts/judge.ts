@@ -11,9 +11,9 @@ export interface LlmJudgeOptions {
   model: string;
   /** The API key (never logged nor put in errors); default `EMPTY`. */
   apiKey?: string;
-  /** The prompt template of {@link LlmJudge.score}: `{{prompt}}`, `{{response}}`, `{{ground_truth}}`. */
+  /** The prompt template of {@link "nexrl".LlmJudge.score | LlmJudge.score}: `{{prompt}}`, `{{response}}`, `{{ground_truth}}`. */
   scoreRubric: string;
-  /** The prompt template of {@link LlmJudge.rank}: `{{prompt}}`, `{{responses}}`, `{{ground_truth}}`, `{{n}}`. */
+  /** The prompt template of {@link "nexrl".LlmJudge.rank | LlmJudge.rank}: `{{prompt}}`, `{{responses}}`, `{{ground_truth}}`, `{{n}}`. */
   rankRubric: string;
   /** Sampling temperature (default 0). */
   temperature?: number;

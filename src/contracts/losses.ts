@@ -267,7 +267,7 @@ export const lossFunctions = {
 /** Names of all known losses. */
 export const LOSS_FUNCTION_NAMES = Object.keys(lossFunctions) as LossFunctionName[];
 
-/** Looks up a loss contract by name. @throws {@link InputError} for an unknown name. */
+/** Looks up a loss contract by name. @throws {@link "nexrl/errors".InputError | InputError} for an unknown name. */
 export function getLossFunction(name: string): LossFunctionContract {
   if (!Object.hasOwn(lossFunctions, name)) {
     throw new InputError(`unknown loss function "${name}"; known: ${LOSS_FUNCTION_NAMES.join(", ")}`);

@@ -12,6 +12,7 @@ import {
   ROLLOUT_SCOPE,
   type RolloutResult,
   type RolloutScope,
+  type ScopedWorker,
   type RolloutWorkerContext,
   type TruncatedSequence,
   type WorkerSettings,
@@ -60,9 +61,6 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow, Options ex
   readonly tokenizer: Tokenizer;
   /** The recipe's `rollout_worker.options` (after `optionsSchema`, when the class has one); `{}` when it gives none. */
   readonly options: Readonly<Options>;
-  /** Set by the pipeline during a rollout. @internal */
-  declare [ROLLOUT_SCOPE]: RolloutScope | undefined;
-
   /** @param context name, settings and tokenizer, given by the pipeline. */
   constructor(context: RolloutWorkerContext) {
     this.name = context.name;
@@ -125,7 +123,7 @@ export abstract class BaseRolloutWorker<Row extends object = DataRow, Options ex
   }
 
   private scope(member: string): RolloutScope {
-    const scope = this[ROLLOUT_SCOPE];
+    const scope = (this as ScopedWorker)[ROLLOUT_SCOPE];
     if (!scope) throw new NexrlError(`${this.name}: ${member} is only available while rollout() runs`);
     return scope;
   }

@@ -154,7 +154,7 @@ export class Trajectory {
 
   /**
    * Checks the invariants every consumer relies on.
-   * @throws {@link InputError} naming the first bad field: empty or invalid `tokens`,
+   * @throws {@link "nexrl/errors".InputError | InputError} naming the first bad field: empty or invalid `tokens`,
    *   `lossMask` / `logprobs` / `advantages` of the wrong length, mask values other than 0/1,
    *   non-finite `reward`, `logprobs`, `advantage` or `advantages`, a `lossWeight` that is not a
    *   finite number ≥ 0, a `preference` other than `chosen` or `rejected`, `score` or `counters`

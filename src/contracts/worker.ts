@@ -149,3 +149,12 @@ export interface RolloutScope {
 
 /** Key of the current {@link RolloutScope} on a worker instance. @internal */
 export const ROLLOUT_SCOPE: unique symbol = Symbol.for("nexrl.rolloutScope");
+
+/**
+ * A worker as the pipeline sees it during a rollout. The scope is a property under a registered
+ * symbol (so a worker class of another copy of nexrl takes it too), not a declared member, so
+ * it stays out of the worker's public type. @internal
+ */
+export interface ScopedWorker {
+  [ROLLOUT_SCOPE]?: RolloutScope | undefined;
+}

@@ -46,7 +46,7 @@ function checkIds(ids: ArrayLike<number>, vocabSize: number, what: string): void
 
 /**
  * Validates `datums` for `lossFn` on the local backend and packs them.
- * @throws InputError for inputs that break the loss contract, {@link "nexrl".ContextLengthError | ContextLengthError} for a
+ * @throws InputError for inputs that break the loss contract, {@link "nexrl/errors".ContextLengthError | ContextLengthError} for a
  * datum longer than the context, {@link "nexrl".InputError | InputError} for ids outside the vocabulary.
  */
 export function prepareBatch(

@@ -195,7 +195,7 @@ export class LocalEngine {
    * Target logprobs and loss of each datum; touches no gradients.
    * @param lossFn a loss of `lossFunctions` that the local backend offers.
    * @param lossFnConfig overrides of the loss's config defaults.
-   * @throws InputError for inputs that break the loss contract, {@link "nexrl".ContextLengthError | ContextLengthError}
+   * @throws InputError for inputs that break the loss contract, {@link "nexrl/errors".ContextLengthError | ContextLengthError}
    * for a datum longer than the context, {@link "nexrl".InputError | InputError} for ids outside the vocabulary.
    */
   forward(

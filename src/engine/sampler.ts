@@ -36,7 +36,7 @@ interface SamplePlan {
  * continues.
  *
  * Context limit: prompt plus generated tokens never exceed `contextLength`. A prompt that leaves
- * no free position is an error ({@link "nexrl".ContextLengthError | ContextLengthError}); otherwise generation stops at the
+ * no free position is an error ({@link "nexrl/errors".ContextLengthError | ContextLengthError}); otherwise generation stops at the
  * context limit with stop reason `length`, even if `maxTokens` is larger.
  */
 export class LocalSampler {
@@ -58,7 +58,7 @@ export class LocalSampler {
    * Generates `numSamples` continuations of `promptTokens`. Sample i draws from the random
    * stream of `options.seed` advanced by i·2⁶⁴ draws (its own substream), so the samples do not
    * depend on the number of threads, and the first one is the single sample of the same seed.
-   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl".InputError | InputError}, {@link "nexrl".ContextLengthError | ContextLengthError}.
+   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl".InputError | InputError}, {@link "nexrl/errors".ContextLengthError | ContextLengthError}.
    */
   sample(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): SampleOutput {
     const plan = this.plan(promptTokens, options, numSamples);
@@ -71,7 +71,7 @@ export class LocalSampler {
    * keeps answering other requests meanwhile. The samples are those `sample` draws, even when
    * other calls use this sampler in between (each batch feeds the prompt again); the weights must
    * not change until it resolves (a snapshot's sampler never changes).
-   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl".InputError | InputError}, {@link "nexrl".ContextLengthError | ContextLengthError}.
+   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl".InputError | InputError}, {@link "nexrl/errors".ContextLengthError | ContextLengthError}.
    */
   async sampleAsync(promptTokens: readonly number[], options: SamplingParams, numSamples = 1): Promise<SampleOutput> {
     const plan = this.plan(promptTokens, options, numSamples);
@@ -137,7 +137,7 @@ export class LocalSampler {
   /**
    * Logprob of each token given the ones before it; index 0 is null (Tinker's
    * `compute_logprobs`).
-   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl".ContextLengthError | ContextLengthError}.
+   * @throws {@link "nexrl".InputError | InputError}, {@link "nexrl/errors".ContextLengthError | ContextLengthError}.
    */
   computeLogprobs(tokens: readonly number[]): (number | null)[] {
     this.checkTokens(tokens, "tokens");

@@ -34,7 +34,7 @@ export function filePath(
  * Writes `bytes` to `path` through a temporary file in the same folder, removed when the write
  * fails. With `exclusive`, an existing file is never replaced.
  * @throws {@link "nexrl".EngineError | EngineError} when `exclusive` and `path` exists, and
- * {@link "nexrl".StorageError | StorageError} when the disk is full or not writable.
+ * {@link "nexrl/errors".StorageError | StorageError} when the disk is full or not writable.
  */
 export async function writeFileAtomic(path: string, bytes: Uint8Array, exclusive: boolean): Promise<void> {
   const tmp = join(dirname(path), `.${randomBytes(6).toString("hex")}.tmp`);

@@ -56,7 +56,7 @@ export interface ExportedModel {
  * `tokenizer_config.json` with the byte tokenizer's chat template) and as llama.cpp's
  * `model.gguf` (GGUF v3, architecture `gpt2`, F32, with the tokenizer and chat template), or
  * only the `formats` asked for.
- * @throws {@link RunError} for a missing folder or step, or a run on a remote backend.
+ * @throws {@link "nexrl/errors".RunError | RunError} for a missing folder or step, or a run on a remote backend.
  */
 export async function exportModel(ref: RunModelRef | string, options: ExportModelOptions = {}): Promise<ExportedModel> {
   const { dir, step } = typeof ref === "string" ? parseRunModelRef(ref) : ref;

@@ -110,7 +110,7 @@ function addDelta(
 /**
  * Writes the base model of `baseDir` with the adapter merged into `outDir`: every safetensors
  * file rewritten tensor by tensor, every other file of the folder copied. Returns the files written.
- * @throws {@link InputError} for a base without safetensors, a dtype other than F32 / BF16, an
+ * @throws {@link "nexrl/errors".InputError | InputError} for a base without safetensors, a dtype other than F32 / BF16, an
  * adapter module the base lacks, or mismatched shapes.
  */
 export async function mergeLoraIntoBase(

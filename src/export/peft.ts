@@ -55,7 +55,7 @@ function pick(checkpoints: RecordedCheckpoint[]): RecordedCheckpoint {
  * adapter as `adapter_config.json` + `adapter_model.safetensors` (see `peftFromTinkerAdapter`).
  * Works on Tinker's archives and on `nexrl serve`'s, which hold the same two files. With
  * `mergeBase`, also writes that base model with the adapter merged in (see `merge-lora.ts`).
- * @throws {@link RunError} for a run not on Tinker, or an archive without an adapter; the
+ * @throws {@link "nexrl/errors".RunError | RunError} for a run not on Tinker, or an archive without an adapter; the
  * service's errors (a missing key, a deleted or expired checkpoint).
  */
 export async function exportPeftAdapter(target: string, options: ExportPeftOptions = {}): Promise<ExportedPeftAdapter> {

@@ -10,7 +10,7 @@ import { storageError } from "../errors.js";
 
 /**
  * Writes each `[name, content]` of `files` into `dir` (created when missing) and returns their paths.
- * @throws {@link "nexrl".StorageError | StorageError} naming the file when the disk is full or not writable.
+ * @throws {@link "nexrl/errors".StorageError | StorageError} naming the file when the disk is full or not writable.
  */
 export async function writeFiles(
   dir: string,

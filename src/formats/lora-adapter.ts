@@ -86,7 +86,7 @@ export function trainedLoraAdapter(
  * and `nexrl serve`'s archives hold them) made loadable by `peft` and vLLM: Tinker's
  * `model.unembed_tokens` becomes `lm_head`, the tensors are kept as they are (dtype included),
  * and `base_model_name_or_path` is `baseModel` when given.
- * @throws {@link InputError} when the config lacks `r` or `lora_alpha`, or the adapter has
+ * @throws {@link "nexrl/errors".InputError | InputError} when the config lacks `r` or `lora_alpha`, or the adapter has
  * 3-D (mixture-of-experts) tensors, which need a per-expert split this export does not do.
  */
 export function peftFromTinkerAdapter(

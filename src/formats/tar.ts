@@ -64,7 +64,7 @@ function field(block: Uint8Array, at: number, length: number): string {
 /**
  * The regular files of a tar archive, gzipped or not (`what` names it in errors). Directory,
  * link and other entries are skipped; GNU long names and pax headers are not read.
- * @throws {@link InputError} for a truncated archive or a name that is absolute or contains `..`.
+ * @throws {@link "nexrl/errors".InputError | InputError} for a truncated archive or a name that is absolute or contains `..`.
  */
 export function readTar(bytes: Uint8Array, what: string): TarEntry[] {
   let tar = bytes;

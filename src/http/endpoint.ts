@@ -37,7 +37,7 @@ export interface Endpoint {
 
 /**
  * Resolves the API key and base URL of a service.
- * @throws {@link ConfigError} when neither the options nor the environment hold a key.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} when neither the options nor the environment hold a key.
  */
 export function resolveEndpoint(options: EndpointOptions, spec: EndpointSpec): Endpoint {
   const env = options.env ?? process.env;

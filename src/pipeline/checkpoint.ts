@@ -132,7 +132,7 @@ export async function removeRunState(path: string): Promise<void> {
 /**
  * Reads a run-state file, checking its checksum when it has one (files from before nexrl wrote
  * checksums have none and load unchecked).
- * @throws {@link RunError} when it is missing or not a nexrl run state, and of problem
+ * @throws {@link "nexrl/errors".RunError | RunError} when it is missing or not a nexrl run state, and of problem
  * `damaged_checkpoint` when its checksum does not match its contents.
  */
 export async function readRunState(path: string): Promise<RunState> {
@@ -169,7 +169,7 @@ export async function readRunState(path: string): Promise<RunState> {
 
 /**
  * Checks the checksum of the run-state file `path`, which holds `file`.
- * @throws {@link RunError} of problem `damaged_checkpoint` when it does not match.
+ * @throws {@link "nexrl/errors".RunError | RunError} of problem `damaged_checkpoint` when it does not match.
  */
 async function checkRunStateChecksum(path: string, file: Partial<StoredRunState>): Promise<void> {
   const { checksum, ...stored } = file;
@@ -234,7 +234,7 @@ export async function listRunStates(dir: string): Promise<Array<{ step: number; 
 /**
  * The run-state file `path` names: the file itself, or the latest one in a checkpoint folder or
  * in the `checkpoints/` folder of a run folder.
- * @throws {@link RunError} when there is none.
+ * @throws {@link "nexrl/errors".RunError | RunError} when there is none.
  */
 export async function locateRunState(path: string): Promise<string> {
   const info = await stat(path).catch(() => undefined);

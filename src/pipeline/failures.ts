@@ -5,7 +5,7 @@
  */
 import { JsonlLog, type StepRow } from "./jsonl-log.js";
 import { userFrames } from "./rollout/error-origin.js";
-import { shownValue, type RolloutFailure } from "./rollout/runner.js";
+import { shownValue, type FailureAction, type RolloutFailure } from "./rollout/runner.js";
 import { rowNumber } from "../contracts/task.js";
 import { InputError, NexrlError, UserCodeError } from "../errors.js";
 
@@ -36,8 +36,8 @@ export interface FailureRow extends StepRow {
   stack?: string;
   /** Where in the user's code it was raised: the first frame of the stack outside nexrl, Node and `node_modules` (`file:line:column (function)`). */
   at?: string;
-  /** What the failure policy did (see `RolloutFailure.action`). */
-  action: RolloutFailure["action"];
+  /** What the failure policy did. */
+  action: FailureAction;
 }
 
 function kindOf(error: unknown): FailureKind {

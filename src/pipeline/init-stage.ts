@@ -88,7 +88,7 @@ export async function locateRecipeCheckpoint(recipe: LoadedRecipe, path: string,
 /**
  * Refuses an `init.from_recipe` chain that comes back to a recipe already in it.
  * @param chain the recipes that led here, outer first, the one naming `file` last.
- * @throws {@link RunError} naming the cycle.
+ * @throws {@link "nexrl/errors".RunError | RunError} naming the cycle.
  */
 export function refuseInitCycle(chain: readonly string[], file: string, cwd: string): void {
   if (chain.includes(file))
@@ -109,7 +109,7 @@ export type InitOutcome =
  * `<storage root>/init/<name>-<fingerprint>/` unless a finished run of it is there already (then
  * reused as it is); a run of it that was stopped before it finished is continued from its last
  * checkpoint.
- * @throws {@link RunError} for a missing checkpoint, a cycle of recipes, or a warm-start
+ * @throws {@link "nexrl/errors".RunError | RunError} for a missing checkpoint, a cycle of recipes, or a warm-start
  * recipe that saved no checkpoint.
  */
 export async function prepareInit(recipe: LoadedRecipe, context: InitContext): Promise<InitOutcome> {

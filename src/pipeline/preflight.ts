@@ -84,7 +84,7 @@ export function checkModelName(recipe: LoadedRecipe): void {
  * The longest sequence the run accepts: `rollout_worker.max_sequence_length`, else the model's
  * context.
  * @param contextLength the model's context, when known.
- * @throws {@link RunError} when `max_sequence_length` is longer than the context.
+ * @throws {@link "nexrl/errors".RunError | RunError} when `max_sequence_length` is longer than the context.
  */
 export function checkContextLength(config: RecipeConfig, contextLength: number | undefined): number | undefined {
   const maxSequenceLength = config.rollout_worker.max_sequence_length ?? contextLength;
@@ -130,7 +130,7 @@ export function locateResumeState(recipe: LoadedRecipe, cwd: string): Promise<st
 
 /**
  * Checks that a checkpoint holds the model the recipe trains.
- * @throws {@link RunError} naming both.
+ * @throws {@link "nexrl/errors".RunError | RunError} naming both.
  */
 export function checkCheckpointModel(config: RecipeConfig, state: RunState, path: string): void {
   const train = config.service.train_service;

@@ -129,7 +129,7 @@ const show = (value: string | undefined): string => value ?? "unset";
  * @param allowed `resume.allow_changed`: keys (and the keys below them) that may differ;
  * `service.train_service.config.*` names the same hyper-parameters as `trainer.algorithm.*`.
  * @returns the differences `allowed` accepted, for a warning.
- * @throws {@link RunError} for the others.
+ * @throws {@link "nexrl/errors".RunError | RunError} for the others.
  */
 export function checkResumeSettings(
   checkpoint: string,

@@ -31,7 +31,7 @@ function wrapsTextInChat(config: RecipeConfig): boolean {
  * fields of the recipe's built-in worker and, with a tokenizer, the length of each `sft` row after
  * the chat template against `rollout_worker.max_sequence_length`.
  * @returns notes: a length budget the chat template overruns.
- * @throws {@link InputError} naming the section, the row and the field.
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the section, the row and the field.
  */
 export function checkFirstRows(
   config: RecipeConfig,

@@ -31,7 +31,7 @@ export function storageRoot(options: Pick<RunDirectoryOptions, "env" | "cwd"> = 
 
 /**
  * The run's output folder: `outputDir`, else `<NEXRL_STORAGE_PATH or ./runs>/<tag>`, absolute.
- * @throws {@link ConfigError} for a tag that names no folder of its own under the storage root
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a tag that names no folder of its own under the storage root
  * (empty, `.`, `..`, or with a path separator).
  */
 export function resolveRunDirectory(options: RunDirectoryOptions = {}): string {

@@ -95,7 +95,7 @@ function parseContent(text: string): LockContent | undefined {
 const errorCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
 
 /**
- * A {@link RunError} for a file-system error on the output folder: a one-line cause and
+ * A {@link "nexrl/errors".RunError | RunError} for a file-system error on the output folder: a one-line cause and
  * what to do.
  */
 export function outputDirError(dir: string, error: unknown): RunError {
@@ -136,8 +136,8 @@ export class RunLock {
   /**
    * Creates `dir` if needed and locks it for this process.
    * @param command the command line recorded for whoever finds the folder locked.
-   * @throws {@link RunError} when a live process holds the folder.
-   * @throws {@link RunError} when the folder cannot be created or written.
+   * @throws {@link "nexrl/errors".RunError | RunError} when a live process holds the folder.
+   * @throws {@link "nexrl/errors".RunError | RunError} when the folder cannot be created or written.
    */
   static async acquire(dir: string, command: string = process.argv.join(" ")): Promise<RunLock> {
     let created: string | undefined;

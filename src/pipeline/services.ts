@@ -45,7 +45,7 @@ export function openTrainingService(config: RecipeConfig, options: OpenTrainingS
 
 /**
  * Checks that rollouts can sample through the training service's own sampler.
- * @throws {@link RunError} for OpenAI-compatible inference servers, which weight
+ * @throws {@link "nexrl/errors".RunError | RunError} for OpenAI-compatible inference servers, which weight
  * sync cannot update yet.
  */
 export function checkInferenceBackend(config: RecipeConfig): void {

@@ -23,7 +23,7 @@ export interface RunModelRef {
 
 /**
  * Parses `RUN_DIR[:step]`: a trailing `:<digits>` (or `:step_<digits>`) is the step.
- * @throws {@link RunError} for an empty folder name.
+ * @throws {@link "nexrl/errors".RunError | RunError} for an empty folder name.
  */
 export function parseRunModelRef(text: string): RunModelRef {
   const match = /^(.*):(?:step_)?(\d+)$/.exec(text);
@@ -93,7 +93,7 @@ function tokenizerOptions(config: Record<string, unknown>): { renderer?: Rendere
 }
 
 /** The weights at `step` (the latest without one): a checkpoint, else a local sampler snapshot.
- * @throws {@link RunError} when the run has none, or none at `step`. */
+ * @throws {@link "nexrl/errors".RunError | RunError} when the run has none, or none at `step`. */
 export function pickWeights(
   run: RunFolder,
   checkpoints: RunCheckpoint[],
@@ -168,7 +168,7 @@ async function remoteSamplerPath(
  * (a checkpoint's training state, or a sampler snapshot of that step) on the embedded engine; a
  * remote run's sampler path on its service (the checkpoint's, or one exported from its
  * training state), with the recipe's base URL and the key from the environment.
- * @throws {@link RunError} for a missing folder or step; the service's errors (a missing
+ * @throws {@link "nexrl/errors".RunError | RunError} for a missing folder or step; the service's errors (a missing
  * key, a network failure) for remote runs.
  */
 export async function openRunModel(ref: RunModelRef | string, options: OpenRunModelOptions = {}): Promise<RunModel> {

@@ -73,7 +73,7 @@ async function isRunFolder(dir: string): Promise<boolean> {
 
 /**
  * Checks that `dir` is a run folder and returns its absolute path.
- * @throws {@link RunError} when it is missing or holds none of a run's files.
+ * @throws {@link "nexrl/errors".RunError | RunError} when it is missing or holds none of a run's files.
  */
 export async function checkRunFolder(dir: string, cwd = process.cwd()): Promise<string> {
   const abs = resolve(cwd, dir);
@@ -126,7 +126,7 @@ async function readRunJson(dir: string): Promise<{ recipePath: string | undefine
  * Reads the run folder `dir` (relative to `options.cwd`). Files a run has not written yet read as
  * empty; the values of secret environment variables in `options.env` are redacted from the
  * configuration.
- * @throws {@link RunError} when `dir` is not a run folder.
+ * @throws {@link "nexrl/errors".RunError | RunError} when `dir` is not a run folder.
  */
 export async function readRunFolder(
   dir: string,

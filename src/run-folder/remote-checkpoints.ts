@@ -48,7 +48,7 @@ export interface RemoteCheckpointsOptions {
  * run-state files recorded; `RUN_DIR:STEP` that step's (its training state, and its sampler when
  * it holds the same step). A run's service is the recipe's base URL with the key from the
  * environment, as `nexrl sample` uses.
- * @throws {@link RunError} for a run that did not train on Tinker, or has no checkpoint (at STEP).
+ * @throws {@link "nexrl/errors".RunError | RunError} for a run that did not train on Tinker, or has no checkpoint (at STEP).
  */
 export async function remoteCheckpoints(
   target: string,

@@ -37,7 +37,7 @@ function describe(problem: ListenProblem, host: string, port: number, error: Nod
 
 /**
  * The addresses `host` names (an IP address itself, or what the resolver gives for a name).
- * @throws {@link "nexrl".ListenError | ListenError} `bad_host` when a name does not resolve.
+ * @throws {@link "nexrl/errors".ListenError | ListenError} `bad_host` when a name does not resolve.
  */
 export async function hostAddresses(host: string, hint: (problem: ListenProblem) => string): Promise<string[]> {
   if (isIP(host) !== 0) return [host];
@@ -61,7 +61,7 @@ export function isLoopback(address: string): boolean {
 /**
  * Starts `server` listening on `host`:`port`.
  * @param hint what to do about each kind of failure, appended to the message.
- * @throws {@link "nexrl".ListenError | ListenError} naming the cause.
+ * @throws {@link "nexrl/errors".ListenError | ListenError} naming the cause.
  */
 export function listen(
   server: Server,

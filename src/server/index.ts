@@ -154,7 +154,7 @@ export interface RunningServer {
  * 415 (the types a page may send without asking first).
  *
  * @throws {@link "nexrl".ConfigError | ConfigError} for an empty key or an unprotected non-loopback host;
- * {@link "nexrl".ListenError | ListenError} when the port is taken or privileged, or the host is not this machine's.
+ * {@link "nexrl/errors".ListenError | ListenError} when the port is taken or privileged, or the host is not this machine's.
  *
  * @example
  * ```ts

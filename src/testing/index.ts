@@ -29,7 +29,7 @@ import { workerSettings } from "../pipeline/settings.js";
 import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
 import { type BaseRolloutWorker } from "../contracts/rollout-worker.js";
-import { ROLLOUT_SCOPE } from "../contracts/worker.js";
+import { ROLLOUT_SCOPE, type ScopedWorker } from "../contracts/worker.js";
 import type { InferenceClient } from "../contracts/inference.js";
 import { Trajectory, type TrajectoryInit } from "../contracts/trajectory.js";
 
@@ -60,7 +60,7 @@ export async function runRollout(
   const put: Trajectory[] = [];
   const ended = new AbortController();
   const { temperature, maxResponseLength, maxSequenceLength } = worker.settings;
-  worker[ROLLOUT_SCOPE] = {
+  (worker as ScopedWorker)[ROLLOUT_SCOPE] = {
     signal: ended.signal,
     inference:
       options.inferenceClient &&
@@ -75,7 +75,7 @@ export async function runRollout(
     result = await worker.rollout(task);
   } finally {
     // As in a run: the worker's putTrajectory and inferenceClient throw once the rollout is over.
-    worker[ROLLOUT_SCOPE] = undefined;
+    (worker as ScopedWorker)[ROLLOUT_SCOPE] = undefined;
     ended.abort(ATTEMPT_OVER);
   }
   const returned = result === undefined ? [] : Array.isArray(result) ? result : [result];

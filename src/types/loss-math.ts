@@ -23,7 +23,7 @@ export type LossTerm = (
 
 /**
  * A loss's `loss_fn_config` with its defaults filled.
- * @throws {@link InputError} for a key the loss does not use or a value that is not finite.
+ * @throws {@link "nexrl/errors".InputError | InputError} for a key the loss does not use or a value that is not finite.
  */
 export function resolveLossConfig(
   name: string,

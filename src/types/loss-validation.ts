@@ -55,7 +55,7 @@ export interface ValidateLossInputsOptions {
  * target tokens are valid ids, and no key is present that the backend rejects (Tinker and the
  * local engine reject any key outside the contract, `mask` and `loss_mask` included; Weaver's
  * `importance_sampling` requires `loss_mask`).
- * @throws {@link InputError} with a message naming the loss, the backend and the key.
+ * @throws {@link "nexrl/errors".InputError | InputError} with a message naming the loss, the backend and the key.
  */
 export function validateLossInputs(lossFn: string, datum: Datum, options: ValidateLossInputsOptions): void {
   const { backend } = options;

@@ -132,7 +132,7 @@ export const DEFAULT_ADAM_PARAMS: Readonly<AdamParams> = Object.freeze({
 
 /**
  * Builds {@link AdamParams} from a partial object, filling Tinker's defaults.
- * @throws {@link InputError} when a value is not a finite number or out of range.
+ * @throws {@link "nexrl/errors".InputError | InputError} when a value is not a finite number or out of range.
  */
 export function adamParams(params: Partial<AdamParams> = {}): AdamParams {
   const out: AdamParams = { ...DEFAULT_ADAM_PARAMS, ...params };
@@ -186,7 +186,7 @@ export function dtypeForKey(key: string): TensorDtype {
 
 /**
  * Builds a 1-D {@link TensorData} from a plain array.
- * @throws {@link InputError} on non-finite values, or non-integers for `int64`.
+ * @throws {@link "nexrl/errors".InputError | InputError} on non-finite values, or non-integers for `int64`.
  */
 export function tensorData(values: ArrayLike<number>, dtype: TensorDtype): TensorData {
   const data = Array.from(values);

@@ -2,7 +2,8 @@ import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { episodeTrajectories } from "../../src/agent/episode.js";
 import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import { createAgentWorkerClass, mergeCalls } from "../../src/agent/index.js";
+import { mergeCalls } from "../../src/agent/index.js";
+import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
 import { workerSettings } from "../../src/pipeline/settings.js";
 import {
   fixture,

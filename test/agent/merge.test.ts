@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  contentWithToolCalls,
   episodeTrajectories,
   formatToolCall,
   mergeCalls,
   parseToolCalls,
   type GatewayCall,
 } from "../../src/agent/index.js";
+import { contentWithToolCalls } from "../../src/agent/tool-calls.js";
 import { messagesToRender, renderChat, templateRendersToolCalls } from "../../src/agent/render.js";
 import { HfTokenizer } from "../../src/services/inference/index.js";
 import type { ChatMessage, ToolCall } from "../../src/types/tokenizer.js";

@@ -6,7 +6,7 @@ import { calc, evaluateExpression } from "../../recipe/agent_tools/agent_workspa
 import { evaluate } from "../../recipe/agent_tools/agent_workspace/evaluator.js";
 import { get } from "../../recipe/agent_tools/agent_workspace/tools/get.js";
 import { makeData, renderFiles, type ToolRow } from "../../recipe/agent_tools/data/make_data.js";
-import { createAgentWorkerClass } from "../../src/agent/index.js";
+import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
 import { runRecipe } from "../../src/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";

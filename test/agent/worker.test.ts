@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createAgentWorkerClass } from "../../src/agent/index.js";
+import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
 import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
 import type { InferenceClient } from "../../src/services/inference/index.js";
 import type { Trajectory } from "../../src/contracts/trajectory.js";

@@ -153,7 +153,7 @@ async function loadTool(
  * Loads `agent_config.yaml` and its tools. Tool YAML paths and bindings are looked up in
  * `workspace` first, then beside the config. NexAU keys this runner does not use (`tracers`,
  * `tool_call_mode`, `max_context_tokens`, `llm_config.api_type`, …) are accepted and ignored.
- * @throws {@link ConfigError} naming the file and key at fault.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} naming the file and key at fault.
  */
 export async function loadAgentConfig(
   configPath: string,

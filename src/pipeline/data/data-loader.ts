@@ -91,7 +91,7 @@ export class DataLoader {
    * @param rows the task rows (each must have the prompt key): objects, or a table read from files.
    * @param options batching, order and filtering.
    * @param source describes where array rows came from, for errors (a table names its files).
-   * @throws {@link InputError} when a row is not an object or lacks the prompt key, or no row
+   * @throws {@link "nexrl/errors".InputError | InputError} when a row is not an object or lacks the prompt key, or no row
    * is left after filtering.
    */
   constructor(rows: readonly DataRow[] | RowTable, options: DataLoaderOptions, source = "the data") {
@@ -155,7 +155,7 @@ export class DataLoader {
   /**
    * Reads `files` (see {@link readRowTable}) and builds a loader over their rows, in file order.
    * The rows are held as their JSON text, so millions of rows fit in about the files' size.
-   * @throws {@link InputError} for unreadable files, rows that are not JSON objects, or rows
+   * @throws {@link "nexrl/errors".InputError | InputError} for unreadable files, rows that are not JSON objects, or rows
    * without the prompt key.
    */
   static async fromFiles(files: readonly string[], options: DataLoaderOptions): Promise<DataLoader> {
@@ -255,7 +255,7 @@ export class DataLoader {
 
   /**
    * Continues from a cursor taken with {@link DataLoader.cursor}.
-   * @throws {@link InputError} when the cursor does not fit this data (another dataset).
+   * @throws {@link "nexrl/errors".InputError | InputError} when the cursor does not fit this data (another dataset).
    */
   restore(cursor: DataCursor): void {
     const ok =

@@ -169,7 +169,7 @@ async function readInto(file: string, table: RowTableBuilder): Promise<void> {
  * line, blank lines skipped; streamed), `.json` (an array of objects) or `.parquet` (each row an
  * object, read one row group at a time; 64-bit integers become numbers). Rows are checked when
  * parsed ({@link RowTable.row}), naming the file and line of bad content.
- * @throws {@link InputError} naming the file for an unknown extension or a file that cannot
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the file for an unknown extension or a file that cannot
  * be read, or that is not a JSON array (`.json`) or Parquet.
  */
 export async function readRowTable(files: readonly string[]): Promise<RowTable> {
@@ -180,7 +180,7 @@ export async function readRowTable(files: readonly string[]): Promise<RowTable> 
 
 /**
  * The rows of one data file, chosen by extension (see {@link readRowTable}), parsed into objects.
- * @throws {@link InputError} naming the file (and line) for an unknown extension, a file that
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the file (and line) for an unknown extension, a file that
  * cannot be read or parsed, or a record that is not an object.
  */
 export async function readDataFile(file: string): Promise<DataRow[]> {

@@ -89,7 +89,7 @@ export class RowTable {
 
   /**
    * Row `index`, parsed afresh (a new object on each call).
-   * @throws {@link InputError} naming the file and line when the text is not JSON or not an object.
+   * @throws {@link "nexrl/errors".InputError | InputError} naming the file and line when the text is not JSON or not an object.
    */
   row(index: number): DataRow {
     const text = this.text(index);

@@ -127,7 +127,7 @@ export class WorkerLoop {
 
   /**
    * Runs until {@link WorkerLoop.stop}: then the tasks in flight are handed back and it
-   * resolves. Rejects when the server fails, and with a {@link ConfigError} naming what differs
+   * resolves. Rejects when the server fails, and with a {@link "nexrl/errors".ConfigError | ConfigError} naming what differs
    * when a driver session's recipe fingerprint is not this worker's (at once when the driver runs
    * already).
    */

@@ -99,7 +99,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /**
  * A judge model behind an OpenAI-compatible endpoint. Requests share one concurrency limit;
  * each attempt has its own timeout; failed attempts (timeouts, HTTP errors, replies with no
- * usable score) are retried with a doubling delay, then reported as a {@link JudgeError} that
+ * usable score) are retried with a doubling delay, then reported as a {@link "nexrl/errors".JudgeError | JudgeError} that
  * quotes the last reply.
  *
  * @example
@@ -142,7 +142,7 @@ export class LlmJudge {
 
   /**
    * Scores one answer from 0 to 1.
-   * @throws {@link JudgeError} when every attempt failed.
+   * @throws {@link "nexrl/errors".JudgeError | JudgeError} when every attempt failed.
    */
   async score(item: JudgeItem): Promise<JudgeVerdict> {
     const prompt = renderRubric(this.options.scoreRubric, {
@@ -157,7 +157,7 @@ export class LlmJudge {
   /**
    * Ranks answers to one task (shown numbered from 1); the best scores 1, the worst 0, evenly
    * spaced between (a single answer scores 1).
-   * @throws {@link JudgeError} when every attempt failed.
+   * @throws {@link "nexrl/errors".JudgeError | JudgeError} when every attempt failed.
    */
   async rank(items: readonly JudgeItem[]): Promise<JudgeVerdict[]> {
     const n = items.length;

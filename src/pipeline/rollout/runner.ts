@@ -10,7 +10,7 @@ import { inRollout, type GuardedRollout } from "../run-guard.js";
 import { deriveSeed } from "../seed.js";
 import { describeTask, type RolloutTask } from "../../contracts/task.js";
 import { type BaseRolloutWorker } from "../../contracts/rollout-worker.js";
-import { ROLLOUT_SCOPE, type RolloutResult, type RolloutScope } from "../../contracts/worker.js";
+import { ROLLOUT_SCOPE, type RolloutResult, type RolloutScope, type ScopedWorker } from "../../contracts/worker.js";
 import { ATTEMPT_OVER, RolloutInferenceClient, type RolloutSamplingDefaults } from "../workers/rollout-inference.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import { retryCouldHelp, userFrames } from "./error-origin.js";
@@ -80,12 +80,16 @@ export interface RolloutFailure {
   attempt: number;
   /** What went wrong: the worker's error, an `InputError` or a `UserCodeError` (uncaught, timeout or hung). */
   error: unknown;
-  /**
-   * What the failure policy did: `retry` the task, `skip` it, `stop` the run, or nothing
-   * (`none`: an uncaught error raised by a rollout that had already ended, under the `skip` policy).
-   */
-  action: "retry" | "skip" | "stop" | "none";
+  /** What the failure policy did. */
+  action: FailureAction;
 }
+
+/**
+ * What the failure policy did with a failed attempt: `retry` the task, `skip` it, `stop` the run,
+ * or nothing (`none`: an uncaught error raised by a rollout that had already ended, under the
+ * `skip` policy).
+ */
+export type FailureAction = "retry" | "skip" | "stop" | "none";
 
 /** What became of one task. */
 export interface RolloutOutcome {
@@ -517,7 +521,7 @@ export class RolloutRunner {
     const worker = (slot.worker ??= this.options.createWorker(slot.index));
     const scope = new AttemptScope(this, slot, worker, task, attempt, startVersion);
     scope.settle = end;
-    worker[ROLLOUT_SCOPE] = scope;
+    (worker as ScopedWorker)[ROLLOUT_SCOPE] = scope;
     slot.scope = scope;
     if (timeoutMs > 0) {
       // The timer alone does not keep the process alive: if nothing else would, the run's guard
@@ -654,7 +658,7 @@ function describeError(error: unknown): string {
 /**
  * Refuses a trajectory holding a token id the model has no embedding for, naming the rollout
  * here rather than a datum at training.
- * @throws {@link InputError} for the first such id.
+ * @throws {@link "nexrl/errors".InputError | InputError} for the first such id.
  */
 function checkTokenIds(t: Trajectory, vocabSize: number | undefined): void {
   if (vocabSize === undefined) return;
@@ -668,7 +672,7 @@ function checkTokenIds(t: Trajectory, vocabSize: number | undefined): void {
 
 /**
  * Refuses a trajectory longer than `rollout_worker.max_sequence_length` (`max`; undefined for no limit).
- * @throws {@link InputError} naming the trajectory, its length and the limit.
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the trajectory, its length and the limit.
  */
 export function checkSequenceLength(t: Trajectory, max: number | undefined): void {
   if (max !== undefined && t.tokens.length > max) {

@@ -45,7 +45,7 @@ export interface GroupAdvantages {
  * are all equal — including a group of a single run — gets advantage 0 (never its raw reward).
  * Rewards beyond ±1e150 are divided by the group's largest before μ_g and σ_g are taken, so the
  * squares do not overflow (the normalised advantage does not depend on that scale).
- * @throws {@link InputError} when an advantage is beyond the ±3.4e38 of a 32-bit float (rewards
+ * @throws {@link "nexrl/errors".InputError | InputError} when an advantage is beyond the ±3.4e38 of a 32-bit float (rewards
  *   that large without the division by σ_g), naming the group and its rewards.
  */
 export function groupAdvantages(

@@ -86,7 +86,7 @@ export abstract class BaseTrainer<Options extends object = ClassOptions> impleme
   /**
    * One training step on `trajectories`; adds `rollout/*`, `train/*` and `optim/*` metrics (and
    * those of `prepareTrajectories`) to `metrics`.
-   * @throws {@link InputError} when prepared trajectories are invalid or miss a loss input.
+   * @throws {@link "nexrl/errors".InputError | InputError} when prepared trajectories are invalid or miss a loss input.
    */
   async train(trajectories: Trajectory[], metrics: Record<string, number>): Promise<TrainStepResult> {
     Object.assign(metrics, rolloutMetrics(trajectories));

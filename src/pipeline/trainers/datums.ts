@@ -14,7 +14,7 @@ export type LossKind = "supervised" | "policy";
  * The kind of `lossFn`: `supervised` for losses with `weights` (`cross_entropy`), `policy` for
  * losses with `advantages` (`importance_sampling`, `ppo`, `cispo`, `dro`, Weaver's
  * `truncated_importance_sampling`).
- * @throws {@link InputError} for losses a trainer cannot use (`forward_logprob`, `surrogate`).
+ * @throws {@link "nexrl/errors".InputError | InputError} for losses a trainer cannot use (`forward_logprob`, `surrogate`).
  */
 export function lossKind(lossFn: LossFunctionName): LossKind {
   const inputs = getLossFunction(lossFn).inputs;
@@ -47,7 +47,7 @@ export interface DatumOptions {
  * it has one.
  *
  * The datum's arrays are new arrays: changing the trajectory afterwards does not change the datum.
- * @throws {@link InputError} naming the trajectory when a policy loss lacks logprobs or
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the trajectory when a policy loss lacks logprobs or
  *   advantages, or when `lossMask`, `logprobs` or `advantages` is not an array with one value per token.
  */
 export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum | undefined {
@@ -92,7 +92,7 @@ export function trajectoryToDatum(t: Trajectory, options: DatumOptions): Datum |
 
 /**
  * Checks that each of `arrays` is an array with one value per token.
- * @throws {@link InputError} naming the trajectory and the field.
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the trajectory and the field.
  */
 function perToken(where: string, arrays: { tokens: readonly number[] } & Record<string, readonly number[]>): void {
   const length = arrays.tokens.length;

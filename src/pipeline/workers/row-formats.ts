@@ -21,7 +21,7 @@ export interface RowFormat {
    * Checks one row.
    * @param promptKey `data.prompt_key` of the row's section.
    * @param where how messages name the row.
-   * @throws {@link InputError} naming the row and the field.
+   * @throws {@link "nexrl/errors".InputError | InputError} naming the row and the field.
    */
   check(row: Readonly<Record<string, unknown>>, promptKey: string, where: string, config: RecipeConfig): void;
 }

@@ -135,7 +135,7 @@ function messagesOf(value: unknown[], field: string, where: string, weights: Arr
  * @param row the row's fields.
  * @param promptKey `data.prompt_key`.
  * @param where how messages name the row (`row 4`).
- * @throws {@link InputError} naming the row and the field for anything else, and for a row with
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the row and the field for anything else, and for a row with
  *   no message to train on.
  */
 export function readSftRow(

@@ -49,7 +49,7 @@ function renderText(tokenizer: Tokenizer, prompt: string, completion: string): R
  * start of the whole conversation, the message ends at the last EOS within them (or with them,
  * when they hold none); when it does not (Qwen3 writes an empty thinking block into the last
  * assistant message only), at the first EOS after its start.
- * @throws {@link InputError} when the template renders the messages before an answer differently
+ * @throws {@link "nexrl/errors".InputError | InputError} when the template renders the messages before an answer differently
  *   once the conversation goes on (so the answer's tokens cannot be told apart), or ignores the
  *   row's `tools`.
  */
@@ -93,7 +93,7 @@ function renderChat(tokenizer: Tokenizer, example: ChatExample, where: string): 
 /**
  * The tokens and loss mask the `sft` worker trains on for `example` (see {@link SftRolloutWorker}).
  * @param where how messages name the row.
- * @throws {@link InputError} as the chat template rendering requires.
+ * @throws {@link "nexrl/errors".InputError | InputError} as the chat template rendering requires.
  */
 export function renderSftExample(tokenizer: Tokenizer, example: SftExample, where: string): RenderedExample {
   return example.kind === "text"

@@ -26,7 +26,7 @@ export interface TrainingServiceOptions
  * const service = createTrainingService("tinker", { baseUrl: "http://127.0.0.1:8000" }); // key from TINKER_API_KEY
  * const local = createTrainingService("local", { outputDir: "outputs/run" });
  * ```
- * @throws {@link ConfigError} for an unknown backend or `local` without
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an unknown backend or `local` without
  * `outputDir`; ConfigError for a remote backend without a key.
  */
 export function createTrainingService(backend: TrainingBackend, options: TrainingServiceOptions = {}): TrainingService {

@@ -78,7 +78,7 @@ export function readFloat32(bytes: Uint8Array, what = "float32 array"): number[]
   return Array.from(view(bytes, 4, Float32Array, what));
 }
 
-/** Little-endian int64 values. @throws {@link InputError} for a value beyond ±2^53. */
+/** Little-endian int64 values. @throws {@link "nexrl/errors".InputError | InputError} for a value beyond ±2^53. */
 export function readInt64(bytes: Uint8Array, what = "int64 array"): number[] {
   const values = view(bytes, 8, BigInt64Array, what);
   const out = new Array<number>(values.length);
@@ -102,7 +102,7 @@ export function readBfloat16(bytes: Uint8Array, what = "bfloat16 array"): number
   return out;
 }
 
-/** The values of `bytes` in `dtype`. @throws {@link InputError} for `DTYPE_UNSPECIFIED` or an unknown dtype. */
+/** The values of `bytes` in `dtype`. @throws {@link "nexrl/errors".InputError | InputError} for `DTYPE_UNSPECIFIED` or an unknown dtype. */
 export function readDtype(bytes: Uint8Array, dtype: DType, what: string): number[] {
   switch (dtype) {
     case DType.DTYPE_FLOAT32:

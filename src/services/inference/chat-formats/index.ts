@@ -98,7 +98,7 @@ export interface ChatParserChoice {
   reasoningParser?: string;
 }
 
-/** The family a `tool_parser` name or family id reads. @throws {@link ConfigError} for an unknown name. */
+/** The family a `tool_parser` name or family id reads. @throws {@link "nexrl/errors".ConfigError | ConfigError} for an unknown name. */
 export function familyOfToolParser(name: string): ChatFamily {
   const family = Object.hasOwn(TOOL_PARSERS, name)
     ? TOOL_PARSERS[name]
@@ -127,7 +127,7 @@ export function reasoningMismatch(family: ChatFamily, reasoning: string): string
 /**
  * The chat parser of a model: the family of `toolParser`, else of the template's markers; the
  * reasoning parser given, else the family's own.
- * @throws {@link ConfigError} for an unknown name, or a reasoning parser that cannot read the family.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an unknown name, or a reasoning parser that cannot read the family.
  */
 export function chatParserFor(choice: ChatParserChoice = {}): ChatParser {
   const family =

@@ -19,7 +19,7 @@ export interface ChatRenderer {
   readonly turnEnds: readonly string[];
   /**
    * Text of `messages` in the model's format.
-   * @throws {@link InputError} for a conversation or option the format cannot express.
+   * @throws {@link "nexrl/errors".InputError | InputError} for a conversation or option the format cannot express.
    */
   render(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string;
 }
@@ -27,7 +27,7 @@ export interface ChatRenderer {
 /**
  * `chatTemplateKwargs` checked against the keys a renderer reads: any other key is refused, so
  * that no setting is silently ignored.
- * @throws {@link InputError} naming the unknown key and the known ones.
+ * @throws {@link "nexrl/errors".InputError | InputError} naming the unknown key and the known ones.
  */
 export function renderKwargs(
   id: RendererId,

@@ -59,8 +59,8 @@ function detectRenderer(inputs: ChatFormatInputs): RendererId | undefined {
  * How a tokenizer renders chats: the renderer asked for, else a renderer where the template is
  * missing or lacks tools (see {@link detectRenderer}), else the model's Jinja template; null when
  * there is nothing to render with.
- * @throws {@link ConfigError} for an unknown renderer id, or a vocabulary without its special tokens;
- *   {@link InputError} for a template that does not parse.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an unknown renderer id, or a vocabulary without its special tokens;
+ *   {@link "nexrl/errors".InputError | InputError} for a template that does not parse.
  */
 export function chooseChatFormat(inputs: ChatFormatInputs): ChosenChatFormat | null {
   const asked = inputs.renderer;

@@ -27,7 +27,7 @@ export class ChatTemplate {
   /**
    * @param source the template text, or the named templates.
    * @param specialTokens variables every render sees, such as `bos_token` and `eos_token`.
-   * @throws {@link InputError} when a template does not parse.
+   * @throws {@link "nexrl/errors".InputError | InputError} when a template does not parse.
    */
   constructor(
     source: ChatTemplateSource,
@@ -75,7 +75,7 @@ export class ChatTemplate {
   /**
    * Text of `messages` in the chat format. `chatTemplateKwargs` may override the special-token
    * variables but not `messages`, `tools` or `add_generation_prompt`.
-   * @throws {@link InputError} when the template raises or fails on the conversation.
+   * @throws {@link "nexrl/errors".InputError | InputError} when the template raises or fails on the conversation.
    */
   render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     const hasTools = (options.tools?.length ?? 0) > 0;

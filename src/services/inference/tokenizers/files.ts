@@ -57,7 +57,7 @@ async function readJson(dir: string, name: string): Promise<Record<string, unkno
 /**
  * Reads `tokenizer.json`, `tokenizer_config.json` and, when present, `chat_template.jinja` from
  * `dir`.
- * @throws {@link ConfigError} when a required file is missing or malformed.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} when a required file is missing or malformed.
  */
 export async function readTokenizerFolder(dir: string): Promise<HfTokenizerFiles> {
   const [tokenizerJson, tokenizerConfig, chatTemplate] = await Promise.all([

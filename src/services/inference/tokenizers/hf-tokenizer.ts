@@ -87,8 +87,8 @@ export class HfTokenizer implements Tokenizer {
    * @param files the parsed tokenizer files.
    * @param source where they came from, for error messages (a folder or a Hub id).
    * @param options the renderer to use instead of the chat template.
-   * @throws {@link ConfigError} for files the tokenizer cannot be built from, or an unknown
-   *   renderer; {@link InputError} for a chat template that does not parse.
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} for files the tokenizer cannot be built from, or an unknown
+   *   renderer; {@link "nexrl/errors".InputError | InputError} for a chat template that does not parse.
    */
   constructor(files: HfTokenizerFiles, source = "the tokenizer", options: HfTokenizerOptions = {}) {
     try {
@@ -142,7 +142,7 @@ export class HfTokenizer implements Tokenizer {
    * Loads the tokenizer in `dir` (`tokenizer.json`, `tokenizer_config.json` and an optional
    * `chat_template.jinja`).
    * @param options the renderer to use instead of the chat template.
-   * @throws {@link ConfigError} when a file is missing or malformed.
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} when a file is missing or malformed.
    */
   static async fromFolder(dir: string, options: HfTokenizerOptions = {}): Promise<HfTokenizer> {
     return new HfTokenizer(await readTokenizerFolder(dir), dir, options);
@@ -179,7 +179,7 @@ export class HfTokenizer implements Tokenizer {
 
   /**
    * Text of a conversation in the model's chat format (`tokenize=False` in `transformers`).
-   * @throws {@link InputError} when the tokenizer has no chat template or it fails.
+   * @throws {@link "nexrl/errors".InputError | InputError} when the tokenizer has no chat template or it fails.
    */
   renderChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     if (!this.template) {

@@ -51,7 +51,7 @@ export interface HubTokenizerCache {
 /**
  * Where {@link downloadTokenizer} keeps the tokenizer of Hub model `id`, and whether it is there
  * already; makes no request.
- * @throws {@link ConfigError} for an invalid id or revision.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an invalid id or revision.
  */
 export async function hubTokenizerCache(id: string, options: HubDownloadOptions = {}): Promise<HubTokenizerCache> {
   const revision = options.revision ?? "main";
@@ -73,7 +73,7 @@ export async function hubTokenizerCache(id: string, options: HubDownloadOptions 
  * Downloads `tokenizer.json`, `tokenizer_config.json` and, when the model has one,
  * `chat_template.jinja` of Hub model `id` into `<cacheDir>/<id>/<revision>/`, and returns that
  * folder. A folder that already holds the required files is used as it is, without a request.
- * @throws {@link ConfigError} for an invalid id, an unreachable Hub (offline), a model
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for an invalid id, an unreachable Hub (offline), a model
  *   that does not exist or needs a token, and files that cannot be written.
  */
 export async function downloadTokenizer(id: string, options: HubDownloadOptions = {}): Promise<string> {

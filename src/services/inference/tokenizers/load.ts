@@ -28,7 +28,7 @@ export type TokenizerSource =
 /**
  * Where the tokenizer of `nameOrPath` comes from (see {@link loadTokenizer}), without loading or
  * downloading it: a Hub id says where it is cached and whether it is already.
- * @throws {@link ConfigError} for a file, a missing folder path or an invalid Hub id.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a file, a missing folder path or an invalid Hub id.
  */
 export async function locateTokenizer(
   nameOrPath: string,
@@ -54,7 +54,7 @@ export async function locateTokenizer(
  *
  * A Hugging Face tokenizer renders chats with its chat template, or with `options.renderer`
  * (see {@link HfTokenizerOptions}).
- * @throws {@link ConfigError} when the folder lacks the files or the download fails.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} when the folder lacks the files or the download fails.
  */
 export async function loadTokenizer(nameOrPath: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   const source = await locateTokenizer(nameOrPath, options);

@@ -42,7 +42,7 @@ const SDK_VERSIONS: Readonly<Record<TinkerWire, string>> = {
 
 /**
  * The wire to speak: `option` when given, else `NEXRL_TINKER_WIRE`, else `auto`.
- * @throws {@link ConfigError} for a value that is none of `auto`, `json`, `protobuf`.
+ * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a value that is none of `auto`, `json`, `protobuf`.
  */
 export function resolveWire(option: string | undefined, env: Readonly<Record<string, string | undefined>>): TinkerWire {
   const [value, source] = option !== undefined ? [option, "wire"] : [env[TINKER_WIRE_ENV] || "auto", TINKER_WIRE_ENV];

@@ -26,7 +26,7 @@ type DatumInit = MessageInitShape<typeof DatumSchema>;
 
 const INT32_MAX = 2 ** 31 - 1;
 
-/** `tokens` as int32 bytes. @throws {@link InputError} for ids that are not int32 integers. */
+/** `tokens` as int32 bytes. @throws {@link "nexrl/errors".InputError | InputError} for ids that are not int32 integers. */
 function tokenBytes(tokens: ArrayLike<number>, datumIndex: number): Uint8Array {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;

@@ -72,7 +72,7 @@ export interface ParsedTinkerPath {
 
 /**
  * Takes a checkpoint path apart as the SDK does.
- * @throws {@link InputError} for anything but `tinker://<run>/<weights|sampler_weights>/<name>`.
+ * @throws {@link "nexrl/errors".InputError | InputError} for anything but `tinker://<run>/<weights|sampler_weights>/<name>`.
  */
 export function parseTinkerPath(path: string): ParsedTinkerPath {
   const parts = path.startsWith("tinker://") ? path.slice("tinker://".length).split("/") : [];

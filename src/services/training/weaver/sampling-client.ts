@@ -59,7 +59,7 @@ export class WeaverSamplingClient implements SamplingClient {
    * requests in flight end with stop reason `abort`. Always resume with
    * {@link WeaverSamplingClient.continueGeneration} (in a `finally`): the service never resumes
    * by itself.
-   * @throws {@link ConfigError} for a sampler of a LoRA model.
+   * @throws {@link "nexrl/errors".ConfigError | ConfigError} for a sampler of a LoRA model.
    */
   async pauseGeneration(mode: PauseMode = "abort"): Promise<void> {
     this.checkPausable("pauseGeneration");
@@ -71,7 +71,7 @@ export class WeaverSamplingClient implements SamplingClient {
     });
   }
 
-  /** Resumes generation after {@link WeaverSamplingClient.pauseGeneration}. @throws {@link ConfigError} for a LoRA model. */
+  /** Resumes generation after {@link WeaverSamplingClient.pauseGeneration}. @throws {@link "nexrl/errors".ConfigError | ConfigError} for a LoRA model. */
   async continueGeneration(): Promise<void> {
     this.checkPausable("continueGeneration");
     await this.ctx.http.request({ method: "POST", path: this.path("continue-generation"), retry: "unsent" });
