@@ -29,12 +29,24 @@ describe("package", () => {
       import: { types: "./dist/index.d.ts", default: "./dist/index.js" },
       require: { types: "./dist/index.d.cts", default: "./dist/index.cjs" },
     });
-    // The advanced entry points are ES modules with their own types; nothing else is reachable.
-    for (const subpath of ["engine", "server", "testing"])
-      expect(pkg.exports[`./${subpath}`]).toEqual({
-        types: `./dist/${subpath}/index.d.ts`,
-        default: `./dist/${subpath}/index.js`,
-      });
-    expect(Object.keys(pkg.exports)).toEqual([".", "./engine", "./server", "./testing", "./package.json"]);
+    // The subpath entry points are ES modules with their own types; nothing else is reachable.
+    const subpaths = {
+      wire: "entries/wire",
+      backends: "entries/backends",
+      algorithms: "entries/algorithms",
+      agent: "agent/index",
+      runs: "entries/runs",
+      errors: "entries/errors",
+      engine: "engine/index",
+      server: "server/index",
+      testing: "testing/index",
+    };
+    for (const [subpath, file] of Object.entries(subpaths))
+      expect(pkg.exports[`./${subpath}`]).toEqual({ types: `./dist/${file}.d.ts`, default: `./dist/${file}.js` });
+    expect(Object.keys(pkg.exports)).toEqual([
+      ".",
+      ...Object.keys(subpaths).map((name) => `./${name}`),
+      "./package.json",
+    ]);
   });
 });
