@@ -32,7 +32,8 @@ import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
-import { answeredArguments, messagesToRender, renderChat, templateRendersToolCalls } from "./render.js";
+import { answeredArguments, messagesToRender, renderChat } from "./render.js";
+import { templateRendersToolCalls } from "../services/inference/chat-formats/tool-calls-in-text.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 

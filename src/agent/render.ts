@@ -9,8 +9,12 @@
 import { randomBytes } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../types/tokenizer.js";
+import {
+  templateRendersToolCalls,
+  withToolCallsInText,
+  type WriteToolCalls,
+} from "../services/inference/chat-formats/tool-calls-in-text.js";
 import { jsonArguments, type ToolArguments } from "../server/anthropic-protocol.js";
-import { contentWithToolCalls } from "./tool-calls.js";
 import { appendAll } from "../types/arrays.js";
 import { SAMPLED_COMPLETION } from "../services/inference/renderers/index.js";
 
@@ -24,26 +28,6 @@ export interface AnsweredMessage {
   generated: string;
   /** The sampled token ids. */
   tokens: readonly number[];
-}
-
-const rendersToolCallsCache = new WeakMap<Tokenizer, boolean>();
-
-/** Whether `tokenizer`'s chat template writes an assistant message's `tool_calls` (probed once per tokenizer). */
-export function templateRendersToolCalls(tokenizer: Tokenizer): boolean {
-  let renders = rendersToolCallsCache.get(tokenizer);
-  if (renders === undefined) {
-    const call: ToolCall = { id: "call_probe", type: "function", function: { name: "probe", arguments: "{}" } };
-    const plain: ChatMessage[] = [
-      { role: "user", content: "x" },
-      { role: "assistant", content: "" },
-    ];
-    const withCall: ChatMessage[] = [plain[0]!, { role: "assistant", content: "", tool_calls: [call] }];
-    const a = tokenizer.applyChatTemplate(plain);
-    const b = tokenizer.applyChatTemplate(withCall);
-    renders = a.length !== b.length || a.some((t, i) => t !== b[i]);
-    rendersToolCallsCache.set(tokenizer, renders);
-  }
-  return renders;
 }
 
 function sameCalls(a: readonly ToolCall[], b: readonly ToolCall[]): boolean {
@@ -89,17 +73,6 @@ function sameInput(args: string, input: Record<string, unknown>): boolean {
   }
 }
 
-/** Writes an assistant message's tool calls into its text, in the model family's format. */
-export type WriteToolCalls = (content: string, toolCalls: readonly ToolCall[]) => string;
-
-/** `message` with its tool calls written into the text (by `write`) when the template ignores `tool_calls`. */
-function withToolCallsInText(message: ChatMessage, rendersToolCalls: boolean, write: WriteToolCalls): ChatMessage {
-  const calls = message.tool_calls ?? [];
-  if (message.role !== "assistant" || calls.length === 0 || rendersToolCalls) return message;
-  const { tool_calls: _written, ...rest } = message;
-  return { ...rest, content: write(message.content, calls) };
-}
-
 /**
  * The conversation as text to render: answered messages become the generated text, other tool
  * calls are written into the text (by `write`, Hermes `<tool_call>` blocks by default) when the
@@ -109,7 +82,7 @@ export function messagesToRender(
   messages: readonly ChatMessage[],
   answered: readonly AnsweredMessage[],
   rendersToolCalls: boolean,
-  write: WriteToolCalls = contentWithToolCalls,
+  write?: WriteToolCalls,
 ): ChatMessage[] {
   return messages.map((message) => {
     const known = answeredOf(message, answered);
@@ -201,7 +174,7 @@ export function renderChat(
   messages: readonly ChatMessage[],
   answered: readonly AnsweredMessage[],
   options: ChatTemplateOptions,
-  write: WriteToolCalls = contentWithToolCalls,
+  write?: WriteToolCalls,
 ): number[] {
   const rendersToolCalls = templateRendersToolCalls(tokenizer);
   const nonce = [...randomBytes(8)].map((b) => String.fromCharCode(97 + (b % 26))).join("");

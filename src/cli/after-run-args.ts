@@ -6,8 +6,7 @@
 import { corsOrigin } from "./cors-origin.js";
 import { UsageError } from "../errors.js";
 import { commandSpec } from "./commands.js";
-import type { HelpCommand } from "./args.js";
-import { parseOptions } from "./options.js";
+import { parseOptions, type HelpCommand } from "./options.js";
 
 /** A parsed `nexrl report` command line. */
 export interface ReportCommand {

@@ -12,7 +12,7 @@ import {
 import { corsOrigin } from "./cors-origin.js";
 import { ConfigError, UsageError } from "../errors.js";
 import { COMMAND_NAMES, commandSpec } from "./commands.js";
-import { helpPointer, parseOptions } from "./options.js";
+import { helpPointer, parseOptions, type HelpCommand } from "./options.js";
 import { didYouMean } from "../recipe/suggest.js";
 
 /** Process exit codes of the `nexrl` command (the README's table lists them too). */
@@ -66,14 +66,6 @@ export type CliCommand =
   | SampleCommand
   | ExportCommand
   | CheckpointsCommand;
-
-/** `--help`: the general help, or one command's (`train`, `serve`, …; `nexrl` for NexRL's form). */
-export interface HelpCommand {
-  /** Discriminator. */
-  kind: "help";
-  /** The command whose help to print; absent for `nexrl --help`. */
-  command?: string;
-}
 
 /** A parsed `nexrl worker` command line. */
 export interface WorkerCommand {

@@ -17,6 +17,14 @@ export interface ParsedOptions {
   positionals: string[];
 }
 
+/** `--help`: the general help, or one command's (`train`, `serve`, …; `nexrl` for NexRL's form). */
+export interface HelpCommand {
+  /** Discriminator. */
+  kind: "help";
+  /** The command whose help to print; absent for `nexrl --help`. */
+  command?: string;
+}
+
 const HELP: OptionSpec = { type: "boolean", short: "h", help: "this text." };
 
 /** The options of `spec` with `--help`. */

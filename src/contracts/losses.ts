@@ -18,9 +18,11 @@ import {
   importanceSamplingTerm,
   perTokenLoss,
   ppoTerm,
+  type LossEvaluation,
+  type LossInputSpec,
+  type LossInputValues,
   type LossTerm,
 } from "../types/loss-math.js";
-import type { TensorDtype } from "../types/wire.js";
 import { InputError } from "../errors.js";
 
 /** The losses with a documented formula, implemented by Tinker and by the local engine. */
@@ -31,27 +33,6 @@ export type ServerDefinedLossName = "truncated_importance_sampling" | "forward_l
 export type LossFunctionName = BuiltinLossName | ServerDefinedLossName;
 /** The training-service backends whose input rules differ. */
 export type LossBackend = "tinker" | "weaver" | "local";
-
-/** One entry of `loss_fn_inputs`. */
-export interface LossInputSpec {
-  /** Dtype on the wire. */
-  dtype: TensorDtype;
-  /** What the values mean. */
-  description: string;
-}
-
-/** What a reference implementation returns for one datum. */
-export interface LossEvaluation {
-  /** The loss, summed over the datum's tokens. */
-  loss: number;
-  /** dL/dlp_t for each position. */
-  gradLogprobs: Float64Array;
-  /** Metrics by `name:reduction` key; always has `loss:sum`. */
-  metrics: Record<string, number>;
-}
-
-/** Per-token arrays a reference implementation reads, by `loss_fn_inputs` name. */
-export type LossInputValues = Record<string, ArrayLike<number>>;
 
 /** Contract of a loss with a documented formula. */
 export interface BuiltinLossContract {

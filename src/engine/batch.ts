@@ -5,7 +5,8 @@
  * @module
  * @internal
  */
-import { getLossFunction, type BuiltinLossContract, type LossInputValues } from "../contracts/losses.js";
+import { getLossFunction, type BuiltinLossContract } from "../contracts/losses.js";
+import type { LossInputValues } from "../types/loss-math.js";
 import { validateLossInputs } from "../types/loss-validation.js";
 import { modelInputTokens, tensorValues, type Datum } from "../types/wire.js";
 import type { ResolvedModelConfig } from "./config.js";

@@ -61,16 +61,9 @@ export {
   type RunModelRef,
 } from "../run-folder/index.js";
 /** @category Summary */
-export {
-  formatRunSummary,
-  summarizeMetrics,
-  type AccountingFigure,
-  type FirstLast,
-  type FormatRunSummaryOptions,
-  type ProblemCount,
-  type RunSummary,
-  type StepValue,
-} from "../pipeline/run-summary.js";
+export { formatRunSummary, summarizeMetrics, type FormatRunSummaryOptions } from "../pipeline/run-summary.js";
+/** @category Summary */
+export type { AccountingFigure, FirstLast, ProblemCount, RunSummary, StepValue } from "../pipeline/events.js";
 /** @category Summary */
 export { tokenCost, type TokenCounts, type TokenPrices } from "../pipeline/accounting.js";
 /** @category Report */

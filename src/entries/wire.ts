@@ -59,13 +59,12 @@ export {
   type BuiltinLossName,
   type ServerDefinedLossName,
   type LossBackend,
-  type LossInputSpec,
-  type LossEvaluation,
-  type LossInputValues,
   type BuiltinLossContract,
   type ServerDefinedLossContract,
   type LossFunctionContract,
 } from "../contracts/losses.js";
+/** @category Losses */
+export type { LossInputSpec, LossEvaluation, LossInputValues } from "../types/loss-math.js";
 /** @category Losses */
 export { validateLossInputs, type ValidateLossInputsOptions } from "../types/loss-validation.js";
 /** @category Losses */

@@ -7,7 +7,7 @@
  */
 import type { Client, Dispatcher } from "undici";
 import { NexrlError } from "../errors.js";
-import type { ConnectionPool } from "./pools.js";
+import type { ConnectionPool, PooledExchange } from "./pools.js";
 
 /** A complete answer: status, headers as undici parses them (lower-cased names) and the body's bytes. */
 export interface Answer {
@@ -25,7 +25,7 @@ function timeOut(exchange: Exchange): void {
 }
 
 /** A request in flight: its answer, and a way to give up on it. */
-export class Exchange implements Dispatcher.DispatchHandler {
+export class Exchange implements Dispatcher.DispatchHandler, PooledExchange {
   /**
    * The answer; rejects with undici's error, with {@link TIMED_OUT} when the timeout passes, or
    * with the reason given to {@link Exchange.abort}.

@@ -5,12 +5,19 @@
  * @module
  */
 import { Client, errors } from "undici";
-import type { Exchange } from "./exchange.js";
 
 /** How long to wait for a TCP connection before giving up, in milliseconds. */
 const CONNECT_TIMEOUT_MS = 10_000;
 /** How long an idle connection is kept open when the server does not say, in milliseconds. */
 const KEEP_ALIVE_MS = 4_000;
+
+/** What the pool needs of an exchange (an `Exchange` of `exchange.ts`): to start it on a connection, or fail it. */
+export interface PooledExchange {
+  /** Sends the request on `client`; false when the exchange was given up on while it waited (`client` stays free). */
+  start(client: Client): boolean;
+  /** Fails the exchange with `error`. */
+  fail(error: Error): void;
+}
 
 /**
  * At most `limit` keep-alive connections to one origin, each an undici `Client` carrying one
@@ -24,7 +31,7 @@ export class ConnectionPool {
   closed = false;
   private readonly idle: Client[] = [];
   private readonly all: Client[] = [];
-  private readonly waiting: Exchange[] = [];
+  private readonly waiting: PooledExchange[] = [];
 
   /**
    * @param origin `http://host:port` the connections go to.
@@ -36,7 +43,7 @@ export class ConnectionPool {
   ) {}
 
   /** Starts `exchange` on a free connection, or queues it until one is given back. */
-  send(exchange: Exchange): void {
+  send(exchange: PooledExchange): void {
     if (this.closed) return exchange.fail(new errors.ClientDestroyedError());
     const client = this.idle.pop() ?? (this.all.length < this.limit ? this.open() : undefined);
     if (client) exchange.start(client);

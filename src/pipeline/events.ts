@@ -4,7 +4,6 @@
  */
 import type { FailureRow } from "./failures.js";
 import type { StepRow } from "./jsonl-log.js";
-import type { RunSummary } from "./run-summary.js";
 import type { ValidationExample } from "./validation-examples.js";
 
 /** One line of `metrics.jsonl`: flat metrics of a training step (step 0 holds validation before training). */
@@ -152,6 +151,64 @@ export interface RunResult {
   outputs: RunOutputs;
   /** The warm start `init:` gave a fresh run, if any. */
   init?: RunInit;
+}
+
+/** A metric's value at a step. */
+export interface StepValue {
+  /** The step. */
+  step: number;
+  /** The value. */
+  value: number;
+}
+
+/** First and last value of a metric over the steps that have it. */
+export interface FirstLast {
+  /** The metric. */
+  key: string;
+  /** Its first value and step. */
+  first: StepValue;
+  /** Its last value and step. */
+  last: StepValue;
+  /** Its highest value and step (the best validation, for `val/reward_mean`). */
+  max: StepValue;
+}
+
+/** A figure of the run's accounting (`tokens/*`, `cost/*`). */
+export interface AccountingFigure {
+  /** The metric: a running total (`…_total`, `…total…`, `…cumulative…`: its last value), or per step (summed). */
+  key: string;
+  /** The figure for the whole run. */
+  value: number;
+  /** True when `key` is a running total. */
+  running: boolean;
+}
+
+/** A count of failed or skipped work over the run. */
+export interface ProblemCount {
+  /** The metric counted (`rollout/failed`, …). */
+  key: string;
+  /** What it counts, in words (`failed rollouts`). */
+  label: string;
+  /** Its sum over the steps. */
+  count: number;
+}
+
+/** What a run's metrics say about it as a whole. */
+export interface RunSummary {
+  /** The last step with metrics (0 when none was trained). */
+  lastStep: number;
+  /** `trainer.total_train_steps`, when known. */
+  totalSteps: number | undefined;
+  /** Seconds of the steps (`time/step_s`) and of the validation before training. */
+  wallSeconds: number;
+  /** Reward, loss and validation reward first → last, each when the run has it. */
+  trends: FirstLast[];
+  /** The step of the highest `val/reward_mean`, when the run validated. */
+  bestValidation: StepValue | undefined;
+  /** Token and cost figures, when the run recorded them (per-step keys with a running total show the total only). */
+  accounting: AccountingFigure[];
+  /** Failed and skipped work with a count above 0. */
+  problems: ProblemCount[];
 }
 
 /** Where a run's outputs are, as {@link RunResult.outputs} lists them. */

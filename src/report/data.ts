@@ -5,14 +5,13 @@
  * @module
  */
 import { basename, relative } from "node:path";
-import type { MetricsRow } from "../pipeline/events.js";
+import type { FirstLast, MetricsRow } from "../pipeline/events.js";
 import {
   HEADLINE_METRICS,
   formatAccounting,
   formatDuration,
   formatInteger,
   summarizeMetrics,
-  type FirstLast,
 } from "../pipeline/run-summary.js";
 import type { SampleRow } from "../pipeline/samples.js";
 import type { FailureRow } from "../pipeline/failures.js";
@@ -68,8 +67,6 @@ export interface ReportCheckpoint {
   /** When it was written. */
   savedAt: string;
 }
-
-export type { FirstLast, StepValue } from "../pipeline/run-summary.js";
 
 /** Everything the report page renders. */
 export interface ReportData {

@@ -2,12 +2,35 @@
  * The reference maths of the built-in losses: each loss as a per-token term (its value and its
  * derivative in lp_t), summed over the datum by {@link perTokenLoss}. The loss contracts
  * (`contracts/losses.ts`) wire these terms into `lossFunctions[name].evaluate`, which the local
- * engine, `nexrl serve` and the tests use. Notation as in the contracts: `lp_t` the model's
- * logprob of the target token, `q_t` the sampler's, `A_t` the advantage, `r_t = exp(lp_t − q_t)`.
+ * engine, `nexrl serve` and the tests use, and name the types defined here: what a loss reads
+ * ({@link LossInputSpec}, {@link LossInputValues}) and what it returns ({@link LossEvaluation}).
+ * Notation as in the contracts: `lp_t` the model's logprob of the target token, `q_t` the
+ * sampler's, `A_t` the advantage, `r_t = exp(lp_t − q_t)`.
  * @module
  */
-import type { LossEvaluation, LossInputSpec, LossInputValues } from "../contracts/losses.js";
+import type { TensorDtype } from "./wire.js";
 import { InputError } from "../errors.js";
+
+/** One entry of `loss_fn_inputs`. */
+export interface LossInputSpec {
+  /** Dtype on the wire. */
+  dtype: TensorDtype;
+  /** What the values mean. */
+  description: string;
+}
+
+/** What a reference implementation returns for one datum. */
+export interface LossEvaluation {
+  /** The loss, summed over the datum's tokens. */
+  loss: number;
+  /** dL/dlp_t for each position. */
+  gradLogprobs: Float64Array;
+  /** Metrics by `name:reduction` key; always has `loss:sum`. */
+  metrics: Record<string, number>;
+}
+
+/** Per-token arrays a reference implementation reads, by `loss_fn_inputs` name. */
+export type LossInputValues = Record<string, ArrayLike<number>>;
 
 /**
  * One loss's per-token term at position `t`: the loss there and its derivative in `lp`.

@@ -4,14 +4,8 @@
  * with the right dtype and one finite value per position, and nothing the backend rejects.
  * @module
  */
-import {
-  getLossFunction,
-  LOSS_MASK,
-  type LossBackend,
-  type LossFunctionName,
-  type LossInputSpec,
-} from "../contracts/losses.js";
-import { resolveLossConfig } from "./loss-math.js";
+import { getLossFunction, LOSS_MASK, type LossBackend, type LossFunctionName } from "../contracts/losses.js";
+import { resolveLossConfig, type LossInputSpec } from "./loss-math.js";
 import { modelInputLength, tensorSize, tensorValues, type Datum } from "./wire.js";
 import { InputError } from "../errors.js";
 

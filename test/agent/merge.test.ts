@@ -7,7 +7,7 @@ import {
   type GatewayCall,
 } from "../../src/agent/index.js";
 import { contentWithToolCalls } from "../../src/agent/tool-calls.js";
-import { messagesToRender, renderChat, templateRendersToolCalls } from "../../src/agent/render.js";
+import { messagesToRender, renderChat } from "../../src/agent/render.js";
 import { HfTokenizer } from "../../src/services/inference/index.js";
 import type { ChatMessage, ToolCall } from "../../src/types/tokenizer.js";
 import { qwen3Folder } from "../services/inference/qwen.js";
@@ -85,11 +85,6 @@ describe("tool calls in text", () => {
 
 describe("rendering chat requests", () => {
   const calls: ToolCall[] = [{ id: "call_1", type: "function", function: { name: "f", arguments: '{"k":"a"}' } }];
-
-  it("knows which templates render tool_calls: not the byte template, Qwen3's", () => {
-    expect(templateRendersToolCalls(tokenizer)).toBe(false);
-    expect(templateRendersToolCalls(qwen)).toBe(true);
-  });
 
   it("renders an answered assistant message as the generated text, and writes other tool calls into the text when the template ignores them", () => {
     const generated = ' <tool_call>{"name": "f", "arguments": {"k": "a"}}</tool_call>';

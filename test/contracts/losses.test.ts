@@ -5,8 +5,8 @@ import {
   lossFunctions,
   type BuiltinLossContract,
   type BuiltinLossName,
-  type LossInputValues,
 } from "../../src/contracts/losses.js";
+import type { LossInputValues } from "../../src/types/loss-math.js";
 import { validateLossInputs } from "../../src/types/loss-validation.js";
 import { datum } from "../../src/types/wire.js";
 import { InputError } from "../../src/errors.js";

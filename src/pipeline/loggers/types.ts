@@ -3,8 +3,7 @@
  * @module
  * @internal
  */
-import type { MetricsRow } from "../events.js";
-import type { RunSummary } from "../run-summary.js";
+import type { MetricsRow, RunSummary } from "../events.js";
 
 /** How a run ended, as the remote loggers record it. */
 export type RunStatus = "finished" | "failed" | "stopped";

@@ -2,7 +2,10 @@
  * The `sft` rollout worker: supervised fine-tuning on conversation files, no code needed.
  * @module
  */
-import { messagesToRender, templateRendersToolCalls } from "../../agent/render.js";
+import {
+  templateRendersToolCalls,
+  withToolCallsInText,
+} from "../../services/inference/chat-formats/tool-calls-in-text.js";
 import { Trajectory } from "../../contracts/trajectory.js";
 import { rowNumber, type RolloutTask } from "../../contracts/task.js";
 import { encodePrompt, type ChatMessage, type ChatTemplateOptions, type Tokenizer } from "../../types/tokenizer.js";
@@ -54,7 +57,8 @@ function renderText(tokenizer: Tokenizer, prompt: string, completion: string): R
  *   row's `tools`.
  */
 function renderChat(tokenizer: Tokenizer, example: ChatExample, where: string): RenderedExample {
-  const messages = messagesToRender(example.messages, [], templateRendersToolCalls(tokenizer));
+  const rendersToolCalls = templateRendersToolCalls(tokenizer);
+  const messages = example.messages.map((message) => withToolCallsInText(message, rendersToolCalls));
   const options: ChatTemplateOptions = example.tools ? { tools: example.tools } : {};
   const tokens = tokenizer.applyChatTemplate(messages, options);
   const withoutTools = example.tools ? tokenizer.applyChatTemplate(messages) : undefined;

@@ -4,13 +4,10 @@
  * @module
  */
 import type { RemoteContext } from "../remote/session.js";
-import { WeaverOperation, type PollOptions } from "./operation.js";
+import { WeaverOperation, type PollingContext } from "./operation.js";
 
 /** Shared state of one Weaver service connection: the session, and how operations are polled. */
-export interface WeaverContext extends RemoteContext {
-  /** How operations are polled. */
-  readonly poll: PollOptions;
-}
+export interface WeaverContext extends RemoteContext, PollingContext {}
 
 /**
  * POSTs a request that answers with an operation and returns the operation's future. The POST

@@ -4,9 +4,8 @@
  *
  * @module
  */
-import { isTransient, waitBefore } from "../remote/session.js";
+import { isTransient, waitBefore, type RemoteContext } from "../remote/session.js";
 import type { ApiFuture } from "../../../contracts/training.js";
-import type { WeaverContext } from "./context.js";
 import { field, stringField } from "./fields.js";
 import { APIError, RemoteOperationError, type RemoteErrorCategory } from "../../../errors.js";
 
@@ -23,6 +22,12 @@ export interface PollOptions {
   maxIntervalMs: number;
   /** Transient poll failures (429, 5xx, broken connections) tolerated in a row (20). */
   transientRetries: number;
+}
+
+/** What polling an operation uses of the service connection: its transport, close signal and log, and how to poll. */
+export interface PollingContext extends Pick<RemoteContext, "http" | "closed" | "log"> {
+  /** How operations are polled. */
+  readonly poll: PollOptions;
 }
 
 /** Default {@link PollOptions}: 0.5 s doubling to 10 s, 20 transient failures. */
@@ -48,7 +53,7 @@ export class WeaverOperation<T> implements ApiFuture<T> {
    * @param what names the request in errors.
    */
   constructor(
-    private readonly ctx: Pick<WeaverContext, "http" | "poll" | "closed" | "log">,
+    private readonly ctx: PollingContext,
     private readonly initial: unknown,
     private readonly read: (response: unknown) => T,
     private readonly what: string,
