@@ -7,7 +7,8 @@ import { join } from "node:path";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, redactValue } from "../recipe/redact.js";
 import { SamplerInferenceClient } from "../services/inference/sampler-inference.js";
-import type { TrainingClient, TrainingService } from "../contracts/training.js";
+import type { SamplingClient, TrainingClient, TrainingService } from "../contracts/training.js";
+import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import type { Tokenizer } from "../types/tokenizer.js";
 import type { RunAccounting } from "./accounting.js";
 import { type RunState } from "./checkpoint.js";
@@ -31,7 +32,8 @@ import type { DistributedRun } from "./distributed/driver-parts.js";
 import type { Trainer } from "../contracts/trainer.js";
 import { Validator } from "./validation.js";
 import { forwardTargetScorer } from "./validation-nll.js";
-import { WeightSync } from "./weight-sync.js";
+import { WeightSync, type SamplerState } from "./weight-sync.js";
+import { PolicyVersion } from "./policy-version.js";
 /** How a run starts: fresh, continuing a checkpoint exactly, or from a checkpoint's weights only. */
 export type StartPlan =
   | { readonly kind: "fresh" }
@@ -79,31 +81,47 @@ const REFERENCE_TTL_SECONDS = 7 * 24 * 3600;
 /** Sampler snapshot names are unique per output folder: later sessions add `-s<n>`. */
 export const sessionSuffix = (session: number): string => (session === 0 ? "" : `-s${session}`);
 
-/** Everything a run holds. */
-export interface RunParts {
-  client: TrainingClient;
-  tokenizer: Tokenizer;
-  loader: DataLoader;
-  runner: RolloutRunner;
-  pool: TrajectoryPool;
-  scheduler: RolloutScheduler;
-  trainer: Trainer;
-  weightSync: WeightSync;
-  validator: Validator | undefined;
+/** What a run writes: its metrics rows (and the loggers that take them too), samples and failures. */
+export interface RunOutputs {
   metrics: JsonlLog<MetricsRow>;
   /** The loggers of `logger.backend` that take each metrics row too. */
   loggers: RunLoggers;
   samples: JsonlLog<SampleRow>;
   failures: FailureLog;
+}
+
+/** The rollout side of a run: the data, the runners over it, the pool their trajectories wait in, the scheduler between them. */
+export interface RolloutSide {
+  loader: DataLoader;
+  /** The runner of the training rollouts. */
+  runner: RolloutRunner;
   /** Every runner of the run (training, and validation if any). */
   runners: RolloutRunner[];
-  initialSamplerPath: string;
-  /** The policy version rollouts may use; read by the runners. */
-  versions: { released: number };
-  /** The `tokens/*` and `cost/*` metrics. */
-  accounting: RunAccounting;
+  pool: TrajectoryPool;
+  scheduler: RolloutScheduler;
+  /** The policy version the runners stamp; the run releases it together with the scheduler's. */
+  policyVersion: PolicyVersion;
+  /** Validation over `validate.data`, if the recipe has it. */
+  validator: Validator | undefined;
   /** The Redis queue and inference relay of `rollout_worker.distributed`; closed by the run. */
   distributed: DistributedRun | undefined;
+}
+
+/** The training side of a run: the client of the weights trained, the trainer, the sync of those weights to the sampler. */
+export interface TrainingSide {
+  client: TrainingClient;
+  trainer: Trainer;
+  weightSync: WeightSync;
+  /** The snapshot of the starting weights, the KL reference of the whole run. */
+  initialSamplerPath: string;
+}
+
+/** Everything a run holds: its three groups, and the tokenizer its samples are rendered with. */
+export interface RunParts {
+  tokenizer: Tokenizer;
+  rollouts: RolloutSide;
+  training: TrainingSide;
+  outputs: RunOutputs;
 }
 
 /**
@@ -132,12 +150,50 @@ export async function setUpRun(
   accounting: RunAccounting,
   onFailure: (failure: RolloutFailure) => void,
 ): Promise<RunParts> {
-  const { recipe, start } = options;
-  const config = recipe.config;
+  const config = options.recipe.config;
+  const prepared = options.prepared ?? (await prepareRun(options.recipe, stopSignal));
+  const client = await createClient(config, service);
+  const info = await client.getInfo();
+  const maxSequenceLength = await checkBeforeWrites(options, service, prepared, info.contextLength);
+  const resume = await loadStartState(client, options.start);
+  const sampler = await openSampler(options, service, client, resume);
+  const inference = new SamplerInferenceClient({
+    tokenizer: prepared.tokenizer,
+    samplingClient: sampler.client,
+    policyVersion: sampler.state.version,
+    defaultMaxTokens: config.rollout_worker.max_response_length,
+  });
+  const distributed = await openDistributed(options, inference, prepared.loaders.validation !== undefined);
+  try {
+    const rollouts = buildRolloutSide(options, prepared, {
+      service,
+      client,
+      inference,
+      distributed,
+      resume,
+      maxSequenceLength,
+      vocabSize: info.vocabSize,
+      signal: stopSignal,
+      onFailure,
+    });
+    const training: TrainingSide = {
+      client,
+      trainer: createTrainer(options, prepared, service, client, sampler.initialPath),
+      weightSync: new WeightSync(service, inference, sampler.state),
+      initialSamplerPath: sampler.initialPath,
+    };
+    const outputs = await openRunOutputs(options, resume, accounting);
+    return { tokenizer: prepared.tokenizer, rollouts, training, outputs };
+  } catch (error) {
+    await distributed?.close();
+    throw error;
+  }
+}
+
+/** The training client of the recipe's model, with the LoRA settings of its backend. */
+function createClient(config: RecipeConfig, service: TrainingService): Promise<TrainingClient> {
   const train = config.service.train_service;
-  const prepared = options.prepared ?? (await prepareRun(recipe, stopSignal));
-  const { tokenizer, classes } = prepared;
-  const client = await service.createTrainingClient({
+  return service.createTrainingClient({
     baseModel: train.model,
     seed: config.data.seed,
     ...(config.service.tinker_service &&
@@ -148,170 +204,221 @@ export async function setUpRun(
         trainingMode: config.service.weaver_service.training_mode,
       }),
   });
-  const info = await client.getInfo();
-  // A remote service tells its model's context only now.
-  const maxSequenceLength = checkContextLength(config, info.contextLength);
+}
+
+/**
+ * The checks of the recipe that need the service (the model's context, which a remote service
+ * tells only now, the checkpoint's model, the reward model, the loggers), then `beforeWrites`;
+ * returns the longest accepted trajectory.
+ */
+async function checkBeforeWrites(
+  options: ExecuteRunOptions,
+  service: TrainingService,
+  prepared: PreparedRun,
+  contextLength: number | undefined,
+): Promise<number | undefined> {
+  const { recipe, start } = options;
+  const config = recipe.config;
+  const maxSequenceLength = checkContextLength(config, contextLength);
   if (start.kind !== "fresh") checkCheckpointModel(config, start.state, start.path);
   // The workers' reward model (judge_mode reward_model): a path the service cannot open stops here.
-  await openRewardModel(workerSettings(config), service, tokenizer, recipe.path);
-  // Everything that can refuse the recipe comes before the first file is written.
-  const { train: loader, validation: validationLoader } = prepared.loaders;
-  const workerClass = classes.worker;
-  const trainerClass = classes.trainer;
+  await openRewardModel(workerSettings(config), service, prepared.tokenizer, recipe.path);
   checkLoggerSettings(config.logger, options.env);
   await options.beforeWrites?.();
+  return maxSequenceLength;
+}
+
+/** Loads the checkpoint's weights (and optimizer, on a resume) into `client`; returns the state a resume continues. */
+async function loadStartState(client: TrainingClient, start: StartPlan): Promise<RunState | undefined> {
   if (start.kind !== "fresh") {
     await (await client.loadState(start.state.trainingState, { optimizer: start.kind === "resume" })).result();
   }
-  const resume = start.kind === "resume" ? start.state : undefined;
+  return start.kind === "resume" ? start.state : undefined;
+}
+
+/** The sampler a run starts on: its state and client, and the snapshot of the starting weights. */
+interface StartSampler {
+  initialPath: string;
+  state: SamplerState;
+  client: SamplingClient;
+}
+
+/**
+ * The resumed checkpoint's sampler, else a snapshot of the starting weights; a resumed sampler
+ * whose snapshot expired is replaced by the checkpoint's weights.
+ */
+async function openSampler(
+  options: ExecuteRunOptions,
+  service: TrainingService,
+  client: TrainingClient,
+  resume: RunState | undefined,
+): Promise<StartSampler> {
   const suffix = sessionSuffix(options.session);
-  const initialSamplerPath =
+  const initialPath =
     resume?.initialSamplerPath ??
     (await (await client.saveWeightsForSampler(`initial${suffix}`, { ttlSeconds: REFERENCE_TTL_SECONDS })).result())
       .path;
-  let sampler = resume?.sampler ?? { path: initialSamplerPath, version: 0 };
-  let samplingClient = await service.createSamplingClient(sampler.path).catch(() => undefined);
+  let state = resume?.sampler ?? { path: initialPath, version: 0 };
+  let samplingClient = await service.createSamplingClient(state.path).catch(() => undefined);
   if (!samplingClient && resume) {
     // The snapshot expired: the checkpoint's weights serve instead (the same weights in sync mode).
     options.emit({
       type: "warning",
-      message: `the sampler snapshot ${sampler.path} of the checkpoint is gone; sampling from the checkpoint's weights instead`,
+      message: `the sampler snapshot ${state.path} of the checkpoint is gone; sampling from the checkpoint's weights instead`,
     });
-    sampler = {
+    state = {
       path: (await (await client.saveWeightsForSampler(`step_${pad(resume.step)}${suffix}`)).result()).path,
       version: resume.step,
     };
   }
-  samplingClient ??= await service.createSamplingClient(sampler.path);
-  const inference = new SamplerInferenceClient({
-    tokenizer,
-    samplingClient,
-    policyVersion: sampler.version,
-    defaultMaxTokens: config.rollout_worker.max_response_length,
-  });
-  const versions = { released: resume?.step ?? 0 };
-  const policy = failurePolicyFromRecipe(config, options.minGroupSize);
-  const needsInference = config.rollout_worker.need_llm_inference || validationLoader !== undefined;
+  samplingClient ??= await service.createSamplingClient(state.path);
+  return { initialPath, state, client: samplingClient };
+}
+
+/**
+ * The Redis queue and inference relay of `rollout_worker.distributed`, if the recipe has it
+ * (`validates`: the run has validation, whose rollouts sample).
+ */
+async function openDistributed(
+  options: ExecuteRunOptions,
+  inference: SamplerInferenceClient,
+  validates: boolean,
+): Promise<DistributedRun | undefined> {
+  const { recipe } = options;
+  const config = recipe.config;
   const settings = config.rollout_worker.distributed;
+  if (!settings) return undefined;
+  const needsInference = config.rollout_worker.need_llm_inference || validates;
   // Imported only here: a run in one process never loads the Redis client.
-  const distributed =
-    settings &&
-    (await (
-      await import("./distributed/driver-parts.js")
-    ).DistributedRun.open(
-      settings,
-      needsInference ? inference : undefined,
-      (error) => options.emit({ type: "warning", message: options.redact(error.message) }),
-      {
-        temperature: config.rollout_worker.temperature,
-        max_response_length: config.rollout_worker.max_response_length,
-      },
-      await (await import("./distributed/fingerprint.js")).runFingerprint(config, recipe.dir, tokenizerName(config)),
-    ));
-  try {
-    const runnerParts = {
-      workerClass,
-      workerOptions: prepared.options.worker,
-      tokenizer,
-      service,
-      policy,
-      maxSequenceLength,
-      ...(info.vocabSize !== undefined && { vocabSize: info.vocabSize }),
-      currentVersion: () => versions.released,
-      signal: stopSignal,
-      onFailure,
-    };
-    const runner = createRunner(config, {
-      ...runnerParts,
-      namePrefix: "rollout_worker",
-      inference: config.rollout_worker.need_llm_inference ? inference : undefined,
-      ...(distributed && { remote: distributed.training(config.rollout_worker.need_llm_inference) }),
-    });
-    const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
-    const stalenessThreshold = mode === "sync" ? 0 : threshold;
-    const pool = new TrajectoryPool({
-      readiness: config.trajectory_pool.check_batch_ready_function,
-      batchSize: config.trajectory_pool.batch_size,
-      stalenessThreshold,
-      minGroupSize: policy.mode === "skip" ? policy.minGroupSize : 1,
-    });
-    if (resume) {
-      loader.restore(resume.data);
-      pool.restore(resume.pool, (saved) => loader.groupOf(saved));
-    }
-    const scheduler = new RolloutScheduler({
-      loader,
-      runner,
-      pool,
-      mode: mode === "fully-async" ? "stream" : "batches",
-      lookahead: stalenessThreshold,
-      batchSize: config.trajectory_pool.batch_size,
-    });
-    const runners = [runner];
-    let validator: Validator | undefined;
-    if (validationLoader) {
-      const validationRunner = createRunner(config, {
-        ...runnerParts,
-        namePrefix: "validation_worker",
-        inference,
-        ...(distributed && { remote: distributed.validation() }),
-      });
-      runners.push(validationRunner);
-      validator = new Validator(validationLoader, validationRunner, {
-        scoreTargets: forwardTargetScorer(client, service.backend),
-      });
-    }
-    const trainer = new trainerClass({
-      settings: trainerSettings(config),
-      service,
-      trainingClient: client,
-      tokenizer,
-      initialSamplerPath,
-      warn: (message) => options.emit({ type: "warning", message }),
-      options: prepared.options.trainer,
-    });
-    const warn = (message: string): void => options.emit({ type: "warning", message });
-    const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step, warn);
-    if (resume) accounting.restore(metrics.rows.at(-1));
-    const samples = await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn);
-    const failures = await FailureLog.open(
-      join(options.outputDir, "failures.jsonl"),
-      resume?.step,
-      options.redact,
-      warn,
-    );
-    // Opened last: nothing after them can fail and leave a remote run open.
-    const loggers = await openRunLoggers(config.logger, {
-      outputDir: options.outputDir,
-      config: redactValue(redactSecrets(config, options.env), options.redact),
-      firstStep: resume ? resume.step + 1 : 0,
-      resumed: resume !== undefined,
-      earlierRows: resume ? [...metrics.rows] : [],
-      env: options.env,
-      warn,
-    });
-    return {
-      client,
-      tokenizer,
-      loader,
-      runner,
-      pool,
-      scheduler,
-      trainer,
-      weightSync: new WeightSync(service, inference, sampler),
-      validator,
-      metrics,
-      loggers,
-      samples,
-      failures,
-      runners,
-      initialSamplerPath,
-      versions,
-      accounting,
-      distributed,
-    };
-  } catch (error) {
-    await distributed?.close();
-    throw error;
+  return (await import("./distributed/driver-parts.js")).DistributedRun.open(
+    settings,
+    needsInference ? inference : undefined,
+    (error) => options.emit({ type: "warning", message: options.redact(error.message) }),
+    {
+      temperature: config.rollout_worker.temperature,
+      max_response_length: config.rollout_worker.max_response_length,
+    },
+    await (await import("./distributed/fingerprint.js")).runFingerprint(config, recipe.dir, tokenizerName(config)),
+  );
+}
+
+/** What {@link buildRolloutSide} needs besides the options and what `prepareRun` opened. */
+interface RolloutSideParts {
+  service: TrainingService;
+  client: TrainingClient;
+  inference: SamplerInferenceClient;
+  distributed: DistributedRun | undefined;
+  resume: RunState | undefined;
+  maxSequenceLength: number | undefined;
+  vocabSize: number | undefined;
+  signal: AbortSignal;
+  onFailure: (failure: RolloutFailure) => void;
+}
+
+/** The runners, pool and scheduler over the training data (restored on a resume), and the validator. */
+function buildRolloutSide(options: ExecuteRunOptions, prepared: PreparedRun, parts: RolloutSideParts): RolloutSide {
+  const config = options.recipe.config;
+  const { service, inference, distributed, resume } = parts;
+  const { train: loader, validation: validationLoader } = prepared.loaders;
+  const policyVersion = new PolicyVersion(resume?.step ?? 0);
+  const policy = failurePolicyFromRecipe(config, options.minGroupSize);
+  const runnerParts = {
+    workerClass: prepared.classes.worker,
+    workerOptions: prepared.options.worker,
+    tokenizer: prepared.tokenizer,
+    service,
+    policy,
+    maxSequenceLength: parts.maxSequenceLength,
+    ...(parts.vocabSize !== undefined && { vocabSize: parts.vocabSize }),
+    currentVersion: () => policyVersion.current,
+    signal: parts.signal,
+    onFailure: parts.onFailure,
+  };
+  const runner = createRunner(config, {
+    ...runnerParts,
+    namePrefix: "rollout_worker",
+    inference: config.rollout_worker.need_llm_inference ? inference : undefined,
+    ...(distributed && { remote: distributed.training(config.rollout_worker.need_llm_inference) }),
+  });
+  const { sync_mode: mode, staleness_threshold: threshold } = config.weight;
+  const stalenessThreshold = mode === "sync" ? 0 : threshold;
+  const pool = new TrajectoryPool({
+    readiness: config.trajectory_pool.check_batch_ready_function,
+    batchSize: config.trajectory_pool.batch_size,
+    stalenessThreshold,
+    minGroupSize: policy.mode === "skip" ? policy.minGroupSize : 1,
+  });
+  if (resume) {
+    loader.restore(resume.data);
+    pool.restore(resume.pool, (saved) => loader.groupOf(saved));
   }
+  const scheduler = new RolloutScheduler({
+    loader,
+    runner,
+    pool,
+    mode: mode === "fully-async" ? "stream" : "batches",
+    lookahead: stalenessThreshold,
+    batchSize: config.trajectory_pool.batch_size,
+  });
+  const runners = [runner];
+  let validator: Validator | undefined;
+  if (validationLoader) {
+    const validationRunner = createRunner(config, {
+      ...runnerParts,
+      namePrefix: "validation_worker",
+      inference,
+      ...(distributed && { remote: distributed.validation() }),
+    });
+    runners.push(validationRunner);
+    validator = new Validator(validationLoader, validationRunner, {
+      scoreTargets: forwardTargetScorer(parts.client, service.backend),
+    });
+  }
+  return { loader, runner, runners, pool, scheduler, policyVersion, validator, distributed };
+}
+
+/** The recipe's trainer over `client`, with `initialSamplerPath` as its reference. */
+function createTrainer(
+  options: ExecuteRunOptions,
+  prepared: PreparedRun,
+  service: TrainingService,
+  client: TrainingClient,
+  initialSamplerPath: string,
+): Trainer {
+  return new prepared.classes.trainer({
+    settings: trainerSettings(options.recipe.config),
+    service,
+    trainingClient: client,
+    tokenizer: prepared.tokenizer,
+    initialSamplerPath,
+    warn: (message) => options.emit({ type: "warning", message }),
+    options: prepared.options.trainer,
+  });
+}
+
+/**
+ * Opens the run's logs (continued after the resumed step) and restores `accounting` from the
+ * last metrics row; the loggers open last: nothing after them can fail and leave a remote run open.
+ */
+async function openRunOutputs(
+  options: ExecuteRunOptions,
+  resume: RunState | undefined,
+  accounting: RunAccounting,
+): Promise<RunOutputs> {
+  const config = options.recipe.config;
+  const warn = (message: string): void => options.emit({ type: "warning", message });
+  const metrics = await JsonlLog.open<MetricsRow>(join(options.outputDir, "metrics.jsonl"), resume?.step, warn);
+  if (resume) accounting.restore(metrics.rows.at(-1));
+  const samples = await JsonlLog.open<SampleRow>(join(options.outputDir, "samples.jsonl"), resume?.step, warn);
+  const failures = await FailureLog.open(join(options.outputDir, "failures.jsonl"), resume?.step, options.redact, warn);
+  const loggers = await openRunLoggers(config.logger, {
+    outputDir: options.outputDir,
+    config: redactValue(redactSecrets(config, options.env), options.redact),
+    firstStep: resume ? resume.step + 1 : 0,
+    resumed: resume !== undefined,
+    earlierRows: resume ? [...metrics.rows] : [],
+    env: options.env,
+    warn,
+  });
+  return { metrics, loggers, samples, failures };
 }

@@ -20,7 +20,20 @@ import { describeTask } from "../contracts/task.js";
 import { summarize } from "./stats.js";
 import { type SamplerState } from "./weight-sync.js";
 import { Halted, RunError, UserCodeError } from "../errors.js";
-import { openRunService, pad, sessionSuffix, setUpRun, type ExecuteRunOptions, type RunParts } from "./run-setup.js";
+import type { ScheduledBatch } from "./scheduler.js";
+import type { Tokenizer } from "../types/tokenizer.js";
+import type { TrainStepResult } from "../contracts/trainer.js";
+import {
+  openRunService,
+  pad,
+  sessionSuffix,
+  setUpRun,
+  type ExecuteRunOptions,
+  type RolloutSide,
+  type RunOutputs,
+  type RunParts,
+  type TrainingSide,
+} from "./run-setup.js";
 
 const seconds = (from: number): number => (performance.now() - from) / 1000;
 
@@ -114,8 +127,16 @@ interface QuietState {
   pool: PoolState;
 }
 
-/** The parts of a run and its loop. */
+/** A run's loop over its three groups of parts (see {@link RunParts}). */
 class TrainingRun {
+  /** The data, runners, pool and scheduler, and the policy version the rollouts use. */
+  private readonly rollouts: RolloutSide;
+  /** The training client, the trainer and the weight sync. */
+  private readonly training: TrainingSide;
+  /** The metrics, loggers, samples and failures the run writes. */
+  private readonly outputs: RunOutputs;
+  /** Renders the samples. */
+  private readonly tokenizer: Tokenizer;
   private step: number;
   private lastCheckpoint: string | undefined;
   private lastCheckpointStep: number | undefined;
@@ -126,9 +147,12 @@ class TrainingRun {
 
   private constructor(
     private readonly options: ExecuteRunOptions,
-    private readonly parts: RunParts,
+    parts: RunParts,
+    /** The `tokens/*` and `cost/*` metrics. */
+    private readonly accounting: RunAccounting,
   ) {
-    this.step = parts.versions.released;
+    ({ rollouts: this.rollouts, training: this.training, outputs: this.outputs, tokenizer: this.tokenizer } = parts);
+    this.step = this.rollouts.policyVersion.current;
     // A resumed run's checkpoint is its latest until it saves another (`remove_previous_ckpt` then deletes it).
     if (options.start.kind === "resume")
       [this.lastCheckpoint, this.lastCheckpointStep] = [options.start.path, this.step];
@@ -137,7 +161,7 @@ class TrainingRun {
   /** Records a failed rollout attempt in `failures.jsonl` and reports it. */
   private rolloutFailed(failure: RolloutFailure): void {
     const step = failure.task.isVal ? this.step : failure.task.batchIndex + 1;
-    const { row, first } = this.parts.failures.record(failure, step);
+    const { row, first } = this.outputs.failures.record(failure, step);
     // A failure that stops the run is reported by the run's error.
     this.options.emit({ type: "rollout_failure", failure: row, firstOfKind: first && failure.action !== "stop" });
   }
@@ -147,13 +171,13 @@ class TrainingRun {
    * returns how many.
    */
   endHungRollouts(): number {
-    const hung = this.parts.runners.flatMap((runner) => runner.running());
+    const hung = this.rollouts.runners.flatMap((runner) => runner.running());
     if (hung.length > 0)
       this.options.emit({
         type: "warning",
         message: `the process had nothing left to wait for while ${this.phase}: ${hung.length === 1 ? "this rollout hangs" : `these ${hung.length} rollouts hang`} and ${hung.length === 1 ? "is" : "are"} ended as failed: ${hung.map((task) => `${task.isVal ? "validation " : ""}${describeTask(task)}`).join(", ")}`,
       });
-    for (const runner of this.parts.runners) runner.endHung();
+    for (const runner of this.rollouts.runners) runner.endHung();
     return hung.length;
   }
 
@@ -164,10 +188,10 @@ class TrainingRun {
   async endLoggers(status: RunStatus): Promise<void> {
     const { config } = this.options.recipe;
     try {
-      await this.parts.loggers.end({
+      await this.outputs.loggers.end({
         status,
         summary: summarizeMetrics(
-          this.parts.metrics.rows,
+          this.outputs.metrics.rows,
           config.trainer.total_train_steps,
           config.rollout_worker.need_llm_inference,
         ),
@@ -182,7 +206,7 @@ class TrainingRun {
 
   /** Closes what the run holds open besides the service (the Redis queue of a distributed run). */
   async close(): Promise<void> {
-    await this.parts.distributed?.close();
+    await this.rollouts.distributed?.close();
   }
 
   /** Stops the loop at its next step boundary: after an error, nothing more is trained. */
@@ -196,12 +220,12 @@ class TrainingRun {
 
   /** Remembers the run's state for {@link TrainingRun.rescue} when no rollout is running. */
   private captureQuiet(): void {
-    this.quiet = this.parts.scheduler.idle
+    this.quiet = this.rollouts.scheduler.idle
       ? {
           step: this.step,
-          sampler: this.parts.weightSync.sampler,
-          data: this.parts.loader.cursor(),
-          pool: this.parts.pool.snapshot(),
+          sampler: this.training.weightSync.sampler,
+          data: this.rollouts.loader.cursor(),
+          pool: this.rollouts.pool.snapshot(),
         }
       : undefined;
   }
@@ -215,7 +239,7 @@ class TrainingRun {
   async rescue(error: unknown, supervisor: Supervisor): Promise<void> {
     if (error instanceof Halted) return;
     const warn = (message: string): void => this.options.emit({ type: "warning", message });
-    await this.parts.failures.flush().catch(() => undefined);
+    await this.outputs.failures.flush().catch(() => undefined);
     const quiet = this.quiet;
     const resumeFrom =
       this.lastCheckpointStep !== undefined
@@ -237,7 +261,7 @@ class TrainingRun {
       this.phase = `saving a checkpoint of step ${quiet.step} after the error`;
       // The weights are still those of the quiet step (see above): a run that samples nothing publishes them now.
       await supervisor.race(this.syncSampler());
-      await supervisor.race(this.saveCheckpoint({ ...quiet, sampler: this.parts.weightSync.sampler }));
+      await supervisor.race(this.saveCheckpoint({ ...quiet, sampler: this.training.weightSync.sampler }));
       warn(
         `the run stopped at step ${this.step}: saved a checkpoint of it (${this.lastCheckpoint}); fix the cause and resume with resume.mode=auto`,
       );
@@ -260,7 +284,7 @@ class TrainingRun {
     const parts = await setUpRun(options, service, stopSignal, accounting, (failure) =>
       failures.run?.rolloutFailed(failure),
     );
-    failures.run = new TrainingRun(options, parts);
+    failures.run = new TrainingRun(options, parts, accounting);
     return failures.run;
   }
 
@@ -276,16 +300,16 @@ class TrainingRun {
       start: start.kind,
       ...(start.kind !== "fresh" && { from: start.path }),
     });
-    if (this.step === 0 && this.parts.validator && config.validate.validate_before_train) {
+    if (this.step === 0 && this.rollouts.validator && config.validate.validate_before_train) {
       const validation = await this.validate();
       const row = {
         step: 0,
         ...validation.metrics,
-        ...this.parts.accounting.row(),
+        ...this.accounting.row(),
         "time/validation_s": validation.seconds,
       };
-      await this.parts.metrics.append(row);
-      await this.parts.loggers.step(row);
+      await this.outputs.metrics.append(row);
+      await this.outputs.loggers.step(row);
     }
     this.captureQuiet();
     this.release(this.step);
@@ -310,12 +334,12 @@ class TrainingRun {
     // The end of a run (a stop included) leaves a checkpoint of its last step unless the recipe opts out.
     if ((reason === "aborted" || config.trainer.save_final) && this.lastCheckpointStep !== this.step && !this.stranded)
       await this.checkpoint();
-    await this.parts.failures.flush();
+    await this.outputs.failures.flush();
     emit({ type: "end", step: this.step, reason });
     return {
       outputDir: this.options.outputDir,
       steps: this.step,
-      metrics: [...this.parts.metrics.rows],
+      metrics: [...this.outputs.metrics.rows],
       lastCheckpoint: this.lastCheckpoint,
       stopReason: reason,
     };
@@ -323,8 +347,8 @@ class TrainingRun {
 
   /** Allows rollouts on policy `version`. */
   private release(version: number): void {
-    this.parts.versions.released = version;
-    this.parts.scheduler.release(version);
+    this.rollouts.policyVersion.release(version);
+    this.rollouts.scheduler.release(version);
   }
 
   /**
@@ -337,12 +361,12 @@ class TrainingRun {
    * The batch of the step, or "stranded" when the run is stopped while the step's distributed
    * rollouts wait for workers and none is connected (nothing would ever end the step).
    */
-  private async nextBatch(): Promise<Awaited<ReturnType<RunParts["scheduler"]["next"]>> | "stranded"> {
-    const batch = this.parts.scheduler.next(this.step);
+  private async nextBatch(): Promise<ScheduledBatch | undefined | "stranded"> {
+    const batch = this.rollouts.scheduler.next(this.step);
     const { signal } = this.options;
-    if (!this.parts.distributed || !signal) return batch;
+    if (!this.rollouts.distributed || !signal) return batch;
     batch.catch(() => undefined);
-    return Promise.race([batch, this.parts.distributed.stranded(signal).then(() => "stranded" as const)]);
+    return Promise.race([batch, this.rollouts.distributed.stranded(signal).then(() => "stranded" as const)]);
   }
 
   /**
@@ -354,7 +378,7 @@ class TrainingRun {
     const quiet = this.quiet;
     const saved =
       quiet && quiet.step !== this.lastCheckpointStep && quiet.step > 0
-        ? (await this.saveCheckpoint({ ...quiet, sampler: this.parts.weightSync.sampler }),
+        ? (await this.saveCheckpoint({ ...quiet, sampler: this.training.weightSync.sampler }),
           ` saved a checkpoint of step ${quiet.step};`)
         : "";
     this.options.emit({
@@ -363,7 +387,11 @@ class TrainingRun {
     });
   }
 
-  /** One training step; returns why the run must end, if it must. */
+  /**
+   * One training step: the batch's rollouts, training on it, publishing the new weights,
+   * validation when due, the step's rows and a checkpoint when due; returns why the run must end,
+   * if it must.
+   */
   private async trainStep(total: number): Promise<StopReason | "stranded" | undefined> {
     const { config } = this.options.recipe;
     const t0 = performance.now();
@@ -378,7 +406,7 @@ class TrainingRun {
     const metrics: Record<string, number> = {};
     this.phase = `training step ${this.step + 1}`;
     this.quiet = undefined;
-    const result = await this.parts.trainer.train(batch.trajectories, metrics);
+    const result = await this.training.trainer.train(batch.trajectories, metrics);
     const trainSeconds = seconds(t1);
     const trainedOn = this.step;
     this.step += 1;
@@ -388,53 +416,14 @@ class TrainingRun {
     const syncSeconds = seconds(t2);
     const async = config.weight.sync_mode !== "sync";
     if (async) this.release(this.step);
-    const freq = config.validate.eval.validate_freq;
-    let validationSeconds = 0;
-    if (this.parts.validator && freq > 0 && this.step % freq === 0) {
-      this.phase = `validating step ${this.step}`;
-      const validation = await this.validate();
-      Object.assign(metrics, validation.metrics);
-      validationSeconds = validation.seconds;
-    }
-    const counts = this.parts.runner.takeCounts();
-    const workers = await this.parts.distributed?.metrics();
-    const row: MetricsRow = {
-      step: this.step,
-      ...metrics,
-      ...workers,
-      "rollout/failed": counts.failed,
-      "rollout/retried": counts.retried,
-      "rollout/timed_out": counts.timedOut,
-      "rollout/skipped": counts.skipped,
-      "rollout/unknown_token_ids": counts.unknownTokenIds,
-      "rollout/groups_dropped": this.parts.pool.takeDroppedGroups(),
-      "staleness/dropped": batch.staleDropped,
-      "staleness/requeued": batch.staleRequeued,
-      ...staleness(batch.trajectories, trainedOn),
-      ...this.parts.accounting.row(),
+    const validationSeconds = await this.validateIfDue(metrics);
+    const row = await this.stepRow(metrics, batch, trainedOn, t0, {
       "time/rollout_s": rolloutSeconds,
       "time/train_s": trainSeconds,
       "time/sync_s": syncSeconds,
       "time/validation_s": validationSeconds,
-      "time/step_s": seconds(t0),
-    };
-    await this.parts.failures.flush();
-    await this.parts.metrics.append(row);
-    await this.parts.loggers.step(row);
-    for (const sample of sampleRows(
-      this.step,
-      result.trajectories,
-      this.parts.tokenizer,
-      this.options.samplesPerStep,
-      batch.trajectories,
-    ))
-      await this.parts.samples.append(redactValue(sample, this.options.redact));
-    this.options.emit({
-      type: "step",
-      step: this.step,
-      metrics: row,
-      ...(result.skipReason !== undefined && { skipped: result.skipReason }),
     });
+    await this.recordStep(row, result, batch);
     const saveFreq = config.trainer.save_freq;
     if ((saveFreq > 0 && (this.step % saveFreq === 0 || this.step === total)) || this.options.signal?.aborted)
       await this.checkpoint();
@@ -445,14 +434,78 @@ class TrainingRun {
     return undefined;
   }
 
+  /** Validates the weights of the step when `validate.eval.validate_freq` says so, into `metrics`; returns the seconds it took. */
+  private async validateIfDue(metrics: Record<string, number>): Promise<number> {
+    const freq = this.options.recipe.config.validate.eval.validate_freq;
+    if (!this.rollouts.validator || freq <= 0 || this.step % freq !== 0) return 0;
+    this.phase = `validating step ${this.step}`;
+    const validation = await this.validate();
+    Object.assign(metrics, validation.metrics);
+    return validation.seconds;
+  }
+
+  /**
+   * The metrics row of the step: the trainer's and validation's `metrics`, the workers', the
+   * rollouts' counts, the staleness of `batch` against the weights it `trainedOn`, the accounting
+   * and the seconds of its phases and of the whole step (begun at `start`).
+   */
+  private async stepRow(
+    metrics: Record<string, number>,
+    batch: ScheduledBatch,
+    trainedOn: number,
+    start: number,
+    phaseSeconds: Record<`time/${string}_s`, number>,
+  ): Promise<MetricsRow> {
+    const counts = this.rollouts.runner.takeCounts();
+    const workers = await this.rollouts.distributed?.metrics();
+    return {
+      step: this.step,
+      ...metrics,
+      ...workers,
+      "rollout/failed": counts.failed,
+      "rollout/retried": counts.retried,
+      "rollout/timed_out": counts.timedOut,
+      "rollout/skipped": counts.skipped,
+      "rollout/unknown_token_ids": counts.unknownTokenIds,
+      "rollout/groups_dropped": this.rollouts.pool.takeDroppedGroups(),
+      "staleness/dropped": batch.staleDropped,
+      "staleness/requeued": batch.staleRequeued,
+      ...staleness(batch.trajectories, trainedOn),
+      ...this.accounting.row(),
+      ...phaseSeconds,
+      "time/step_s": seconds(start),
+    };
+  }
+
+  /** Writes the step's failures, metrics `row` and samples out, and reports the step. */
+  private async recordStep(row: MetricsRow, result: TrainStepResult, batch: ScheduledBatch): Promise<void> {
+    await this.outputs.failures.flush();
+    await this.outputs.metrics.append(row);
+    await this.outputs.loggers.step(row);
+    for (const sample of sampleRows(
+      this.step,
+      result.trajectories,
+      this.tokenizer,
+      this.options.samplesPerStep,
+      batch.trajectories,
+    ))
+      await this.outputs.samples.append(redactValue(sample, this.options.redact));
+    this.options.emit({
+      type: "step",
+      step: this.step,
+      metrics: row,
+      ...(result.skipReason !== undefined && { skipped: result.skipReason }),
+    });
+  }
+
   /**
    * Stops the run when the rollouts of a step all failed and were skipped, leaving `batchSize`
    * (0) trajectories: there is nothing to train on, and a run that went on would only fail again.
    */
   private checkSomeRolloutSucceeded(batchSize: number): void {
-    const counts = this.parts.runner.counts;
+    const counts = this.rollouts.runner.counts;
     if (batchSize > 0 || counts.succeeded > 0 || counts.skipped === 0) return;
-    const failures = this.parts.failures;
+    const failures = this.outputs.failures;
     throw new RunError(
       `step ${this.step + 1} has no successful rollout: all ${counts.skipped} of its rollouts failed (${counts.failed} failed attempts${counts.timedOut > 0 ? `, ${counts.timedOut} of them timed out or hung` : ""}) and the continue policy skipped them, so there is nothing to train on. ` +
         `The first failure of each kind is shown above; every failure is in ${failures.path}. Fix the cause and resume with resume.mode=auto`,
@@ -462,26 +515,26 @@ class TrainingRun {
 
   /** Exports the current weights for sampling and points the rollouts at them. */
   private async syncSampler(): Promise<void> {
-    if (this.parts.weightSync.sampler.version === this.step) return;
-    const path = await this.parts.trainer.saveSamplerWeights(
+    if (this.training.weightSync.sampler.version === this.step) return;
+    const path = await this.training.trainer.saveSamplerWeights(
       `step_${pad(this.step)}${sessionSuffix(this.options.session)}`,
     );
-    await this.parts.weightSync.publish(path, this.step);
+    await this.training.weightSync.publish(path, this.step);
   }
 
   private async validate(): Promise<{ metrics: Record<string, number>; seconds: number }> {
     const t0 = performance.now();
     await this.syncSampler();
-    const validator = this.parts.validator!;
+    const validator = this.rollouts.validator!;
     const metrics = await validator.run(this.step);
     // What the model wrote on validation rows is kept beside the training rows.
     for (const sample of validationSampleRows(
       this.step,
       validator.trajectories,
-      this.parts.tokenizer,
+      this.tokenizer,
       this.options.samplesPerStep,
     ))
-      await this.parts.samples.append(redactValue(sample, this.options.redact));
+      await this.outputs.samples.append(redactValue(sample, this.options.redact));
     this.options.emit({ type: "validation", step: this.step, metrics, examples: validator.examples });
     return { metrics, seconds: seconds(t0) };
   }
@@ -490,16 +543,16 @@ class TrainingRun {
   private async checkpoint(): Promise<void> {
     const phase = this.phase;
     this.phase = `saving the checkpoint of step ${this.step}`;
-    await this.parts.scheduler.drain();
+    await this.rollouts.scheduler.drain();
     // A run that samples nothing (SFT) has not published its weights: the checkpoint's sampler must be this step's.
     await this.syncSampler();
     await this.saveCheckpoint({
       step: this.step,
-      sampler: this.parts.weightSync.sampler,
-      data: this.parts.loader.cursor(),
-      pool: this.parts.pool.snapshot(),
+      sampler: this.training.weightSync.sampler,
+      data: this.rollouts.loader.cursor(),
+      pool: this.rollouts.pool.snapshot(),
     });
-    this.parts.scheduler.resume();
+    this.rollouts.scheduler.resume();
     this.phase = phase;
   }
 
@@ -507,7 +560,7 @@ class TrainingRun {
   private async saveCheckpoint(quiet: QuietState): Promise<void> {
     const train = this.options.recipe.config.service.train_service;
     const saved = await (
-      await this.parts.client.saveState(`step_${pad(quiet.step)}`, { kind: "weights_and_optimizer" })
+      await this.training.client.saveState(`step_${pad(quiet.step)}`, { kind: "weights_and_optimizer" })
     ).result();
     const state: RunState = {
       format: "nexrl.run-state",
@@ -516,7 +569,7 @@ class TrainingRun {
       session: this.options.session,
       trainingState: saved.path,
       sampler: quiet.sampler,
-      initialSamplerPath: this.parts.initialSamplerPath,
+      initialSamplerPath: this.training.initialSamplerPath,
       data: quiet.data,
       pool: quiet.pool,
       seed: this.options.recipe.config.data.seed,
@@ -530,7 +583,7 @@ class TrainingRun {
     if (this.options.recipe.config.trainer.remove_previous_ckpt) {
       if (previous && previous !== this.lastCheckpoint) await removeRunState(previous);
       // A resume needs the sampler its checkpoint records; the earlier steps' snapshots only fill the disk.
-      await pruneSamplerSnapshots(this.options.outputDir, [quiet.sampler.path, this.parts.weightSync.sampler.path]);
+      await pruneSamplerSnapshots(this.options.outputDir, [quiet.sampler.path, this.training.weightSync.sampler.path]);
     }
     this.options.emit({ type: "checkpoint", step: quiet.step, path: this.lastCheckpoint });
   }

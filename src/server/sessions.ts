@@ -82,6 +82,13 @@ export class SessionTable {
     if (this.lastSeen.has(id)) this.lastSeen.set(id, performance.now());
   }
 
+  /** `op`, counted as activity of session `owner` when it is submitted and when it finishes. */
+  track<T extends { done: Promise<unknown> }>(owner: string, op: T): T {
+    this.refresh(owner);
+    void op.done.then(() => this.refresh(owner));
+    return op;
+  }
+
   /** Stops looking for expired sessions (when the server closes). */
   close(): void {
     clearInterval(this.timer);

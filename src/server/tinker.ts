@@ -72,7 +72,6 @@ const CLIENT_CONFIG = {
   fwdbwd_max_chunk_bytes_count: 5_000_000,
 };
 
-/** Endpoints answering with a future (`{request_id}`): `error` faults fail their operation. */
 /** Operations whose results are answered in protobuf to a poll that accepts it. */
 const PROTOBUF_RESULTS: Readonly<Record<string, (value: unknown, dtype: ResultDtype) => Uint8Array>> = {
   forward: encodeForwardBackwardOutput,
@@ -83,6 +82,7 @@ const PROTOBUF_RESULTS: Readonly<Record<string, (value: unknown, dtype: ResultDt
 /** Endpoints that take the API key itself when JWTs are on: the flags, and the exchange. */
 const KEY_ENDPOINTS = new Set(["client/config", "auth/token", "get_server_capabilities"]);
 
+/** Endpoints answering with a future (`{request_id}`): `error` faults fail their operation. */
 const FUTURE_ENDPOINTS = new Set<TinkerEndpoint>([
   "create_model",
   "unload_model",
@@ -136,6 +136,336 @@ async function sample(session: SamplingSession, body: TinkerRequest<"asample">):
   };
 }
 
+/** The endpoints answered by a handler of {@link CALLS}: every POST endpoint but `retrieve_future`. */
+type CallEndpoint = Exclude<TinkerEndpoint, "retrieve_future">;
+
+/** What the handlers of one Tinker handler share. */
+interface TinkerContext {
+  readonly options: TinkerHandlerOptions;
+  readonly store: ModelStore;
+  readonly sessions: SessionTable;
+  /** The futures handed out, polled with `retrieve_future`. */
+  readonly promises: OperationRegistry;
+  /** `create_model`'s operations by model id (which starts with its session's id): a resubmission gets the same one. */
+  readonly createdModels: Map<string, Operation>;
+  /** The sampling sessions opened, by id (which starts with its session's id). */
+  readonly samplingSessions: Set<string>;
+  /** What `client/config` answers. */
+  readonly clientConfig: Record<string, unknown>;
+}
+
+/** How a call came: `failed`, an `error` fault fails the operation it submits; `forwardOnly`, a protobuf forward_backward's flag. */
+interface CallMode {
+  readonly failed: boolean;
+  readonly forwardOnly: boolean;
+}
+
+/** Answers one endpoint's parsed body. */
+type CallHandler<E extends CallEndpoint> = (ctx: TinkerContext, body: TinkerRequest<E>, mode: CallMode) => unknown;
+
+/** `op` as a future (`{request_id}`, with the model's id when it has one). */
+function future(ctx: TinkerContext, op: Operation, modelId?: string): unknown {
+  return { request_id: ctx.promises.register(op), ...(modelId !== undefined && { model_id: modelId }) };
+}
+
+/** The live session `id`. */
+function liveSession(ctx: TinkerContext, id: string): string {
+  return ctx.sessions.check(id, "call create_session first");
+}
+
+/** Submits `run` on model `modelId`'s queue at `seq` (an injected failure when `failed`) and answers its future. */
+function seqOp(
+  ctx: TinkerContext,
+  modelId: string,
+  seq: number,
+  kind: string,
+  failed: boolean,
+  run: (model: ServedModel) => unknown,
+): unknown {
+  const model = ctx.store.model(modelId);
+  ctx.options.checkpoints?.touch(modelId);
+  return future(
+    ctx,
+    ctx.sessions.track(model.owner, model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model))),
+    modelId,
+  );
+}
+
+function createModel(ctx: TinkerContext, body: TinkerRequest<"create_model">, { failed }: CallMode): unknown {
+  const key = `${liveSession(ctx, body.session_id)}:train:${body.model_seq_id}`;
+  let op = ctx.createdModels.get(key);
+  if (!op) {
+    // Made before answering, so that an unknown base model (400) or a full memory budget (503) is the answer's status.
+    if (!failed) {
+      const model = ctx.store.createModel({
+        id: key,
+        baseModel: body.base_model,
+        owner: body.session_id,
+        trainingMode: "lora",
+        loraRank: body.lora_config?.rank ?? 32,
+        ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
+      });
+      ctx.options.checkpoints?.recordRun(model);
+    }
+    op = runOperation("create_model", failed ? injectedFailure : () => ({ model_id: key, type: "create_model" }));
+    ctx.createdModels.set(key, op);
+  }
+  return future(ctx, op, key);
+}
+
+function getInfo(ctx: TinkerContext, body: TinkerRequest<"get_info">): unknown {
+  const model = ctx.store.model(body.model_id);
+  return {
+    type: "get_info",
+    model_id: model.id,
+    model_data: { arch: "nexrl-local-transformer", model_name: model.baseModel, tokenizer_id: "byte" },
+    is_lora: true,
+    lora_rank: model.loraRank,
+    model_name: model.baseModel,
+  };
+}
+
+function unloadModel(ctx: TinkerContext, body: TinkerRequest<"unload_model">, { failed }: CallMode): unknown {
+  const model = ctx.store.model(body.model_id);
+  ctx.sessions.refresh(model.owner);
+  if (!failed) {
+    ctx.store.removeModel(model.id, { code: "model_unloaded", reason: "a client unloaded it (unload_model)" });
+    ctx.createdModels.delete(model.id);
+  }
+  const unloaded = { model_id: model.id, type: "unload_model" };
+  return future(ctx, runOperation("unload_model", failed ? injectedFailure : () => unloaded), model.id);
+}
+
+/** What the SDK's create_training_client_from_state needs to recreate the model. */
+function weightsInfo(ctx: TinkerContext, body: TinkerRequest<"weights_info">): unknown {
+  const artifact = ctx.store.artifact(body.tinker_path);
+  return {
+    base_model: artifact.baseModel,
+    is_lora: true,
+    lora_rank: artifact.loraRank ?? 32,
+    train_unembed: true,
+    train_mlp: true,
+    train_attn: true,
+  };
+}
+
+/** `forward`, and `forward_backward` (the protobuf generation's forward: forward_backward with forward_only). */
+function lossPass(
+  ctx: TinkerContext,
+  body: TinkerRequest<"forward" | "forward_backward">,
+  { failed, forwardOnly }: CallMode,
+): unknown {
+  const input = "forward_input" in body ? body.forward_input : body.forward_backward_input;
+  const datums = input.data as Datum[];
+  checkContextLength(datumInputs(datums), ctx.store.model(body.model_id).engine.config.contextLength);
+  const backward = "forward_backward_input" in body && !forwardOnly;
+  return seqOp(ctx, body.model_id, body.seq_id, backward ? "forward_backward" : "forward", failed, async (m) =>
+    lossOutputs(
+      await (backward
+        ? m.engine.forwardBackward(datums, input.loss_fn, input.loss_fn_config)
+        : m.engine.forward(datums, input.loss_fn, input.loss_fn_config)),
+    ),
+  );
+}
+
+function optimStep(ctx: TinkerContext, body: TinkerRequest<"optim_step">, { failed }: CallMode): unknown {
+  return seqOp(ctx, body.model_id, body.seq_id, "optim_step", failed, async (m) => ({
+    metrics: (await m.engine.optimStep(adamParamsFromWire(body.adam_params))).metrics,
+  }));
+}
+
+function saveWeights(ctx: TinkerContext, body: TinkerRequest<"save_weights">, { failed }: CallMode): unknown {
+  return seqOp(ctx, body.model_id, body.seq_id, "save_weights", failed, async (m) => {
+    const path = tinkerPath(m.id, "weights", body.path);
+    if (body.overwrite !== true && ctx.store.hasArtifact(path)) {
+      throw new OperationFailure(
+        `checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`,
+        { category: "user" },
+      );
+    }
+    ctx.store.addArtifact(m, path, await m.engine.saveState(body.path, { optimizer: true }), body.ttl_seconds);
+    return { path, type: "save_weights" };
+  });
+}
+
+function saveWeightsForSampler(
+  ctx: TinkerContext,
+  body: TinkerRequest<"save_weights_for_sampler">,
+  { failed }: CallMode,
+): unknown {
+  return seqOp(ctx, body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
+    // Without a path, the snapshot backs a new sampling session of the model's session,
+    // numbered like create_sampling_session's (the SDK counts both with one counter).
+    const seq = body.sampling_session_seq_id;
+    const name = body.path ?? `sampling_session_${seq}`;
+    const path = tinkerPath(m.id, "sampler_weights", name);
+    ctx.store.addArtifact(m, path, await m.engine.saveWeightsForSampler(name), body.ttl_seconds);
+    if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
+    const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
+    await ctx.store.openSampler(key, { modelPath: path }, m.owner);
+    ctx.samplingSessions.add(key);
+    return { sampling_session_id: key, type: "save_weights_for_sampler" };
+  });
+}
+
+function loadWeights(ctx: TinkerContext, body: TinkerRequest<"load_weights">, { failed }: CallMode): unknown {
+  return seqOp(ctx, body.model_id, body.seq_id, "load_weights", failed, async (m) => {
+    await m.engine.loadState(ctx.store.artifact(body.path).file, { optimizer: body.optimizer });
+    return { path: body.path, type: "load_weights" };
+  });
+}
+
+async function createSamplingSession(
+  ctx: TinkerContext,
+  body: TinkerRequest<"create_sampling_session">,
+): Promise<unknown> {
+  const key = `${liveSession(ctx, body.session_id)}:sample:${body.sampling_session_seq_id}`;
+  if (!ctx.samplingSessions.has(key)) {
+    if (body.model_path !== undefined && !body.model_path.startsWith("tinker://")) {
+      throw new ProtocolError(`model_path must start with tinker://, got ${body.model_path}`, {
+        status: 400,
+        code: "invalid_model_path",
+      });
+    }
+    await ctx.store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model }, body.session_id);
+    ctx.samplingSessions.add(key);
+  }
+  return { type: "create_sampling_session", sampling_session_id: key };
+}
+
+function asample(ctx: TinkerContext, body: TinkerRequest<"asample">, { failed }: CallMode): unknown {
+  const target = ctx.store.samplingSession(body.sampling_session_id);
+  checkSampleCount(body.num_samples, "num_samples");
+  checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], target.contextLength);
+  const op = samplingOperation(target, "sample", failed ? injectedFailure : () => sample(target, body));
+  return future(ctx, ctx.sessions.track(target.owner, op));
+}
+
+/** The handler of each POST endpoint but `retrieve_future` (see {@link poll}). */
+const CALLS: { readonly [E in CallEndpoint]: CallHandler<E> } = {
+  "client/config": (ctx) => ctx.clientConfig,
+  "auth/token": (ctx) => ({ jwt: ctx.options.jwt!.issue() }),
+  telemetry: () => ({ status: "accepted" }),
+  create_session: (ctx) => ({ type: "create_session", session_id: ctx.sessions.create() }),
+  session_heartbeat: (ctx, body) => {
+    liveSession(ctx, body.session_id);
+    return { type: "session_heartbeat" };
+  },
+  create_model: createModel,
+  get_info: getInfo,
+  unload_model: unloadModel,
+  weights_info: weightsInfo,
+  forward: lossPass,
+  forward_backward: lossPass,
+  optim_step: optimStep,
+  save_weights: saveWeights,
+  save_weights_for_sampler: saveWeightsForSampler,
+  load_weights: loadWeights,
+  create_sampling_session: createSamplingSession,
+  asample,
+};
+
+/** Parses `raw` as `endpoint`'s body and answers it with the endpoint's handler. */
+function answerCall<E extends CallEndpoint>(ctx: TinkerContext, endpoint: E, raw: unknown, mode: CallMode): unknown {
+  const handler: CallHandler<E> = CALLS[endpoint];
+  return handler(ctx, parse(endpoint, raw), mode);
+}
+
+/** The `get_server_capabilities` answer: the models served, with their context lengths. */
+function capabilities(ctx: TinkerContext): unknown {
+  return {
+    supported_models: ctx.store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })),
+  };
+}
+
+/**
+ * `retrieve_future`: the outcome of the polled operation (protobuf where it has a protobuf form
+ * and the poll accepts it), `try_again` after the long poll, 410 for an unknown or forgotten
+ * request id. A status `fault` answers instead (`410` forgets the promise first).
+ */
+async function poll(
+  ctx: TinkerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: TinkerRequest<"retrieve_future">,
+  fault: FaultKind | undefined,
+): Promise<void> {
+  const { request_id: requestId } = body;
+  if (fault === "410") ctx.promises.forget(requestId);
+  if (fault && fault !== "error") {
+    sendFault(
+      res,
+      fault,
+      fault === "408" ? { type: "try_again", request_id: requestId, queue_state: "active" } : { request_id: requestId },
+    );
+    return;
+  }
+  const op = ctx.promises.get(requestId);
+  if (!op) {
+    sendJson(res, 410, {
+      error: "promise_expired",
+      message: `request ${requestId} is unknown or expired; resubmit the original request`,
+    });
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ctx.options.longPollTimeoutMs);
+    timer.unref();
+  });
+  const outcome: Outcome | undefined = await Promise.race([op.done, timeout]);
+  clearTimeout(timer);
+  const encode = PROTOBUF_RESULTS[op.kind];
+  if (!outcome) sendJson(res, 200, { type: "try_again", request_id: requestId, queue_state: "active" });
+  else if (!outcome.ok) sendJson(res, 200, { error: outcome.message, category: outcome.category });
+  else if (acceptsProtobuf(req.headers) && encode)
+    sendProtobuf(res, encode(outcome.value, ctx.options.resultDtype ?? "float32"));
+  else sendJson(res, 200, outcome.value);
+}
+
+/** The routes, `<method> <endpoint>` (the path after `/api/v1/`): every endpoint of the schema is a POST. */
+const ROUTES = new Map<string, TinkerEndpoint | "get_server_capabilities">([
+  ["GET get_server_capabilities", "get_server_capabilities"],
+  ...Object.keys(tinkerRequests).map((endpoint): [string, TinkerEndpoint] => [
+    `POST ${endpoint}`,
+    endpoint as TinkerEndpoint,
+  ]),
+]);
+
+/**
+ * With JWTs on, checks that every endpoint but the flags and the exchange carries a valid JWT.
+ * (The API key, when the server has one, is checked before this handler by the server's gate.)
+ * @throws {@link ProtocolError} 401.
+ */
+function authorize(jwt: JwtIssuer | undefined, req: IncomingMessage, endpoint: string): void {
+  if (jwt && !KEY_ENDPOINTS.has(endpoint)) {
+    const check = jwt.verify(tinkerCredential(req));
+    if (check !== "valid")
+      throw new ProtocolError(
+        check === "expired"
+          ? "Invalid JWT: it has expired; exchange the API key for a new one at /api/v1/auth/token"
+          : "Invalid JWT: this server exchanges API keys for JWTs (pjwt_auth_enabled); send the JWT from /api/v1/auth/token in X-API-Key",
+        { status: 401, code: "invalid_jwt" },
+      );
+  }
+}
+
+/** The body in the JSON shape (a protobuf forward_backward read into it), what the capture sees, and forward_only. */
+async function readRequest(
+  req: IncomingMessage,
+  endpoint: string,
+): Promise<{ raw: unknown; captured: unknown; rawBody?: Uint8Array; forwardOnly: boolean }> {
+  const bytes = await readBody(req);
+  if (!isProtobufBody(req.headers)) return { raw: parseJsonBody(bytes), captured: undefined, forwardOnly: false };
+  if (endpoint !== "forward_backward")
+    throw new ProtocolError(
+      `${endpoint} takes a JSON body; only forward_backward may be sent as application/x-protobuf`,
+      { status: 415, code: "unsupported_media_type" },
+    );
+  const { body, forwardOnly } = decodeForwardBackward(await protobufBodyBytes(bytes, req.headers));
+  return { raw: body, captured: { ...body, forward_only: forwardOnly }, rawBody: bytes, forwardOnly };
+}
+
 /**
  * The Tinker protocol under `/api/v1/`. Faults apply as documented on {@link FaultKind}: status
  * faults answer before the request is handled; `drop` closes the connection after a request was
@@ -143,314 +473,59 @@ async function sample(session: SamplingSession, body: TinkerRequest<"asample">):
  * polled promise; `error` fails the submitted operation without applying it.
  */
 export function createTinkerHandler(options: TinkerHandlerOptions): RequestHandler {
-  const { store, faults, sessions } = options;
-  const promises = new OperationRegistry(options.inFlight);
-  // By model or sampling session id, which starts with its session's id.
-  const createdModels = new Map<string, Operation>();
-  const samplingSessions = new Set<string>();
+  const { faults, sessions, jwt } = options;
+  const ctx: TinkerContext = {
+    options,
+    store: options.store,
+    sessions,
+    promises: new OperationRegistry(options.inFlight),
+    createdModels: new Map(),
+    samplingSessions: new Set(),
+    clientConfig: { ...CLIENT_CONFIG, ...options.clientConfig },
+  };
   sessions.onExpire((id) => {
-    for (const key of createdModels.keys()) if (key.startsWith(`${id}:`)) createdModels.delete(key);
-    for (const key of samplingSessions) if (key.startsWith(`${id}:`)) samplingSessions.delete(key);
+    for (const key of ctx.createdModels.keys()) if (key.startsWith(`${id}:`)) ctx.createdModels.delete(key);
+    for (const key of ctx.samplingSessions) if (key.startsWith(`${id}:`)) ctx.samplingSessions.delete(key);
   });
-  const clientConfig = { ...CLIENT_CONFIG, ...options.clientConfig };
-  const jwt = options.jwt;
-  const resultDtype = options.resultDtype ?? "float32";
-
-  const future = (op: Operation, modelId?: string): unknown => ({
-    request_id: promises.register(op),
-    ...(modelId !== undefined && { model_id: modelId }),
-  });
-  const session = (id: string): string => sessions.check(id, "call create_session first");
-  /** `op`, counted as activity of session `owner` when it is submitted and when it finishes. */
-  const activity = (owner: string, op: Operation): Operation => {
-    sessions.refresh(owner);
-    void op.done.then(() => sessions.refresh(owner));
-    return op;
-  };
-  const seqOp = (
-    modelId: string,
-    seq: number,
-    kind: string,
-    failed: boolean,
-    run: (model: ServedModel) => unknown,
-  ): unknown => {
-    const model = store.model(modelId);
-    options.checkpoints?.touch(modelId);
-    return future(
-      activity(model.owner, model.queue.submit(seq, kind, failed ? injectedFailure : () => run(model))),
-      modelId,
-    );
-  };
-
-  const handle = async (
-    endpoint: Exclude<TinkerEndpoint, "retrieve_future">,
-    raw: unknown,
-    failed: boolean,
-    forwardOnly: boolean,
-  ): Promise<unknown> => {
-    switch (endpoint) {
-      case "client/config":
-        parse(endpoint, raw);
-        return clientConfig;
-      case "auth/token":
-        parse(endpoint, raw);
-        return { jwt: jwt!.issue() };
-      case "telemetry":
-        parse(endpoint, raw);
-        return { status: "accepted" };
-      case "create_session": {
-        parse(endpoint, raw);
-        return { type: "create_session", session_id: sessions.create() };
-      }
-      case "session_heartbeat":
-        session(parse(endpoint, raw).session_id);
-        return { type: "session_heartbeat" };
-      case "create_model": {
-        const body = parse(endpoint, raw);
-        const key = `${session(body.session_id)}:train:${body.model_seq_id}`;
-        let op = createdModels.get(key);
-        if (!op) {
-          // Made before answering, so that an unknown base model (400) or a full memory budget (503) is the answer's status.
-          if (!failed) {
-            const model = store.createModel({
-              id: key,
-              baseModel: body.base_model,
-              owner: body.session_id,
-              trainingMode: "lora",
-              loraRank: body.lora_config?.rank ?? 32,
-              ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
-            });
-            options.checkpoints?.recordRun(model);
-          }
-          op = runOperation("create_model", failed ? injectedFailure : () => ({ model_id: key, type: "create_model" }));
-          createdModels.set(key, op);
-        }
-        return future(op, key);
-      }
-      case "get_info": {
-        const model = store.model(parse(endpoint, raw).model_id);
-        return {
-          type: "get_info",
-          model_id: model.id,
-          model_data: { arch: "nexrl-local-transformer", model_name: model.baseModel, tokenizer_id: "byte" },
-          is_lora: true,
-          lora_rank: model.loraRank,
-          model_name: model.baseModel,
-        };
-      }
-      case "unload_model": {
-        const model = store.model(parse(endpoint, raw).model_id);
-        sessions.refresh(model.owner);
-        if (!failed) {
-          store.removeModel(model.id, { code: "model_unloaded", reason: "a client unloaded it (unload_model)" });
-          createdModels.delete(model.id);
-        }
-        const unloaded = { model_id: model.id, type: "unload_model" };
-        return future(runOperation("unload_model", failed ? injectedFailure : () => unloaded), model.id);
-      }
-      case "weights_info": {
-        // What the SDK's create_training_client_from_state needs to recreate the model.
-        const artifact = store.artifact(parse(endpoint, raw).tinker_path);
-        return {
-          base_model: artifact.baseModel,
-          is_lora: true,
-          lora_rank: artifact.loraRank ?? 32,
-          train_unembed: true,
-          train_mlp: true,
-          train_attn: true,
-        };
-      }
-      case "forward":
-      case "forward_backward": {
-        const body = parse(endpoint, raw);
-        const input = "forward_input" in body ? body.forward_input : body.forward_backward_input;
-        const datums = input.data as Datum[];
-        checkContextLength(datumInputs(datums), store.model(body.model_id).engine.config.contextLength);
-        // The protobuf generation's forward: forward_backward with forward_only.
-        const backward = endpoint === "forward_backward" && !forwardOnly;
-        return seqOp(body.model_id, body.seq_id, backward ? "forward_backward" : "forward", failed, async (m) =>
-          lossOutputs(
-            await (backward
-              ? m.engine.forwardBackward(datums, input.loss_fn, input.loss_fn_config)
-              : m.engine.forward(datums, input.loss_fn, input.loss_fn_config)),
-          ),
-        );
-      }
-      case "optim_step": {
-        const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "optim_step", failed, async (m) => ({
-          metrics: (await m.engine.optimStep(adamParamsFromWire(body.adam_params))).metrics,
-        }));
-      }
-      case "save_weights": {
-        const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "save_weights", failed, async (m) => {
-          const path = tinkerPath(m.id, "weights", body.path);
-          if (body.overwrite !== true && store.hasArtifact(path)) {
-            throw new OperationFailure(
-              `checkpoint ${path} exists and overwrite is false; save under a new name or pass overwrite: true`,
-              { category: "user" },
-            );
-          }
-          store.addArtifact(m, path, await m.engine.saveState(body.path, { optimizer: true }), body.ttl_seconds);
-          return { path, type: "save_weights" };
-        });
-      }
-      case "save_weights_for_sampler": {
-        const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "save_weights_for_sampler", failed, async (m) => {
-          // Without a path, the snapshot backs a new sampling session of the model's session,
-          // numbered like create_sampling_session's (the SDK counts both with one counter).
-          const seq = body.sampling_session_seq_id;
-          const name = body.path ?? `sampling_session_${seq}`;
-          const path = tinkerPath(m.id, "sampler_weights", name);
-          store.addArtifact(m, path, await m.engine.saveWeightsForSampler(name), body.ttl_seconds);
-          if (body.path !== undefined) return { path, type: "save_weights_for_sampler" };
-          const key = `${m.id.slice(0, m.id.lastIndexOf(":train:"))}:sample:${seq}`;
-          await store.openSampler(key, { modelPath: path }, m.owner);
-          samplingSessions.add(key);
-          return { sampling_session_id: key, type: "save_weights_for_sampler" };
-        });
-      }
-      case "load_weights": {
-        const body = parse(endpoint, raw);
-        return seqOp(body.model_id, body.seq_id, "load_weights", failed, async (m) => {
-          await m.engine.loadState(store.artifact(body.path).file, { optimizer: body.optimizer });
-          return { path: body.path, type: "load_weights" };
-        });
-      }
-      case "create_sampling_session": {
-        const body = parse(endpoint, raw);
-        const key = `${session(body.session_id)}:sample:${body.sampling_session_seq_id}`;
-        if (!samplingSessions.has(key)) {
-          if (body.model_path !== undefined && !body.model_path.startsWith("tinker://")) {
-            throw new ProtocolError(`model_path must start with tinker://, got ${body.model_path}`, {
-              status: 400,
-              code: "invalid_model_path",
-            });
-          }
-          await store.openSampler(key, { modelPath: body.model_path, baseModel: body.base_model }, body.session_id);
-          samplingSessions.add(key);
-        }
-        return { type: "create_sampling_session", sampling_session_id: key };
-      }
-      case "asample": {
-        const body = parse(endpoint, raw);
-        const target = store.samplingSession(body.sampling_session_id);
-        checkSampleCount(body.num_samples, "num_samples");
-        checkContextLength([{ what: "the prompt", input: body.prompt as ModelInput }], target.contextLength);
-        const op = samplingOperation(target, "sample", failed ? injectedFailure : () => sample(target, body));
-        return future(activity(target.owner, op));
-      }
-    }
-  };
-
-  const retrieve = async (res: ServerResponse, requestId: string, protobuf: boolean): Promise<void> => {
-    const op = promises.get(requestId);
-    if (!op) {
-      sendJson(res, 410, {
-        error: "promise_expired",
-        message: `request ${requestId} is unknown or expired; resubmit the original request`,
-      });
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), options.longPollTimeoutMs);
-      timer.unref();
-    });
-    const outcome: Outcome | undefined = await Promise.race([op.done, timeout]);
-    clearTimeout(timer);
-    const encode = PROTOBUF_RESULTS[op.kind];
-    if (!outcome) sendJson(res, 200, { type: "try_again", request_id: requestId, queue_state: "active" });
-    else if (!outcome.ok) sendJson(res, 200, { error: outcome.message, category: outcome.category });
-    else if (protobuf && encode) sendProtobuf(res, encode(outcome.value, resultDtype));
-    else sendJson(res, 200, outcome.value);
-  };
-
-  /**
-   * With JWTs on, checks that every endpoint but the flags and the exchange carries a valid JWT.
-   * (The API key, when the server has one, is checked before this handler by the server's gate.)
-   * @throws {@link ProtocolError} 401.
-   */
-  const authorize = (req: IncomingMessage, endpoint: string): void => {
-    if (jwt && !KEY_ENDPOINTS.has(endpoint)) {
-      const check = jwt.verify(tinkerCredential(req));
-      if (check !== "valid")
-        throw new ProtocolError(
-          check === "expired"
-            ? "Invalid JWT: it has expired; exchange the API key for a new one at /api/v1/auth/token"
-            : "Invalid JWT: this server exchanges API keys for JWTs (pjwt_auth_enabled); send the JWT from /api/v1/auth/token in X-API-Key",
-          { status: 401, code: "invalid_jwt" },
-        );
-    }
-  };
-
-  /** The body in the JSON shape (a protobuf forward_backward read into it), what the capture sees, and forward_only. */
-  const readRequest = async (
-    req: IncomingMessage,
-    endpoint: string,
-  ): Promise<{ raw: unknown; captured: unknown; rawBody?: Uint8Array; forwardOnly: boolean }> => {
-    const bytes = await readBody(req);
-    if (!isProtobufBody(req.headers)) return { raw: parseJsonBody(bytes), captured: undefined, forwardOnly: false };
-    if (endpoint !== "forward_backward")
-      throw new ProtocolError(
-        `${endpoint} takes a JSON body; only forward_backward may be sent as application/x-protobuf`,
-        { status: 415, code: "unsupported_media_type" },
-      );
-    const { body, forwardOnly } = decodeForwardBackward(await protobufBodyBytes(bytes, req.headers));
-    return { raw: body, captured: { ...body, forward_only: forwardOnly }, rawBody: bytes, forwardOnly };
-  };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const path = requestPath(req);
     if (!path.startsWith(PREFIX)) return false;
     const endpoint = path.slice(PREFIX.length);
     if (options.checkpoints && /^(training_runs|checkpoints)(\/|$)/.test(endpoint)) {
-      authorize(req, endpoint);
+      authorize(jwt, req, endpoint);
       return options.checkpoints.handle(req, res);
     }
-    const isCapabilities = req.method === "GET" && endpoint === "get_server_capabilities";
-    if (!isCapabilities && (req.method !== "POST" || !Object.hasOwn(tinkerRequests, endpoint))) return false;
-    // The JWT exchange exists only when JWTs are on, as on a Tinker server.
-    if (endpoint === "auth/token" && !jwt) return false;
-    authorize(req, endpoint);
-    const { raw, captured, rawBody, forwardOnly } = isCapabilities
-      ? { raw: {}, captured: undefined, forwardOnly: false }
-      : await readRequest(req, endpoint);
-    options.capture?.({
-      protocol: "tinker",
-      method: req.method ?? "",
-      path,
-      headers: req.headers,
-      body: captured ?? raw,
-      ...(rawBody && { rawBody }),
-    });
-    if (isCapabilities) {
-      sendJson(res, 200, {
-        supported_models: store.presets().map((p) => ({ model_name: p.name, max_context_length: p.contextLength })),
+    const route = ROUTES.get(`${req.method} ${endpoint}`);
+    // Unknown here: another handler may take it, else 404. The JWT exchange exists only when JWTs are on, as on a Tinker server.
+    if (!route || (route === "auth/token" && !jwt)) return false;
+    authorize(jwt, req, endpoint);
+    const capture = (body: unknown, rawBody?: Uint8Array): void =>
+      options.capture?.({
+        protocol: "tinker",
+        method: req.method ?? "",
+        path,
+        headers: req.headers,
+        body,
+        ...(rawBody && { rawBody }),
       });
+    if (route === "get_server_capabilities") {
+      capture({});
+      sendJson(res, 200, capabilities(ctx));
       return true;
     }
-    const name = endpoint as TinkerEndpoint;
-    const fault = faults.draw(applicableFaults(name));
-    if (name === "retrieve_future") {
-      const { request_id } = parse(name, raw);
-      if (fault === "410") promises.forget(request_id);
-      if (fault && fault !== "error")
-        sendFault(
-          res,
-          fault,
-          fault === "408" ? { type: "try_again", request_id, queue_state: "active" } : { request_id },
-        );
-      else await retrieve(res, request_id, acceptsProtobuf(req.headers));
+    const { raw, captured, rawBody, forwardOnly } = await readRequest(req, endpoint);
+    capture(captured ?? raw, rawBody);
+    const fault = faults.draw(applicableFaults(route));
+    if (route === "retrieve_future") {
+      await poll(ctx, req, res, parse(route, raw), fault);
       return true;
     }
     if (fault && fault !== "error" && fault !== "drop") {
       sendFault(res, fault);
       return true;
     }
-    const answer = await handle(name, raw, fault === "error", forwardOnly);
+    const answer = await answerCall(ctx, route, raw, { failed: fault === "error", forwardOnly });
     if (fault === "drop") sendFault(res, "drop");
     else sendJson(res, 200, answer);
     return true;

@@ -47,71 +47,6 @@ const SAMPLER_TTL_SECONDS = 3600;
 /** `loss_fn_config` keys Weaver clients send that the local engine has no use for. */
 const IGNORED_CONFIG = new Set(["entropy_coeff", "enable_debug_dump"]);
 
-type RouteName =
-  | "createSession"
-  | "getSession"
-  | "heartbeat"
-  | "createModel"
-  | "createSamplingSession"
-  | "getModel"
-  | "forward"
-  | "forwardBackward"
-  | "optimStep"
-  | "exportSampler"
-  | "saveCheckpoint"
-  | "load"
-  | "terminate"
-  | "getSamplingSession"
-  | "sample"
-  | "logprobs"
-  | "pause"
-  | "continue"
-  | "getOperation"
-  | "supportedModels";
-
-type Route = { method: "GET" | "POST"; pattern: RegExp; name: RouteName };
-
-const ROUTES: Route[] = [
-  { method: "POST", pattern: /^\/api\/v1\/sessions$/, name: "createSession" },
-  { method: "GET", pattern: /^\/api\/v1\/sessions\/([^/]+)$/, name: "getSession" },
-  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/heartbeat$/, name: "heartbeat" },
-  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/models$/, name: "createModel" },
-  { method: "POST", pattern: /^\/api\/v1\/sessions\/([^/]+)\/sampling-sessions$/, name: "createSamplingSession" },
-  { method: "GET", pattern: /^\/api\/v1\/models\/([^/]+)$/, name: "getModel" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/forward-passes$/, name: "forward" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/forward-backward-passes$/, name: "forwardBackward" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/optimizer-steps$/, name: "optimStep" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/export-sampler$/, name: "exportSampler" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/checkpoints$/, name: "saveCheckpoint" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/load$/, name: "load" },
-  { method: "POST", pattern: /^\/api\/v1\/models\/([^/]+)\/terminate$/, name: "terminate" },
-  { method: "GET", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)$/, name: "getSamplingSession" },
-  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/samples$/, name: "sample" },
-  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/logprobs$/, name: "logprobs" },
-  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/pause-generation$/, name: "pause" },
-  { method: "POST", pattern: /^\/api\/v1\/sampling-sessions\/([^/]+)\/continue-generation$/, name: "continue" },
-  { method: "GET", pattern: /^\/api\/v1\/operations\/([^/]+)$/, name: "getOperation" },
-  { method: "GET", pattern: /^\/api\/v1\/supported-models$/, name: "supportedModels" },
-];
-
-/** Routes whose answer is an operation: an `error` fault fails it without applying it. */
-const OPERATION_ROUTES = new Set<RouteName>([
-  "forward",
-  "forwardBackward",
-  "optimStep",
-  "exportSampler",
-  "saveCheckpoint",
-  "load",
-  "sample",
-  "logprobs",
-]);
-
-/** Status and `drop` faults go only where the protocol lets a client retry: GETs and heartbeats. */
-function applicableFaults(route: Route): FaultKind[] {
-  if (route.method === "GET" || route.name === "heartbeat") return ["408", "429", "500", "drop"];
-  return OPERATION_ROUTES.has(route.name) ? ["error"] : [];
-}
-
 function parse<R extends WeaverRoute>(route: R, raw: unknown): WeaverRequest<R> {
   return parseBody(weaverRequests[route] as unknown as z.ZodType<WeaverRequest<R>>, route, raw);
 }
@@ -179,275 +114,368 @@ async function sample(
   };
 }
 
-/**
- * The Weaver protocol under `/api/v1/`. Faults: status and `drop` faults only on GETs and
- * heartbeats (the protocol forbids retrying a POST that may have reached the server); `error`
- * fails a submitted operation without applying it; `410` does not apply.
- */
-export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandler {
-  const { store, faults, sessions } = options;
-  const operations = new OperationRegistry(options.inFlight);
+/** What the route handlers of one Weaver handler share. */
+interface WeaverContext {
+  readonly store: ModelStore;
+  readonly sessions: SessionTable;
+  /** The operations handed out, polled with `GET /operations/{id}`. */
+  readonly operations: OperationRegistry;
+}
 
-  const operationJson = (id: string, op: Operation): unknown => {
-    const outcome = op.outcome;
-    if (!outcome) return { id, status: op.started ? "running" : "pending" };
-    if (outcome.ok) return { id, status: "done", response: outcome.value };
-    return {
-      id,
-      status: "error",
-      error_code: outcome.category === "user" ? "invalid_request" : "internal_error",
-      error_message: outcome.message,
-    };
+/** A request to a route: the id in its path, its body, and `guard`, which makes an `error` fault fail the operation it submits. */
+interface WeaverCall {
+  readonly id: string;
+  readonly raw: unknown;
+  guard<T>(run: () => T): () => T;
+}
+
+/** A route's answer: its status and body. */
+type Answer = [number, unknown];
+
+/** Answers one route. */
+type RouteHandler = (ctx: WeaverContext, call: WeaverCall) => Answer | Promise<Answer>;
+
+/** An operation as Weaver answers it: pending, running, done with its response, or failed. */
+function operationJson(id: string, op: Operation): unknown {
+  const outcome = op.outcome;
+  if (!outcome) return { id, status: op.started ? "running" : "pending" };
+  if (outcome.ok) return { id, status: "done", response: outcome.value };
+  return {
+    id,
+    status: "error",
+    error_code: outcome.category === "user" ? "invalid_request" : "internal_error",
+    error_message: outcome.message,
   };
-  const submit = (op: Operation): unknown => operationJson(operations.register(op), op);
-  const session = (id: string): string => sessions.check(id, "create one with POST /api/v1/sessions");
-  /** `op`, counted as activity of session `owner` when it is submitted and when it finishes. */
-  const activity = (owner: string, op: Operation): Operation => {
-    sessions.refresh(owner);
-    void op.done.then(() => sessions.refresh(owner));
-    return op;
-  };
-  const modelInfo = (model: ServedModel): unknown => ({
+}
+
+/** Registers `op` and answers it as an operation. */
+function submit(ctx: WeaverContext, op: Operation): unknown {
+  return operationJson(ctx.operations.register(op), op);
+}
+
+/** 200 with `op` submitted, counted as activity of session `owner`. */
+function submitted(ctx: WeaverContext, owner: string, op: Operation): Answer {
+  return [200, submit(ctx, ctx.sessions.track(owner, op))];
+}
+
+/** The live session `id`. */
+function liveSession(ctx: WeaverContext, id: string): string {
+  return ctx.sessions.check(id, "create one with POST /api/v1/sessions");
+}
+
+function modelInfo(model: ServedModel): unknown {
+  return {
     id: model.id,
     base_model: model.baseModel,
     training_mode: model.trainingMode,
     ...(model.loraRank !== undefined && { lora_config: { rank: model.loraRank, lora_alpha: model.loraAlpha } }),
     tokenizer_path: "byte",
     max_context_length: model.engine.config.contextLength,
-  });
-  const pausable = (ssid: string): ServedModel => {
-    const target = store.samplingSession(ssid);
-    const model =
-      target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
-    if (model?.trainingMode !== "full_ft") {
-      throw new ProtocolError(
-        "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)",
-        { status: 400, code: "pause_not_supported" },
-      );
-    }
-    return model;
   };
+}
 
-  const handle = async (route: Route, id: string, raw: unknown, failed: boolean): Promise<[number, unknown]> => {
-    const guard = <T>(run: () => T): (() => T) => (failed ? injectedFailure : run);
-    switch (route.name) {
-      case "createSession": {
-        parse("createSession", raw);
-        return [200, { id: sessions.create() }];
-      }
-      case "getSession":
-        return [200, { id: session(id) }];
-      case "heartbeat":
-        session(id);
-        return [200, { status: "ok" }];
-      case "createModel": {
-        const body = parse("createModel", raw);
-        session(id);
-        const trainingMode = body.training_mode ?? "lora";
-        const model = store.createModel({
-          id: `model-${randomUUID()}`,
-          baseModel: body.base_model,
-          owner: id,
-          trainingMode,
-          ...(trainingMode === "lora" && {
-            loraRank: body.lora_config?.rank ?? 32,
-            loraAlpha: body.lora_config?.lora_alpha,
-          }),
-          ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
-        });
-        return [200, modelInfo(model)];
-      }
-      case "getModel":
-        return [200, modelInfo(store.model(id))];
-      case "forward":
-      case "forwardBackward": {
-        const { payload } = parse(route.name, raw);
-        const model = store.model(id);
-        const backward = "forward_backward_input" in payload;
-        const input = backward ? payload.forward_backward_input : payload.forward_input;
-        checkContextLength(datumInputs(input.data), model.engine.config.contextLength);
-        const run = guard(() => lossPass(model, input, backward));
-        return [
-          200,
-          submit(
-            activity(model.owner, model.queue.submit(payload.seq_id, backward ? "forward_backward" : "forward", run)),
-          ),
-        ];
-      }
-      case "optimStep": {
-        const { payload } = parse("optimStep", raw);
-        const model = store.model(id);
-        return [
-          200,
-          submit(
-            activity(
-              model.owner,
-              model.queue.submit(
-                payload.seq_id,
-                "optim_step",
-                guard(async () => ({
-                  result: { metrics: (await model.engine.optimStep(adamParamsFromWire(payload.adam_params))).metrics },
-                })),
-              ),
-            ),
-          ),
-        ];
-      }
-      case "exportSampler": {
-        const body = parse("exportSampler", raw);
-        const model = store.model(id);
-        // The Weaver SDK sends its one-hour default itself and leaves ttl_seconds out to keep an export.
-        const ttl = body.ttl_seconds ?? null;
-        const run = async (): Promise<unknown> => {
-          const name = body.path ?? `sampler-${body.seq_id}`;
-          const path = `weaver://${model.id}/sampler_weights/${name}`;
-          store.addArtifact(model, path, await model.engine.saveWeightsForSampler(name), ttl);
-          return { modelPath: path, ttlSeconds: ttl };
-        };
-        return [200, submit(activity(model.owner, model.queue.submit(body.seq_id, "export_sampler", guard(run))))];
-      }
-      case "saveCheckpoint": {
-        const body = parse("saveCheckpoint", raw);
-        const model = store.model(id);
-        const run = async (): Promise<unknown> => {
-          const createdAt = Date.now();
-          const name = body.name ?? `checkpoint-${createdAt}`;
-          const path = `weaver://${model.id}/checkpoints/${name}`;
-          const ttl = body.ttl_seconds ?? (body.type === "sampling" ? SAMPLER_TTL_SECONDS : null);
-          const file = await model.engine.saveState(name, { optimizer: body.type === "weight_and_optimizer" });
-          const { expiresAt } = store.addArtifact(model, path, file, ttl, createdAt);
-          const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
-          return {
-            id: name,
-            path,
-            name,
-            checkpoint_type: body.type,
-            status: "ready",
-            ttl_seconds: ttl,
-            created_at: iso(createdAt),
-            expires_at: iso(expiresAt),
-          };
-        };
-        return [200, submit(activity(model.owner, model.queue.append("save_checkpoint", guard(run))))];
-      }
-      case "load": {
-        const body = parse("load", raw);
-        const model = store.model(id);
-        const run = async (): Promise<unknown> => {
-          await model.engine.loadState(store.artifact(body.path).file, { optimizer: body.include_optimizer });
-          return { path: body.path, include_optimizer: body.include_optimizer };
-        };
-        return [200, submit(activity(model.owner, model.queue.append("load", guard(run))))];
-      }
-      case "terminate":
-        parse("terminate", raw);
-        store.model(id);
-        store.removeModel(id);
-        return [200, { id, status: "terminated" }];
-      case "createSamplingSession": {
-        const body = parse("createSamplingSession", raw);
-        session(id);
-        const ssid = `sampling-${randomUUID()}`;
-        // The SDK sends both, null for the one it does not give.
-        const source = { modelPath: body.model_path ?? undefined, baseModel: body.base_model ?? undefined };
-        if (body.model_path === undefined || body.model_path === null) {
-          const opened = await store.openSampler(ssid, source, id);
-          return [201, { id: ssid, base_model: opened.baseModel, tokenizer_path: "byte" }];
-        }
-        store.artifact(body.model_path);
-        const load = activity(
-          id,
-          runOperation("load_sampler", async () => ({ id: (await store.openSampler(ssid, source, id)).id })),
-        );
-        return [202, { sampling_session: { id: ssid, model_path: body.model_path }, sync_operation: submit(load) }];
-      }
-      case "getSamplingSession": {
-        const target = store.samplingSession(id);
-        return [
-          200,
-          {
-            id: target.id,
-            base_model: target.baseModel,
-            ...(target.modelPath !== undefined && { model_path: target.modelPath }),
-          },
-        ];
-      }
-      case "sample": {
-        const body = parse("sample", raw);
-        const target = store.samplingSession(id);
-        checkSampleCount(body.num_samples, "num_samples");
-        checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
-        const model =
-          target.modelId !== undefined && store.hasModel(target.modelId) ? store.model(target.modelId) : undefined;
-        return [
-          200,
-          submit(
-            activity(
-              target.owner,
-              samplingOperation(
-                target,
-                "sample",
-                guard(() => sample(target, model, body)),
-              ),
-            ),
-          ),
-        ];
-      }
-      case "logprobs": {
-        const body = parse("logprobs", raw);
-        const target = store.samplingSession(id);
-        checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
-        return [
-          200,
-          submit(
-            activity(
-              target.owner,
-              samplingOperation(
-                target,
-                "logprobs",
-                guard(async () => ({
-                  result: { prompt_logprobs: await target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
-                })),
-              ),
-            ),
-          ),
-        ];
-      }
-      case "pause": {
-        const body = parse("pause", raw);
-        if ((body.mode ?? "abort") !== "abort")
-          throw new ProtocolError(`nexrl serve implements pause mode abort only, got ${body.mode}`, {
-            status: 400,
-            code: "unsupported_mode",
-          });
-        pausable(id).paused = true;
-        return [200, { paused: true, mode: "abort" }];
-      }
-      case "continue":
-        pausable(id).paused = false;
-        return [200, { paused: false }];
-      case "getOperation": {
-        const op = operations.get(id);
-        if (!op)
-          throw new ProtocolError(
-            `no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`,
-            { status: 404, code: "operation_not_found" },
-          );
-        return [200, operationJson(id, op)];
-      }
-      case "supportedModels":
-        return [
-          200,
-          {
-            items: store.presets().map((p) => ({
-              name: p.name,
-              status: "healthy",
-              max_context_length: p.contextLength,
-              config: { resource: { tokenizer: { path: "byte" } } },
-            })),
-          },
-        ];
-    }
+/** The model a sampling session samples, while it is loaded. */
+function samplerModel(ctx: WeaverContext, target: SamplingSession): ServedModel | undefined {
+  return target.modelId !== undefined && ctx.store.hasModel(target.modelId)
+    ? ctx.store.model(target.modelId)
+    : undefined;
+}
+
+/** The full_ft model of sampling session `ssid`, whose generation can be paused. */
+function pausable(ctx: WeaverContext, ssid: string): ServedModel {
+  const model = samplerModel(ctx, ctx.store.samplingSession(ssid));
+  if (model?.trainingMode !== "full_ft") {
+    throw new ProtocolError(
+      "pause-generation and continue-generation apply only to samplers of full_ft models (a LoRA model shares its inference engine)",
+      { status: 400, code: "pause_not_supported" },
+    );
+  }
+  return model;
+}
+
+function createSession(ctx: WeaverContext, { raw }: WeaverCall): Answer {
+  parse("createSession", raw);
+  return [200, { id: ctx.sessions.create() }];
+}
+
+function heartbeat(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  liveSession(ctx, id);
+  return [200, { status: "ok" }];
+}
+
+function createModel(ctx: WeaverContext, { id, raw }: WeaverCall): Answer {
+  const body = parse("createModel", raw);
+  liveSession(ctx, id);
+  const trainingMode = body.training_mode ?? "lora";
+  const model = ctx.store.createModel({
+    id: `model-${randomUUID()}`,
+    baseModel: body.base_model,
+    owner: id,
+    trainingMode,
+    ...(trainingMode === "lora" && {
+      loraRank: body.lora_config?.rank ?? 32,
+      loraAlpha: body.lora_config?.lora_alpha,
+    }),
+    ...(body.lora_config?.seed !== undefined && { seed: body.lora_config.seed }),
+  });
+  return [200, modelInfo(model)];
+}
+
+/** `forward-passes` or `forward-backward-passes` (which of them, from the payload). */
+function forwardPass(route: "forward" | "forwardBackward"): RouteHandler {
+  return (ctx, { id, raw, guard }) => {
+    const { payload } = parse(route, raw);
+    const model = ctx.store.model(id);
+    const backward = "forward_backward_input" in payload;
+    const input = backward ? payload.forward_backward_input : payload.forward_input;
+    checkContextLength(datumInputs(input.data), model.engine.config.contextLength);
+    const run = guard(() => lossPass(model, input, backward));
+    return submitted(
+      ctx,
+      model.owner,
+      model.queue.submit(payload.seq_id, backward ? "forward_backward" : "forward", run),
+    );
+  };
+}
+
+function optimStep(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const { payload } = parse("optimStep", raw);
+  const model = ctx.store.model(id);
+  const run = guard(async () => ({
+    result: { metrics: (await model.engine.optimStep(adamParamsFromWire(payload.adam_params))).metrics },
+  }));
+  return submitted(ctx, model.owner, model.queue.submit(payload.seq_id, "optim_step", run));
+}
+
+function exportSampler(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const body = parse("exportSampler", raw);
+  const model = ctx.store.model(id);
+  // The Weaver SDK sends its one-hour default itself and leaves ttl_seconds out to keep an export.
+  const ttl = body.ttl_seconds ?? null;
+  const run = async (): Promise<unknown> => {
+    const name = body.path ?? `sampler-${body.seq_id}`;
+    const path = `weaver://${model.id}/sampler_weights/${name}`;
+    ctx.store.addArtifact(model, path, await model.engine.saveWeightsForSampler(name), ttl);
+    return { modelPath: path, ttlSeconds: ttl };
+  };
+  return submitted(ctx, model.owner, model.queue.submit(body.seq_id, "export_sampler", guard(run)));
+}
+
+function saveCheckpoint(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const body = parse("saveCheckpoint", raw);
+  const model = ctx.store.model(id);
+  const run = async (): Promise<unknown> => {
+    const createdAt = Date.now();
+    const name = body.name ?? `checkpoint-${createdAt}`;
+    const path = `weaver://${model.id}/checkpoints/${name}`;
+    const ttl = body.ttl_seconds ?? (body.type === "sampling" ? SAMPLER_TTL_SECONDS : null);
+    const file = await model.engine.saveState(name, { optimizer: body.type === "weight_and_optimizer" });
+    const { expiresAt } = ctx.store.addArtifact(model, path, file, ttl, createdAt);
+    const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+    return {
+      id: name,
+      path,
+      name,
+      checkpoint_type: body.type,
+      status: "ready",
+      ttl_seconds: ttl,
+      created_at: iso(createdAt),
+      expires_at: iso(expiresAt),
+    };
+  };
+  return submitted(ctx, model.owner, model.queue.append("save_checkpoint", guard(run)));
+}
+
+function load(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const body = parse("load", raw);
+  const model = ctx.store.model(id);
+  const run = async (): Promise<unknown> => {
+    await model.engine.loadState(ctx.store.artifact(body.path).file, { optimizer: body.include_optimizer });
+    return { path: body.path, include_optimizer: body.include_optimizer };
+  };
+  return submitted(ctx, model.owner, model.queue.append("load", guard(run)));
+}
+
+function terminate(ctx: WeaverContext, { id, raw }: WeaverCall): Answer {
+  parse("terminate", raw);
+  ctx.store.model(id);
+  ctx.store.removeModel(id);
+  return [200, { id, status: "terminated" }];
+}
+
+/** 201 with a sampler of the base model, or 202 with the operation loading a sampler of an export. */
+async function createSamplingSession(ctx: WeaverContext, { id, raw }: WeaverCall): Promise<Answer> {
+  const body = parse("createSamplingSession", raw);
+  liveSession(ctx, id);
+  const ssid = `sampling-${randomUUID()}`;
+  // The SDK sends both, null for the one it does not give.
+  const source = { modelPath: body.model_path ?? undefined, baseModel: body.base_model ?? undefined };
+  if (body.model_path === undefined || body.model_path === null) {
+    const opened = await ctx.store.openSampler(ssid, source, id);
+    return [201, { id: ssid, base_model: opened.baseModel, tokenizer_path: "byte" }];
+  }
+  ctx.store.artifact(body.model_path);
+  const opening = ctx.sessions.track(
+    id,
+    runOperation("load_sampler", async () => ({ id: (await ctx.store.openSampler(ssid, source, id)).id })),
+  );
+  return [202, { sampling_session: { id: ssid, model_path: body.model_path }, sync_operation: submit(ctx, opening) }];
+}
+
+function getSamplingSession(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  const target = ctx.store.samplingSession(id);
+  return [
+    200,
+    {
+      id: target.id,
+      base_model: target.baseModel,
+      ...(target.modelPath !== undefined && { model_path: target.modelPath }),
+    },
+  ];
+}
+
+function sampleRoute(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const body = parse("sample", raw);
+  const target = ctx.store.samplingSession(id);
+  checkSampleCount(body.num_samples, "num_samples");
+  checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
+  const model = samplerModel(ctx, target);
+  const run = guard(() => sample(target, model, body));
+  return submitted(ctx, target.owner, samplingOperation(target, "sample", run));
+}
+
+function logprobs(ctx: WeaverContext, { id, raw, guard }: WeaverCall): Answer {
+  const body = parse("logprobs", raw);
+  const target = ctx.store.samplingSession(id);
+  checkContextLength([{ what: "the prompt", input: body.prompt }], target.contextLength);
+  const run = guard(async () => ({
+    result: { prompt_logprobs: await target.sampler.computeLogprobs(modelInputTokens(body.prompt)) },
+  }));
+  return submitted(ctx, target.owner, samplingOperation(target, "logprobs", run));
+}
+
+function pause(ctx: WeaverContext, { id, raw }: WeaverCall): Answer {
+  const body = parse("pause", raw);
+  if ((body.mode ?? "abort") !== "abort")
+    throw new ProtocolError(`nexrl serve implements pause mode abort only, got ${body.mode}`, {
+      status: 400,
+      code: "unsupported_mode",
+    });
+  pausable(ctx, id).paused = true;
+  return [200, { paused: true, mode: "abort" }];
+}
+
+function continueGeneration(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  pausable(ctx, id).paused = false;
+  return [200, { paused: false }];
+}
+
+function getOperation(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  const op = ctx.operations.get(id);
+  if (!op)
+    throw new ProtocolError(`no operation "${id}" on this server (unknown, or forgotten after 10 000 newer ones)`, {
+      status: 404,
+      code: "operation_not_found",
+    });
+  return [200, operationJson(id, op)];
+}
+
+function supportedModels(ctx: WeaverContext): Answer {
+  return [
+    200,
+    {
+      items: ctx.store.presets().map((p) => ({
+        name: p.name,
+        status: "healthy",
+        max_context_length: p.contextLength,
+        config: { resource: { tokenizer: { path: "byte" } } },
+      })),
+    },
+  ];
+}
+
+function getSession(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  return [200, { id: liveSession(ctx, id) }];
+}
+
+function getModel(ctx: WeaverContext, { id }: WeaverCall): Answer {
+  return [200, modelInfo(ctx.store.model(id))];
+}
+
+/** The handler of each route, `<method> <path after /api/v1>`, `{id}` standing for the id the handler is given. */
+const HANDLERS = {
+  "POST /sessions": createSession,
+  "GET /sessions/{id}": getSession,
+  "POST /sessions/{id}/heartbeat": heartbeat,
+  "POST /sessions/{id}/models": createModel,
+  "POST /sessions/{id}/sampling-sessions": createSamplingSession,
+  "GET /models/{id}": getModel,
+  "POST /models/{id}/forward-passes": forwardPass("forward"),
+  "POST /models/{id}/forward-backward-passes": forwardPass("forwardBackward"),
+  "POST /models/{id}/optimizer-steps": optimStep,
+  "POST /models/{id}/export-sampler": exportSampler,
+  "POST /models/{id}/checkpoints": saveCheckpoint,
+  "POST /models/{id}/load": load,
+  "POST /models/{id}/terminate": terminate,
+  "GET /sampling-sessions/{id}": getSamplingSession,
+  "POST /sampling-sessions/{id}/samples": sampleRoute,
+  "POST /sampling-sessions/{id}/logprobs": logprobs,
+  "POST /sampling-sessions/{id}/pause-generation": pause,
+  "POST /sampling-sessions/{id}/continue-generation": continueGeneration,
+  "GET /operations/{id}": getOperation,
+  "GET /supported-models": supportedModels,
+} satisfies Record<string, RouteHandler>;
+
+type RouteKey = keyof typeof HANDLERS;
+
+/** A route of {@link HANDLERS}, with the pattern of its path (capturing the id). */
+interface Route {
+  key: RouteKey;
+  method: string;
+  pattern: RegExp;
+  handle: RouteHandler;
+}
+
+/** Every route, in the order of {@link HANDLERS}. */
+const ROUTES: Route[] = Object.entries(HANDLERS).map(([key, handle]) => {
+  const [method, path] = key.split(" ") as [string, string];
+  return {
+    key: key as RouteKey,
+    method,
+    pattern: new RegExp(`^/api/v1${path.replace("{id}", "([^/]+)")}$`),
+    handle,
+  };
+});
+
+/** Routes whose answer is an operation: an `error` fault fails it without applying it. */
+const OPERATION_ROUTES = new Set<RouteKey>([
+  "POST /models/{id}/forward-passes",
+  "POST /models/{id}/forward-backward-passes",
+  "POST /models/{id}/optimizer-steps",
+  "POST /models/{id}/export-sampler",
+  "POST /models/{id}/checkpoints",
+  "POST /models/{id}/load",
+  "POST /sampling-sessions/{id}/samples",
+  "POST /sampling-sessions/{id}/logprobs",
+]);
+
+/** Status and `drop` faults go only where the protocol lets a client retry: GETs and heartbeats. */
+function applicableFaults(route: Route): FaultKind[] {
+  if (route.method === "GET" || route.key === "POST /sessions/{id}/heartbeat") return ["408", "429", "500", "drop"];
+  return OPERATION_ROUTES.has(route.key) ? ["error"] : [];
+}
+
+/**
+ * The Weaver protocol under `/api/v1/`. Faults: status and `drop` faults only on GETs and
+ * heartbeats (the protocol forbids retrying a POST that may have reached the server); `error`
+ * fails a submitted operation without applying it; `410` does not apply.
+ */
+export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandler {
+  const { faults } = options;
+  const ctx: WeaverContext = {
+    store: options.store,
+    sessions: options.sessions,
+    operations: new OperationRegistry(options.inFlight),
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
@@ -462,12 +490,12 @@ export function createWeaverHandler(options: WeaverHandlerOptions): RequestHandl
       sendFault(res, fault);
       return true;
     }
-    const [status, body] = await handle(
-      route,
-      decodePathSegment((match as RegExpExecArray)[1] ?? "", "id"),
+    const failed = fault === "error";
+    const [status, body] = await route.handle(ctx, {
+      id: decodePathSegment((match as RegExpExecArray)[1] ?? "", "id"),
       raw,
-      fault === "error",
-    );
+      guard: (run) => (failed ? injectedFailure : run),
+    });
     sendJson(res, status, body);
     return true;
   };
