@@ -15,7 +15,7 @@ export default tseslint.config(
       "**/*.py",
       "test/tooling/fixtures/lint/",
       // Generated code (npm run proto) is kept byte for byte as generated.
-      "src/types/tinker-proto/*_pb.ts",
+      "src/wire/tinker-proto/*_pb.ts",
     ],
   },
   js.configs.recommended,
@@ -38,7 +38,7 @@ export default tseslint.config(
   },
   {
     // Spreading an array into a call puts every element on the stack: past ~100k elements (a long
-    // prompt, a large dataset) it throws RangeError. src/types/arrays.ts has appendAll, maxOf, minOf.
+    // prompt, a large dataset) it throws RangeError. src/wire/arrays.ts has appendAll, maxOf, minOf.
     files: ["src/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
@@ -46,7 +46,7 @@ export default tseslint.config(
         {
           selector: "CallExpression > SpreadElement, NewExpression > SpreadElement",
           message:
-            "Spreading into a call overflows the stack for long arrays; use appendAll / maxOf / minOf from src/types/arrays.ts, or a loop.",
+            "Spreading into a call overflows the stack for long arrays; use appendAll / maxOf / minOf from src/wire/arrays.ts, or a loop.",
         },
       ],
     },

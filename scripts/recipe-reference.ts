@@ -12,8 +12,8 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { z } from "zod";
 import { recipeSchema } from "../src/recipe/schema/recipe.js";
-import { ROW_FORMATS } from "../src/pipeline/workers/row-formats.js";
-import { ROWS_CHECKED } from "../src/pipeline/row-check.js";
+import { ROW_FORMATS } from "../src/workers/row-formats.js";
+import { ROWS_CHECKED } from "../src/run/row-check.js";
 
 const OUT = fileURLToPath(new URL("../docs/guides/recipe-reference.md", import.meta.url));
 const SCHEMA_FILE = fileURLToPath(new URL("../src/recipe/schema/recipe.ts", import.meta.url));

@@ -17,8 +17,8 @@ import {
   TinkerTrainingService,
   WeaverTrainingService,
   type TrainingService,
-} from "../src/services/training/index.js";
-import { adamParams, datum, modelInputFromTokens } from "../src/types/wire.js";
+} from "../src/backends/index.js";
+import { adamParams, datum, modelInputFromTokens } from "../src/wire/wire.js";
 
 const WEAVER_DEFAULT_BASE_URL = "https://weaver-console.nex-agi.cn";
 

@@ -5,7 +5,7 @@
  * root is provided to the recipe loader for CommonJS user modules by its importer.
  * @module
  */
-import { provideAgentService } from "./pipeline/workers/registry.js";
+import { provideAgentService } from "./workers/registry.js";
 import { providePackageRoot } from "./recipe/share-package.js";
 import type * as agentWorkerClass from "./agent/worker-class.js";
 

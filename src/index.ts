@@ -44,9 +44,9 @@ export type {
   OptionsSchema,
 } from "./contracts/options.js";
 /** @category Contracts */
-export { completionTrajectory } from "./pipeline/workers/completion-trajectory.js";
+export { completionTrajectory } from "./workers/completion-trajectory.js";
 /** @category Contracts */
-export { BaseTrainer } from "./pipeline/trainers/base-trainer.js";
+export { BaseTrainer } from "./algorithms/base-trainer.js";
 /** @category Contracts */
 export type {
   AlgorithmConfig,
@@ -56,14 +56,14 @@ export type {
   TrainStepResult,
 } from "./contracts/trainer.js";
 /** @category Contracts */
-export type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "./types/tokenizer.js";
+export type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "./wire/tokenizer.js";
 /** @category Contracts */
 export type { AgentContext, AgentFunction, AgentResult } from "./agent/agent-module.js";
 
 /** @category Losses */
 export { lossFunctions, type LossFunctionName } from "./contracts/losses.js";
 /** @category Losses */
-export { forwardBackwardCustom } from "./services/training/custom-loss.js";
+export { forwardBackwardCustom } from "./backends/custom-loss.js";
 /** @category Losses */
 export type { CustomLossFn, CustomLossResult } from "./contracts/training.js";
 
@@ -74,36 +74,36 @@ export { loadRecipe, type LoadedRecipe, type LoadRecipeOptions } from "./recipe/
 /** @category Recipes */
 export type { RecipeConfig } from "./recipe/schema/recipe.js";
 /** @category Recipes */
-export { runRecipe, type RunRecipeOptions } from "./pipeline/run-recipe.js";
+export { runRecipe, type RunRecipeOptions } from "./run/run-recipe.js";
 /** @category Recipes */
-export type { MetricsRow, RunEvent, RunResult } from "./pipeline/events.js";
+export type { MetricsRow, RunEvent, RunResult } from "./outputs/events.js";
 
 /** @category Built-in workers and trainers */
-export { PigLatinRolloutWorker } from "./pipeline/workers/pig-latin.js";
+export { PigLatinRolloutWorker } from "./workers/pig-latin.js";
 /** @category Built-in workers and trainers */
-export { SftRolloutWorker } from "./pipeline/workers/sft.js";
+export { SftRolloutWorker } from "./workers/sft.js";
 /** @category Built-in workers and trainers */
-export { SingleTurnMathRolloutWorker } from "./pipeline/workers/single-turn-math.js";
+export { SingleTurnMathRolloutWorker } from "./workers/single-turn-math.js";
 /** @category Built-in workers and trainers */
-export { SimpleRolloutWorker } from "./pipeline/workers/simple.js";
+export { SimpleRolloutWorker } from "./workers/simple.js";
 /** @category Built-in workers and trainers */
-export { PreferenceRolloutWorker } from "./pipeline/workers/preference.js";
+export { PreferenceRolloutWorker } from "./workers/preference.js";
 /** @category Built-in workers and trainers */
 export { AgentRolloutWorker } from "./agent/worker.js";
 /** @category Built-in workers and trainers */
-export { CrossEntropyTrainer } from "./pipeline/trainers/cross-entropy.js";
+export { CrossEntropyTrainer } from "./algorithms/cross-entropy.js";
 /** @category Built-in workers and trainers */
-export { GrpoTrainer } from "./pipeline/trainers/grpo.js";
+export { GrpoTrainer } from "./algorithms/grpo.js";
 /** @category Built-in workers and trainers */
-export { OnPolicyDistillationTrainer } from "./pipeline/trainers/opd.js";
+export { OnPolicyDistillationTrainer } from "./algorithms/opd.js";
 /** @category Built-in workers and trainers */
-export { PreferenceTrainer } from "./pipeline/trainers/preference.js";
+export { PreferenceTrainer } from "./algorithms/preference.js";
 /** @category Built-in workers and trainers */
-export { DpoTrainer } from "./pipeline/trainers/dpo.js";
+export { DpoTrainer } from "./algorithms/dpo.js";
 /** @category Built-in workers and trainers */
-export { RewardModelTrainer } from "./pipeline/trainers/reward-model.js";
+export { RewardModelTrainer } from "./algorithms/reward-model.js";
 /** @category Built-in workers and trainers */
-export { LlmJudge } from "./pipeline/rewards/llm-judge.js";
+export { LlmJudge } from "./rewards/llm-judge.js";
 /** @category Built-in workers and trainers */
 export {
   RemoteApiTrainer,
@@ -113,22 +113,22 @@ export {
   RemoteApiPreferenceTrainer,
   RemoteApiDpoTrainer,
   RemoteApiRewardModelTrainer,
-} from "./pipeline/trainers/deprecated-names.js";
+} from "./algorithms/deprecated-names.js";
 
 /** @category Services */
-export { createTrainingService, type TrainingServiceOptions } from "./services/training/index.js";
+export { createTrainingService, type TrainingServiceOptions } from "./backends/index.js";
 /** @category Services */
 export type { SamplingClient, TrainingBackend, TrainingClient, TrainingService } from "./contracts/training.js";
 /** @category Services */
 export type { InferenceClient } from "./contracts/inference.js";
 /** @category Services */
-export { SamplerInferenceClient } from "./services/inference/sampler-inference.js";
+export { SamplerInferenceClient } from "./inference/sampler-inference.js";
 /** @category Services */
-export { OpenAIInferenceClient } from "./services/inference/openai/client.js";
+export { OpenAIInferenceClient } from "./inference/openai/client.js";
 /** @category Services */
-export { loadTokenizer } from "./services/inference/tokenizers/load.js";
+export { loadTokenizer } from "./inference/tokenizers/load.js";
 /** @category Services */
-export { HfTokenizer } from "./services/inference/tokenizers/hf-tokenizer.js";
+export { HfTokenizer } from "./inference/tokenizers/hf-tokenizer.js";
 
 /** @category Errors */
 export {

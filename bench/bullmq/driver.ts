@@ -8,7 +8,7 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import { encode, readResult, type TaskMessage } from "../../dist/pipeline/distributed/messages.js";
+import { encode, readResult, type TaskMessage } from "../../dist/distributed/messages.js";
 import { watchedProcesses, type WorkerProcesses } from "../distributed/workers.js";
 import { connectionOf, type Bullmq } from "./bullmq.js";
 

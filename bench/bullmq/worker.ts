@@ -7,7 +7,7 @@
  */
 import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { encode, readTask, type ResultMessage } from "../../dist/pipeline/distributed/messages.js";
+import { encode, readTask, type ResultMessage } from "../../dist/distributed/messages.js";
 import { sleepTrajectory } from "../distributed/recipe.js";
 import { connectionOf, loadBullmq } from "./bullmq.js";
 

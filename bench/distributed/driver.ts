@@ -7,11 +7,11 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ByteTokenizer } from "../../dist/engine/index.js";
-import { DistributedRun } from "../../dist/pipeline/distributed/driver-parts.js";
-import type { RunFingerprint } from "../../dist/pipeline/distributed/messages.js";
-import { RolloutRunner } from "../../dist/pipeline/rollout/runner.js";
+import { DistributedRun } from "../../dist/distributed/driver-parts.js";
+import type { RunFingerprint } from "../../dist/distributed/messages.js";
+import { RolloutRunner } from "../../dist/rollouts/runner.js";
 import { distributedSchema } from "../../dist/recipe/schema/rollout-worker.js";
-import { OpenAIInferenceClient } from "../../dist/services/inference/openai/index.js";
+import { OpenAIInferenceClient } from "../../dist/inference/openai/index.js";
 import { groupRows, scheduledBatch } from "../pipeline/rollout.js";
 
 /** Per-request timeout of the driver's inference client. */

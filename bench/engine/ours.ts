@@ -8,7 +8,7 @@ import {
   type ModelPresetName,
   type ResolvedModelConfig,
 } from "../../dist/engine/index.js";
-import { datum, type Datum } from "../../dist/types/wire.js";
+import { datum, type Datum } from "../../dist/wire/wire.js";
 import {
   ADAM,
   MAX_TOKENS,

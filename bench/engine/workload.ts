@@ -3,7 +3,7 @@
  * number compares the same work: the same shapes, tokens, loss weights, optimizer settings and
  * sampling request.
  */
-import { adamParams, type AdamParams } from "../../dist/types/wire.js";
+import { adamParams, type AdamParams } from "../../dist/wire/wire.js";
 
 export const SHAPE = { nLayers: 2, nHeads: 4, contextLength: 64 } as const;
 export const D_MODELS = [64, 128] as const;

@@ -11,7 +11,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import process from "node:process";
 import { createInterface } from "node:readline";
-import { DataLoader } from "../../dist/pipeline/data/data-loader.js";
+import { DataLoader } from "../../dist/data/data-loader.js";
 
 const [mode, file, rowsArg] = process.argv.slice(2) as [string, string, string];
 const rows = Number(rowsArg);

@@ -7,11 +7,11 @@
  */
 import { DEFAULT_BACKOFF } from "../../dist/http/backoff.js";
 import { HttpTransport, requestBodyText, type HttpRequest, type HttpResponse } from "../../dist/http/transport.js";
-import { seededRandom } from "../../dist/pipeline/seed.js";
-import { trajectoryToDatum } from "../../dist/pipeline/trainers/datums.js";
-import { DEFAULT_CHUNK_LIMITS } from "../../dist/services/training/tinker/chunks.js";
-import { negotiate } from "../../dist/services/training/tinker/generation.js";
-import { TinkerTrainingClient } from "../../dist/services/training/tinker/training-client.js";
+import { seededRandom } from "../../dist/data/seed.js";
+import { trajectoryToDatum } from "../../dist/algorithms/datums.js";
+import { DEFAULT_CHUNK_LIMITS } from "../../dist/backends/tinker/chunks.js";
+import { negotiate } from "../../dist/backends/tinker/generation.js";
+import { TinkerTrainingClient } from "../../dist/backends/tinker/training-client.js";
 import type { LossFunctionName } from "../../dist/contracts/losses.js";
 import { Trajectory } from "../../dist/contracts/trajectory.js";
 

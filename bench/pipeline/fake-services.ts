@@ -14,7 +14,7 @@ import type {
   TrainingClient,
   TrainingService,
 } from "../../dist/contracts/training.js";
-import type { Datum } from "../../dist/types/wire.js";
+import type { Datum } from "../../dist/wire/wire.js";
 
 /** Milliseconds each fake takes. */
 export interface FakeTimes {

@@ -8,7 +8,7 @@
  */
 import { AgentGateway } from "../../dist/agent/index.js";
 import { ByteTokenizer } from "../../dist/engine/index.js";
-import type { InferenceClient } from "../../dist/services/inference/index.js";
+import type { InferenceClient } from "../../dist/inference/index.js";
 import type { Contender } from "../lib/timing.js";
 
 const tokenizer = new ByteTokenizer();

@@ -3,7 +3,7 @@
  * on odd ones, so that every GRPO group has a signal and every step trains.
  */
 import { BaseRolloutWorker } from "../../dist/contracts/rollout-worker.js";
-import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
+import { completionTrajectory } from "../../dist/workers/completion-trajectory.js";
 import type { RolloutTask } from "../../dist/contracts/task.js";
 import type { Trajectory } from "../../dist/contracts/trajectory.js";
 

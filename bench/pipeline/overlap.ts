@@ -9,7 +9,7 @@ import { mkdir } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { executeRun } from "../../dist/pipeline/training-run.js";
+import { executeRun } from "../../dist/run/training-run.js";
 import { FakeTrainingService, type FakeTimes } from "./fake-services.js";
 import { tempRecipe } from "./recipe.js";
 

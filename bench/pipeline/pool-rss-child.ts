@@ -10,9 +10,9 @@
  * Arguments: tokens per half, tokens per trajectory.
  */
 import process from "node:process";
-import { TrajectoryPool } from "../../dist/pipeline/pool.js";
+import { TrajectoryPool } from "../../dist/rollouts/pool.js";
 import type { RolloutTask, TaskGroup } from "../../dist/contracts/task.js";
-import { completionTrajectory } from "../../dist/pipeline/workers/completion-trajectory.js";
+import { completionTrajectory } from "../../dist/workers/completion-trajectory.js";
 import type { InferenceResult } from "../../dist/contracts/inference.js";
 
 const total = Number(process.argv[2]);

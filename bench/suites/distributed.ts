@@ -5,8 +5,8 @@
  * BullMQ against it on the same messages (`bench/bullmq/`).
  */
 import { loadavg } from "node:os";
-import { runFingerprint } from "../../dist/pipeline/distributed/fingerprint.js";
-import { tokenizerName } from "../../dist/pipeline/preflight.js";
+import { runFingerprint } from "../../dist/distributed/fingerprint.js";
+import { tokenizerName } from "../../dist/run/preflight.js";
 import { loadRecipe } from "../../dist/recipe/index.js";
 import { cpuParts, type CpuParts } from "../distributed/cpu.js";
 import { redisRolloutBench, type RedisRolloutBench } from "../distributed/driver.js";

@@ -14,8 +14,8 @@ import { redisRolloutBench } from "../distributed/driver.js";
 import { writeBenchRecipe } from "../distributed/recipe.js";
 import { startRedis } from "../distributed/redis-server.js";
 import { startWorkers } from "../distributed/workers.js";
-import { runFingerprint } from "../../dist/pipeline/distributed/fingerprint.js";
-import { tokenizerName } from "../../dist/pipeline/preflight.js";
+import { runFingerprint } from "../../dist/distributed/fingerprint.js";
+import { tokenizerName } from "../../dist/run/preflight.js";
 import { loadRecipe } from "../../dist/recipe/index.js";
 import { rolloutBench, startLoopbackServer } from "../pipeline/rollout.js";
 

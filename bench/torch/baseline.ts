@@ -13,7 +13,7 @@ import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { ResolvedModelConfig } from "../../dist/engine/index.js";
 import { gpt2Tensors } from "../../dist/export/hugging-face.js";
-import type { AdamParams } from "../../dist/types/wire.js";
+import type { AdamParams } from "../../dist/wire/wire.js";
 import type { SelfTimed } from "../lib/timing.js";
 import type { Sequence } from "../engine/workload.js";
 

@@ -6,7 +6,7 @@
  */
 import type OpenAI from "openai";
 import type { RolloutTask } from "../contracts/task.js";
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 import { importFile } from "../recipe/import-module.js";
 import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../recipe/paths.js";

@@ -6,7 +6,7 @@
  */
 import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { PrefixBreak } from "./merge.js";
-import type { SampleCall, SampleDiagnostic } from "../pipeline/samples.js";
+import type { SampleCall, SampleDiagnostic } from "../outputs/samples.js";
 import type { GatewayCall, RolloutTrace } from "./trace.js";
 
 /** How an episode's trajectories share the loss (`rollout_worker.agent.trajectory_weight`). */

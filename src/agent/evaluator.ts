@@ -5,7 +5,7 @@
  */
 import type { DataRow } from "../contracts/task.js";
 import { NEXRL_BRAND } from "../brand.js";
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 
 /** What an evaluator judges: the agent's final answer and how it got there. */
 export interface EvaluationTarget {

@@ -27,13 +27,13 @@ import { openAIErrorOf, sendOpenAIError, type GenerationRequest } from "../serve
 import { BrowserGuard } from "../server/browser-guard.js";
 import { ResponsesEndpoints } from "../server/responses-endpoints.js";
 import { ResponseStore } from "../server/responses-store.js";
-import type { ToolCall } from "../types/tokenizer.js";
+import type { ToolCall } from "../wire/tokenizer.js";
 import { sendJson } from "../server/io.js";
 import { decodePathSegment } from "../server/url-path.js";
 import { ExternalAgents } from "./external.js";
 import { pushedRolloutId, type PushedEpisode, type PushRules } from "./push.js";
 import { answeredArguments, messagesToRender, renderChat } from "./render.js";
-import { templateRendersToolCalls } from "../services/inference/chat-formats/tool-calls-in-text.js";
+import { templateRendersToolCalls } from "../inference/chat-formats/tool-calls-in-text.js";
 import { RolloutSession, type RolloutOptions } from "./session.js";
 import { ConfigError, ContextLengthError, ProtocolError, type ListenProblem } from "../errors.js";
 

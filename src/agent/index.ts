@@ -60,4 +60,4 @@ export {
   type ParsedReply,
   type ParseOptions,
   type ReasoningParser,
-} from "../services/inference/chat-formats/index.js";
+} from "../inference/chat-formats/index.js";

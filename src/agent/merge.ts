@@ -3,9 +3,9 @@
  * into one sequence; every break in continuity is located and explained.
  * @module
  */
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import type { GatewayCall } from "./trace.js";
-import { appendAll } from "../types/arrays.js";
+import { appendAll } from "../wire/arrays.js";
 
 /** One trainable sequence made of one or more consecutive calls. */
 export interface MergedSequence {

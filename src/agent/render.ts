@@ -8,15 +8,15 @@
  */
 import { randomBytes } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../types/tokenizer.js";
+import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolCall } from "../wire/tokenizer.js";
 import {
   templateRendersToolCalls,
   withToolCallsInText,
   type WriteToolCalls,
-} from "../services/inference/chat-formats/tool-calls-in-text.js";
+} from "../inference/chat-formats/tool-calls-in-text.js";
 import { jsonArguments, type ToolArguments } from "../server/anthropic-protocol.js";
-import { appendAll } from "../types/arrays.js";
-import { SAMPLED_COMPLETION } from "../services/inference/renderers/index.js";
+import { appendAll } from "../wire/arrays.js";
+import { SAMPLED_COMPLETION } from "../inference/renderers/index.js";
 
 /** An assistant message the gateway answered, with what the model generated for it. */
 export interface AnsweredMessage {

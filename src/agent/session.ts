@@ -9,7 +9,7 @@ import {
   templateChatParser,
   tokenizerChoice,
   type ChatParser,
-} from "../services/inference/chat-formats/index.js";
+} from "../inference/chat-formats/index.js";
 import type { AnsweredMessage } from "./render.js";
 import type { FailedRequests, GatewayCall, RolloutTrace, TruncationReason } from "./trace.js";
 import { ProtocolError } from "../errors.js";

@@ -1,12 +1,12 @@
 /**
  * Tool calls written as text in the Hermes / Qwen format:
  * `<tool_call>{"name": "calculator", "arguments": {"expression": "2+3"}}</tool_call>`. The
- * gateway reads every model family's format (`services/inference/chat-formats`); these are the
+ * gateway reads every model family's format (`inference/chat-formats`); these are the
  * Hermes format's functions, kept under their first names.
  * @module
  */
-import type { ToolCall } from "../types/tokenizer.js";
-import { hermes, hermesBlock } from "../services/inference/chat-formats/hermes.js";
+import type { ToolCall } from "../wire/tokenizer.js";
+import { hermes, hermesBlock } from "../inference/chat-formats/hermes.js";
 
 /** Text split into what the assistant said and the tool calls it made. */
 export interface ParsedToolCalls {

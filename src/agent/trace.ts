@@ -3,7 +3,7 @@
  * @module
  */
 import type { FinishReason } from "../contracts/inference.js";
-import type { ChatMessage, ToolCall } from "../types/tokenizer.js";
+import type { ChatMessage, ToolCall } from "../wire/tokenizer.js";
 
 /** Why an episode was cut short. */
 export type TruncationReason = "max_turns" | "max_tokens" | "timeout" | "context_length" | "agent_max_turns";

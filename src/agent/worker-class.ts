@@ -11,7 +11,7 @@ import { parseModuleReference } from "../recipe/module-ref.js";
 import { findRecipeFile } from "../recipe/paths.js";
 import type { RecipeConfig } from "../recipe/schema/recipe.js";
 import { loadUserClass } from "../recipe/user-module.js";
-import { workerSettings } from "../pipeline/settings.js";
+import { workerSettings } from "../recipe/settings.js";
 import { isClass, loadAgentModule, type AgentFunction } from "./agent-module.js";
 import { loadAgentConfig } from "./declarative/config.js";
 import { declarativeAgent } from "./declarative/loop.js";

@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { BaseRolloutWorker } from "../contracts/rollout-worker.js";
 import { type AgentOptions, type RolloutWorkerContext } from "../contracts/worker.js";
 import { rowNumber, type RolloutTask } from "../contracts/task.js";
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 import type { TrajectoryInit } from "../contracts/trajectory.js";
 import type { AgentFunction } from "./agent-module.js";
 import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./episode.js";
@@ -19,7 +19,7 @@ import { noRecordedCallError } from "./no-calls.js";
 import type { PushedEpisode } from "./push.js";
 import type { RolloutSession } from "./session.js";
 import type { RolloutTrace } from "./trace.js";
-import { chatFamilyOfTemplate, reasoningMismatch } from "../services/inference/chat-formats/index.js";
+import { chatFamilyOfTemplate, reasoningMismatch } from "../inference/chat-formats/index.js";
 import { ConfigError, UserCodeError } from "../errors.js";
 
 /** What every {@link AgentRolloutWorker} of a run shares. */

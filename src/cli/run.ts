@@ -1,5 +1,5 @@
 import path from "node:path";
-import { resolveRunDirectory } from "../pipeline/run-dir.js";
+import { resolveRunDirectory } from "../outputs/run-dir.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { redactSecrets, redactText, secretRedactor } from "../recipe/redact.js";
 import { EXIT_CODES, parseCommandLine } from "./args.js";
@@ -107,7 +107,7 @@ function errorChain(error: unknown): string {
  * downloaded, started or written). A recipe the run would refuse exits {@link EXIT_CODES.invalidRecipe}.
  */
 async function validate(recipe: LoadedRecipe, io: CliIO): Promise<number> {
-  const { checkRecipe } = await import("../pipeline/preflight.js");
+  const { checkRecipe } = await import("../run/preflight.js");
   let notes: string[];
   try {
     notes = await checkRecipe(recipe, io.cwd, io.env);
@@ -203,7 +203,7 @@ async function train(recipe: LoadedRecipe, outputDir: string, io: CliIO): Promis
     return { name, handler, previous };
   });
   try {
-    const { runRecipe } = await import("../pipeline/run-recipe.js");
+    const { runRecipe } = await import("../run/run-recipe.js");
     const result = await runRecipe(recipe, {
       outputDir,
       signal: controller.signal,

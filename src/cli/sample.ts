@@ -6,7 +6,7 @@ import { relative } from "node:path";
 import { configValue } from "../run-folder/read.js";
 import type { RunModel } from "../run-folder/model.js";
 import type { SampledSequence, SamplingParams } from "../contracts/training.js";
-import { modelInputFromTokens } from "../types/wire.js";
+import { modelInputFromTokens } from "../wire/wire.js";
 import { EXIT_CODES } from "./args.js";
 import type { SampleCommand } from "./after-run-args.js";
 import type { CliIO } from "./io.js";

@@ -6,7 +6,7 @@
  * `ConfigError` naming the differences, having run none of the driver's tasks.
  * @module
  */
-import type { TaskSampling } from "../pipeline/distributed/messages.js";
+import type { TaskSampling } from "../distributed/messages.js";
 import type { LoadedRecipe } from "../recipe/load.js";
 import { distributedSchema, type DistributedOptions } from "../recipe/schema/rollout-worker.js";
 import { EXIT_CODES, type WorkerCommand } from "./args.js";
@@ -48,10 +48,10 @@ export async function runWorker(
     { tokenizerName, tokenizerOptions },
     { createRunner },
   ] = await Promise.all([
-    import("../pipeline/workers/registry.js"),
-    import("../services/inference/tokenizers/load.js"),
-    import("../pipeline/preflight.js"),
-    import("../pipeline/setup.js"),
+    import("../workers/registry.js"),
+    import("../inference/tokenizers/load.js"),
+    import("../run/preflight.js"),
+    import("../run/setup.js"),
   ]);
   const [
     { connectRedis, StreamKeys },
@@ -61,12 +61,12 @@ export async function runWorker(
     { runGuarded },
     { runFingerprint },
   ] = await Promise.all([
-    import("../pipeline/distributed/redis.js"),
-    import("../pipeline/distributed/server-name.js"),
-    import("../pipeline/distributed/worker-loop.js"),
-    import("../pipeline/distributed/inference-relay.js"),
-    import("../pipeline/run-guard.js"),
-    import("../pipeline/distributed/fingerprint.js"),
+    import("../distributed/redis.js"),
+    import("../distributed/server-name.js"),
+    import("../distributed/worker-loop.js"),
+    import("../distributed/inference-relay.js"),
+    import("../rollouts/run-guard.js"),
+    import("../distributed/fingerprint.js"),
   ]);
   const closing = new AbortController();
   const workerClass = await resolveRolloutWorkerClass(config, recipe.dir, recipe.path, closing.signal);

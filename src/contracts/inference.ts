@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../wire/tokenizer.js";
 
 /** Why a generation ended. */
 export type FinishReason = "stop" | "length" | "abort";

@@ -1,8 +1,8 @@
 /**
  * The loss-function contracts: the name of each loss of the training services, what it reads
  * (`loss_fn_inputs`), its configuration defaults and its formula. The reference maths behind
- * `evaluate` (shared by the engine, the server and the tests) is in `types/loss-math.ts`; the
- * checks a datum passes before it is sent are in `types/loss-validation.ts`.
+ * `evaluate` (shared by the engine, the server and the tests) is in `wire/loss-math.ts`; the
+ * checks a datum passes before it is sent are in `loss-validation.ts`.
  *
  * Notation per datum of N positions: `lp_t` is the model's logprob of `target_tokens[t]`,
  * `q_t` the sampler logprob (`logprobs` input), `A_t` the advantage, `r_t = exp(lp_t − q_t)`.
@@ -22,7 +22,7 @@ import {
   type LossInputSpec,
   type LossInputValues,
   type LossTerm,
-} from "../types/loss-math.js";
+} from "../wire/loss-math.js";
 import { InputError } from "../errors.js";
 
 /** The losses with a documented formula, implemented by Tinker and by the local engine. */

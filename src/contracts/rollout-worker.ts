@@ -4,7 +4,7 @@
  */
 import { NEXRL_BRAND } from "../brand.js";
 import type { InferenceClient } from "./inference.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "./trajectory.js";
 import type { DataRow } from "./task.js";
 import type { RolloutTask } from "./task.js";

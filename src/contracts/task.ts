@@ -2,7 +2,7 @@
  * The unit of work handed to rollout workers.
  * @module
  */
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 
 /** One task row: the fields of a data file's record. */
 export type DataRow = Record<string, unknown>;

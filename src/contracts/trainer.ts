@@ -5,10 +5,10 @@
  */
 import type { TrainingClient, TrainingService } from "./training.js";
 import type { LossFunctionName } from "./losses.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import type { Trajectory } from "./trajectory.js";
 import type { ClassOptions } from "./options.js";
-import type { AdamParams } from "../types/wire.js";
+import type { AdamParams } from "../wire/wire.js";
 
 /**
  * The hyper-parameters every trainer receives, with defaults filled: the {@link AdamParams} of

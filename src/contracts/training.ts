@@ -5,8 +5,8 @@
  * @module
  */
 import type { LossFunctionName } from "./losses.js";
-import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
-import type { AdamParams, Datum, ModelInput } from "../types/wire.js";
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../wire/results.js";
+import type { AdamParams, Datum, ModelInput } from "../wire/wire.js";
 
 export type {
   ForwardBackwardOutput,
@@ -15,7 +15,7 @@ export type {
   SampledSequence,
   SampleOutput,
   SamplingParams,
-} from "../types/results.js";
+} from "../wire/results.js";
 
 /** The training-service backends a recipe can name in `service.train_service.backend`. */
 export type TrainingBackend = "local" | "tinker" | "weaver";

@@ -8,7 +8,7 @@
 import type { LlmJudgeOptions } from "./judge.js";
 import type { InferenceClient } from "./inference.js";
 import type { TrainingService } from "./training.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import type { Trajectory, TrajectoryInit } from "./trajectory.js";
 import type { ClassOptions } from "./options.js";
 

@@ -6,9 +6,9 @@
  * @internal
  */
 import { getLossFunction, type BuiltinLossContract } from "../contracts/losses.js";
-import type { LossInputValues } from "../types/loss-math.js";
-import { validateLossInputs } from "../types/loss-validation.js";
-import { modelInputTokens, tensorValues, type Datum } from "../types/wire.js";
+import type { LossInputValues } from "../wire/loss-math.js";
+import { validateLossInputs } from "../contracts/loss-validation.js";
+import { modelInputTokens, tensorValues, type Datum } from "../wire/wire.js";
 import type { ResolvedModelConfig } from "./config.js";
 import type { PackedBatch } from "./transformer.js";
 import { ContextLengthError, InputError } from "../errors.js";

@@ -13,8 +13,8 @@
  * @internal
  */
 import { Worker } from "node:worker_threads";
-import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
-import type { AdamParams, Datum } from "../types/wire.js";
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../wire/results.js";
+import type { AdamParams, Datum } from "../wire/wire.js";
 import { resolveModelConfig, type ResolvedModelConfig } from "./config.js";
 import type { LocalEngineOptions, StateOptions } from "./engine.js";
 import { resolveLora } from "./lora.js";

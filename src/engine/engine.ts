@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../types/results.js";
-import type { AdamParams, Datum } from "../types/wire.js";
+import type { ForwardBackwardOutput, OptimStepOutput, SampleOutput, SamplingParams } from "../wire/results.js";
+import type { AdamParams, Datum } from "../wire/wire.js";
 import { resolveModelConfig, type ModelConfig, type ModelPresetName, type ResolvedModelConfig } from "./config.js";
 import type { KernelKind } from "./matrix.js";
 import { loraBytes, resolveLora, type LoraOptions, type ResolvedLora } from "./lora.js";
@@ -14,7 +14,7 @@ import { EngineRuntime, storageBytes, type ComputeOptions } from "./runtime.js";
 import { LocalSampler } from "./sampler.js";
 import { encodeStateFile, type StateFileContents, type StateFileLora } from "./state-file.js";
 import { filePath, readStateFile, writeFileAtomic } from "./storage.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import { ByteTokenizer } from "./tokenizer.js";
 import { TrainingCore, trainingChunkRows } from "./training.js";
 import { ConfigError } from "../errors.js";

@@ -15,7 +15,7 @@
  * @module
  * @internal
  */
-import type { AdamParams } from "../types/wire.js";
+import type { AdamParams } from "../wire/wire.js";
 import { EngineError } from "../errors.js";
 
 /** What one optimizer step did. */

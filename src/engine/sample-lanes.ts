@@ -15,8 +15,8 @@ import { logSumExp } from "./layers.js";
 import type { MatrixKernels } from "./matrix.js";
 import { Rng } from "./prng.js";
 import { TokenChooser, type ChoiceParams } from "./token-choice.js";
-import type { SampledSequence } from "../types/results.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import type { SampledSequence } from "../wire/results.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 
 /** A sampling request after its prompt was fed into lane 0 of slot 0's decoder. */
 export interface SampleJob {

@@ -11,9 +11,9 @@ import type { EngineRuntime } from "./runtime.js";
 import type { SampleJob } from "./sample-lanes.js";
 import { SAMPLE_COUNTER } from "./tasks.js";
 import type { ChoiceParams } from "./token-choice.js";
-import { appendAll } from "../types/arrays.js";
-import type { SampledSequence, SampleOutput, SamplingParams } from "../types/results.js";
-import type { Tokenizer } from "../types/tokenizer.js";
+import { appendAll } from "../wire/arrays.js";
+import type { SampledSequence, SampleOutput, SamplingParams } from "../wire/results.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
 import { ContextLengthError, InputError } from "../errors.js";
 
 interface ResolvedSampling extends ChoiceParams {

@@ -11,7 +11,7 @@ import { layoutViews, type EngineViews, type LayoutSpec } from "./layout.js";
 import { JS_KERNELS, kernelsModule, WasmKernels, type MatrixKernels } from "./matrix.js";
 import { sampleLanes, type SampleJob } from "./sample-lanes.js";
 import { ByteTokenizer } from "./tokenizer.js";
-import type { SampledSequence } from "../types/results.js";
+import type { SampledSequence } from "../wire/results.js";
 import { backwardBatch, forwardBatch, type PackedBatch } from "./transformer.js";
 
 /** Word of the shared control array that hands out the sequences of a sampling request. */

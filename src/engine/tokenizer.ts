@@ -10,8 +10,8 @@ import {
   type DecodeOptions,
   type EncodeOptions,
   type Tokenizer,
-} from "../types/tokenizer.js";
-import { appendAll } from "../types/arrays.js";
+} from "../wire/tokenizer.js";
+import { appendAll } from "../wire/arrays.js";
 import { InputError } from "../errors.js";
 
 const BYTE_COUNT = 256;

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { adamParams } from "../types/wire.js";
-import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput } from "../types/results.js";
-import type { AdamParams, Datum } from "../types/wire.js";
+import { adamParams } from "../wire/wire.js";
+import type { ForwardBackwardOutput, LossFnOutput, OptimStepOutput } from "../wire/results.js";
+import type { AdamParams, Datum } from "../wire/wire.js";
 import { prepareBatch, sliceBatch } from "./batch.js";
 import type { ResolvedModelConfig } from "./config.js";
 import type { ResolvedLora } from "./lora.js";

@@ -9,7 +9,7 @@
  */
 
 /** @category Advantages */
-export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } from "../pipeline/trainers/advantages.js";
+export { groupAdvantages, type GroupAdvantageOptions, type GroupAdvantages } from "../algorithms/advantages.js";
 /** @category Advantages */
 export {
   discountedFutureSum,
@@ -18,17 +18,17 @@ export {
   type DistillationResult,
   type KlPenaltyInput,
   type KlPenaltyResult,
-} from "../pipeline/trainers/token-advantages.js";
+} from "../algorithms/token-advantages.js";
 /** @category Preferences */
-export { pairwiseLogisticLoss, type PairwiseLossOptions } from "../pipeline/trainers/pairwise-loss.js";
+export { pairwiseLogisticLoss, type PairwiseLossOptions } from "../algorithms/pairwise-loss.js";
 /** @category Preferences */
-export { preferencePairs, type ScoredSequence } from "../pipeline/trainers/preference.js";
+export { preferencePairs, type ScoredSequence } from "../algorithms/preference.js";
 /** @category Trainer options */
-export type { CrossEntropyTrainerOptions } from "../pipeline/trainers/cross-entropy.js";
+export type { CrossEntropyTrainerOptions } from "../algorithms/cross-entropy.js";
 /** @category Trainer options */
-export type { GrpoTrainerOptions, KlPenaltyOptions } from "../pipeline/trainers/grpo.js";
+export type { GrpoTrainerOptions, KlPenaltyOptions } from "../algorithms/grpo.js";
 /** @category Rewards */
-export type { JudgeItem, JudgeVerdict } from "../pipeline/rewards/llm-judge.js";
+export type { JudgeItem, JudgeVerdict } from "../rewards/llm-judge.js";
 /** @category Rewards */
 export type { LlmJudgeOptions } from "../contracts/judge.js";
 /** @category Rewards */
@@ -38,6 +38,6 @@ export {
   REWARD_MODEL_QUESTION,
   REWARD_MODEL_JUDGEMENT,
   type RewardModelSequence,
-} from "../pipeline/rewards/reward-model.js";
+} from "../rewards/reward-model.js";
 /** @category Rewards */
-export { VALIDATION_TARGET, type ValidationTarget } from "../pipeline/validation-nll.js";
+export { VALIDATION_TARGET, type ValidationTarget } from "../rollouts/validation-nll.js";

@@ -10,7 +10,7 @@
  */
 
 /** @category Training services */
-export { createTrainingService, type TrainingServiceOptions } from "../services/training/index.js";
+export { createTrainingService, type TrainingServiceOptions } from "../backends/index.js";
 /** @category Training services */
 export type {
   TrainingBackend,
@@ -24,7 +24,7 @@ export type {
   SaveStateOptions,
 } from "../contracts/training.js";
 /** @category Local */
-export { LocalTrainingService, type LocalTrainingServiceOptions } from "../services/training/local/index.js";
+export { LocalTrainingService, type LocalTrainingServiceOptions } from "../backends/local/index.js";
 /** @category Local */
 export { MODEL_PRESETS, type ModelConfig, type ModelPresetName } from "../engine/config.js";
 /** @category Local */
@@ -44,9 +44,9 @@ export {
   type TinkerCheckpoint,
   type TinkerPage,
   type TinkerTrainingRun,
-} from "../services/training/tinker/index.js";
+} from "../backends/tinker/index.js";
 /** @category Tinker */
-export type { TinkerWire, TinkerNegotiation, TinkerFlags } from "../services/training/tinker/generation.js";
+export type { TinkerWire, TinkerNegotiation, TinkerFlags } from "../backends/tinker/generation.js";
 /** @category Weaver */
 export {
   WeaverTrainingService,
@@ -57,36 +57,32 @@ export {
   WeaverSamplingClient,
   type PauseMode,
   type PollOptions,
-} from "../services/training/weaver/index.js";
+} from "../backends/weaver/index.js";
 /** @category Tinker */
-export { SequencedTrainingClient, type LossPass } from "../services/training/remote/training-client.js";
+export { SequencedTrainingClient, type LossPass } from "../backends/remote/training-client.js";
 /** @category HTTP */
 export type { BackoffOptions } from "../http/backoff.js";
 /** @category HTTP */
-export type { RemoteServiceOptions } from "../services/training/remote/session.js";
+export type { RemoteServiceOptions } from "../backends/remote/session.js";
 /** @category HTTP */
 export type { EndpointOptions } from "../http/endpoint.js";
 /** @category Inference */
 export type { InferenceClient, InferenceOptions, InferenceResult, FinishReason } from "../contracts/inference.js";
 /** @category Inference */
-export { SamplerInferenceClient, type SamplerInferenceClientOptions } from "../services/inference/sampler-inference.js";
+export { SamplerInferenceClient, type SamplerInferenceClientOptions } from "../inference/sampler-inference.js";
 /** @category Inference */
 export {
   OpenAIInferenceClient,
   type OpenAIInferenceClientOptions,
   type SamplingDefaults,
-} from "../services/inference/openai/client.js";
+} from "../inference/openai/client.js";
 /** @category Tokenizers */
-export { loadTokenizer, type LoadTokenizerOptions } from "../services/inference/tokenizers/load.js";
+export { loadTokenizer, type LoadTokenizerOptions } from "../inference/tokenizers/load.js";
 /** @category Tokenizers */
-export { HfTokenizer, type HfTokenizerOptions } from "../services/inference/tokenizers/hf-tokenizer.js";
+export { HfTokenizer, type HfTokenizerOptions } from "../inference/tokenizers/hf-tokenizer.js";
 /** @category Tokenizers */
-export { RENDERER_IDS, type RendererId } from "../services/inference/renderers/index.js";
+export { RENDERER_IDS, type RendererId } from "../inference/renderers/index.js";
 /** @category Tokenizers */
-export { readTokenizerFolder, type HfTokenizerFiles } from "../services/inference/tokenizers/files.js";
+export { readTokenizerFolder, type HfTokenizerFiles } from "../inference/tokenizers/files.js";
 /** @category Tokenizers */
-export {
-  downloadTokenizer,
-  defaultTokenizerCacheDir,
-  type HubDownloadOptions,
-} from "../services/inference/tokenizers/hub.js";
+export { downloadTokenizer, defaultTokenizerCacheDir, type HubDownloadOptions } from "../inference/tokenizers/hub.js";

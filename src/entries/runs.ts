@@ -24,27 +24,27 @@ export type {
   RunValidationEvent,
   RunWarningEvent,
   StopReason,
-} from "../pipeline/events.js";
+} from "../outputs/events.js";
 /** @category Run events */
-export type { ValidationExample } from "../pipeline/validation-examples.js";
+export type { ValidationExample } from "../rollouts/validation-examples.js";
 /** @category Run events */
-export type { ProgressOutput } from "../pipeline/progress.js";
+export type { ProgressOutput } from "../outputs/progress.js";
 /** @category Recipes */
 export type { Interpolable, Interpolation } from "../recipe/define.js";
 /** @category Recipes */
 export type { RolloutWorkerConfig } from "../recipe/schema/recipe.js";
 /** @category Recipes */
-export { RESUME_SAFE_SETTINGS } from "../pipeline/resume-settings.js";
+export { RESUME_SAFE_SETTINGS } from "../outputs/resume-settings.js";
 /** @category Run files */
-export type { ResponseTokens, SampleCall, SampleDiagnostic, SampleRow } from "../pipeline/samples.js";
+export type { ResponseTokens, SampleCall, SampleDiagnostic, SampleRow } from "../outputs/samples.js";
 /** @category Run files */
-export type { JudgeRecord } from "../pipeline/rewards/math-judge.js";
+export type { JudgeRecord } from "../rewards/math-judge.js";
 /** @category Run files */
-export type { FailureKind, FailureRow } from "../pipeline/failures.js";
+export type { FailureKind, FailureRow } from "../outputs/failures.js";
 /** @category Run files */
-export type { FailureAction } from "../pipeline/rollout/runner.js";
+export type { FailureAction } from "../rollouts/runner.js";
 /** @category Run files */
-export type { StepRow } from "../pipeline/jsonl-log.js";
+export type { StepRow } from "../outputs/jsonl-log.js";
 /** @category Run folder */
 export {
   readRunFolder,
@@ -61,11 +61,11 @@ export {
   type RunModelRef,
 } from "../run-folder/index.js";
 /** @category Summary */
-export { formatRunSummary, summarizeMetrics, type FormatRunSummaryOptions } from "../pipeline/run-summary.js";
+export { formatRunSummary, summarizeMetrics, type FormatRunSummaryOptions } from "../outputs/run-summary.js";
 /** @category Summary */
-export type { AccountingFigure, FirstLast, ProblemCount, RunSummary, StepValue } from "../pipeline/events.js";
+export type { AccountingFigure, FirstLast, ProblemCount, RunSummary, StepValue } from "../outputs/events.js";
 /** @category Summary */
-export { tokenCost, type TokenCounts, type TokenPrices } from "../pipeline/accounting.js";
+export { tokenCost, type TokenCounts, type TokenPrices } from "../outputs/accounting.js";
 /** @category Report */
 export {
   writeReport,

@@ -27,7 +27,7 @@ export {
   modelInputFromTokens,
   modelInputTokens,
   modelInputLength,
-} from "../types/wire.js";
+} from "../wire/wire.js";
 /** @category Sampling and loss-pass results */
 export type {
   SamplingParams,
@@ -36,7 +36,7 @@ export type {
   LossFnOutput,
   ForwardBackwardOutput,
   OptimStepOutput,
-} from "../types/results.js";
+} from "../wire/results.js";
 /** @category Tokenizers */
 export {
   type ChatMessage,
@@ -49,7 +49,7 @@ export {
   type Tokenizer,
   unknownTokenPlaceholder,
   encodePrompt,
-} from "../types/tokenizer.js";
+} from "../wire/tokenizer.js";
 /** @category Losses */
 export {
   lossFunctions,
@@ -64,10 +64,10 @@ export {
   type LossFunctionContract,
 } from "../contracts/losses.js";
 /** @category Losses */
-export type { LossInputSpec, LossEvaluation, LossInputValues } from "../types/loss-math.js";
+export type { LossInputSpec, LossEvaluation, LossInputValues } from "../wire/loss-math.js";
 /** @category Losses */
-export { validateLossInputs, type ValidateLossInputsOptions } from "../types/loss-validation.js";
+export { validateLossInputs, type ValidateLossInputsOptions } from "../contracts/loss-validation.js";
 /** @category Losses */
-export { forwardBackwardCustom, type LossPassClient } from "../services/training/custom-loss.js";
+export { forwardBackwardCustom, type LossPassClient } from "../backends/custom-loss.js";
 /** @category Losses */
 export type { CustomLossFn, CustomLossResult } from "../contracts/training.js";

@@ -11,7 +11,7 @@ import { ByteTokenizer } from "../engine/tokenizer.js";
 import { pickWeights, parseRunModelRef, type RunModelRef } from "../run-folder/model.js";
 import { configValue, readRunFolder } from "../run-folder/read.js";
 import { readRunWeights } from "../run-folder/weights.js";
-import { appendAll } from "../types/arrays.js";
+import { appendAll } from "../wire/arrays.js";
 import { RunError } from "../errors.js";
 import { writeHuggingFace } from "./hugging-face.js";
 import { writeGguf } from "./llama-cpp.js";

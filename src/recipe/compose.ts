@@ -11,7 +11,7 @@ import { mergeInto } from "./merge.js";
 import { readRecipeFile, YAML_EXTENSIONS, MODULE_EXTENSIONS, type RecipeFileContent } from "./read.js";
 import { didYouMean } from "./suggest.js";
 import { formatKeyPath } from "./tree.js";
-import { appendAll } from "../types/arrays.js";
+import { appendAll } from "../wire/arrays.js";
 import { RecipeError } from "../errors.js";
 
 /** A composed recipe: merged data, origins, and the files merged, lowest precedence first. */

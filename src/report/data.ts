@@ -5,16 +5,16 @@
  * @module
  */
 import { basename, relative } from "node:path";
-import type { FirstLast, MetricsRow } from "../pipeline/events.js";
+import type { FirstLast, MetricsRow } from "../outputs/events.js";
 import {
   HEADLINE_METRICS,
   formatAccounting,
   formatDuration,
   formatInteger,
   summarizeMetrics,
-} from "../pipeline/run-summary.js";
-import type { SampleRow } from "../pipeline/samples.js";
-import type { FailureRow } from "../pipeline/failures.js";
+} from "../outputs/run-summary.js";
+import type { SampleRow } from "../outputs/samples.js";
+import type { FailureRow } from "../outputs/failures.js";
 import { configValue, type RunFolder } from "../run-folder/read.js";
 import type { RunSnapshot, RunWeights } from "../run-folder/weights.js";
 

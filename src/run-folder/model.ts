@@ -5,10 +5,10 @@
  */
 import { basename } from "node:path";
 import { REDACTED } from "../recipe/redact.js";
-import { loadTokenizer } from "../services/inference/tokenizers/load.js";
-import { createTrainingService, type TrainingServiceOptions } from "../services/training/index.js";
+import { loadTokenizer } from "../inference/tokenizers/load.js";
+import { createTrainingService, type TrainingServiceOptions } from "../backends/index.js";
 import type { SamplingClient, TrainingBackend, TrainingService } from "../contracts/training.js";
-import { RENDERER_IDS, type RendererId, type Tokenizer } from "../types/tokenizer.js";
+import { RENDERER_IDS, type RendererId, type Tokenizer } from "../wire/tokenizer.js";
 import { configValue, readRunFolder, type RunFolder } from "./read.js";
 import { readRunWeights, type RunCheckpoint, type RunSnapshot } from "./weights.js";
 import { RunError } from "../errors.js";

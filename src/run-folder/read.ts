@@ -7,9 +7,9 @@
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parse, stringify } from "yaml";
-import type { MetricsRow } from "../pipeline/events.js";
-import type { SampleRow } from "../pipeline/samples.js";
-import type { FailureRow } from "../pipeline/failures.js";
+import type { MetricsRow } from "../outputs/events.js";
+import type { SampleRow } from "../outputs/samples.js";
+import type { FailureRow } from "../outputs/failures.js";
 import { redactSecrets } from "../recipe/redact.js";
 import { RunError } from "../errors.js";
 

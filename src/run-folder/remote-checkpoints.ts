@@ -5,7 +5,7 @@
  * @module
  */
 import { basename } from "node:path";
-import { TinkerTrainingService } from "../services/training/tinker/index.js";
+import { TinkerTrainingService } from "../backends/tinker/index.js";
 import { parseRunModelRef, pickWeights, remoteOptions } from "./model.js";
 import { configValue, readRunFolder } from "./read.js";
 import { readRunWeights } from "./weights.js";

@@ -5,7 +5,7 @@
  */
 import { readdir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { listRunStates, readRunState } from "../pipeline/checkpoint.js";
+import { listRunStates, readRunState } from "../outputs/checkpoint.js";
 import { configValue, type RunFolder } from "./read.js";
 
 /** A checkpoint of the run: its run-state file, with the paths inside resolved. */

@@ -10,8 +10,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
-import { appendAll } from "../types/arrays.js";
-import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import { appendAll } from "../wire/arrays.js";
+import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../wire/tokenizer.js";
 import { textPieces, type GeneratedChoice } from "./openai-protocol.js";
 import { sendJson } from "./io.js";
 import { ProtocolError } from "../errors.js";

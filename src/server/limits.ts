@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { modelInputLength, type ModelInput } from "../types/wire.js";
+import { modelInputLength, type ModelInput } from "../wire/wire.js";
 import { ProtocolError } from "../errors.js";
 
 /** Most samples one request may ask for (Tinker and Weaver `num_samples`, OpenAI `n`). */

@@ -18,7 +18,7 @@ import {
 } from "../engine/index.js";
 import { resolveLora } from "../engine/lora.js";
 import { HostedEngine } from "../engine/engine-host.js";
-import type { SampleOutput, SamplingParams } from "../types/results.js";
+import type { SampleOutput, SamplingParams } from "../wire/results.js";
 import { collectGarbage } from "./collect-garbage.js";
 import type { MemoryBudget } from "./memory-budget.js";
 import { InFlightOperations, OperationQueue, runOperation, type Operation } from "./operations.js";

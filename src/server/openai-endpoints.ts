@@ -11,8 +11,8 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { z } from "zod";
-import type { SamplingParams } from "../types/results.js";
-import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolDefinition } from "../types/tokenizer.js";
+import type { SamplingParams } from "../wire/results.js";
+import type { ChatMessage, ChatTemplateOptions, Tokenizer, ToolDefinition } from "../wire/tokenizer.js";
 import {
   chatCompletionBody,
   chatCompletionEvents,
@@ -37,8 +37,8 @@ import {
 } from "./openai-protocol.js";
 import { clientGone, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
-import { templateChatParser, type ChatParser } from "../services/inference/chat-formats/index.js";
-import { sampledText, withoutSpecialTokens } from "../services/inference/chat-formats/sampled-text.js";
+import { templateChatParser, type ChatParser } from "../inference/chat-formats/index.js";
+import { sampledText, withoutSpecialTokens } from "../inference/chat-formats/sampled-text.js";
 import { ProtocolError } from "../errors.js";
 
 /** How a chat call's answers are read: its conversation, tools and the model's chat format. */

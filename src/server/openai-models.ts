@@ -8,7 +8,7 @@
  */
 import { ByteTokenizer, MODEL_PRESETS } from "../engine/index.js";
 import { HostedEngine } from "../engine/engine-host.js";
-import { LocalSamplingClient, LocalTrainingService } from "../services/training/local/index.js";
+import { LocalSamplingClient, LocalTrainingService } from "../backends/local/index.js";
 import type { SamplingClient } from "../contracts/training.js";
 import type { ModelStore } from "./models.js";
 import { createOpenAIHandler, type OpenAIRequestHandler, type ServedModel } from "./openai.js";

@@ -8,8 +8,8 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import { tokenIdString } from "../services/inference/openai/vllm.js";
-import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import { tokenIdString } from "../inference/openai/vllm.js";
+import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../wire/tokenizer.js";
 import { readBody, sendJson } from "./io.js";
 import { MAX_SAMPLES_PER_REQUEST } from "./limits.js";
 import { InputError, NexrlError, ProtocolError } from "../errors.js";

@@ -7,9 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SamplingClient } from "../contracts/training.js";
-import type { SamplingParams } from "../types/results.js";
-import type { Tokenizer } from "../types/tokenizer.js";
-import { modelInputFromTokens } from "../types/wire.js";
+import type { SamplingParams } from "../wire/results.js";
+import type { Tokenizer } from "../wire/tokenizer.js";
+import { modelInputFromTokens } from "../wire/wire.js";
 import {
   decodedChoice,
   endpointPath,

@@ -5,7 +5,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 import type { GeneratorFor, OpenAIEndpoints } from "./openai-endpoints.js";
 import {
   chatLogprobs,

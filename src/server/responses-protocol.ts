@@ -11,8 +11,8 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type OpenAI from "openai";
 import { z } from "zod";
-import { appendAll } from "../types/arrays.js";
-import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../types/tokenizer.js";
+import { appendAll } from "../wire/arrays.js";
+import type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "../wire/tokenizer.js";
 import type { GeneratedChoice, GenerationRequest } from "./openai-protocol.js";
 
 /** A response object as the Responses API answers it (`output_text` is the client's convenience, not sent). */

@@ -4,7 +4,7 @@
  * does not grow.
  * @module
  */
-import type { ChatMessage } from "../types/tokenizer.js";
+import type { ChatMessage } from "../wire/tokenizer.js";
 import type { ResponseObject, ResponseOutputItem } from "./responses-protocol.js";
 
 /** A stored response and the conversation a follow-up continues. */

@@ -17,7 +17,7 @@ import {
   readDtype,
   readInt32,
   readInt64,
-} from "../types/tinker-proto/arrays.js";
+} from "../wire/tinker-proto/arrays.js";
 import {
   DType,
   ForwardBackwardOutputSchema,
@@ -26,8 +26,8 @@ import {
   StopReason,
   type Chunk,
   type Tensor,
-} from "../types/tinker-proto/tinker_public_pb.js";
-import { zstdDecompress } from "../types/tinker-proto/zstd.js";
+} from "../wire/tinker-proto/tinker_public_pb.js";
+import { zstdDecompress } from "../wire/tinker-proto/zstd.js";
 import { MAX_BODY_BYTES } from "./io.js";
 import { ProtocolError } from "../errors.js";
 

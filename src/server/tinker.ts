@@ -10,8 +10,8 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
-import type { ForwardBackwardOutput } from "../types/results.js";
-import { adamParamsFromWire, modelInputTokens, type Datum, type ModelInput } from "../types/wire.js";
+import type { ForwardBackwardOutput } from "../wire/results.js";
+import { adamParamsFromWire, modelInputTokens, type Datum, type ModelInput } from "../wire/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, parseJsonBody, readBody, requestPath, sendJson } from "./io.js";

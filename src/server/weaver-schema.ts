@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import type { Datum, TensorData } from "../types/wire.js";
+import type { Datum, TensorData } from "../wire/wire.js";
 import { adamParams, metadata } from "./tinker-schema.js";
 import { ProtocolError } from "../errors.js";
 

@@ -13,8 +13,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
-import { validateLossInputs } from "../types/loss-validation.js";
-import { adamParamsFromWire, modelInputTokens, tensorValues, type Datum, type TensorData } from "../types/wire.js";
+import { validateLossInputs } from "../contracts/loss-validation.js";
+import { adamParamsFromWire, modelInputTokens, tensorValues, type Datum, type TensorData } from "../wire/wire.js";
 import { sendFault, type FaultInjector, type FaultKind } from "./faults.js";
 import type { CapturedRequest, RequestHandler } from "./handler.js";
 import { parseBody, readJson, requestPath, sendJson } from "./io.js";

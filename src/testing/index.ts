@@ -22,10 +22,10 @@
  * @module nexrl/testing
  */
 import type { DataRow } from "../contracts/task.js";
-import { deriveSeed, seededRandom } from "../pipeline/seed.js";
-import { checkSequenceLength } from "../pipeline/rollout/runner.js";
-import { ATTEMPT_OVER, RolloutInferenceClient } from "../pipeline/workers/rollout-inference.js";
-import { workerSettings } from "../pipeline/settings.js";
+import { deriveSeed, seededRandom } from "../data/seed.js";
+import { checkSequenceLength } from "../rollouts/runner.js";
+import { ATTEMPT_OVER, RolloutInferenceClient } from "../rollouts/rollout-inference.js";
+import { workerSettings } from "../recipe/settings.js";
 import { isTaskPrompt, taskPrompt, type RolloutTask } from "../contracts/task.js";
 import { InputError } from "../errors.js";
 import { type BaseRolloutWorker } from "../contracts/rollout-worker.js";

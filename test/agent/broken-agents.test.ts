@@ -8,8 +8,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { runNexrl, tempDir } from "../run-folder/helpers.js";
-import { fixture } from "./helpers.js";
+import { runNexrl, tempDir } from "../support/runs.js";
+import { fixture } from "../support/agent.js";
 
 /** A folder with a two-step GRPO recipe on the tiny local model whose agent is `name` of the unreachable agents. */
 async function project(name: string): Promise<string> {

@@ -1,10 +1,10 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { episodeTrajectories } from "../../src/agent/episode.js";
-import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import type { SamplerInferenceClient } from "../../src/inference/index.js";
 import { mergeCalls } from "../../src/agent/index.js";
 import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
-import { workerSettings } from "../../src/pipeline/settings.js";
+import { workerSettings } from "../../src/recipe/settings.js";
 import {
   fixture,
   gateway,
@@ -16,7 +16,7 @@ import {
   tokenizer,
   writeFiles,
   writeRecipe,
-} from "./helpers.js";
+} from "../support/agent.js";
 
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
 const TOOLS: OpenAI.ChatCompletionTool[] = [

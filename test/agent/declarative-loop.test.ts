@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentTool, DeclarativeAgentConfig } from "../../src/agent/declarative/config.js";
 import { declarativeAgent } from "../../src/agent/declarative/loop.js";
 import { NexrlError } from "../../src/errors.js";
-import { task } from "../pipeline/helpers.js";
+import { task } from "../support/pipeline.js";
 
 type ToolCall = { id: string; name: string; arguments: string };
 type Reply = { content?: string | null; toolCalls?: ToolCall[] } | "no choice";

@@ -2,7 +2,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AgentGateway, mergeCalls, ROLLOUT_ID_HEADER, type RolloutSession } from "../../src/agent/index.js";
 import { answeredArguments } from "../../src/agent/render.js";
-import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import type { SamplerInferenceClient } from "../../src/inference/index.js";
 import {
   gateway,
   memorisingInference,
@@ -11,7 +11,7 @@ import {
   tinyInference,
   tokenizer,
   TOOL_CALL_TEXT,
-} from "./helpers.js";
+} from "../support/agent.js";
 
 /** The SDK pointed at a rollout: its base URL without `/v1`, which the SDK adds. */
 const client = (session: RolloutSession, apiKey = "unused") =>

@@ -1,8 +1,8 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mergeCalls, ROLLOUT_ID_HEADER } from "../../src/agent/index.js";
-import type { SamplerInferenceClient, VllmTokenIdFields } from "../../src/services/inference/index.js";
-import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "./helpers.js";
+import type { SamplerInferenceClient, VllmTokenIdFields } from "../../src/inference/index.js";
+import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "../support/agent.js";
 
 type ChatChoice = OpenAI.ChatCompletion.Choice & VllmTokenIdFields;
 type ChatResponse = OpenAI.ChatCompletion & VllmTokenIdFields;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { rolloutMetrics } from "../../src/pipeline/trainers/rollout-metrics.js";
-import { trajectoryToDatum } from "../../src/pipeline/trainers/datums.js";
+import { rolloutMetrics } from "../../src/algorithms/rollout-metrics.js";
+import { trajectoryToDatum } from "../../src/algorithms/datums.js";
 import { Trajectory, type TrajectoryInit } from "../../src/contracts/trajectory.js";
-import { tensorValues } from "../../src/types/wire.js";
+import { tensorValues } from "../../src/wire/wire.js";
 
 const trajectory = (fields: Partial<TrajectoryInit>) =>
   new Trajectory({

@@ -8,10 +8,10 @@ import {
 } from "../../src/agent/index.js";
 import { contentWithToolCalls } from "../../src/agent/tool-calls.js";
 import { messagesToRender, renderChat } from "../../src/agent/render.js";
-import { HfTokenizer } from "../../src/services/inference/index.js";
-import type { ChatMessage, ToolCall } from "../../src/types/tokenizer.js";
-import { qwen3Folder } from "../services/inference/qwen.js";
-import { tokenizer } from "./helpers.js";
+import { HfTokenizer } from "../../src/inference/index.js";
+import type { ChatMessage, ToolCall } from "../../src/wire/tokenizer.js";
+import { qwen3Folder } from "../support/qwen.js";
+import { tokenizer } from "../support/agent.js";
 
 let qwen: HfTokenizer;
 let folder: Awaited<ReturnType<typeof qwen3Folder>>;

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
 import { runRecipe } from "../../src/index.js";
-import { gateway, task, tempDir, tinyInference, writeFiles } from "./helpers.js";
+import { gateway, task, tempDir, tinyInference, writeFiles } from "../support/agent.js";
 
 /** POSTs JSON to the gateway and parses the answer. */
 /** The header of a JSON body (fetch sends text/plain by default, which the gateway refuses). */

@@ -7,12 +7,12 @@ import { evaluate } from "../../recipe/agent_tools/agent_workspace/evaluator.js"
 import { get } from "../../recipe/agent_tools/agent_workspace/tools/get.js";
 import { makeData, renderFiles, type ToolRow } from "../../recipe/agent_tools/data/make_data.js";
 import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
-import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
+import { RolloutRunner } from "../../src/rollouts/runner.js";
 import { runRecipe } from "../../src/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import type { ChatMessage } from "../../src/types/tokenizer.js";
-import { memorisingInference, onCleanup, recording, task, tempDir, tokenizer } from "./helpers.js";
-import { workerSettings } from "../../src/pipeline/settings.js";
+import type { ChatMessage } from "../../src/wire/tokenizer.js";
+import { memorisingInference, onCleanup, recording, task, tempDir, tokenizer } from "../support/agent.js";
+import { workerSettings } from "../../src/recipe/settings.js";
 
 const RECIPE = fileURLToPath(new URL("../../recipe/agent_tools/", import.meta.url));
 const rows = (name: string): ToolRow[] =>

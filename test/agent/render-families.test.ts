@@ -10,9 +10,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { mergeCalls, type GatewayCall } from "../../src/agent/index.js";
 import { renderChat, type AnsweredMessage } from "../../src/agent/render.js";
-import type { HfTokenizer } from "../../src/services/inference/index.js";
-import type { ChatMessage, ChatTemplateOptions, ToolCall, ToolDefinition } from "../../src/types/tokenizer.js";
-import { lenmlHfTokenizer, type LenmlModel } from "../services/inference/lenml.js";
+import type { HfTokenizer } from "../../src/inference/index.js";
+import type { ChatMessage, ChatTemplateOptions, ToolCall, ToolDefinition } from "../../src/wire/tokenizer.js";
+import { lenmlHfTokenizer, type LenmlModel } from "../support/lenml.js";
 
 const WEATHER: ToolDefinition = {
   type: "function",

@@ -1,9 +1,9 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mergeCalls, type RolloutSession } from "../../src/agent/index.js";
-import type { SamplerInferenceClient } from "../../src/services/inference/index.js";
-import type { ChatMessage } from "../../src/types/tokenizer.js";
-import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "./helpers.js";
+import type { SamplerInferenceClient } from "../../src/inference/index.js";
+import type { ChatMessage } from "../../src/wire/tokenizer.js";
+import { gateway, memorisingInference, recording, tinyInference, tokenizer, TOOL_CALL_TEXT } from "../support/agent.js";
 
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
 const TOOLS: OpenAI.Responses.FunctionTool[] = [

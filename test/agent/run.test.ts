@@ -2,8 +2,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runRecipe } from "../../src/index.js";
-import type { MetricsRow } from "../../src/pipeline/events.js";
-import { fixture, tempDir, writeFiles } from "./helpers.js";
+import type { MetricsRow } from "../../src/outputs/events.js";
+import { fixture, tempDir, writeFiles } from "../support/agent.js";
 
 /** A two-step GRPO recipe on the tiny local model whose rollouts run `agent` through the gateway. */
 async function agentRecipe(agent: string, trainer = "remote_api_grpo"): Promise<string> {

@@ -5,9 +5,9 @@
  */
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import type { InferenceClient } from "../../src/services/inference/index.js";
-import { lenmlHfTokenizer } from "../services/inference/lenml.js";
-import { gateway, recording } from "./helpers.js";
+import type { InferenceClient } from "../../src/inference/index.js";
+import { lenmlHfTokenizer } from "../support/lenml.js";
+import { gateway, recording } from "../support/agent.js";
 
 /** A policy over `tokenizer` that answers "ok" and its EOS at once. */
 function instant(tokenizer: InferenceClient["tokenizer"]): InferenceClient {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createAgentWorkerClass } from "../../src/agent/worker-class.js";
-import { RolloutRunner } from "../../src/pipeline/rollout/runner.js";
-import type { InferenceClient } from "../../src/services/inference/index.js";
+import { RolloutRunner } from "../../src/rollouts/runner.js";
+import type { InferenceClient } from "../../src/inference/index.js";
 import type { Trajectory } from "../../src/contracts/trajectory.js";
 import {
   fixture,
@@ -15,9 +15,9 @@ import {
   TOOL_CALL_TEXT,
   writeFiles,
   writeRecipe,
-} from "./helpers.js";
+} from "../support/agent.js";
 import { ConfigError, UserCodeError } from "../../src/errors.js";
-import { workerSettings } from "../../src/pipeline/settings.js";
+import { workerSettings } from "../../src/recipe/settings.js";
 
 /** The rollout_worker section of a recipe for an agent worker. */
 function recipeYaml(worker: string, maxResponseLength: number): string {

@@ -9,7 +9,7 @@ import { runCli } from "../../src/cli/run.js";
 import type { CliIO } from "../../src/cli/io.js";
 import { runServe } from "../../src/cli/serve.js";
 import { LocalEngine } from "../../src/engine/index.js";
-import { pigLatinRun, runNexrl, startServe, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRun, runNexrl, startServe, tempDir } from "../support/runs.js";
 import { UsageError } from "../../src/errors.js";
 
 describe("the command lines of report, sample and serve --model", () => {

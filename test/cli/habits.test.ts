@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { COMMANDS, COMMAND_NAMES } from "../../src/cli/commands.js";
-import { pigLatinRecipe, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRecipe, runNexrl, tempDir } from "../support/runs.js";
 
 const COMMAND_LIST =
   "The commands are train, validate, serve, worker, report, sample, export, checkpoints, and NexRL's form";

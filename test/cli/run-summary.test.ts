@@ -3,8 +3,8 @@ import { basename, dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { runCli } from "../../src/cli/run.js";
-import type { MetricsRow } from "../../src/pipeline/events.js";
-import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import type { MetricsRow } from "../../src/outputs/events.js";
+import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../support/runs.js";
 
 const PRICES = "+accounting.prices={prompt: 0.5, completion: 2, train: 1.5}";
 

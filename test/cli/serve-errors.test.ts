@@ -6,7 +6,7 @@
  */
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { startServe } from "../run-folder/helpers.js";
+import { startServe } from "../support/runs.js";
 
 describe("nexrl serve's errors", () => {
   it("reach the openai client with their message, and Tinker/Weaver clients in their own shape", async () => {

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ADAM, call, tinkerDatum, tinkerResult, tinkerSession } from "../server/helpers.js";
+import { ADAM, call, tinkerDatum, tinkerResult, tinkerSession } from "../support/server.js";
 
 const TIMEOUT_SECONDS = 0.5;
 const WARM_UP = 3;

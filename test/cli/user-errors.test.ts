@@ -7,9 +7,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { pigLatinOverrides, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinOverrides, root, runNexrl, tempDir } from "../support/runs.js";
 
-const WORKER = join(root, "test/pipeline/fixtures/buggy-worker.ts");
+const WORKER = join(root, "test/support/fixtures/buggy-worker.ts");
 /** Where the fixture reads the field its rows lack. */
 const THROW_SITE = `${WORKER}:14:32 (BuggyWorker.rollout)`;
 

@@ -2,7 +2,7 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRecipe, root, runNexrl, tempDir } from "../support/runs.js";
 
 const mathRecipe = join(root, "recipe/math/local.yaml");
 const agentToolsRecipe = join(root, "recipe/agent_tools/local.yaml");

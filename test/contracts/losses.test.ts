@@ -6,9 +6,9 @@ import {
   type BuiltinLossContract,
   type BuiltinLossName,
 } from "../../src/contracts/losses.js";
-import type { LossInputValues } from "../../src/types/loss-math.js";
-import { validateLossInputs } from "../../src/types/loss-validation.js";
-import { datum } from "../../src/types/wire.js";
+import type { LossInputValues } from "../../src/wire/loss-math.js";
+import { validateLossInputs } from "../../src/contracts/loss-validation.js";
+import { datum } from "../../src/wire/wire.js";
 import { InputError } from "../../src/errors.js";
 
 const lp = [-0.5, -1.2, -2.0, -0.1];

@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { HostedEngine } from "../../src/engine/engine-host.js";
 import { LocalEngine } from "../../src/engine/index.js";
-import { adamParams } from "../../src/types/wire.js";
+import { adamParams } from "../../src/wire/wire.js";
 import { lmDatum, tempDir } from "./helpers.js";
 import { ConfigError, ContextLengthError, EngineError, InputError } from "../../src/errors.js";
 

@@ -8,7 +8,7 @@ import { resolveModelConfig } from "../../src/engine/config.js";
 import { Rng } from "../../src/engine/prng.js";
 import { TrainingCore } from "../../src/engine/training.js";
 import type { BuiltinLossName } from "../../src/contracts/losses.js";
-import { datum, type Datum } from "../../src/types/wire.js";
+import { datum, type Datum } from "../../src/wire/wire.js";
 import { directionalDerivatives } from "./helpers.js";
 
 const config = resolveModelConfig({ dModel: 8, nLayers: 2, nHeads: 2, contextLength: 8 }, 259);

@@ -10,7 +10,7 @@ import {
   type ModelConfig,
   type ModelPresetName,
 } from "../../src/engine/index.js";
-import { adamParams, datum, type Datum } from "../../src/types/wire.js";
+import { adamParams, datum, type Datum } from "../../src/wire/wire.js";
 
 const dirs: string[] = [];
 const engines: LocalEngine[] = [];

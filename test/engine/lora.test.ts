@@ -9,7 +9,7 @@ import { tensorViews } from "../../src/engine/params.js";
 import { Rng } from "../../src/engine/prng.js";
 import { readStateFile } from "../../src/engine/storage.js";
 import { TrainingCore } from "../../src/engine/training.js";
-import { adamParams, datum } from "../../src/types/wire.js";
+import { adamParams, datum } from "../../src/wire/wire.js";
 import { directionalDerivatives, engineFor, lmDatum, tempDir } from "./helpers.js";
 import { ConfigError, EngineError } from "../../src/errors.js";
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type LocalEngine } from "../../src/engine/index.js";
-import { datum } from "../../src/types/wire.js";
+import { datum } from "../../src/wire/wire.js";
 import { engineFor, OVERFIT_TEXT, overfitEngine } from "./helpers.js";
 import { ContextLengthError, InputError } from "../../src/errors.js";
 

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalEngine, type LocalEngine as Engine } from "../../src/engine/index.js";
-import { adamParams } from "../../src/types/wire.js";
+import { adamParams } from "../../src/wire/wire.js";
 import { crc32 } from "../../src/engine/crc32.js";
 import { engineFor, lmDatum, tempDir } from "./helpers.js";
 import { EngineError, InputError, type StateFileProblem } from "../../src/errors.js";

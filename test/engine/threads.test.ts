@@ -11,7 +11,7 @@ import { LocalEngine } from "../../src/engine/index.js";
 import type { KernelKind } from "../../src/engine/matrix.js";
 import { threadPool } from "../../src/engine/thread-pool.js";
 import { TrainingCore, splitBatch } from "../../src/engine/training.js";
-import { adamParams, datum, type Datum } from "../../src/types/wire.js";
+import { adamParams, datum, type Datum } from "../../src/wire/wire.js";
 import { engineFor, lmDatum } from "./helpers.js";
 import { ConfigError } from "../../src/errors.js";
 

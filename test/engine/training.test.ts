@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { resolveModelConfig } from "../../src/engine/config.js";
 import { LocalEngine, MODEL_PRESETS } from "../../src/engine/index.js";
 import { TrainingCore } from "../../src/engine/training.js";
-import { adamParams, datum } from "../../src/types/wire.js";
+import { adamParams, datum } from "../../src/wire/wire.js";
 import { engineFor, lmDatum, pigLatinDatums } from "./helpers.js";
 import { ConfigError, ContextLengthError, EngineError, InputError } from "../../src/errors.js";
 

@@ -6,7 +6,7 @@
 import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { root, runNexrl, tempDir } from "../support/runs.js";
 
 /** The fenced blocks of a Markdown text with a `title="…"`, by title. */
 function titledBlocks(markdown: string): Map<string, string> {

@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { parseCommandLine, type CliCommand } from "../../src/cli/args.js";
 import { UsageError } from "../../src/errors.js";
-import { root, runNexrl } from "../run-folder/helpers.js";
+import { root, runNexrl } from "../support/runs.js";
 import { checkCompose, checkKubernetes, parseManifest, type KubeObject } from "./deployment-checks.js";
 
 const folder = join(root, "examples/distributed");

@@ -7,7 +7,7 @@ import { tensorViews } from "../../src/engine/params.js";
 import { readStateFile } from "../../src/engine/storage.js";
 import { ByteTokenizer } from "../../src/engine/tokenizer.js";
 import { exportModel } from "../../src/export/index.js";
-import { pigLatinRun, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRun, tempDir } from "../support/runs.js";
 import { cpuLlama, hasNodeLlamaCpp, importNodeLlamaCpp } from "./node-llama-cpp.js";
 import { BYTE_CHAT_TEMPLATE } from "../../src/export/byte-vocab.js";
 import { ggmlTableGelu, gpt2LogProbs, readSafetensors } from "./gpt2-reference.js";

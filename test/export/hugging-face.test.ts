@@ -3,11 +3,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
 import { exportModel } from "../../src/export/index.js";
-import { HfTokenizer } from "../../src/services/inference/tokenizers/hf-tokenizer.js";
+import { HfTokenizer } from "../../src/inference/tokenizers/hf-tokenizer.js";
 import { ByteTokenizer } from "../../src/engine/tokenizer.js";
 import { parseCommandLine } from "../../src/cli/args.js";
 import { commandHelp } from "../../src/cli/help.js";
-import { pigLatinRun, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinRun, runNexrl, tempDir } from "../support/runs.js";
 import { RunError, UsageError } from "../../src/errors.js";
 import { gpt2LogProbs, readSafetensors } from "./gpt2-reference.js";
 

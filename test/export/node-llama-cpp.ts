@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { root } from "../run-folder/helpers.js";
+import { root } from "../support/runs.js";
 
 /** The pinned version scripts/ensure-node-llama-cpp.sh installs. */
 const VERSION = "3.22.1";

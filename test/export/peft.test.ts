@@ -6,11 +6,11 @@ import { loraTargets } from "../../src/engine/lora.js";
 import { tensorViews } from "../../src/engine/params.js";
 import { decodeStateFile } from "../../src/engine/state-file.js";
 import { writeHuggingFace } from "../../src/export/hugging-face.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/run/run-recipe.js";
 import { readRunWeights } from "../../src/run-folder/index.js";
 import { readRunFolder } from "../../src/run-folder/read.js";
 import { startServer } from "../../src/server/index.js";
-import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
+import { additionRows, grpoRecipeYaml, tempDir, writeJsonl, writeRecipe } from "../support/pipeline.js";
 
 const KEY = "tml-peft-export-test-key";
 

@@ -8,7 +8,7 @@ import { mergeLoraIntoBase } from "../../src/export/merge-lora.js";
 import { decodeSafetensors, encodeRawSafetensors } from "../../src/formats/safetensors.js";
 import { readTar, writeTarGz } from "../../src/formats/tar.js";
 import { InputError } from "../../src/errors.js";
-import { failure } from "../http/helpers.js";
+import { failure } from "../support/http-server.js";
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Exchange, TIMED_OUT } from "../../src/http/exchange.js";
 import { ConnectionPool } from "../../src/http/pools.js";
-import { failure, testServer } from "./helpers.js";
+import { failure, testServer } from "../support/http-server.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

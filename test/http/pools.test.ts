@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { APITimeoutError, APIUserAbortError } from "../../src/errors.js";
 import { HttpTransport } from "../../src/http/index.js";
 import { acquirePool } from "../../src/http/pools.js";
-import { failure, testServer } from "./helpers.js";
+import { failure, testServer } from "../support/http-server.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { json, testServer } from "./helpers.js";
+import { json, testServer } from "../support/http-server.js";
 
 const run = promisify(execFile);
 const cleanups: Array<() => Promise<void>> = [];

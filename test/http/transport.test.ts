@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { HttpTransport, backoffDelayMs, retryAfterMs, type HttpTransportOptions } from "../../src/http/index.js";
-import { failure, json, testServer } from "./helpers.js";
+import { failure, json, testServer } from "../support/http-server.js";
 import {
   APIConnectionError,
   APIError,

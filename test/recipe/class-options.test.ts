@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { classOptions } from "../../src/recipe/class-options.js";
 import type { OptionsSchema } from "../../src/contracts/options.js";
 import { RecipeError } from "../../src/errors.js";
-import { failure } from "../http/helpers.js";
+import { failure } from "../support/http-server.js";
 
 /** A Standard Schema that answers `result` (after a tick when `later`). */
 function schemaAnswering(result: unknown, later = false): OptionsSchema {

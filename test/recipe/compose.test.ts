@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { composeRecipe } from "../../src/recipe/compose.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { interpolate } from "../../src/recipe/interpolate.js";
 import type { PlainMap } from "../../src/recipe/tree.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

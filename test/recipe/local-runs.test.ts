@@ -8,7 +8,7 @@ import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runRecipe } from "../../src/index.js";
-import { ROOT, userProject } from "../robustness/run-helpers.js";
+import { ROOT, userProject } from "../support/user-project.js";
 
 /** A user project holding a copy of `recipe/<name>/`, its warm-start recipe (if any) cut to 3 steps. */
 async function projectWith(name: string): Promise<string> {

@@ -2,10 +2,10 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { threadPool } from "../../src/engine/thread-pool.js";
-import { openTrainingService } from "../../src/pipeline/services.js";
+import { openTrainingService } from "../../src/run/services.js";
 import { loadRecipe, type RecipeConfig } from "../../src/recipe/index.js";
-import { datum } from "../../src/types/wire.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { datum } from "../../src/wire/wire.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadRecipe } from "../../src/recipe/index.js";
 import { applyOverrides } from "../../src/recipe/overrides.js";
 import type { RecipeFileContent } from "../../src/recipe/read.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadRecipe, parseModuleReference, resolveRecipePath } from "../../src/recipe/index.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

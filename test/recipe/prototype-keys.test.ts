@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { MINIMAL_YAML, TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 afterEach(() => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isCommonJsFile } from "../../src/recipe/share-package.js";
-import { removeTempDirs, tempDir } from "./helpers.js";
+import { removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

@@ -6,7 +6,7 @@ import { renderFiles as renderMath } from "../../recipe/math/data/make_data.js";
 import { pigLatin, pigLatinWord, renderFiles as renderPigLatin } from "../../recipe/pig_latin/data/make_data.js";
 import { makeRows as preferenceRows, renderFiles as renderPreference } from "../../recipe/preference/data/make_data.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { recipeError } from "./helpers.js";
+import { recipeError } from "../support/recipe.js";
 
 const RECIPES = fileURLToPath(new URL("../../recipe/", import.meta.url));
 const ENV_KEY: Record<string, string> = { tinker: "TINKER_API_KEY", weaver: "WEAVER_API_KEY" };

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineRecipe, loadRecipe } from "../../src/recipe/index.js";
-import { TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "./helpers.js";
+import { TRAIN_JSONL, recipeError, removeTempDirs, tempDir } from "../support/recipe.js";
 
 afterAll(removeTempDirs);
 

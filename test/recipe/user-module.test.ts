@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { brandOf, isDerivedFrom, loadUserClass, NEXRL_BRAND } from "../../src/recipe/index.js";
 import { FixtureBaseWorker } from "./fixtures/base-worker.js";
-import { removeTempDirs, tempDir } from "./helpers.js";
+import { removeTempDirs, tempDir } from "../support/recipe.js";
 import { RecipeError, type UserModuleFailure } from "../../src/errors.js";
 
 afterAll(removeTempDirs);

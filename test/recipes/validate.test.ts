@@ -9,11 +9,11 @@ import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { RecipeError } from "../../src/errors.js";
-import { checkRecipe } from "../../src/pipeline/preflight.js";
+import { checkRecipe } from "../../src/run/preflight.js";
 import { provideBuiltins } from "../../src/builtins.js";
-import { LocalTrainingService } from "../../src/services/training/local/index.js";
+import { LocalTrainingService } from "../../src/backends/local/index.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { root, runNexrl } from "../run-folder/helpers.js";
+import { root, runNexrl } from "../support/runs.js";
 
 // checkRecipe is internal: plug in the agent service as the package root does.
 provideBuiltins(() => import("../../src/index.js"));

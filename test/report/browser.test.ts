@@ -3,12 +3,12 @@ import { appendFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import type { MetricsRow } from "../../src/pipeline/events.js";
-import type { SampleRow } from "../../src/pipeline/samples.js";
+import type { MetricsRow } from "../../src/outputs/events.js";
+import type { SampleRow } from "../../src/outputs/samples.js";
 import { runRecipe } from "../../src/index.js";
 import { writeReport } from "../../src/report/index.js";
 import { readJsonlRows } from "../../src/run-folder/read.js";
-import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../run-folder/helpers.js";
+import { pigLatinOverrides, pigLatinRecipe, root, runNexrl, tempDir } from "../support/runs.js";
 import { hasChromium, openPage } from "./chromium.js";
 
 /** The metric keys of `rows` by family (the part before the first `/`), as the test reads them. */

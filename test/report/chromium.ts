@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { tempDir } from "../run-folder/helpers.js";
+import { tempDir } from "../support/runs.js";
 
 /**
  * The browser: `NEXRL_CHROMIUM`, else Debian's `/usr/bin/chromium` (scripts/ensure-chromium.sh

@@ -1,12 +1,12 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { MetricsRow } from "../../src/pipeline/events.js";
-import { firstLast, formatDuration } from "../../src/pipeline/run-summary.js";
+import type { MetricsRow } from "../../src/outputs/events.js";
+import { firstLast, formatDuration } from "../../src/outputs/run-summary.js";
 import { metricFamilies } from "../../src/report/data.js";
 import { readReportData, renderReportHtml } from "../../src/report/index.js";
 import { readJsonlRows } from "../../src/run-folder/read.js";
-import { tempDir } from "../run-folder/helpers.js";
+import { tempDir } from "../support/runs.js";
 
 const rows: MetricsRow[] = [
   { step: 0, "val/reward_mean": 0.1, "time/validation_s": 2 },

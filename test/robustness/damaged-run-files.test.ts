@@ -8,7 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 /** A finished two-step run with a checkpoint after each step: its project folder. */
 async function twoStepRun(): Promise<string> {

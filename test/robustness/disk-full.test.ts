@@ -14,9 +14,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { StorageError, storageError } from "../../src/errors.js";
 import { writeFiles } from "../../src/export/write-files.js";
-import { JsonlLog } from "../../src/pipeline/jsonl-log.js";
-import { TensorBoardLogger } from "../../src/pipeline/loggers/tensorboard.js";
-import { readJsonl, runCliChild, tempDir, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { JsonlLog } from "../../src/outputs/jsonl-log.js";
+import { TensorBoardLogger } from "../../src/outputs/loggers/tensorboard.js";
+import { readJsonl, runCliChild, tempDir, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 const mounted: string[] = [];
 afterAll(() => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { mergeCalls } from "../../src/agent/merge.js";
 import { renderChat } from "../../src/agent/render.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { modelInputTokens, type ModelInput } from "../../src/types/wire.js";
+import { modelInputTokens, type ModelInput } from "../../src/wire/wire.js";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { runCli, tempDir } from "./serve-helpers.js";
 

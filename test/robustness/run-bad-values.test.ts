@@ -8,7 +8,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { runCliChild, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 const run = (dir: string, ...overrides: string[]) =>
   runCliChild(["-c", "recipe.yaml", "-r", "-o", join(dir, "out"), ...overrides], { cwd: dir });

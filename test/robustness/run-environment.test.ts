@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { runCliChild, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 import { unprivilegedUser } from "./unprivileged.js";
 
 /** Whether this machine lets the tests make a folder immutable (root, and a file system with attributes). */

@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { ROOT, startCli, userProject } from "./run-helpers.js";
+import { ROOT, startCli, userProject } from "../support/user-project.js";
 
 const AGENT_TOOLS = join(ROOT, "recipe/agent_tools");
 /** How long the misbehaving agent sleeps after its episode was cut off (it ignores its abort signal). */

@@ -3,7 +3,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 /** Row 1 returns a string reward; from the second step on every rollout throws (while BREAK=1). */
 const BREAKS_FROM_STEP_2 = `if (task.index === 0) return { ...this.ok(task), reward: "1" };

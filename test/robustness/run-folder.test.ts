@@ -2,11 +2,11 @@
 import { cp, mkdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readRunState } from "../../src/pipeline/checkpoint.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
-import type { RunEvent } from "../../src/pipeline/events.js";
-import { additionRows, grpoRecipeYaml, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
-import { tempDir } from "./run-helpers.js";
+import { readRunState } from "../../src/outputs/checkpoint.js";
+import { runRecipe } from "../../src/run/run-recipe.js";
+import type { RunEvent } from "../../src/outputs/events.js";
+import { additionRows, grpoRecipeYaml, writeJsonl, writeRecipe } from "../support/pipeline.js";
+import { tempDir } from "../support/user-project.js";
 
 const losses = (metrics: ReadonlyArray<Record<string, unknown>>) => metrics.map((row) => [row.step, row["train/loss"]]);
 

@@ -3,7 +3,14 @@ import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker, runWithTrainer } from "./run-helpers.js";
+import {
+  readJsonl,
+  runCliChild,
+  userProject,
+  writeRecipe,
+  writeWorker,
+  runWithTrainer,
+} from "../support/user-project.js";
 
 /** Row 3 (index 2, in the second batch) never settles while HANG=1. */
 const HANGS_ON_ROW_3 = `if (process.env.HANG === "1" && task.index === 2) return new Promise(() => {});

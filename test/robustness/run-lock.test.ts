@@ -5,8 +5,16 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { RUN_LOCK_FILE, RunLock } from "../../src/pipeline/run-lock.js";
-import { readJsonl, runCliChild, startCli, tempDir, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { RUN_LOCK_FILE, RunLock } from "../../src/run/run-lock.js";
+import {
+  readJsonl,
+  runCliChild,
+  startCli,
+  tempDir,
+  userProject,
+  writeRecipe,
+  writeWorker,
+} from "../support/user-project.js";
 import { RunError } from "../../src/errors.js";
 
 /** The pid of a process that has exited (so not alive on this host, barring reuse). */
@@ -119,7 +127,7 @@ describe("RunLock", () => {
     );
     // The winner holds the lock until every process has answered (then it is killed).
     const script = `
-      const { RunLock } = await import(${JSON.stringify(join(import.meta.dirname, "../../dist/pipeline/run-lock.js"))});
+      const { RunLock } = await import(${JSON.stringify(join(import.meta.dirname, "../../dist/run/run-lock.js"))});
       try { await RunLock.acquire(${JSON.stringify(dir)}); console.log("took"); setInterval(() => {}, 1000); }
       catch (e) { console.log(e.constructor.name); }`;
     const children = Array.from({ length: 4 }, () =>

@@ -6,7 +6,7 @@ import { cp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { runCliChild, tempDir, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { runCliChild, tempDir, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 describe("bad recipes exit 1 with the file, the key and what to do", () => {
   const cases: Array<[string, (yaml: string) => string, RegExp]> = [

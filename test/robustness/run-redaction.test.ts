@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
 import { Redactor } from "../../src/http/redact.js";
 import { secretRedactor, shortSecretWarnings } from "../../src/recipe/redact.js";
-import { runCliChild, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { runCliChild, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 const ENV_SECRET = "sk-ENV-SECRET-0123456789";
 const RECIPE_SECRET = "tml-RECIPE-SECRET-987654";

@@ -3,9 +3,9 @@ import { cp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { RESUME_SAFE_SETTINGS, runSettings } from "../../src/pipeline/resume-settings.js";
+import { RESUME_SAFE_SETTINGS, runSettings } from "../../src/outputs/resume-settings.js";
 import { loadRecipe } from "../../src/recipe/index.js";
-import { readJsonl, runCliChild, startCli, userProject, writeRecipe, writeWorker } from "./run-helpers.js";
+import { readJsonl, runCliChild, startCli, userProject, writeRecipe, writeWorker } from "../support/user-project.js";
 
 describe("SIGTERM", () => {
   it("finishes the step in flight, saves a checkpoint and exits 143; the run resumes from it", async () => {

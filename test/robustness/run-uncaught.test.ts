@@ -3,7 +3,14 @@ import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../src/cli/args.js";
-import { readJsonl, runCliChild, userProject, writeRecipe, writeWorker, runWithTrainer } from "./run-helpers.js";
+import {
+  readJsonl,
+  runCliChild,
+  userProject,
+  writeRecipe,
+  writeWorker,
+  runWithTrainer,
+} from "../support/user-project.js";
 
 const SECRET = "sk-SECRET-0123456789";
 

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { OpenAIInferenceClient } from "../../src/services/inference/index.js";
-import { createTrainingService } from "../../src/services/training/index.js";
+import { OpenAIInferenceClient } from "../../src/inference/index.js";
+import { createTrainingService } from "../../src/backends/index.js";
 import { call, server, startCli, tempDir, tinkerDatum } from "./serve-helpers.js";
 import { AuthenticationError } from "../../src/errors.js";
 

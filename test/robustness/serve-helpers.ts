@@ -7,9 +7,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, expect } from "vitest";
-import { call, type Answer } from "../server/helpers.js";
+import { call, type Answer } from "../support/server.js";
 
-export { ADAM, call, server, tinkerDatum, tokens, type Answer } from "../server/helpers.js";
+export { ADAM, call, server, tinkerDatum, tokens, type Answer } from "../support/server.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 /** The built CLI (`npm test` builds it first). */

@@ -6,8 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { OpenAIInferenceClient } from "../../src/services/inference/index.js";
-import { tinyInference } from "../agent/helpers.js";
+import { OpenAIInferenceClient } from "../../src/inference/index.js";
+import { tinyInference } from "../support/agent.js";
 import {
   call,
   expectClientError,

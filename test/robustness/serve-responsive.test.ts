@@ -4,7 +4,7 @@
  * computing too) are served in the meantime.
  */
 import { describe, expect, it } from "vitest";
-import { tinkerSession } from "../server/helpers.js";
+import { tinkerSession } from "../support/server.js";
 import {
   ADAM,
   call,

@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
 import { openRunModel, parseRunModelRef, readRunFolder, readRunWeights } from "../../src/run-folder/index.js";
 import { resolveRecordedPath } from "../../src/run-folder/weights.js";
-import { runRecipe } from "../../src/pipeline/run-recipe.js";
+import { runRecipe } from "../../src/run/run-recipe.js";
 import { startServer } from "../../src/server/index.js";
-import { modelInputFromTokens } from "../../src/types/wire.js";
-import { pigLatinOverrides, pigLatinRecipe, pigLatinRun, root, tempDir } from "./helpers.js";
+import { modelInputFromTokens } from "../../src/wire/wire.js";
+import { pigLatinOverrides, pigLatinRecipe, pigLatinRun, root, tempDir } from "../support/runs.js";
 import { RunError } from "../../src/errors.js";
 
 describe("RUN_DIR[:step]", () => {
@@ -175,7 +175,7 @@ describe("a remote run's weights", () => {
       ]);
       // the exported weights are neither the initial ones (the checkpoint's own sampler) nor those of step 2
       const tokens = latest.tokenizer.encode("English: a cat\nPig Latin:", { addBos: true });
-      const { TinkerTrainingService } = await import("../../src/services/training/index.js");
+      const { TinkerTrainingService } = await import("../../src/backends/index.js");
       const service = new TinkerTrainingService({ baseUrl: server.url, apiKey: "key-for-tests" });
       const initial = await service.createSamplingClient(initialSampler);
       const [lpInitial, lpStep1, lpStep2] = await Promise.all(

@@ -15,7 +15,7 @@ import {
 } from "../../src/server/anthropic-protocol.js";
 import { OpenAIEndpoints, type GenerationCall, type OpenAIGenerator } from "../../src/server/openai-endpoints.js";
 import type { GeneratedChoice } from "../../src/server/openai-protocol.js";
-import type { ChatTemplateOptions } from "../../src/types/tokenizer.js";
+import type { ChatTemplateOptions } from "../../src/wire/tokenizer.js";
 
 const tokenizer = new ByteTokenizer();
 const schemas = anthropicRequestSchemas("the test server");

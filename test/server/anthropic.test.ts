@@ -4,9 +4,9 @@ import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import type { ChatMessage } from "../../src/types/tokenizer.js";
-import { adamParams, datum } from "../../src/types/wire.js";
+import { LocalTrainingService } from "../../src/backends/local/index.js";
+import type { ChatMessage } from "../../src/wire/tokenizer.js";
+import { adamParams, datum } from "../../src/wire/wire.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";
 
 const tokenizer = new ByteTokenizer();

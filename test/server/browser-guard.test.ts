@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
 import { serveReport } from "../../src/report/watch.js";
-import { server } from "./helpers.js";
+import { server } from "../support/server.js";
 
 interface Raw {
   status: number;

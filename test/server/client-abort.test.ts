@@ -7,7 +7,7 @@ import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { AgentGateway } from "../../src/agent/index.js";
-import { server } from "./helpers.js";
+import { server } from "../support/server.js";
 
 /** Sends the head of a POST and a part of its body, then closes the connection. */
 async function abortMidBody(base: string, path: string): Promise<void> {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer } from "../../src/server/index.js";
 import { InFlightOperations, runOperation } from "../../src/server/operations.js";
-import { ADAM, call, tinkerDatum, tinkerSession } from "./helpers.js";
+import { ADAM, call, tinkerDatum, tinkerSession } from "../support/server.js";
 
 const dirs: string[] = [];
 afterEach(async () => {

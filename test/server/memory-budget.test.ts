@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
-import { call, server, tinkerSession } from "./helpers.js";
+import { call, server, tinkerSession } from "../support/server.js";
 
 /** A tiny Tinker model (and a Weaver one's default): LoRA of rank 32, whose factors, moments and base projections come on top. */
 const TINY = LocalEngine.memoryBytes("tiny", { threads: 1, lora: { rank: 32 } });

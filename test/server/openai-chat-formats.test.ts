@@ -4,8 +4,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOpenAIHandler } from "../../src/server/openai.js";
 import type { SamplingClient } from "../../src/contracts/training.js";
-import type { Tokenizer } from "../../src/types/tokenizer.js";
-import { lenmlHfTokenizer } from "../services/inference/lenml.js";
+import type { Tokenizer } from "../../src/wire/tokenizer.js";
+import { lenmlHfTokenizer } from "../support/lenml.js";
 
 type Message = OpenAI.ChatCompletionMessage & { reasoning_content?: string };
 type Delta = OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createTrainingService } from "../../src/services/training/index.js";
-import { adamParams } from "../../src/types/wire.js";
-import { API_KEY, FAST, onCleanup, sftDatum } from "../services/training/helpers.js";
-import { call, server } from "./helpers.js";
+import { createTrainingService } from "../../src/backends/index.js";
+import { adamParams } from "../../src/wire/wire.js";
+import { API_KEY, FAST, onCleanup, sftDatum } from "../support/training.js";
+import { call, server } from "../support/server.js";
 
 describe("nexrl serve --protocol all: OpenAI-compatible endpoints", () => {
   it("serves the presets by name and a snapshot saved over Tinker by its path", async () => {

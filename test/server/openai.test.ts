@@ -7,10 +7,10 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { createOpenAIHandler, type ServedModel } from "../../src/server/openai.js";
-import { OpenAIInferenceClient, type VllmTokenIdFields } from "../../src/services/inference/index.js";
-import { LocalTrainingService } from "../../src/services/training/local/index.js";
+import { OpenAIInferenceClient, type VllmTokenIdFields } from "../../src/inference/index.js";
+import { LocalTrainingService } from "../../src/backends/local/index.js";
 import type { SampleOutput, SamplingClient, SamplingParams } from "../../src/contracts/training.js";
-import { adamParams, datum, modelInputTokens } from "../../src/types/wire.js";
+import { adamParams, datum, modelInputTokens } from "../../src/wire/wire.js";
 import { UnexpectedResponseError } from "../../src/errors.js";
 
 /** What a served sampler was asked and answered. */

@@ -1,8 +1,8 @@
 import OpenAI from "openai";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import type { ChatMessage } from "../../src/types/tokenizer.js";
-import { server } from "./helpers.js";
+import type { ChatMessage } from "../../src/wire/tokenizer.js";
+import { server } from "../support/server.js";
 
 const tokenizer = new ByteTokenizer();
 let base: string;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { FaultInjector, parseFaults, type FaultKind } from "../../src/server/faults.js";
 import { composeHandlers, type RequestHandler } from "../../src/server/handler.js";
 import { sendJson } from "../../src/server/io.js";
-import { call, server } from "./helpers.js";
+import { call, server } from "../support/server.js";
 import { ConfigError, NexrlError, ProtocolError } from "../../src/errors.js";
 
 describe("nexrl serve", () => {

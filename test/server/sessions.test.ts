@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
-import { LocalTrainingService } from "../../src/services/training/local/index.js";
-import { ADAM, call, server, tinkerDatum, tinkerResult, tinkerSession } from "./helpers.js";
+import { LocalTrainingService } from "../../src/backends/local/index.js";
+import { ADAM, call, server, tinkerDatum, tinkerResult, tinkerSession } from "../support/server.js";
 
 const TIMEOUT = 0.4;
 

@@ -14,10 +14,10 @@ import { decodeStateFile } from "../../src/engine/state-file.js";
 import { ByteTokenizer } from "../../src/engine/tokenizer.js";
 import { decodeSafetensors } from "../../src/formats/safetensors.js";
 import { readTar } from "../../src/formats/tar.js";
-import { TinkerTrainingService } from "../../src/services/training/index.js";
-import { adamParams } from "../../src/types/wire.js";
-import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir } from "../services/training/helpers.js";
-import { call, tinkerSession } from "./helpers.js";
+import { TinkerTrainingService } from "../../src/backends/index.js";
+import { adamParams } from "../../src/wire/wire.js";
+import { API_KEY, FAST, onCleanup, serve, sftDatum, tempDir } from "../support/training.js";
+import { call, tinkerSession } from "../support/server.js";
 
 const bits = (a: Float32Array): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 

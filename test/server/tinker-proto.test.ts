@@ -1,17 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import {
-  all,
-  double,
-  le,
-  leArray,
-  mapEntries,
-  one,
-  readFields,
-  text,
-  Writer,
-} from "../services/training/tinker/protowire.js";
-import { ADAM, call, server, tinkerDatum, tokens } from "./helpers.js";
+import { all, double, le, leArray, mapEntries, one, readFields, text, Writer } from "../support/protowire.js";
+import { ADAM, call, server, tinkerDatum, tokens } from "../support/server.js";
 
 // Bodies written as the Tinker SDK 0.25.0 writes them (proto/request_conv.py,
 // forward_backward_request_to_proto and resources/training.py), with the test's own writer.

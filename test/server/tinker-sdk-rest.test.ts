@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { server } from "./helpers.js";
+import { server } from "../support/server.js";
 
 /**
  * The official Tinker SDK's RestClient against nexrl serve (scripts/tinker-sdk-rest-check.py).

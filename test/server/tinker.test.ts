@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LocalEngine } from "../../src/engine/index.js";
-import { ADAM, call, server, tinkerDatum, tinkerSession as session, type Answer } from "./helpers.js";
+import { ADAM, call, server, tinkerDatum, tinkerSession as session, type Answer } from "../support/server.js";
 
 function poll(url: string, requestId: string): Promise<Answer> {
   return call(url, "POST", "/api/v1/retrieve_future", { request_id: requestId, allow_metadata_only: false });

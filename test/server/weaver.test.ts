@@ -2,8 +2,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeStateFile } from "../../src/engine/state-file.js";
-import { serve, tempDir } from "../services/training/helpers.js";
-import { ADAM, call, server, tokens, type Answer } from "./helpers.js";
+import { serve, tempDir } from "../support/training.js";
+import { ADAM, call, server, tokens, type Answer } from "../support/server.js";
 
 async function model(url: string, trainingMode: "lora" | "full_ft" = "lora"): Promise<{ sid: string; mid: string }> {
   const { body } = await call(url, "POST", "/api/v1/sessions", { tags: [], sdk_version: "test" });

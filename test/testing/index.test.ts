@@ -2,13 +2,13 @@ import { describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/index.js";
 import { BaseRolloutWorker } from "../../src/contracts/rollout-worker.js";
 import type { RolloutTask } from "../../src/contracts/task.js";
-import { LocalTrainingService } from "../../src/services/training/index.js";
-import { SamplerInferenceClient } from "../../src/services/inference/index.js";
+import { LocalTrainingService } from "../../src/backends/index.js";
+import { SamplerInferenceClient } from "../../src/inference/index.js";
 import type { InferenceClient, InferenceOptions } from "../../src/contracts/inference.js";
 import { rolloutTask, runRollout, seededRandom, workerSettings } from "../../src/testing/index.js";
 import { InputError } from "../../src/errors.js";
 import { Trajectory } from "../../src/contracts/trajectory.js";
-import { tempDir, writeJsonl, writeRecipe } from "../pipeline/helpers.js";
+import { tempDir, writeJsonl, writeRecipe } from "../support/pipeline.js";
 
 /** Samples a completion of the prompt, puts it, and returns a second trajectory rewarding its length. */
 class TwoTrajectoryWorker extends BaseRolloutWorker {

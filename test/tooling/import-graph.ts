@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 
-/** One import of one `src/` module by another, both as paths relative to `src/` (`pipeline/pool.ts`). */
+/** One import of one `src/` module by another, both as paths relative to `src/` (`rollouts/pool.ts`). */
 export interface ImportEdge {
   readonly from: string;
   readonly to: string;

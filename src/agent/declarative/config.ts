@@ -13,7 +13,7 @@ import type { RolloutTask } from "../../contracts/task.js";
 import { importFile } from "../../recipe/import-module.js";
 import { parseModuleReference } from "../../recipe/module-ref.js";
 import { findRecipeFile, notFoundMessage } from "../../recipe/paths.js";
-import type { ToolDefinition } from "../../types/tokenizer.js";
+import type { ToolDefinition } from "../../wire/tokenizer.js";
 import { ConfigError } from "../../errors.js";
 
 /** What a tool function receives besides its arguments. */

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse } from "./common.js";
 import { judgeSchema } from "./judge.js";
-import { RENDERER_IDS } from "../../types/tokenizer.js";
+import { RENDERER_IDS } from "../../wire/tokenizer.js";
 
 /** Built-in rollout worker types, plus `custom` for a user class. */
 export const ROLLOUT_WORKER_TYPES = [

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS, type IssueSink } from "./common.js";
 import { hyperParametersSchema } from "./trainer.js";
-import { REASONING_PARSERS, reasoningMismatch, TOOL_PARSERS } from "../../services/inference/chat-formats/index.js";
+import { REASONING_PARSERS, reasoningMismatch, TOOL_PARSERS } from "../../inference/chat-formats/index.js";
 
 /** Training backends: the embedded CPU engine, Tinker, Weaver. */
 export const TRAIN_BACKENDS = ["local", "tinker", "weaver"] as const;

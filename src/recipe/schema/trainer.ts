@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { LOSS_FUNCTION_NAMES, type LossFunctionName } from "../../contracts/losses.js";
-import type { AdamParamsWire } from "../../types/wire.js";
+import type { AdamParamsWire } from "../../wire/wire.js";
 import { nonEmpty, nonNegativeInt, positiveInt, refuse, SELF_HOSTED_WEIGHTS } from "./common.js";
 
 /** Built-in trainer types, plus `custom` for a user class. */
@@ -60,7 +60,7 @@ export type HyperParametersInput = z.input<typeof hyperParametersSchema>;
 /**
  * The hyper-parameters of a parsed recipe, with defaults filled (`trainer.algorithm` of
  * `RecipeConfig`), spelled as in the recipe; trainers receive them in camelCase as
- * `AlgorithmConfig` (see `pipeline/settings.ts`). The Adam keys are spelled as the wire's
+ * `AlgorithmConfig` (see `recipe/settings.ts`). The Adam keys are spelled as the wire's
  * `adam_params`.
  */
 export interface RecipeAlgorithm extends AdamParamsWire {

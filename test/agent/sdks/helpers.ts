@@ -11,10 +11,10 @@ import { mergeCalls, type PrefixBreak } from "../../../src/agent/index.js";
 import type { AgentFunction } from "../../../src/agent/agent-module.js";
 import type { EpisodeSequence } from "../../../src/agent/episode.js";
 import type { RolloutTrace } from "../../../src/agent/trace.js";
-import type { RunResult } from "../../../src/pipeline/events.js";
+import type { RunResult } from "../../../src/outputs/events.js";
 import { runRecipe } from "../../../src/index.js";
-import type { InferenceClient, InferenceResult } from "../../../src/services/inference/index.js";
-import { fixture, gateway, tempDir, tokenizer } from "../helpers.js";
+import type { InferenceClient, InferenceResult } from "../../../src/inference/index.js";
+import { fixture, gateway, tempDir, tokenizer } from "../../support/agent.js";
 
 /** The folder of the SDK examples. */
 export const EXAMPLES = resolve(import.meta.dirname, "../../../examples/agents");
