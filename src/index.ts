@@ -58,7 +58,7 @@ export type {
 /** @category Contracts */
 export type { ChatMessage, Tokenizer, ToolCall, ToolDefinition } from "./wire/tokenizer.js";
 /** @category Contracts */
-export type { AgentContext, AgentFunction, AgentResult } from "./agent/agent-module.js";
+export type { AgentContext, AgentFunction, AgentResult } from "./contracts/agent.js";
 
 /** @category Losses */
 export { lossFunctions, type LossFunctionName } from "./contracts/losses.js";

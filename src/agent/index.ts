@@ -27,11 +27,11 @@ export {
   type TrajectoryWeight,
 } from "./episode.js";
 /** @category Episodes */
-export type { AgentEpisodeResult } from "./agent-module.js";
+export type { AgentEpisodeResult } from "../contracts/agent.js";
 /** @category Episodes */
 export type { PushedEpisode, PushedTrajectory, PushRules } from "./push.js";
 /** @category Evaluators */
-export { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "./evaluator.js";
+export { Evaluator, type EvaluationRunResult, type EvaluationTarget } from "../contracts/evaluator.js";
 /** @category Workers */
 export type { AgentWorkerSetup } from "./worker.js";
 /** @category Declarative agents */

@@ -10,9 +10,9 @@ import { type AgentOptions, type RolloutWorkerContext } from "../contracts/worke
 import { rowNumber, type RolloutTask } from "../contracts/task.js";
 import type { ChatMessage } from "../wire/tokenizer.js";
 import type { TrajectoryInit } from "../contracts/trajectory.js";
-import type { AgentFunction } from "./agent-module.js";
+import type { AgentFunction } from "../contracts/agent.js";
 import { episodeTrajectories, type EpisodeScore, type EpisodeSequence } from "./episode.js";
-import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "./evaluator.js";
+import type { EvaluationRunResult, EvaluationTarget, Evaluator } from "../contracts/evaluator.js";
 import type { AgentGateway } from "./gateway.js";
 import { mergeCalls, type PrefixBreak } from "./merge.js";
 import { noRecordedCallError } from "./no-calls.js";

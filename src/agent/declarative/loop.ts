@@ -4,7 +4,7 @@
  */
 import type OpenAI from "openai";
 import type { RolloutTask } from "../../contracts/task.js";
-import type { AgentFunction } from "../agent-module.js";
+import type { AgentFunction } from "../../contracts/agent.js";
 import type { AgentTool, DeclarativeAgentConfig, ToolContext } from "./config.js";
 import { NexrlError } from "../../errors.js";
 

@@ -8,7 +8,7 @@ import { expect } from "vitest";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { mergeCalls, type PrefixBreak } from "../../../src/agent/index.js";
-import type { AgentFunction } from "../../../src/agent/agent-module.js";
+import type { AgentFunction } from "../../../src/contracts/agent.js";
 import type { EpisodeSequence } from "../../../src/agent/episode.js";
 import type { RolloutTrace } from "../../../src/agent/trace.js";
 import type { RunResult } from "../../../src/outputs/events.js";

@@ -3,7 +3,7 @@
  * reward.
  * @module
  */
-import type { DataRow } from "../contracts/task.js";
+import type { DataRow } from "./task.js";
 import { NEXRL_BRAND } from "../brand.js";
 import type { ChatMessage } from "../wire/tokenizer.js";
 
