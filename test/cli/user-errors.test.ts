@@ -59,7 +59,7 @@ describe("an error thrown by a user's worker", () => {
         `    at BuggyWorker.rollout (${WORKER}:14:32)`,
       ]);
       // The whole stack: nexrl's frames below the worker's.
-      expect(cause).toMatch(/\n {4}at (\S+ \()?file:\/\/.*\/dist\/pipeline\/rollout\/runner\.js:\d+:\d+\)?\n/);
+      expect(cause).toMatch(/\n {4}at (\S+ \()?file:\/\/.*\/dist\/rollouts\/runner\.js:\d+:\d+\)?\n/);
     }
   }, 90_000);
 
